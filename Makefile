@@ -1,0 +1,62 @@
+# agent_bringup developer entry points. `make test` is the one test command (.ci/run calls it).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+COLCON_ARGS ?=
+
+# MuJoCo's GL backend (egl, osmesa, glfw): passed through only when you set it; never forced here.
+ifneq ($(origin MUJOCO_GL),undefined)
+export MUJOCO_GL
+endif
+
+.PHONY: help setup test demo bench lint colcon urdf clean
+
+help:
+	@echo "make setup   Debian packages, .venv, project (editable) and ROS 2 wheels (scripts/setup_env.sh)"
+	@echo "make test    pytest over test/ (PYTEST_ARGS='-k foo -m \"not slow\"' to narrow)"
+	@echo "make demo    robodojo demo --out out/demo"
+	@echo "make bench   run every benchmarks/*.py"
+	@echo "make lint    ruff check ."
+	@echo "make colcon  colcon build of the ROS package (build/ install/ log/); COLCON_ARGS passes options"
+	@echo "make urdf    regenerate the URDF (scripts/generate_urdf.py)"
+	@echo "make clean   remove build/ install/ log/ out/ and caches (keeps .venv)"
+
+setup:
+	@bash scripts/setup_env.sh
+
+test: setup
+	$(PY) -m pytest -q test $(PYTEST_ARGS)
+
+demo: setup
+	$(VENV)/bin/robodojo demo --out out/demo
+
+bench: setup
+	@shopt -s nullglob; failed=(); files=(benchmarks/*.py); \
+	if (( $${#files[@]} == 0 )); then echo "no benchmarks in benchmarks/"; exit 0; fi; \
+	for f in "$${files[@]}"; do \
+	  echo "=== $$f"; \
+	  $(PY) "$$f" || failed+=("$$f"); \
+	done; \
+	if (( $${#failed[@]} )); then echo "failed: $${failed[*]}" >&2; exit 1; fi
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+# The ROS wheels need AMENT_PREFIX_PATH (and PATH) pointing at the venv; a sourced ROS install keeps its own.
+colcon: setup
+	@export VIRTUAL_ENV="$(abspath $(VENV))"; export PATH="$$VIRTUAL_ENV/bin:$$PATH"; \
+	if [[ -d "$$VIRTUAL_ENV/share/ament_index" ]]; then \
+	  export AMENT_PREFIX_PATH="$$VIRTUAL_ENV$${AMENT_PREFIX_PATH:+:$$AMENT_PREFIX_PATH}"; \
+	fi; \
+	set -x; colcon build $(COLCON_ARGS)
+
+urdf: setup
+	$(PY) scripts/generate_urdf.py
+
+clean:
+	rm -rf build install log out .pytest_cache .ruff_cache
+	find . -path ./.venv -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
