@@ -1,0 +1,30 @@
+"""One error hierarchy for the whole library; messages name the bad value and list the valid alternatives."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class RobodojoError(Exception):
+    """Base class of every error raised by robodojo."""
+
+
+class ConfigError(RobodojoError):
+    """A configuration file or value is missing or invalid."""
+
+
+class UnknownNameError(RobodojoError, KeyError):
+    """A name (task, robot, camera, arm, joint, ...) that does not exist."""
+
+    def __init__(self, kind: str, name: object, available: Iterable[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.available = sorted(available)
+        super().__init__(f"unknown {kind} {name!r}; available: {', '.join(self.available)}")
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the whole message
+        return self.args[0]
+
+
+class InvalidCommandError(RobodojoError, ValueError):
+    """A command (joint target, gripper value, ...) that was rejected before anything moved."""

@@ -1,0 +1,1 @@
+"""Robot models: URDF parsing and forward kinematics, robot configurations, scene composition."""

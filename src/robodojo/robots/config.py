@@ -1,0 +1,194 @@
+"""Robot configurations (config/robots/<name>.yaml): arms, their base poses, cameras, table, simulator gains."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from robodojo.config import CONFIG_DIR, Section, load_yaml, resolve_path
+from robodojo.errors import ConfigError, UnknownNameError
+from robodojo.geometry import Matrix, rotation_from_rpy, transform
+
+ROBOTS_DIR = CONFIG_DIR / "robots"
+
+
+@dataclass(frozen=True)
+class ArmConfig:
+    """One arm: names are full (prefixed) names in the scene URDF."""
+
+    name: str  # "left", "right", or "arm" for single-arm robots
+    prefix: str
+    base_xyz_m: tuple[float, float, float]
+    base_rpy_deg: tuple[float, float, float]
+    joints: tuple[str, ...]
+    gripper_joint: str
+    gripper_max_m: float
+    tcp_link: str
+    wrist_camera_frame: str
+    home_joints_rad: tuple[float, ...]
+
+    @property
+    def base_link_pose(self) -> Matrix:
+        """T_world_base of this arm."""
+        return transform(rotation_from_rpy(np.radians(self.base_rpy_deg)), self.base_xyz_m)
+
+
+@dataclass(frozen=True)
+class CameraConfig:
+    name: str
+    frame: str  # optical frame (REP 103: z forward, x right, y down) in the scene URDF
+    fovy_deg: float
+    width: int
+    height: int
+
+
+@dataclass(frozen=True)
+class HeadMount:
+    xyz_m: tuple[float, float, float]
+    pitch_down_deg: float  # below horizontal, looking along +y
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    top_z_m: float
+    center_xy_m: tuple[float, float]
+    size_xy_m: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class SimGains:
+    joint_kp: tuple[float, ...]
+    joint_kv: tuple[float, ...]
+    joint_armature: tuple[float, ...]
+    joint_damping: tuple[float, ...]
+    gripper_kp: float
+    gripper_force_n: float
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    name: str
+    description: str
+    scene_urdf: Path
+    arm_urdf: Path
+    arms: tuple[ArmConfig, ...]
+    table: TableConfig
+    cameras: tuple[CameraConfig, ...]
+    head_mount: HeadMount | None
+    sim: SimGains
+
+    def arm(self, name: str) -> ArmConfig:
+        for arm in self.arms:
+            if arm.name == name:
+                return arm
+        raise UnknownNameError("arm", name, self.arm_names)
+
+    def camera(self, name: str) -> CameraConfig:
+        for cam in self.cameras:
+            if cam.name == name:
+                return cam
+        raise UnknownNameError("camera", name, self.camera_names)
+
+    @property
+    def arm_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.arms)
+
+    @property
+    def camera_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.cameras)
+
+
+def available_robots() -> list[str]:
+    return sorted(p.stem for p in ROBOTS_DIR.glob("*.yaml"))
+
+
+@cache
+def load_robot_config(name: str) -> RobotConfig:
+    """Load config/robots/<name>.yaml; an unknown name lists the available robots."""
+    path = ROBOTS_DIR / f"{name}.yaml"
+    if not isinstance(name, str) or not path.is_file():
+        raise UnknownNameError("robot", name, available_robots())
+    return parse_robot_config(load_yaml(path), str(path))
+
+
+def parse_robot_config(data: dict, where: str) -> RobotConfig:
+    root = Section(data, where)
+    arm_model = root.section("arm")
+    joints = arm_model.strings("joints")
+    home = arm_model.vector("home_joints_rad", len(joints))
+    arms = []
+    arms_section = root.section("arms")
+    for arm_name in arms_section.keys():
+        a = arms_section.section(arm_name)
+        prefix = a.data.get("prefix", "")
+        if not isinstance(prefix, str):
+            raise ConfigError(f"{a.where}.prefix: expected a string")
+        arms.append(
+            ArmConfig(
+                name=arm_name,
+                prefix=prefix,
+                base_xyz_m=a.vector("base_xyz_m", 3),  # type: ignore[arg-type]
+                base_rpy_deg=a.vector("base_rpy_deg", 3, default=[0, 0, 0]),  # type: ignore[arg-type]
+                joints=tuple(prefix + j for j in joints),
+                gripper_joint=prefix + arm_model.str("gripper_joint"),
+                gripper_max_m=arm_model.number("gripper_max_m", positive=True),
+                tcp_link=prefix + arm_model.str("tcp_link"),
+                wrist_camera_frame=prefix + arm_model.str("wrist_camera_frame"),
+                home_joints_rad=home,
+            )
+        )
+    if not arms:
+        raise ConfigError(f"{where}.arms: at least one arm is required")
+
+    t = root.section("table")
+    table = TableConfig(
+        top_z_m=t.number("top_z_m", positive=True),
+        center_xy_m=t.vector("center_xy_m", 2),  # type: ignore[arg-type]
+        size_xy_m=t.vector("size_xy_m", 2),  # type: ignore[arg-type]
+    )
+
+    cams = root.section("cameras")
+    cameras = []
+    head_mount = None
+    for cam_name in cams.keys():
+        c = cams.section(cam_name)
+        mount = c.optional_section("mount")
+        if mount is not None:
+            head_mount = HeadMount(xyz_m=mount.vector("xyz_m", 3), pitch_down_deg=mount.number("pitch_down_deg"))  # type: ignore[arg-type]
+            frame = f"{cam_name}_camera_optical_frame"
+        else:
+            frame = c.str("frame")
+        cameras.append(
+            CameraConfig(
+                name=cam_name,
+                frame=frame,
+                fovy_deg=c.number("fovy_deg", positive=True),
+                width=c.integer("width", default=640, positive=True),
+                height=c.integer("height", default=480, positive=True),
+            )
+        )
+
+    s = root.section("sim")
+    n = len(joints)
+    sim = SimGains(
+        joint_kp=s.vector("joint_kp", n),
+        joint_kv=s.vector("joint_kv", n),
+        joint_armature=s.vector("joint_armature", n),
+        joint_damping=s.vector("joint_damping", n),
+        gripper_kp=s.number("gripper_kp", positive=True),
+        gripper_force_n=s.number("gripper_force_n", positive=True),
+    )
+    return RobotConfig(
+        name=root.str("name"),
+        description=str(data.get("description", "")),
+        scene_urdf=resolve_path(root.str("scene_urdf")),
+        arm_urdf=resolve_path(root.str("arm_urdf")),
+        arms=tuple(arms),
+        table=table,
+        cameras=tuple(cameras),
+        head_mount=head_mount,
+        sim=sim,
+    )

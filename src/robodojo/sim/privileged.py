@@ -1,0 +1,106 @@
+"""Privileged access to the embedded world: object poses, contacts, success and score, teleports.
+
+Used by the episode runner (success/score), benchmarks and tests. Agents and code cells never receive this object;
+the kernel process that runs code cells cannot import robodojo.sim at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import mujoco
+import numpy as np
+
+from robodojo.errors import RobodojoError, UnknownNameError
+from robodojo.sim.tasks.base import Layout, Task
+from robodojo.sim.world import EmbeddedWorld
+
+
+class PrivilegedView:
+    """Ground truth of the world's current task (implements the TaskView and GoalWriter protocols)."""
+
+    def __init__(self, world: EmbeddedWorld) -> None:
+        if world.task is None or world.layout is None:
+            raise RobodojoError("no task loaded; call reset(task, seed) first")
+        self.world = world
+        self.task: Task = world.task
+        self.layout: Layout = world.layout
+        self.table_z_m = world.robot.table.top_z_m
+        m = world.model
+        assert m is not None
+        self._pad_geoms = {arm.name: self._finger_geoms(m, arm.prefix) for arm in world.robot.arms}
+        self._table_geoms = {m.geom("table_collision0").id}
+
+    @staticmethod
+    def _finger_geoms(m: mujoco.MjModel, prefix: str) -> set[int]:
+        """Colliding geoms of the bodies moved by this arm's prismatic (finger) joints."""
+        fingers = {
+            m.jnt_bodyid[j]
+            for j in range(m.njnt)
+            if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_SLIDE and m.joint(j).name.startswith(prefix)
+        }
+        return {g for g in range(m.ngeom) if m.geom_bodyid[g] in fingers and m.geom_contype[g]}
+
+    def _body(self, name: str) -> int:
+        if name not in self.object_names:
+            raise UnknownNameError("object", name, self.object_names)
+        return self.world.model.body(name).id  # type: ignore[union-attr]
+
+    @property
+    def object_names(self) -> list[str]:
+        return [o.name for o in self.layout.objects]
+
+    def object_pos(self, name: str) -> np.ndarray:
+        return self.world.data.xpos[self._body(name)].copy()  # type: ignore[union-attr]
+
+    def object_quat(self, name: str) -> np.ndarray:
+        return self.world.data.xquat[self._body(name)].copy()  # type: ignore[union-attr]
+
+    def initial_pos(self, name: str) -> np.ndarray:
+        self._body(name)
+        return self.world.initial_object_pos[name].copy()
+
+    def tcp_pos(self, arm: str) -> np.ndarray:
+        return np.array(self.world.arm_state(arm).tcp_pos_m)
+
+    def gripper_opening(self, arm: str) -> float:
+        return self.world.arm_state(arm).gripper_opening
+
+    def _contact_geoms(self, name: str) -> set[int]:
+        m, d = self.world.model, self.world.data
+        body = self._body(name)
+        touching = set()
+        for c in d.contact[: d.ncon]:  # type: ignore[union-attr]
+            b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]  # type: ignore[union-attr]
+            if b1 == body:
+                touching.add(int(c.geom2))
+            elif b2 == body:
+                touching.add(int(c.geom1))
+        return touching
+
+    def touching_gripper(self, name: str, arm: str) -> bool:
+        return bool(self._contact_geoms(name) & self._pad_geoms[arm])
+
+    def touching_table(self, name: str) -> bool:
+        return bool(self._contact_geoms(name) & self._table_geoms)
+
+    def success(self) -> bool:
+        return bool(self.task.success(self.layout, self))
+
+    def score(self) -> float:
+        return float(self.task.score(self.layout, self))
+
+    def set_object_pose(self, name: str, pos: Sequence[float], quat: Sequence[float] = (1, 0, 0, 0)) -> None:
+        """Teleport a free object (velocity zeroed) and recompute positions and contacts."""
+        m, d = self.world.model, self.world.data
+        joint = m.body(self._body(name)).jntadr[0]  # type: ignore[union-attr]
+        if joint < 0:
+            raise RobodojoError(f"object {name!r} is fixed and cannot be moved")
+        adr, vadr = m.jnt_qposadr[joint], m.jnt_dofadr[joint]  # type: ignore[union-attr]
+        d.qpos[adr : adr + 3] = pos  # type: ignore[union-attr]
+        d.qpos[adr + 3 : adr + 7] = np.asarray(quat, dtype=float) / np.linalg.norm(quat)  # type: ignore[union-attr]
+        d.qvel[vadr : vadr + 6] = 0.0  # type: ignore[union-attr]
+        mujoco.mj_forward(m, d)
+
+    def put_in_goal_state(self) -> None:
+        self.task.put_in_goal_state(self.layout, self)

@@ -1,0 +1,164 @@
+"""Headless offscreen rendering of MuJoCo cameras: RGB, metric depth, and segmentation.
+
+The OpenGL platform is chosen once per process: MUJOCO_GL if the user set it, else EGL when a probe in a child
+process can create an EGL context (GPU or Mesa's llvmpipe), else OSMesa. The probe runs in a child because PyOpenGL
+binds its platform at first import and cannot switch afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from functools import cache
+
+import mujoco
+import numpy as np
+from numpy.typing import NDArray
+
+from robodojo.errors import RobodojoError
+from robodojo.sim.settings import RenderSettings
+
+GL_BACKENDS = ("egl", "osmesa")
+_PROBE_TIMEOUT_S = 30.0
+_PROBE = "from mujoco.{0} import GLContext; c = GLContext(8, 8); c.make_current(); c.free()"
+
+
+class RenderError(RobodojoError):
+    """No headless OpenGL platform could be set up."""
+
+
+def _probe(backend: str) -> bool:
+    env = dict(os.environ, MUJOCO_GL=backend, PYOPENGL_PLATFORM=backend)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", _PROBE.format(backend)], env=env, capture_output=True, timeout=_PROBE_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        return False
+    return result.returncode == 0
+
+
+@cache
+def select_gl_backend() -> str:
+    """The headless GL platform for this process ('egl' or 'osmesa'); sets MUJOCO_GL and PYOPENGL_PLATFORM."""
+    requested = os.environ.get("MUJOCO_GL", "").strip().lower()
+    if requested:
+        if requested not in GL_BACKENDS:
+            raise RenderError(f"MUJOCO_GL={requested!r} is not a headless platform; use one of {', '.join(GL_BACKENDS)}")
+        chosen = requested
+    else:
+        chosen = next((b for b in GL_BACKENDS if _probe(b)), "")
+        if not chosen:
+            raise RenderError(
+                "neither EGL nor OSMesa can create an OpenGL context; install Mesa's libegl1 and libgl1-mesa-dri "
+                "(EGL) or libosmesa6 (OSMesa), as `make setup` does"
+            )
+    os.environ["MUJOCO_GL"] = chosen
+    os.environ.setdefault("PYOPENGL_PLATFORM", chosen)
+    return chosen
+
+
+def _gl_context_class():
+    backend = select_gl_backend()
+    if backend == "egl":
+        from mujoco.egl import GLContext
+    else:
+        from mujoco.osmesa import GLContext
+    return GLContext
+
+
+class CameraRenderer:
+    """Renders the model's cameras offscreen at one image size. One GL context, reused across models and cameras.
+
+    Call :meth:`bind` after a model is (re)compiled; rendering methods then take the MjData and a camera id.
+    """
+
+    def __init__(self, width: int, height: int, settings: RenderSettings = RenderSettings()) -> None:
+        self.width = width
+        self.height = height
+        self.settings = settings
+        self.backend = select_gl_backend()
+        self._gl = _gl_context_class()(width, height)
+        self._gl.make_current()
+        self._model: mujoco.MjModel | None = None
+        self._context: mujoco.MjrContext | None = None
+        self._scene: mujoco.MjvScene | None = None
+        self._option = mujoco.MjvOption()
+        self._camera = mujoco.MjvCamera()
+        self._camera.type = mujoco.mjtCamera.mjCAMERA_FIXED
+        self._rect = mujoco.MjrRect(0, 0, width, height)
+        self._rgb = np.empty((height, width, 3), dtype=np.uint8)
+        self._depth = np.empty((height, width), dtype=np.float32)
+
+    def bind(self, model: mujoco.MjModel) -> None:
+        """Upload a (new) model to the GL context."""
+        self._gl.make_current()
+        if self._context is not None:
+            self._context.free()
+        self._model = model
+        self._context = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_100)
+        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._context)
+        self._context.readDepthMap = mujoco.mjtDepthMap.mjDEPTH_ZEROFAR
+        self._scene = mujoco.MjvScene(model, maxgeom=self.settings.max_geoms)
+        flags = self._scene.flags
+        flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.settings.shadows
+        flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = self.settings.reflections
+        flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = self.settings.skybox
+
+    def _draw(self, data: mujoco.MjData, camera_id: int, segmentation: bool = False) -> None:
+        if self._model is None or self._scene is None:
+            raise RenderError("CameraRenderer.bind(model) must be called before rendering")
+        self._gl.make_current()
+        self._camera.fixedcamid = camera_id
+        mujoco.mjv_updateScene(self._model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene)
+        self._scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = segmentation
+        self._scene.flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = segmentation
+        mujoco.mjr_render(self._rect, self._scene, self._context)
+
+    def rgb(self, data: mujoco.MjData, camera_id: int) -> NDArray[np.uint8]:
+        """HxWx3 uint8 image, row 0 at the top."""
+        self._draw(data, camera_id)
+        mujoco.mjr_readPixels(self._rgb, None, self._rect, self._context)
+        return np.flipud(self._rgb).copy()
+
+    def depth(self, data: mujoco.MjData, camera_id: int) -> NDArray[np.float32]:
+        """HxW float32 distance along the optical axis [m] (z in the optical frame)."""
+        self._draw(data, camera_id)
+        mujoco.mjr_readPixels(None, self._depth, self._rect, self._context)
+        assert self._model is not None
+        extent = self._model.stat.extent
+        near = np.float64(self._model.vis.map.znear * extent)
+        far = np.float64(self._model.vis.map.zfar * extent)
+        # Reversed-Z perspective depth buffer (mjDEPTH_ZEROFAR) to metric depth, as mujoco.Renderer does.
+        c = -0.5 * (-(far + near) / (far - near)) - 0.5
+        d = -0.5 * (-(2.0 * far * near) / (far - near))
+        return np.flipud(d / (self._depth.astype(np.float64) + c)).astype(np.float32)
+
+    def segmentation(self, data: mujoco.MjData, camera_id: int) -> NDArray[np.int32]:
+        """HxW int32 geom ids, -1 where no geom is seen."""
+        self._draw(data, camera_id, segmentation=True)
+        mujoco.mjr_readPixels(self._rgb, None, self._rect, self._context)
+        assert self._scene is not None
+        rgb = self._rgb.astype(np.int32)
+        segid = rgb[..., 0] + (rgb[..., 1] << 8) + (rgb[..., 2] << 16)
+        lookup = np.full(self._scene.ngeom + 1, -1, dtype=np.int32)
+        for i in range(self._scene.ngeom):
+            geom = self._scene.geoms[i]
+            if geom.segid >= 0 and geom.objtype == mujoco.mjtObj.mjOBJ_GEOM:
+                lookup[geom.segid + 1] = geom.objid
+        return np.flipud(lookup[np.clip(segid, 0, self._scene.ngeom)])
+
+    def close(self) -> None:
+        if self._context is not None:
+            self._context.free()
+            self._context = None
+        if self._gl is not None:
+            self._gl.free()
+            self._gl = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: GL libraries may already be gone
+            pass

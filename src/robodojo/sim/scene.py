@@ -1,0 +1,228 @@
+"""Build the MuJoCo model of a robot scene from its URDF (the one model of the robot) plus simulator settings.
+
+The URDF tree becomes the MjSpec body tree one link per body (no fusing, so every URDF frame, the TCP and the camera
+optical frames included, exists as a MuJoCo body and forward kinematics can be compared link by link). Visual shapes
+go to geom group 2 (rendered, no contact), collision shapes to group 3 (contact, hidden). On top of the URDF the
+builder adds what URDF cannot say: position servos, gravity compensation, cameras, a TCP site per arm, the floor,
+lights, and the task's objects.
+
+Contact filtering: robot collision geoms have contype 2 / conaffinity 1 and everything else contype 1 /
+conaffinity 3, so the robot touches the table and objects but its own links (and the other arm) never collide with
+each other in simulation; keeping arms apart is the motion server's job, as on the real robot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from robodojo.geometry import quat_from_matrix, rotation_from_rpy
+from robodojo.robots.config import RobotConfig
+from robodojo.robots.urdf import Geometry, UrdfModel, load_urdf
+from robodojo.sim.settings import SimSettings
+
+VISUAL_GROUP = 2
+COLLISION_GROUP = 3
+ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 1
+WORLD_CONTYPE, WORLD_CONAFFINITY = 1, 3
+# MuJoCo cameras look along -z with +y up; REP 103 optical frames look along +z with +y down: a half turn about x.
+OPTICAL_TO_MUJOCO_CAMERA_QUAT = (0.0, 1.0, 0.0, 0.0)
+MAX_IMAGE_SIZE = 2048
+
+
+@dataclass(frozen=True)
+class SceneNames:
+    """MuJoCo names the world looks up after compiling."""
+
+    arm_actuators: dict[str, tuple[str, ...]]
+    gripper_actuators: dict[str, str]
+    tcp_sites: dict[str, str]
+
+
+def _geom_kwargs(geom: Geometry) -> dict:
+    if geom.kind == "box":
+        size = [s / 2 for s in geom.size]
+        gtype = mujoco.mjtGeom.mjGEOM_BOX
+    elif geom.kind == "cylinder":
+        size = [geom.size[0], geom.size[1] / 2, 0.0]
+        gtype = mujoco.mjtGeom.mjGEOM_CYLINDER
+    else:
+        size = [geom.size[0], 0.0, 0.0]
+        gtype = mujoco.mjtGeom.mjGEOM_SPHERE
+    return {
+        "type": gtype,
+        "size": size,
+        "pos": list(geom.origin.xyz),
+        "quat": list(quat_from_matrix(rotation_from_rpy(geom.origin.rpy))),
+    }
+
+
+def _add_link_geoms(
+    body: mujoco.MjsBody, urdf: UrdfModel, link: str, is_robot: bool, settings: SimSettings, pad_links: set[str]
+) -> None:
+    spec_link = urdf.links[link]
+    for i, visual in enumerate(spec_link.visuals):
+        body.add_geom(
+            name=f"{link}_visual{i}",
+            group=VISUAL_GROUP,
+            contype=0,
+            conaffinity=0,
+            rgba=list(visual.rgba) if visual.rgba else [0.5, 0.5, 0.5, 1.0],
+            mass=0.0,
+            density=0.0,
+            **_geom_kwargs(visual),
+        )
+    for i, collision in enumerate(spec_link.collisions):
+        is_pad = link in pad_links
+        body.add_geom(
+            name=f"{link}_collision{i}",
+            group=COLLISION_GROUP,
+            contype=ROBOT_CONTYPE if is_robot else WORLD_CONTYPE,
+            conaffinity=ROBOT_CONAFFINITY if is_robot else WORLD_CONAFFINITY,
+            friction=list(settings.pad_friction if is_pad else settings.object_friction),
+            condim=settings.object_condim if is_pad or not is_robot else 3,
+            rgba=[0.8, 0.2, 0.2, 0.4],
+            mass=0.0,
+            density=0.0,
+            **_geom_kwargs(collision),
+        )
+
+
+def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.MjSpec, SceneNames]:
+    """The scene as an uncompiled MjSpec (tasks add their objects before compiling) and the names of its parts."""
+    urdf = load_urdf(robot.scene_urdf)
+    spec = mujoco.MjSpec()
+    spec.modelname = robot.name
+    spec.compiler.degree = False  # joint ranges in radians, as in URDF
+    spec.option.timestep = settings.timestep_s
+    spec.option.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{settings.integrator.upper()}")
+    spec.option.cone = getattr(mujoco.mjtCone, f"mjCONE_{settings.cone.upper()}")
+    spec.option.impratio = settings.impratio
+    spec.option.iterations = settings.iterations
+    _configure_visual(spec, robot, settings)
+
+    arm_links = _arm_links(urdf, robot)
+    pad_links = {
+        urdf.joint(j).child
+        for arm in robot.arms
+        for j in urdf.joints
+        if urdf.joints[j].type == "prismatic" and j.startswith(arm.prefix)
+    }
+
+    world = spec.worldbody
+    world.add_geom(
+        name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], rgba=[0.55, 0.57, 0.6, 1],
+        contype=WORLD_CONTYPE, conaffinity=WORLD_CONAFFINITY,
+    )  # fmt: skip
+    world.add_light(name="key", pos=[0.4, -0.8, 2.5], dir=[-0.15, 0.4, -1.0], diffuse=[0.6, 0.6, 0.6])
+    world.add_light(name="fill", pos=[-0.6, 0.6, 2.2], dir=[0.3, -0.3, -1.0], diffuse=[0.35, 0.35, 0.35])
+    _add_link_geoms(world, urdf, urdf.root, False, settings, pad_links)
+
+    bodies = {urdf.root: world}
+    stack = [urdf.root]
+    while stack:
+        parent = stack.pop()
+        for joint in urdf.children_of(parent):
+            o = joint.origin
+            body = bodies[parent].add_body(
+                name=joint.child, pos=list(o.xyz), quat=list(quat_from_matrix(rotation_from_rpy(o.rpy)))
+            )
+            link = urdf.links[joint.child]
+            if link.inertial is not None:
+                body.explicitinertial = True
+                body.mass = link.inertial.mass_kg
+                body.ipos = list(link.inertial.origin.xyz)
+                body.iquat = list(quat_from_matrix(rotation_from_rpy(link.inertial.origin.rpy)))
+                body.fullinertia = list(link.inertial.inertia)
+            if joint.child in arm_links:
+                body.gravcomp = 1.0  # the arm controller compensates gravity, as real arm firmware does
+            if joint.movable:
+                body.add_joint(
+                    name=joint.name,
+                    type=mujoco.mjtJoint.mjJNT_SLIDE if joint.type == "prismatic" else mujoco.mjtJoint.mjJNT_HINGE,
+                    axis=list(joint.axis),
+                    range=[joint.lower, joint.upper] if joint.type != "continuous" else [0, 0],
+                    limited=mujoco.mjtLimited.mjLIMITED_TRUE if joint.type != "continuous" else mujoco.mjtLimited.mjLIMITED_FALSE,
+                )
+            _add_link_geoms(body, urdf, joint.child, joint.child in arm_links, settings, pad_links)
+            bodies[joint.child] = body
+            stack.append(joint.child)
+
+    for joint in urdf.joints.values():
+        if joint.mimic is not None:
+            spec.add_equality(
+                name=f"{joint.name}_mimic",
+                type=mujoco.mjtEq.mjEQ_JOINT,
+                name1=joint.name,
+                name2=joint.mimic.joint,
+                data=[joint.mimic.offset, joint.mimic.multiplier] + [0.0] * 10,
+                solref=[0.005, 1.0],
+            )
+
+    names = _add_arm_control(spec, urdf, robot)
+    for cam in robot.cameras:
+        bodies[cam.frame].add_camera(name=cam.name, quat=list(OPTICAL_TO_MUJOCO_CAMERA_QUAT), fovy=cam.fovy_deg)
+    return spec, names
+
+
+def _arm_links(urdf: UrdfModel, robot: RobotConfig) -> set[str]:
+    links: set[str] = set()
+    for arm in robot.arms:
+        base = next(j.child for j in urdf.joints.values() if j.name == f"{arm.prefix}base_joint")
+        stack = [base]
+        while stack:
+            link = stack.pop()
+            links.add(link)
+            stack.extend(j.child for j in urdf.children_of(link))
+    return links
+
+
+def _add_arm_control(spec: mujoco.MjSpec, urdf: UrdfModel, robot: RobotConfig) -> SceneNames:
+    gains = robot.sim
+    arm_actuators: dict[str, tuple[str, ...]] = {}
+    gripper_actuators: dict[str, str] = {}
+    tcp_sites: dict[str, str] = {}
+    for arm in robot.arms:
+        names = []
+        for i, jname in enumerate(arm.joints):
+            joint = urdf.joint(jname)
+            mj_joint = spec.joint(jname)
+            mj_joint.armature = gains.joint_armature[i]
+            mj_joint.damping = [gains.joint_damping[i], 0.0, 0.0]  # MuJoCo 4: polynomial coefficients
+            act = spec.add_actuator(name=f"{jname}_servo", target=jname, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            act.set_to_position(kp=gains.joint_kp[i], kv=gains.joint_kv[i])
+            act.ctrlrange = [joint.lower, joint.upper]
+            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+            act.forcerange = [-joint.effort, joint.effort]
+            act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+            names.append(act.name)
+        arm_actuators[arm.name] = tuple(names)
+
+        finger = urdf.joint(arm.gripper_joint)
+        grip = spec.add_actuator(name=f"{arm.prefix}gripper_servo", target=arm.gripper_joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        grip.set_to_position(kp=gains.gripper_kp, kv=0.05 * gains.gripper_kp)
+        grip.ctrlrange = [finger.lower, finger.upper]
+        grip.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        grip.forcerange = [-gains.gripper_force_n, gains.gripper_force_n]
+        grip.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        gripper_actuators[arm.name] = grip.name
+
+        site = spec.body(arm.tcp_link).add_site(name=f"{arm.prefix}tcp_site", size=[0.004, 0, 0], rgba=[1, 0, 0, 0], group=4)
+        tcp_sites[arm.name] = site.name
+    return SceneNames(arm_actuators=arm_actuators, gripper_actuators=gripper_actuators, tcp_sites=tcp_sites)
+
+
+def _configure_visual(spec: mujoco.MjSpec, robot: RobotConfig, settings: SimSettings) -> None:
+    width = max(c.width for c in robot.cameras)
+    height = max(c.height for c in robot.cameras)
+    spec.visual.global_.offwidth = min(max(width, 640), MAX_IMAGE_SIZE)
+    spec.visual.global_.offheight = min(max(height, 480), MAX_IMAGE_SIZE)
+    spec.visual.quality.offsamples = settings.render.msaa_samples
+    spec.visual.quality.shadowsize = 4096 if settings.render.shadows else 0
+    spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
+    spec.visual.headlight.diffuse = [0.25, 0.25, 0.25]
+    spec.visual.map.znear = 0.005  # fraction of the model extent: about 1 cm, wrist cameras see close objects
+    spec.stat.extent = 2.0
+    spec.stat.center = np.array([0.0, -0.15, 0.9])

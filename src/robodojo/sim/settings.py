@@ -1,0 +1,91 @@
+"""Simulator settings from config/sim.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from robodojo.config import CONFIG_DIR, Section, load_yaml
+from robodojo.errors import ConfigError
+
+INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
+CONES = ("pyramidal", "elliptic")
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    msaa_samples: int = 0
+    shadows: bool = False
+    reflections: bool = False
+    skybox: bool = False
+    max_geoms: int = 2000
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    timestep_s: float
+    control_hz: float
+    integrator: str
+    cone: str
+    impratio: float
+    iterations: int
+    object_friction: tuple[float, float, float]
+    object_condim: int
+    pad_friction: tuple[float, float, float]
+    render: RenderSettings
+    settle_steps: int
+
+    @property
+    def substeps(self) -> int:
+        """Physics steps per control step."""
+        return round(1.0 / (self.control_hz * self.timestep_s))
+
+    @property
+    def control_dt_s(self) -> float:
+        return self.substeps * self.timestep_s
+
+
+def parse_sim_settings(data: dict, where: str) -> SimSettings:
+    root = Section(data, where)
+    p = root.section("physics")
+    timestep, hz = p.number("timestep_s", positive=True), p.number("control_hz", positive=True)
+    ratio = 1.0 / (hz * timestep)
+    if abs(ratio - round(ratio)) > 1e-6:
+        raise ConfigError(f"{where}.physics: 1/(control_hz * timestep_s) must be an integer, got {ratio:.4f}")
+    integrator, cone = p.str("integrator"), p.str("cone")
+    if integrator not in INTEGRATORS:
+        raise ConfigError(f"{where}.physics.integrator: {integrator!r} is not one of {', '.join(INTEGRATORS)}")
+    if cone not in CONES:
+        raise ConfigError(f"{where}.physics.cone: {cone!r} is not one of {', '.join(CONES)}")
+    c = root.section("object_contact")
+    r = root.section("render")
+    render = RenderSettings(
+        msaa_samples=r.integer("msaa_samples", default=0),
+        shadows=r.boolean("shadows", default=False),
+        reflections=r.boolean("reflections", default=False),
+        skybox=r.boolean("skybox", default=False),
+        max_geoms=r.integer("max_geoms", default=2000, positive=True),
+    )
+    condim = c.integer("condim", positive=True)
+    if condim not in (1, 3, 4, 6):
+        raise ConfigError(f"{where}.object_contact.condim: must be 1, 3, 4 or 6, got {condim}")
+    return SimSettings(
+        timestep_s=timestep,
+        control_hz=hz,
+        integrator=integrator,
+        cone=cone,
+        impratio=p.number("impratio", positive=True),
+        iterations=p.integer("iterations", positive=True),
+        object_friction=c.vector("friction", 3),  # type: ignore[arg-type]
+        object_condim=condim,
+        pad_friction=root.vector("gripper_pad_friction", 3),  # type: ignore[arg-type]
+        render=render,
+        settle_steps=root.integer("settle_steps", default=10),
+    )
+
+
+@cache
+def load_sim_settings(path: str | Path | None = None) -> SimSettings:
+    path = Path(path) if path is not None else CONFIG_DIR / "sim.yaml"
+    return parse_sim_settings(load_yaml(path), str(path))

@@ -1,0 +1,207 @@
+"""Task definitions: instruction, recipe and score ladder, step limit, seeded layouts, success and score checkers.
+
+A task is a subclass of :class:`Task` in its own module under robodojo.sim.tasks; defining the class registers it
+(``__init_subclass__``), and the package imports every module in its folder, so adding a task touches no other file.
+Checkers read the world only through :class:`TaskView`, the privileged interface (object poses, contacts), which the
+episode runner and tests use and agents never see.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from robodojo.errors import ConfigError, UnknownNameError
+from robodojo.sim.objects import COLORS, ObjectSpec, object_rest_z
+
+VARIANTS = ("standard", "cluttered")
+CLUTTER_DISTRACTORS = 10
+MIN_GAP_M = 0.02  # free space between sampled object footprints
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A seeded task instance: objects at rest, the values that fill the instruction's slots, the variant."""
+
+    task: str
+    seed: int
+    variant: str
+    objects: tuple[ObjectSpec, ...]
+    slots: Mapping[str, str] = field(default_factory=dict)
+
+    def object(self, name: str) -> ObjectSpec:
+        for obj in self.objects:
+            if obj.name == name:
+                return obj
+        raise UnknownNameError("object", name, [o.name for o in self.objects])
+
+
+class TaskView(Protocol):
+    """Privileged read access to the world for checkers (implemented by robodojo.sim.privileged)."""
+
+    table_z_m: float
+
+    def object_pos(self, name: str) -> np.ndarray: ...
+    def object_quat(self, name: str) -> np.ndarray: ...
+    def initial_pos(self, name: str) -> np.ndarray: ...
+    def tcp_pos(self, arm: str) -> np.ndarray: ...
+    def gripper_opening(self, arm: str) -> float: ...
+    def touching_gripper(self, name: str, arm: str) -> bool: ...
+    def touching_table(self, name: str) -> bool: ...
+
+
+class GoalWriter(Protocol):
+    """Privileged write access used to put a task into its goal state (tests only)."""
+
+    table_z_m: float
+
+    def set_object_pose(self, name: str, pos: Sequence[float], quat: Sequence[float] = (1, 0, 0, 0)) -> None: ...
+    def tcp_pos(self, arm: str) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Region of the table where task objects are placed, reachable by the arms."""
+
+    x_m: tuple[float, float]
+    y_m: tuple[float, float]
+
+
+class Task(ABC):
+    """Base class. Subclasses set the class attributes and implement layout, success, score and goal."""
+
+    name: ClassVar[str]
+    robot: ClassVar[str] = "dual_arx_x5"
+    step_limit: ClassVar[int]
+    instruction_template: ClassVar[str]
+    recipe: ClassVar[str]
+    score_ladder: ClassVar[tuple[tuple[float, str], ...]]
+    workspace: ClassVar[Workspace] = Workspace(x_m=(-0.4, 0.4), y_m=(-0.3, 0.05))
+
+    registry: ClassVar[dict[str, type[Task]]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if getattr(cls, "name", None):
+            if cls.name in Task.registry:
+                raise ConfigError(f"task {cls.name!r} is defined twice")
+            Task.registry[cls.name] = cls
+
+    def __init__(self, table_z_m: float) -> None:
+        self.table_z_m = table_z_m
+
+    # -- layout -----------------------------------------------------------------------------------------------
+    def layout(self, seed: int, variant: str = "standard") -> Layout:
+        """Deterministic per (task, seed, variant); different seeds give different layouts."""
+        if variant not in VARIANTS:
+            raise UnknownNameError("variant", variant, VARIANTS)
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+        rng = np.random.default_rng([zlib.crc32(self.name.encode()), int(seed), VARIANTS.index(variant)])
+        objects, slots = self.sample_objects(rng)
+        placer = _Placer(self, rng, objects)
+        if variant == "cluttered":
+            placer.add_distractors(CLUTTER_DISTRACTORS, reserved_colors=set(slots.values()))
+        return Layout(task=self.name, seed=int(seed), variant=variant, objects=tuple(placer.placed), slots=slots)
+
+    @abstractmethod
+    def sample_objects(self, rng: np.random.Generator) -> tuple[list[ObjectSpec], dict[str, str]]:
+        """The task's own objects (already placed, e.g. with :meth:`place`) and the instruction's slot values."""
+
+    def instruction(self, layout: Layout) -> str:
+        return self.instruction_template.format(**layout.slots)
+
+    def recipe_text(self) -> str:
+        ladder = "\n".join(f"  {score:.2f}  {text}" for score, text in self.score_ladder)
+        return f"{self.recipe}\nProcess score ladder:\n{ladder}"
+
+    # -- checking ---------------------------------------------------------------------------------------------
+    @abstractmethod
+    def success(self, layout: Layout, view: TaskView) -> bool:
+        """The benchmark's own success signal."""
+
+    @abstractmethod
+    def score(self, layout: Layout, view: TaskView) -> float:
+        """Process score in [0, 1]: the highest rung of the ladder reached now (1.0 exactly when successful)."""
+
+    @abstractmethod
+    def put_in_goal_state(self, layout: Layout, world: GoalWriter) -> None:
+        """Teleport objects so that :meth:`success` holds (tests of the checkers)."""
+
+    # -- helpers for subclasses -------------------------------------------------------------------------------
+    def rest_object(self, name: str, kind: str, color: str, size: tuple[float, ...], xy: Sequence[float],
+                    yaw: float = 0.0, mass: float = 0.08) -> ObjectSpec:  # fmt: skip
+        z = object_rest_z(kind, size, self.table_z_m)
+        return ObjectSpec(name=name, kind=kind, color=color, size_m=size, pos_m=(float(xy[0]), float(xy[1]), z),
+                          yaw_rad=float(yaw), mass_kg=mass)  # fmt: skip
+
+    def lifted_by(self, view: TaskView, name: str) -> float:
+        return float(view.object_pos(name)[2] - view.initial_pos(name)[2])
+
+
+def pick_colors(rng: np.random.Generator, n: int, exclude: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
+    choices = [c for c in COLORS if c not in exclude and c not in ("black", "grey", "white", "brown")]
+    return [str(c) for c in rng.choice(choices, size=n, replace=False)]
+
+
+class _Placer:
+    """Rejection sampling of non-overlapping object positions in the task's workspace."""
+
+    MAX_TRIES = 2000
+
+    def __init__(self, task: Task, rng: np.random.Generator, objects: list[ObjectSpec]) -> None:
+        self.task = task
+        self.rng = rng
+        self.placed = list(objects)
+
+    def _free(self, x: float, y: float, radius: float) -> bool:
+        return all(
+            math.hypot(x - o.pos_m[0], y - o.pos_m[1]) >= radius + o.footprint_radius_m + MIN_GAP_M
+            for o in self.placed
+        )
+
+    def add_distractors(self, count: int, reserved_colors: set[str]) -> None:
+        colors = [c for c in COLORS if c not in reserved_colors]
+        ws = self.task.workspace
+        # Clutter may spread a little beyond the task region, as on a busy table.
+        x_range, y_range = (ws.x_m[0] - 0.1, ws.x_m[1] + 0.1), (ws.y_m[0], ws.y_m[1] + 0.1)
+        for i in range(count):
+            kind = str(self.rng.choice(["block", "cylinder"]))
+            size: tuple[float, ...]
+            if kind == "block":
+                size = tuple(float(v) for v in self.rng.uniform(0.025, 0.045, size=3))
+            else:
+                size = (float(self.rng.uniform(0.015, 0.025)), float(self.rng.uniform(0.03, 0.07)))
+            candidate = self.task.rest_object(f"distractor_{i}", kind, str(self.rng.choice(colors)), size, (0, 0),
+                                              yaw=float(self.rng.uniform(-math.pi, math.pi)), mass=0.05)  # fmt: skip
+            for _ in range(self.MAX_TRIES):
+                x, y = self.rng.uniform(*x_range), self.rng.uniform(*y_range)
+                if self._free(x, y, candidate.footprint_radius_m):
+                    self.placed.append(
+                        ObjectSpec(**{**candidate.__dict__, "pos_m": (float(x), float(y), candidate.pos_m[2])})
+                    )
+                    break
+            else:
+                raise ConfigError(f"task {self.task.name!r}: no room for distractor {i}")
+
+
+def place_all(task: Task, rng: np.random.Generator, objects: Sequence[ObjectSpec],
+              region: Workspace | None = None) -> list[ObjectSpec]:  # fmt: skip
+    """Give each object a free random position (and keep its yaw) inside ``region`` (default: the task's)."""
+    region = region or task.workspace
+    placer = _Placer(task, rng, [])
+    for obj in objects:
+        for _ in range(_Placer.MAX_TRIES):
+            x, y = rng.uniform(*region.x_m), rng.uniform(*region.y_m)
+            if placer._free(x, y, obj.footprint_radius_m):
+                placer.placed.append(ObjectSpec(**{**obj.__dict__, "pos_m": (float(x), float(y), obj.pos_m[2])}))
+                break
+        else:
+            raise ConfigError(f"task {task.name!r}: no room for object {obj.name!r}")
+    return placer.placed

@@ -1,0 +1,256 @@
+"""The embedded world: a robot scene plus one task in MuJoCo, stepped at the 25 Hz control rate.
+
+Agent side: :meth:`EmbeddedWorld.observe` (images, calibration, joint and TCP state, steps left) and
+:meth:`EmbeddedWorld.step` (joint position targets and gripper openings). Task state (object poses, success, score)
+is reachable only through :meth:`EmbeddedWorld.privileged`, for the episode runner, benchmarks and tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+import mujoco
+import numpy as np
+
+from robodojo.errors import InvalidCommandError, RobodojoError, UnknownNameError
+from robodojo.geometry import quat_from_matrix, transform
+from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Observation
+from robodojo.robots.config import RobotConfig, load_robot_config
+from robodojo.robots.urdf import load_urdf
+from robodojo.sim.objects import add_object
+from robodojo.sim.render import CameraRenderer
+from robodojo.sim.scene import build_scene_spec
+from robodojo.sim.settings import SimSettings, load_sim_settings
+from robodojo.sim.tasks import get_task
+from robodojo.sim.tasks.base import Layout, Task
+
+# A joint target may lead the commanded one by this multiple of (velocity limit x control period), leaving room for
+# the trapezoidal profiles of the motion server while rejecting jumps that no real controller would accept.
+VELOCITY_MARGIN = 1.5
+
+
+class EpisodeOverError(RobodojoError):
+    """The episode's env step budget is used up; reset to start another."""
+
+
+class EmbeddedWorld:
+    """MuJoCo world for one robot; :meth:`reset` loads a task layout. Not thread-safe."""
+
+    def __init__(self, robot: str = "dual_arx_x5", settings: SimSettings | None = None) -> None:
+        self.robot: RobotConfig = load_robot_config(robot)
+        self.settings = settings or load_sim_settings()
+        self._urdf = load_urdf(self.robot.scene_urdf)
+        self._renderers: dict[tuple[int, int], CameraRenderer] = {}
+        self.model: mujoco.MjModel | None = None
+        self.data: mujoco.MjData | None = None
+        self.task: Task | None = None
+        self.layout: Layout | None = None
+        self.step_count = 0
+        self._joint_limits = {
+            j: (self._urdf.joint(j).lower, self._urdf.joint(j).upper, self._urdf.joint(j).velocity)
+            for arm in self.robot.arms
+            for j in arm.joints
+        }
+        self._load(task=None, layout=None)
+
+    # -- episode ------------------------------------------------------------------------------------------------
+    def reset(self, task: str, seed: int = 0, variant: str = "standard") -> Observation:
+        """Build the task's seeded layout, put the arms at home, let objects settle, and observe."""
+        task_cls = get_task(task)
+        if task_cls.robot != self.robot.name:
+            raise InvalidCommandError(f"task {task!r} runs on robot {task_cls.robot!r}, this world is {self.robot.name!r}")
+        instance = task_cls(self.robot.table.top_z_m)
+        layout = instance.layout(seed, variant)
+        self._load(instance, layout)
+        return self.observe()
+
+    @property
+    def steps_left(self) -> int:
+        if self.task is None:
+            return 0
+        return max(self.task.step_limit - self.step_count, 0)
+
+    @property
+    def instruction(self) -> str:
+        if self.task is None or self.layout is None:
+            raise RobodojoError("no task loaded; call reset(task, seed) first")
+        return self.task.instruction(self.layout)
+
+    def _load(self, task: Task | None, layout: Layout | None) -> None:
+        spec, self._names = build_scene_spec(self.robot, self.settings)
+        if layout is not None:
+            for obj in layout.objects:
+                add_object(spec, obj, self.settings)
+        self.model = spec.compile()
+        self.data = mujoco.MjData(self.model)
+        self.task, self.layout, self.step_count = task, layout, 0
+        m, d = self.model, self.data
+        self._arm_qpos = {a.name: [m.joint(j).qposadr[0] for j in a.joints] for a in self.robot.arms}
+        self._arm_ctrl = {a.name: [m.actuator(n).id for n in self._names.arm_actuators[a.name]] for a in self.robot.arms}
+        self._grip_qpos = {a.name: m.joint(a.gripper_joint).qposadr[0] for a in self.robot.arms}
+        self._grip_ctrl = {a.name: m.actuator(self._names.gripper_actuators[a.name]).id for a in self.robot.arms}
+        self._tcp_site = {a.name: m.site(self._names.tcp_sites[a.name]).id for a in self.robot.arms}
+        self._camera_ids = {c.name: m.camera(c.name).id for c in self.robot.cameras}
+        for arm in self.robot.arms:
+            d.qpos[self._arm_qpos[arm.name]] = arm.home_joints_rad
+            d.ctrl[self._arm_ctrl[arm.name]] = arm.home_joints_rad
+            self._set_gripper(arm.name, 1.0)
+            d.qpos[self._grip_qpos[arm.name]] = d.ctrl[self._grip_ctrl[arm.name]]
+        mujoco.mj_forward(m, d)
+        for renderer in self._renderers.values():
+            renderer.bind(m)
+        if task is not None:
+            for _ in range(self.settings.settle_steps):
+                self._advance()
+            self.initial_object_pos = {o.name: self.data.xpos[m.body(o.name).id].copy() for o in layout.objects}  # type: ignore[union-attr]
+
+    # -- acting -------------------------------------------------------------------------------------------------
+    def step(
+        self,
+        joint_targets: Mapping[str, Sequence[float]] | None = None,
+        gripper_targets: Mapping[str, float] | None = None,
+    ) -> None:
+        """Advance one control step (1/control_hz s) after setting position targets.
+
+        ``joint_targets`` maps arm name -> joint angles [rad] in the arm's joint order; ``gripper_targets`` maps arm
+        name -> opening in [0, 1] (0 closed). Arms not named keep their previous targets. Every value is checked
+        first; on any error InvalidCommandError is raised and nothing changes.
+        """
+        if self.task is not None and self.steps_left <= 0:
+            raise EpisodeOverError(f"the episode's {self.task.step_limit} env steps are used up")
+        new_joint = self._validated_joint_targets(joint_targets or {})
+        new_grip = self._validated_gripper_targets(gripper_targets or {})
+        d = self.data
+        assert d is not None
+        for arm, q in new_joint.items():
+            d.ctrl[self._arm_ctrl[arm]] = q
+        for arm, opening in new_grip.items():
+            self._set_gripper(arm, opening)
+        self._advance()
+        self.step_count += 1
+
+    def _advance(self) -> None:
+        for _ in range(self.settings.substeps):
+            mujoco.mj_step(self.model, self.data)
+
+    def _set_gripper(self, arm: str, opening: float) -> None:
+        assert self.data is not None
+        self.data.ctrl[self._grip_ctrl[arm]] = opening * self.robot.arm(arm).gripper_max_m
+
+    def _validated_joint_targets(self, targets: Mapping[str, Sequence[float]]) -> dict[str, np.ndarray]:
+        out = {}
+        dt = self.settings.control_dt_s
+        for arm_name, values in targets.items():
+            arm = self.robot.arm(arm_name) if arm_name in self.robot.arm_names else None
+            if arm is None:
+                raise UnknownNameError("arm", arm_name, self.robot.arm_names)
+            try:
+                q = np.asarray(values, dtype=float).reshape(-1)
+            except (TypeError, ValueError):
+                raise InvalidCommandError(f"{arm_name} joint targets must be {len(arm.joints)} numbers, got {values!r}") from None
+            if q.shape != (len(arm.joints),):
+                raise InvalidCommandError(f"{arm_name} joint targets must be {len(arm.joints)} numbers, got {q.size}")
+            current = self.data.ctrl[self._arm_ctrl[arm_name]]  # type: ignore[union-attr]
+            for name, value, prev in zip(arm.joints, q, current, strict=True):
+                lower, upper, velocity = self._joint_limits[name]
+                if not math.isfinite(value):
+                    raise InvalidCommandError(f"target for {name!r} must be a finite number, got {value}")
+                if not lower <= value <= upper:
+                    raise InvalidCommandError(f"target for {name!r} is {value:.4f} rad, outside [{lower}, {upper}]")
+                max_step = VELOCITY_MARGIN * velocity * dt
+                if abs(value - prev) > max_step:
+                    raise InvalidCommandError(
+                        f"target for {name!r} jumps {abs(value - prev):.3f} rad in one {dt * 1e3:.0f} ms step; "
+                        f"its velocity limit allows {max_step:.3f} rad"
+                    )
+            out[arm_name] = q
+        return out
+
+    def _validated_gripper_targets(self, targets: Mapping[str, float]) -> dict[str, float]:
+        out = {}
+        for arm_name, value in targets.items():
+            if arm_name not in self.robot.arm_names:
+                raise UnknownNameError("arm", arm_name, self.robot.arm_names)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise InvalidCommandError(f"{arm_name} gripper target must be a finite number in [0, 1], got {value!r}")
+            if not 0.0 <= value <= 1.0:
+                raise InvalidCommandError(f"{arm_name} gripper target {value} is outside [0, 1] (0 closed, 1 open)")
+            out[arm_name] = float(value)
+        return out
+
+    # -- observing ----------------------------------------------------------------------------------------------
+    def arm_state(self, arm_name: str) -> ArmState:
+        arm = self.robot.arm(arm_name)
+        d = self.data
+        assert d is not None
+        site = self._tcp_site[arm_name]
+        return ArmState(
+            name=arm_name,
+            joint_names=arm.joints,
+            joint_positions_rad=tuple(float(v) for v in d.qpos[self._arm_qpos[arm_name]]),
+            tcp_pos_m=tuple(float(v) for v in d.site_xpos[site]),  # type: ignore[arg-type]
+            tcp_quat_wxyz=tuple(float(v) for v in quat_from_matrix(d.site_xmat[site].reshape(3, 3))),  # type: ignore[arg-type]
+            gripper_opening=float(np.clip(d.qpos[self._grip_qpos[arm_name]] / arm.gripper_max_m, 0.0, 1.0)),
+        )
+
+    def calibration(self, camera: str) -> CameraCalibration:
+        """Intrinsics and camera-to-world pose (REP 103 optical frame) of ``camera`` now."""
+        cam = self.robot.camera(camera)
+        m, d = self.model, self.data
+        assert m is not None and d is not None
+        cid = self._camera_ids[camera]
+        fy = (cam.height / 2) / math.tan(math.radians(m.cam_fovy[cid]) / 2)
+        K = np.array([[fy, 0.0, (cam.width - 1) / 2], [0.0, fy, (cam.height - 1) / 2], [0.0, 0.0, 1.0]])
+        # MuJoCo camera axes (x right, y up, looking along -z) to the optical convention (y down, z forward).
+        R = d.cam_xmat[cid].reshape(3, 3) @ np.diag([1.0, -1.0, -1.0])
+        return CameraCalibration(K=K, T_world_cam=transform(R, d.cam_xpos[cid]), width=cam.width, height=cam.height)
+
+    def render(self, camera: str, *, depth: bool = False, segmentation: bool = False) -> CameraFrame:
+        """Render one camera: RGB always, metric depth and per-pixel geom ids on request."""
+        cam = self.robot.camera(camera)
+        renderer = self._renderer(cam.width, cam.height)
+        cid = self._camera_ids[camera]
+        return CameraFrame(
+            name=camera,
+            rgb=renderer.rgb(self.data, cid),
+            calibration=self.calibration(camera),
+            depth_m=renderer.depth(self.data, cid) if depth else None,
+            segmentation=renderer.segmentation(self.data, cid) if segmentation else None,
+        )
+
+    def observe(
+        self, cameras: Iterable[str] | None = None, *, depth: bool = False, segmentation: bool = False
+    ) -> Observation:
+        """The agent-side view. ``cameras`` defaults to all; pass ``()`` for state only."""
+        names = self.robot.camera_names if cameras is None else tuple(cameras)
+        for name in names:
+            self.robot.camera(name)  # unknown names raise before any rendering
+        assert self.data is not None
+        return Observation(
+            step=self.step_count,
+            steps_left=self.steps_left,
+            time_s=float(self.data.time),
+            arms={a: self.arm_state(a) for a in self.robot.arm_names},
+            cameras={n: self.render(n, depth=depth, segmentation=segmentation) for n in names},
+        )
+
+    def _renderer(self, width: int, height: int) -> CameraRenderer:
+        key = (width, height)
+        if key not in self._renderers:
+            renderer = CameraRenderer(width, height, self.settings.render)
+            renderer.bind(self.model)
+            self._renderers[key] = renderer
+        return self._renderers[key]
+
+    # -- privileged ---------------------------------------------------------------------------------------------
+    def privileged(self):  # -> PrivilegedView (imported lazily: agents never need it)
+        """Task ground truth for the episode runner, benchmarks and tests. Never hand this to an agent."""
+        from robodojo.sim.privileged import PrivilegedView
+
+        return PrivilegedView(self)
+
+    def close(self) -> None:
+        for renderer in self._renderers.values():
+            renderer.close()
+        self._renderers.clear()
