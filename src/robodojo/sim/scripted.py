@@ -113,7 +113,7 @@ def grasp_and_lift(world: EmbeddedWorld, object_name: str, lift_m: float = 0.12,
     grasp_z = pos[2] + min(0.0, obj.height_m / 2 - 0.02)  # pads centred on the object, never below the table
     grasp_z = max(grasp_z, world.robot.table.top_z_m + 0.012)
     q = world.data.ctrl[world._arm_ctrl[arm]].copy()
-    waypoints = [(pos[0], pos[1], grasp_z + 0.12), (pos[0], pos[1], grasp_z)]
+    waypoints = [(pos[0], pos[1], grasp_z + 0.1), (pos[0], pos[1], grasp_z)]
     for i, p in enumerate(waypoints):
         ik = solve_ik(world, arm, np.array(p), R, q)
         if not ik.converged:
