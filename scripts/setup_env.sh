@@ -82,7 +82,7 @@ apt_step() {
   say "installing Debian packages: ${missing[*]}"
   "${sudo[@]}" apt-get update -qq </dev/null
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-    </dev/null >/dev/null
+    </dev/null 2>&1 >/dev/null | { grep -v '^debconf: delaying package configuration' >&2 || true; }
 }
 apt_step
 
@@ -112,16 +112,17 @@ else
     say "ROS 2 $ROS_DISTRO is sourced: creating $VENV from $ROS_PYTHON with --system-site-packages"
     "$ROS_PYTHON" -m venv --system-site-packages "$VENV" </dev/null
   else
-    PY="${PYTHON:-}"
-    if [[ -z "$PY" ]]; then
-      for cand in python3.11 python3; do
-        if command -v "$cand" >/dev/null 2>&1 &&
-          [[ "$("$cand" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null </dev/null)" == 3.11 ]]; then
-          PY="$cand"
-          break
-        fi
-      done
-    fi
+    PY=""
+    for cand in ${PYTHON:+"$PYTHON"} python3.11 python3; do
+      if command -v "$cand" >/dev/null 2>&1 &&
+        [[ "$("$cand" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null </dev/null)" == 3.11 ]]; then
+        PY="$cand"
+        break
+      fi
+      if [[ -n "${PYTHON:-}" && "$cand" == "$PYTHON" ]]; then
+        die "PYTHON=$PYTHON is not a working Python 3.11 (the ROS 2 wheels on PyPI are cp311 only)"
+      fi
+    done
     [[ -n "$PY" ]] || die "Python 3.11 not found. The ROS 2 Jazzy wheels on PyPI are built for CPython 3.11 only:
   install it (for example 'apt-get install python3.11 python3.11-venv' or 'pyenv install 3.11') and run again,
   or set PYTHON=/path/to/python3.11, or source a ROS 2 Jazzy install (ROS_DISTRO set) to use its rclpy instead."
@@ -144,4 +145,8 @@ else
 fi
 
 printf '%s\n' "$KEY" >"$STAMP"
-say "done ($MODE). Use: source $VENV/bin/activate; for colcon also: export AMENT_PREFIX_PATH=\$VIRTUAL_ENV"
+if [[ -n "$ROS_PYTHON" ]]; then
+  say "done ($MODE). Use: source $VENV/bin/activate"
+else
+  say "done ($MODE). Use: source $VENV/bin/activate; for colcon and nodes also: export AMENT_PREFIX_PATH=\$VIRTUAL_ENV"
+fi
