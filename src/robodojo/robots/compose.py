@@ -71,10 +71,10 @@ def compose_scene_urdf(robot: RobotConfig) -> str:
 
     if robot.head_mount is not None:
         m = robot.head_mount
-        # Camera body frame (x forward along +y of the world, z up), pitched down about its own y axis.
+        # Camera body frame (x forward, z up) turned to its heading, then pitched down about its own y axis.
         scene.append(ET.Element("link", name="head_camera_link"))
         scene.append(
-            _fixed_joint("head_camera_joint", WORLD_LINK, "head_camera_link", m.xyz_m, (0, math.radians(m.pitch_down_deg), math.pi / 2))
+            _fixed_joint("head_camera_joint", WORLD_LINK, "head_camera_link", m.xyz_m, (0, math.radians(m.pitch_down_deg), math.radians(m.yaw_deg)))
         )
         scene.append(ET.Element("link", name="head_camera_optical_frame"))
         scene.append(

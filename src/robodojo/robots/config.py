@@ -48,7 +48,8 @@ class CameraConfig:
 @dataclass(frozen=True)
 class HeadMount:
     xyz_m: tuple[float, float, float]
-    pitch_down_deg: float  # below horizontal, looking along +y
+    pitch_down_deg: float  # below horizontal
+    yaw_deg: float = 90.0  # heading of the optical axis about world z; 90 looks along +y (away from the robot)
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,11 @@ def parse_robot_config(data: dict, where: str) -> RobotConfig:
         c = cams.section(cam_name)
         mount = c.optional_section("mount")
         if mount is not None:
-            head_mount = HeadMount(xyz_m=mount.vector("xyz_m", 3), pitch_down_deg=mount.number("pitch_down_deg"))  # type: ignore[arg-type]
+            head_mount = HeadMount(
+                xyz_m=mount.vector("xyz_m", 3),  # type: ignore[arg-type]
+                pitch_down_deg=mount.number("pitch_down_deg"),
+                yaw_deg=mount.number("yaw_deg", default=90.0),
+            )
             frame = f"{cam_name}_camera_optical_frame"
         else:
             frame = c.str("frame")

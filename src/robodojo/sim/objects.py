@@ -106,7 +106,7 @@ def _add_bowl_geoms(body: mujoco.MjsBody, obj: ObjectSpec, rgba: list[float], co
     base_h = 0.008
     n = BOWL_WALL_SEGMENTS
     part_mass = obj.mass_kg / (n + 2)
-    body.add_geom(name=f"{obj.name}_base", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[radius * 0.8, base_h / 2, 0],
+    body.add_geom(name=f"{obj.name}_base", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[radius - wall / 2, base_h / 2, 0],
                   pos=[0, 0, base_h / 2], rgba=rgba, mass=2 * part_mass, **contact)  # fmt: skip
     seg_half_len = radius * math.tan(math.pi / n) + 0.001
     for i in range(n):

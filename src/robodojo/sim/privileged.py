@@ -28,18 +28,21 @@ class PrivilegedView:
         self.table_z_m = world.robot.table.top_z_m
         m = world.model
         assert m is not None
-        self._pad_geoms = {arm.name: self._finger_geoms(m, arm.prefix) for arm in world.robot.arms}
+        self._finger_bodies = {arm.name: self._fingers(m, arm.prefix) for arm in world.robot.arms}
+        self._pad_geoms = {
+            arm: {g for g in range(m.ngeom) if m.geom_bodyid[g] in bodies and m.geom_contype[g]}
+            for arm, bodies in self._finger_bodies.items()
+        }
         self._table_geoms = {m.geom("table_collision0").id}
 
     @staticmethod
-    def _finger_geoms(m: mujoco.MjModel, prefix: str) -> set[int]:
-        """Colliding geoms of the bodies moved by this arm's prismatic (finger) joints."""
-        fingers = {
-            m.jnt_bodyid[j]
+    def _fingers(m: mujoco.MjModel, prefix: str) -> set[int]:
+        """Bodies moved by this arm's prismatic (finger) joints."""
+        return {
+            int(m.jnt_bodyid[j])
             for j in range(m.njnt)
             if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_SLIDE and m.joint(j).name.startswith(prefix)
         }
-        return {g for g in range(m.ngeom) if m.geom_bodyid[g] in fingers and m.geom_contype[g]}
 
     def _body(self, name: str) -> int:
         if name not in self.object_names:
@@ -101,6 +104,16 @@ class PrivilegedView:
         d.qpos[adr + 3 : adr + 7] = np.asarray(quat, dtype=float) / np.linalg.norm(quat)  # type: ignore[union-attr]
         d.qvel[vadr : vadr + 6] = 0.0  # type: ignore[union-attr]
         mujoco.mj_forward(m, d)
+
+    def set_gripper_opening(self, arm: str, opening: float) -> None:
+        """Teleport the fingers to ``opening`` (0..1) and command that opening; a closed gripper on an object pinches it."""
+        w = self.world
+        q = opening * w.robot.arm(arm).gripper_max_m
+        for j in range(w.model.njnt):  # type: ignore[union-attr]
+            if w.model.jnt_bodyid[j] in self._finger_bodies[arm]:  # type: ignore[union-attr]
+                w.data.qpos[w.model.jnt_qposadr[j]] = q  # type: ignore[union-attr]
+        w._set_gripper(arm, opening)
+        mujoco.mj_forward(w.model, w.data)
 
     def put_in_goal_state(self) -> None:
         self.task.put_in_goal_state(self.layout, self)
