@@ -8,7 +8,7 @@ is reachable only through :meth:`EmbeddedWorld.privileged`, for the episode runn
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import mujoco
 import numpy as np
@@ -47,6 +47,8 @@ class EmbeddedWorld:
         self.task: Task | None = None
         self.layout: Layout | None = None
         self.step_count = 0
+        #: Called with the world after every control step (recorders, the demo's contact sheet, ROS publishers).
+        self.step_observers: list[Callable[[EmbeddedWorld], None]] = []
         self._joint_limits = {
             j: (self._urdf.joint(j).lower, self._urdf.joint(j).upper, self._urdf.joint(j).velocity)
             for arm in self.robot.arms
@@ -129,6 +131,8 @@ class EmbeddedWorld:
             self._set_gripper(arm, opening)
         self._advance()
         self.step_count += 1
+        for observer in self.step_observers:
+            observer(self)
 
     def _advance(self) -> None:
         for _ in range(self.settings.substeps):
