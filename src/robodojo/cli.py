@@ -30,7 +30,10 @@ def _cmd_robots(args: argparse.Namespace) -> int:
 
     for name in available_robots():
         robot = load_robot_config(name)
-        print(f"{name:12s} arms={','.join(robot.arm_names):11s} cameras={','.join(robot.camera_names):28s} {robot.description}")
+        print(
+            f"{name:12s} arms={','.join(robot.arm_names):11s} "
+            f"cameras={','.join(robot.camera_names):28s} {robot.description}"
+        )
     return 0
 
 

@@ -102,7 +102,8 @@ class Section:
             raise ConfigError(f"{self.where}.{key}: expected a list of names, got {value!r}")
         return tuple(value)
 
-    def keys(self) -> list[str]:
+    def names(self) -> list[str]:
+        """The mapping's keys, in file order."""
         return list(self.data)
 
 

@@ -75,10 +75,17 @@ def run_demo_episode(robot: str, task: str, object_name: str, seed: int, out_dir
             _write_rgb(folder / f"{name}_end.png", frame.rgb)
         _write_rgb(folder / "head_sheet.png", _contact_sheet([*sheet, end.camera("head").rgb]))
         episode = DemoEpisode(
-            robot=robot, task=task, seed=seed, instruction=world.instruction, success=truth.success(),
-            score=truth.score(), steps_used=world.step_count, sim_time_s=round(end.time_s, 3),
-            wall_time_s=round(time.perf_counter() - start, 3), folder=str(folder),
-        )  # fmt: skip
+            robot=robot,
+            task=task,
+            seed=seed,
+            instruction=world.instruction,
+            success=truth.success(),
+            score=truth.score(),
+            steps_used=world.step_count,
+            sim_time_s=round(end.time_s, 3),
+            wall_time_s=round(time.perf_counter() - start, 3),
+            folder=str(folder),
+        )
         (folder / "summary.json").write_text(json.dumps(episode.__dict__, indent=2) + "\n")
         return episode
     finally:
@@ -93,8 +100,10 @@ def run_demo(out_dir: Path, seed: int = 0) -> list[DemoEpisode]:
         ep = run_demo_episode(robot, task, obj, seed, out_dir)
         status = "success" if ep.success else "FAILED"
         print(f"  {ep.task} (robot {ep.robot}, seed {ep.seed}): {ep.instruction}")
-        print(f"    {status}, score {ep.score:.2f}, {ep.steps_used} env steps ({ep.sim_time_s:.2f} s simulated) "
-              f"in {ep.wall_time_s:.2f} s wall; images and summary in {ep.folder}/")  # fmt: skip
+        print(
+            f"    {status}, score {ep.score:.2f}, {ep.steps_used} env steps ({ep.sim_time_s:.2f} s simulated) "
+            f"in {ep.wall_time_s:.2f} s wall; images and summary in {ep.folder}/"
+        )
         episodes.append(ep)
     (out_dir / "summary.json").write_text(json.dumps([e.__dict__ for e in episodes], indent=2) + "\n")
     print(f"Summary: {out_dir / 'summary.json'}  (contact sheets: {out_dir}/*/head_sheet.png)")

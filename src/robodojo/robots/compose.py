@@ -74,11 +74,23 @@ def compose_scene_urdf(robot: RobotConfig) -> str:
         # Camera body frame (x forward, z up) turned to its heading, then pitched down about its own y axis.
         scene.append(ET.Element("link", name="head_camera_link"))
         scene.append(
-            _fixed_joint("head_camera_joint", WORLD_LINK, "head_camera_link", m.xyz_m, (0, math.radians(m.pitch_down_deg), math.radians(m.yaw_deg)))
+            _fixed_joint(
+                "head_camera_joint",
+                WORLD_LINK,
+                "head_camera_link",
+                m.xyz_m,
+                (0, math.radians(m.pitch_down_deg), math.radians(m.yaw_deg)),
+            )
         )
         scene.append(ET.Element("link", name="head_camera_optical_frame"))
         scene.append(
-            _fixed_joint("head_camera_optical_joint", "head_camera_link", "head_camera_optical_frame", (0, 0, 0), (-math.pi / 2, 0, -math.pi / 2))
+            _fixed_joint(
+                "head_camera_optical_joint",
+                "head_camera_link",
+                "head_camera_optical_frame",
+                (0, 0, 0),
+                (-math.pi / 2, 0, -math.pi / 2),
+            )
         )
 
     for arm in robot.arms:

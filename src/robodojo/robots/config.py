@@ -122,7 +122,7 @@ def parse_robot_config(data: dict, where: str) -> RobotConfig:
     home = arm_model.vector("home_joints_rad", len(joints))
     arms = []
     arms_section = root.section("arms")
-    for arm_name in arms_section.keys():
+    for arm_name in arms_section.names():
         a = arms_section.section(arm_name)
         prefix = a.data.get("prefix", "")
         if not isinstance(prefix, str):
@@ -154,7 +154,7 @@ def parse_robot_config(data: dict, where: str) -> RobotConfig:
     cams = root.section("cameras")
     cameras = []
     head_mount = None
-    for cam_name in cams.keys():
+    for cam_name in cams.names():
         c = cams.section(cam_name)
         mount = c.optional_section("mount")
         if mount is not None:

@@ -35,7 +35,7 @@ class Origin:
 
 @dataclass(frozen=True)
 class Geometry:
-    """One primitive shape. ``size`` is box full extents [m], (radius, length) for a cylinder, (radius,) for a sphere."""
+    """One primitive shape. ``size``: box full extents [m], cylinder (radius, length), sphere (radius,)."""
 
     kind: str  # "box" | "cylinder" | "sphere"
     size: tuple[float, ...]
@@ -233,7 +233,11 @@ def parse_urdf(text: str, source: str = "<string>") -> UrdfModel:
         axis_elem = elem.find("axis")
         axis = _floats(axis_elem.get("xyz") if axis_elem is not None else None, (1.0, 0.0, 0.0), f"{what} axis")
         limit = elem.find("limit")
-        lim = {k: float(limit.get(k)) for k in ("lower", "upper", "velocity", "effort") if limit is not None and limit.get(k)}
+        lim = {
+            k: float(limit.get(k))
+            for k in ("lower", "upper", "velocity", "effort")
+            if limit is not None and limit.get(k)
+        }
         if jtype in ("revolute", "prismatic") and ("lower" not in lim or "upper" not in lim):
             raise ConfigError(f"{what}: a {jtype} joint needs <limit lower upper>")
         mimic_elem = elem.find("mimic")

@@ -82,17 +82,36 @@ def add_object(spec: mujoco.MjSpec, obj: ObjectSpec, settings: SimSettings) -> N
     }
     if obj.kind == "pad":
         s, h = obj.size_m
-        body.add_geom(name=f"{obj.name}_geom", type=mujoco.mjtGeom.mjGEOM_BOX, size=[s, s, h / 2], rgba=rgba,
-                      contype=0, conaffinity=0, group=0)  # fmt: skip
+        body.add_geom(
+            name=f"{obj.name}_geom",
+            type=mujoco.mjtGeom.mjGEOM_BOX,
+            size=[s, s, h / 2],
+            rgba=rgba,
+            contype=0,
+            conaffinity=0,
+            group=0,
+        )
         return
     body.add_freejoint(name=f"{obj.name}_free")
     if obj.kind == "block":
-        body.add_geom(name=f"{obj.name}_geom", type=mujoco.mjtGeom.mjGEOM_BOX, size=[s / 2 for s in obj.size_m],
-                      rgba=rgba, mass=obj.mass_kg, **contact)  # fmt: skip
+        body.add_geom(
+            name=f"{obj.name}_geom",
+            type=mujoco.mjtGeom.mjGEOM_BOX,
+            size=[s / 2 for s in obj.size_m],
+            rgba=rgba,
+            mass=obj.mass_kg,
+            **contact,
+        )
     elif obj.kind in ("cylinder", "plate"):
         r, h = obj.size_m
-        body.add_geom(name=f"{obj.name}_geom", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[r, h / 2, 0],
-                      rgba=rgba, mass=obj.mass_kg, **contact)  # fmt: skip
+        body.add_geom(
+            name=f"{obj.name}_geom",
+            type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+            size=[r, h / 2, 0],
+            rgba=rgba,
+            mass=obj.mass_kg,
+            **contact,
+        )
     elif obj.kind == "bowl":
         _add_bowl_geoms(body, obj, rgba, contact)
     else:
@@ -106,14 +125,25 @@ def _add_bowl_geoms(body: mujoco.MjsBody, obj: ObjectSpec, rgba: list[float], co
     base_h = 0.008
     n = BOWL_WALL_SEGMENTS
     part_mass = obj.mass_kg / (n + 2)
-    body.add_geom(name=f"{obj.name}_base", type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[radius - wall / 2, base_h / 2, 0],
-                  pos=[0, 0, base_h / 2], rgba=rgba, mass=2 * part_mass, **contact)  # fmt: skip
+    body.add_geom(
+        name=f"{obj.name}_base",
+        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+        size=[radius - wall / 2, base_h / 2, 0],
+        pos=[0, 0, base_h / 2],
+        rgba=rgba,
+        mass=2 * part_mass,
+        **contact,
+    )
     seg_half_len = radius * math.tan(math.pi / n) + 0.001
     for i in range(n):
         a = 2 * math.pi * i / n
         body.add_geom(
-            name=f"{obj.name}_wall{i}", type=mujoco.mjtGeom.mjGEOM_BOX,
+            name=f"{obj.name}_wall{i}",
+            type=mujoco.mjtGeom.mjGEOM_BOX,
             size=[wall / 2, seg_half_len, (height - base_h) / 2],
             pos=[(radius - wall / 2) * math.cos(a), (radius - wall / 2) * math.sin(a), base_h + (height - base_h) / 2],
-            quat=[math.cos(a / 2), 0, 0, math.sin(a / 2)], rgba=rgba, mass=part_mass, **contact,
-        )  # fmt: skip
+            quat=[math.cos(a / 2), 0, 0, math.sin(a / 2)],
+            rgba=rgba,
+            mass=part_mass,
+            **contact,
+        )

@@ -106,7 +106,7 @@ class PrivilegedView:
         mujoco.mj_forward(m, d)
 
     def set_gripper_opening(self, arm: str, opening: float) -> None:
-        """Teleport the fingers to ``opening`` (0..1) and command that opening; a closed gripper on an object pinches it."""
+        """Teleport the fingers to ``opening`` (0..1) and command it; closed on an object, the fingers pinch it."""
         w = self.world
         q = opening * w.robot.arm(arm).gripper_max_m
         for j in range(w.model.njnt):  # type: ignore[union-attr]

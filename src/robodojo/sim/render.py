@@ -7,9 +7,12 @@ binds its platform at first import and cannot switch afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 
 import mujoco
@@ -45,7 +48,9 @@ def select_gl_backend() -> str:
     requested = os.environ.get("MUJOCO_GL", "").strip().lower()
     if requested:
         if requested not in GL_BACKENDS:
-            raise RenderError(f"MUJOCO_GL={requested!r} is not a headless platform; use one of {', '.join(GL_BACKENDS)}")
+            raise RenderError(
+                f"MUJOCO_GL={requested!r} is not a headless platform; use one of {', '.join(GL_BACKENDS)}"
+            )
         chosen = requested
     else:
         chosen = next((b for b in GL_BACKENDS if _probe(b)), "")
@@ -68,16 +73,25 @@ def _gl_context_class():
     return GLContext
 
 
+@dataclass(frozen=True)
+class Marker:
+    """A sphere drawn into rendered images only (no physics): targets, planned waypoints, calibration checks."""
+
+    pos_m: tuple[float, float, float]
+    radius_m: float = 0.005
+    rgba: tuple[float, float, float, float] = (1.0, 0.0, 1.0, 1.0)
+
+
 class CameraRenderer:
     """Renders the model's cameras offscreen at one image size. One GL context, reused across models and cameras.
 
     Call :meth:`bind` after a model is (re)compiled; rendering methods then take the MjData and a camera id.
     """
 
-    def __init__(self, width: int, height: int, settings: RenderSettings = RenderSettings()) -> None:
+    def __init__(self, width: int, height: int, settings: RenderSettings | None = None) -> None:
         self.width = width
         self.height = height
-        self.settings = settings
+        self.settings = settings or RenderSettings()
         self.backend = select_gl_backend()
         self._gl = _gl_context_class()(width, height)
         self._gl.make_current()
@@ -106,19 +120,35 @@ class CameraRenderer:
         flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = self.settings.reflections
         flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = self.settings.skybox
 
-    def _draw(self, data: mujoco.MjData, camera_id: int, segmentation: bool = False) -> None:
+    def _draw(
+        self, data: mujoco.MjData, camera_id: int, segmentation: bool = False, markers: Sequence[Marker] = ()
+    ) -> None:
         if self._model is None or self._scene is None:
             raise RenderError("CameraRenderer.bind(model) must be called before rendering")
         self._gl.make_current()
         self._camera.fixedcamid = camera_id
-        mujoco.mjv_updateScene(self._model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene)
+        mujoco.mjv_updateScene(
+            self._model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene
+        )
+        for marker in markers:
+            if self._scene.ngeom >= self._scene.maxgeom:
+                raise RenderError(f"too many markers: the scene holds at most {self._scene.maxgeom} geoms")
+            mujoco.mjv_initGeom(
+                self._scene.geoms[self._scene.ngeom],
+                mujoco.mjtGeom.mjGEOM_SPHERE,
+                np.full(3, marker.radius_m),
+                np.asarray(marker.pos_m, dtype=float),
+                np.eye(3).ravel(),
+                np.asarray(marker.rgba, dtype=np.float32),
+            )
+            self._scene.ngeom += 1
         self._scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = segmentation
         self._scene.flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = segmentation
         mujoco.mjr_render(self._rect, self._scene, self._context)
 
-    def rgb(self, data: mujoco.MjData, camera_id: int) -> NDArray[np.uint8]:
+    def rgb(self, data: mujoco.MjData, camera_id: int, markers: Sequence[Marker] = ()) -> NDArray[np.uint8]:
         """HxWx3 uint8 image, row 0 at the top."""
-        self._draw(data, camera_id)
+        self._draw(data, camera_id, markers=markers)
         mujoco.mjr_readPixels(self._rgb, None, self._rect, self._context)
         return np.flipud(self._rgb).copy()
 
@@ -158,7 +188,5 @@ class CameraRenderer:
             self._gl = None
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # at interpreter shutdown the GL libraries may already be gone
             self.close()
-        except Exception:  # interpreter shutdown: GL libraries may already be gone
-            pass

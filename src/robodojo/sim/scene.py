@@ -113,9 +113,13 @@ def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.
 
     world = spec.worldbody
     world.add_geom(
-        name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], rgba=[0.55, 0.57, 0.6, 1],
-        contype=WORLD_CONTYPE, conaffinity=WORLD_CONAFFINITY,
-    )  # fmt: skip
+        name="floor",
+        type=mujoco.mjtGeom.mjGEOM_PLANE,
+        size=[0, 0, 0.05],
+        rgba=[0.55, 0.57, 0.6, 1],
+        contype=WORLD_CONTYPE,
+        conaffinity=WORLD_CONAFFINITY,
+    )
     world.add_light(name="key", pos=[0.4, -0.8, 2.5], dir=[-0.15, 0.4, -1.0], diffuse=[0.6, 0.6, 0.6])
     world.add_light(name="fill", pos=[-0.6, 0.6, 2.2], dir=[0.3, -0.3, -1.0], diffuse=[0.35, 0.35, 0.35])
     _add_link_geoms(world, urdf, urdf.root, False, settings, pad_links)
@@ -144,7 +148,9 @@ def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.
                     type=mujoco.mjtJoint.mjJNT_SLIDE if joint.type == "prismatic" else mujoco.mjtJoint.mjJNT_HINGE,
                     axis=list(joint.axis),
                     range=[joint.lower, joint.upper] if joint.type != "continuous" else [0, 0],
-                    limited=mujoco.mjtLimited.mjLIMITED_TRUE if joint.type != "continuous" else mujoco.mjtLimited.mjLIMITED_FALSE,
+                    limited=mujoco.mjtLimited.mjLIMITED_TRUE
+                    if joint.type != "continuous"
+                    else mujoco.mjtLimited.mjLIMITED_FALSE,
                 )
             _add_link_geoms(body, urdf, joint.child, joint.child in arm_links, settings, pad_links)
             bodies[joint.child] = body
@@ -201,7 +207,9 @@ def _add_arm_control(spec: mujoco.MjSpec, urdf: UrdfModel, robot: RobotConfig) -
         arm_actuators[arm.name] = tuple(names)
 
         finger = urdf.joint(arm.gripper_joint)
-        grip = spec.add_actuator(name=f"{arm.prefix}gripper_servo", target=arm.gripper_joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        grip = spec.add_actuator(
+            name=f"{arm.prefix}gripper_servo", target=arm.gripper_joint, trntype=mujoco.mjtTrn.mjTRN_JOINT
+        )
         grip.set_to_position(kp=gains.gripper_kp, kv=0.05 * gains.gripper_kp)
         grip.ctrlrange = [finger.lower, finger.upper]
         grip.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
@@ -209,7 +217,9 @@ def _add_arm_control(spec: mujoco.MjSpec, urdf: UrdfModel, robot: RobotConfig) -
         grip.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
         gripper_actuators[arm.name] = grip.name
 
-        site = spec.body(arm.tcp_link).add_site(name=f"{arm.prefix}tcp_site", size=[0.004, 0, 0], rgba=[1, 0, 0, 0], group=4)
+        site = spec.body(arm.tcp_link).add_site(
+            name=f"{arm.prefix}tcp_site", size=[0.004, 0, 0], rgba=[1, 0, 0, 0], group=4
+        )
         tcp_sites[arm.name] = site.name
     return SceneNames(arm_actuators=arm_actuators, gripper_actuators=gripper_actuators, tcp_sites=tcp_sites)
 

@@ -76,7 +76,9 @@ def solve_ik(world: EmbeddedWorld, arm: str, target_pos: np.ndarray, target_R: M
     return IkResult(q=q, converged=pos_err < 1e-3 and rot_err < 1e-2, pos_error_m=pos_err, rot_error_rad=rot_err)
 
 
-def move_joints(world: EmbeddedWorld, arm: str, q_goal: np.ndarray, gripper: float | None = None, settle_steps: int = 5) -> None:
+def move_joints(
+    world: EmbeddedWorld, arm: str, q_goal: np.ndarray, gripper: float | None = None, settle_steps: int = 5
+) -> None:
     """Interpolate the arm's joint targets to ``q_goal`` at a safe speed, then hold for ``settle_steps``."""
     joints = world.robot.arm(arm).joints
     vmax = np.array([world._joint_limits[j][2] for j in joints]) * SPEED_FRACTION * world.settings.control_dt_s
@@ -108,7 +110,9 @@ def grasp_and_lift(world: EmbeddedWorld, object_name: str, lift_m: float = 0.12,
     obj_yaw = 2 * math.atan2(quat[3], quat[0])
     R_now = np.asarray(world.data.site_xmat[world._tcp_site[arm]]).reshape(3, 3)
     wrist_yaw = math.atan2(R_now[1, 1], R_now[0, 1])
-    yaw = min((obj_yaw + k * math.pi / 2 for k in range(4)), key=lambda a: abs(math.remainder(a - wrist_yaw, 2 * math.pi)))
+    yaw = min(
+        (obj_yaw + k * math.pi / 2 for k in range(4)), key=lambda a: abs(math.remainder(a - wrist_yaw, 2 * math.pi))
+    )
     R = top_down_rotation(yaw)
     grasp_z = pos[2] + min(0.0, obj.height_m / 2 - 0.02)  # pads centred on the object, never below the table
     grasp_z = max(grasp_z, world.robot.table.top_z_m + 0.012)

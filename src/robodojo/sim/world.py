@@ -19,7 +19,7 @@ from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Obser
 from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.urdf import load_urdf
 from robodojo.sim.objects import add_object
-from robodojo.sim.render import CameraRenderer
+from robodojo.sim.render import CameraRenderer, Marker
 from robodojo.sim.scene import build_scene_spec
 from robodojo.sim.settings import SimSettings, load_sim_settings
 from robodojo.sim.tasks import get_task
@@ -61,7 +61,9 @@ class EmbeddedWorld:
         """Build the task's seeded layout, put the arms at home, let objects settle, and observe."""
         task_cls = get_task(task)
         if task_cls.robot != self.robot.name:
-            raise InvalidCommandError(f"task {task!r} runs on robot {task_cls.robot!r}, this world is {self.robot.name!r}")
+            raise InvalidCommandError(
+                f"task {task!r} runs on robot {task_cls.robot!r}, this world is {self.robot.name!r}"
+            )
         instance = task_cls(self.robot.table.top_z_m)
         layout = instance.layout(seed, variant)
         self._load(instance, layout)
@@ -89,7 +91,9 @@ class EmbeddedWorld:
         self.task, self.layout, self.step_count = task, layout, 0
         m, d = self.model, self.data
         self._arm_qpos = {a.name: [m.joint(j).qposadr[0] for j in a.joints] for a in self.robot.arms}
-        self._arm_ctrl = {a.name: [m.actuator(n).id for n in self._names.arm_actuators[a.name]] for a in self.robot.arms}
+        self._arm_ctrl = {
+            a.name: [m.actuator(n).id for n in self._names.arm_actuators[a.name]] for a in self.robot.arms
+        }
         self._grip_qpos = {a.name: m.joint(a.gripper_joint).qposadr[0] for a in self.robot.arms}
         self._grip_ctrl = {a.name: m.actuator(self._names.gripper_actuators[a.name]).id for a in self.robot.arms}
         self._tcp_site = {a.name: m.site(self._names.tcp_sites[a.name]).id for a in self.robot.arms}
@@ -152,7 +156,9 @@ class EmbeddedWorld:
             try:
                 q = np.asarray(values, dtype=float).reshape(-1)
             except (TypeError, ValueError):
-                raise InvalidCommandError(f"{arm_name} joint targets must be {len(arm.joints)} numbers, got {values!r}") from None
+                raise InvalidCommandError(
+                    f"{arm_name} joint targets must be {len(arm.joints)} numbers, got {values!r}"
+                ) from None
             if q.shape != (len(arm.joints),):
                 raise InvalidCommandError(f"{arm_name} joint targets must be {len(arm.joints)} numbers, got {q.size}")
             current = self.data.ctrl[self._arm_ctrl[arm_name]]  # type: ignore[union-attr]
@@ -210,14 +216,16 @@ class EmbeddedWorld:
         R = d.cam_xmat[cid].reshape(3, 3) @ np.diag([1.0, -1.0, -1.0])
         return CameraCalibration(K=K, T_world_cam=transform(R, d.cam_xpos[cid]), width=cam.width, height=cam.height)
 
-    def render(self, camera: str, *, depth: bool = False, segmentation: bool = False) -> CameraFrame:
-        """Render one camera: RGB always, metric depth and per-pixel geom ids on request."""
+    def render(
+        self, camera: str, *, depth: bool = False, segmentation: bool = False, markers: Sequence[Marker] = ()
+    ) -> CameraFrame:
+        """Render one camera: RGB always (with optional visual-only ``markers``), depth and geom ids on request."""
         cam = self.robot.camera(camera)
         renderer = self._renderer(cam.width, cam.height)
         cid = self._camera_ids[camera]
         return CameraFrame(
             name=camera,
-            rgb=renderer.rgb(self.data, cid),
+            rgb=renderer.rgb(self.data, cid, markers),
             calibration=self.calibration(camera),
             depth_m=renderer.depth(self.data, cid) if depth else None,
             segmentation=renderer.segmentation(self.data, cid) if segmentation else None,

@@ -137,11 +137,26 @@ class Task(ABC):
         """Teleport objects so that :meth:`success` holds (tests of the checkers)."""
 
     # -- helpers for subclasses -------------------------------------------------------------------------------
-    def rest_object(self, name: str, kind: str, color: str, size: tuple[float, ...], xy: Sequence[float],
-                    yaw: float = 0.0, mass: float = 0.08) -> ObjectSpec:  # fmt: skip
+    def rest_object(
+        self,
+        name: str,
+        kind: str,
+        color: str,
+        size: tuple[float, ...],
+        xy: Sequence[float],
+        yaw: float = 0.0,
+        mass: float = 0.08,
+    ) -> ObjectSpec:
         z = object_rest_z(kind, size, self.table_z_m)
-        return ObjectSpec(name=name, kind=kind, color=color, size_m=size, pos_m=(float(xy[0]), float(xy[1]), z),
-                          yaw_rad=float(yaw), mass_kg=mass)  # fmt: skip
+        return ObjectSpec(
+            name=name,
+            kind=kind,
+            color=color,
+            size_m=size,
+            pos_m=(float(xy[0]), float(xy[1]), z),
+            yaw_rad=float(yaw),
+            mass_kg=mass,
+        )
 
     def lifted_by(self, view: TaskView, name: str) -> float:
         return float(view.object_pos(name)[2] - view.initial_pos(name)[2])
@@ -164,8 +179,7 @@ class _Placer:
 
     def _free(self, x: float, y: float, radius: float) -> bool:
         return all(
-            math.hypot(x - o.pos_m[0], y - o.pos_m[1]) >= radius + o.footprint_radius_m + MIN_GAP_M
-            for o in self.placed
+            math.hypot(x - o.pos_m[0], y - o.pos_m[1]) >= radius + o.footprint_radius_m + MIN_GAP_M for o in self.placed
         )
 
     def add_distractors(self, count: int, reserved_colors: set[str]) -> None:
@@ -180,8 +194,15 @@ class _Placer:
                 size = tuple(float(v) for v in self.rng.uniform(0.025, 0.045, size=3))
             else:
                 size = (float(self.rng.uniform(0.015, 0.025)), float(self.rng.uniform(0.03, 0.07)))
-            candidate = self.task.rest_object(f"distractor_{i}", kind, str(self.rng.choice(colors)), size, (0, 0),
-                                              yaw=float(self.rng.uniform(-math.pi, math.pi)), mass=0.05)  # fmt: skip
+            candidate = self.task.rest_object(
+                f"distractor_{i}",
+                kind,
+                str(self.rng.choice(colors)),
+                size,
+                (0, 0),
+                yaw=float(self.rng.uniform(-math.pi, math.pi)),
+                mass=0.05,
+            )
             for _ in range(self.MAX_TRIES):
                 x, y = self.rng.uniform(*x_range), self.rng.uniform(*y_range)
                 if self._free(x, y, candidate.footprint_radius_m):
@@ -193,8 +214,9 @@ class _Placer:
                 raise ConfigError(f"task {self.task.name!r}: no room for distractor {i}")
 
 
-def place_all(task: Task, rng: np.random.Generator, objects: Sequence[ObjectSpec],
-              region: Workspace | None = None) -> list[ObjectSpec]:  # fmt: skip
+def place_all(
+    task: Task, rng: np.random.Generator, objects: Sequence[ObjectSpec], region: Workspace | None = None
+) -> list[ObjectSpec]:
     """Give each object a free random position (and keep its yaw) inside ``region`` (default: the task's)."""
     region = region or task.workspace
     placer = _Placer(task, rng, [])

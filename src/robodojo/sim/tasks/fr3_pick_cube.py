@@ -28,8 +28,14 @@ class Fr3PickCube(Task):
     def sample_objects(self, rng: np.random.Generator) -> tuple[list[ObjectSpec], dict[str, str]]:
         colors = pick_colors(rng, 3)
         objects = [
-            self.rest_object("target" if i == 0 else f"other_{i}", "block", c, (0.045, 0.045, 0.045), (0, 0),
-                             yaw=rng.uniform(-math.pi / 4, math.pi / 4))  # fmt: skip
+            self.rest_object(
+                "target" if i == 0 else f"other_{i}",
+                "block",
+                c,
+                (0.045, 0.045, 0.045),
+                (0, 0),
+                yaw=rng.uniform(-math.pi / 4, math.pi / 4),
+            )
             for i, c in enumerate(colors)
         ]
         return place_all(self, rng, objects), {"color": colors[0]}

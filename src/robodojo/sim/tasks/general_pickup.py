@@ -35,7 +35,9 @@ class GeneralPickup(Task):
         for i, (color, shape) in enumerate(zip(colors, shapes, strict=True)):
             name = "target" if i == 0 else f"other_{i}"
             size = (0.04, 0.04, 0.04) if shape == "block" else (0.02, 0.05)
-            objects.append(self.rest_object(name, shape, color, size, (0, 0), yaw=rng.uniform(-math.pi / 4, math.pi / 4)))
+            objects.append(
+                self.rest_object(name, shape, color, size, (0, 0), yaw=rng.uniform(-math.pi / 4, math.pi / 4))
+            )
         return place_all(self, rng, objects), {"color": colors[0], "shape": shapes[0]}
 
     def success(self, layout: Layout, view: TaskView) -> bool:

@@ -32,7 +32,9 @@ class Handover(Task):
 
     def sample_objects(self, rng: np.random.Generator) -> tuple[list[ObjectSpec], dict[str, str]]:
         (color,) = pick_colors(rng, 1)
-        block = self.rest_object("block", "block", color, (BLOCK_M,) * 3, (0, 0), yaw=rng.uniform(-math.pi / 4, math.pi / 4))
+        block = self.rest_object(
+            "block", "block", color, (BLOCK_M,) * 3, (0, 0), yaw=rng.uniform(-math.pi / 4, math.pi / 4)
+        )
         return place_all(self, rng, [block], region=self.start_region), {"color": color}
 
     def _raised(self, view: TaskView) -> bool:

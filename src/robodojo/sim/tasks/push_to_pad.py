@@ -34,7 +34,9 @@ class PushToPad(Task):
 
     def sample_objects(self, rng: np.random.Generator) -> tuple[list[ObjectSpec], dict[str, str]]:
         color, pad_color = pick_colors(rng, 2)
-        block = self.rest_object("block", "block", color, (BLOCK_M,) * 3, (0, 0), yaw=rng.uniform(-math.pi / 4, math.pi / 4))
+        block = self.rest_object(
+            "block", "block", color, (BLOCK_M,) * 3, (0, 0), yaw=rng.uniform(-math.pi / 4, math.pi / 4)
+        )
         pad = self.rest_object("pad", "pad", pad_color, (PAD_HALF_M, 0.001), (0, 0))
         for _ in range(MAX_TRIES):
             placed = place_all(self, rng, [block, pad])
