@@ -17,7 +17,7 @@ TABLE_COLOR = "0.72 0.60 0.45 1"
 
 
 def _fmt(values: tuple[float, ...] | list[float]) -> str:
-    return " ".join(f"{v:.10g}" for v in values)
+    return " ".join(repr(float(v)) for v in values)  # shortest text that round-trips exactly
 
 
 def _prefixed_arm(arm_root: ET.Element, prefix: str) -> list[ET.Element]:

@@ -7,10 +7,12 @@ binds its platform at first import and cannot switch afterwards.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import subprocess
 import sys
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -25,6 +27,17 @@ from robodojo.sim.settings import RenderSettings
 GL_BACKENDS = ("egl", "osmesa")
 _PROBE_TIMEOUT_S = 30.0
 _PROBE = "from mujoco.{0} import GLContext; c = GLContext(8, 8); c.make_current(); c.free()"
+
+
+# Renderers still open at exit are closed by atexit, while the GL libraries are still loaded: freeing an OSMesa
+# context during interpreter teardown prints ctypes errors.
+_OPEN_RENDERERS: weakref.WeakSet[CameraRenderer] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_renderers() -> None:
+    for renderer in list(_OPEN_RENDERERS):
+        renderer.close()
 
 
 class RenderError(RobodojoError):
@@ -95,6 +108,7 @@ class CameraRenderer:
         self.backend = select_gl_backend()
         self._gl = _gl_context_class()(width, height)
         self._gl.make_current()
+        _OPEN_RENDERERS.add(self)
         self._model: mujoco.MjModel | None = None
         self._context: mujoco.MjrContext | None = None
         self._scene: mujoco.MjvScene | None = None

@@ -1,0 +1,48 @@
+"""The `robodojo` command: demo output, listings, and clean errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def _robodojo(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "robodojo.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_demo_writes_images_and_a_summary(tmp_path):
+    result = _robodojo("demo", "--out", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
+    assert {e["task"] for e in summary} == {"general_pickup", "fr3_pick_cube"}
+    assert all(e["success"] for e in summary)
+    for episode in summary:
+        folder = tmp_path / "demo" / f"{episode['task']}_seed0"
+        assert (folder / "head_start.png").stat().st_size > 10_000
+        assert (folder / "head_sheet.png").is_file() and (folder / "summary.json").is_file()
+    assert "images and summary in" in result.stdout
+
+
+def test_listings():
+    tasks = _robodojo("tasks")
+    assert tasks.returncode == 0 and "general_pickup" in tasks.stdout and "fr3_pick_cube" in tasks.stdout
+    robots = _robodojo("robots")
+    assert robots.returncode == 0 and "dual_arx_x5" in robots.stdout
+
+
+def test_errors_are_one_line_and_exit_2(tmp_path):
+    result = _robodojo("render", "--task", "juggle", "--out", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "robodojo: error: unknown task 'juggle'; available: bowl_on_plate, fr3_pick_cube, general_pickup, "
+        "handover, push_to_pad, stack_blocks"
+    )
+
+
+def test_render_writes_every_camera(tmp_path):
+    result = _robodojo("render", "--task", "handover", "--variant", "cluttered", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert len(list(tmp_path.glob("handover_cluttered_seed0_*.png"))) == 3

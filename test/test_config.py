@@ -1,0 +1,104 @@
+"""Config files load once and bad values get errors that name the file, the key and the rule."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from robodojo.config import load_yaml
+from robodojo.errors import ConfigError
+from robodojo.robots.config import ROBOTS_DIR, available_robots, load_robot_config, parse_robot_config
+from robodojo.sim.settings import parse_sim_settings
+from robodojo.sim.world import EmbeddedWorld
+
+GOOD_ROBOT = load_yaml(ROBOTS_DIR / "dual_arx_x5.yaml")
+GOOD_SIM = yaml.safe_load((ROBOTS_DIR.parent / "sim.yaml").read_text())
+
+
+def _with(data, path, value):
+    data = copy.deepcopy(data)
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    if value is _DELETE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return data
+
+
+_DELETE = object()
+
+
+@pytest.mark.parametrize("robot", available_robots())
+def test_shipped_robot_configs_load(robot):
+    config = load_robot_config(robot)
+    assert config.scene_urdf.is_file() and config.arm_urdf.is_file()
+    assert all(len(a.home_joints_rad) == len(a.joints) for a in config.arms)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("arm", "joints"), _DELETE, r"r\.yaml\.arm: missing key 'joints'"),
+        (("arm", "home_joints_rad"), [0, 1, 2], r"arm\.home_joints_rad: expected 6 numbers, got 3"),
+        (("arms", "left", "base_xyz_m"), [0, "a", 0], r"arms\.left\.base_xyz_m: expected finite numbers, got 'a'"),
+        (("arms",), {}, r"arms: at least one arm is required"),
+        (("table", "top_z_m"), -1, r"table\.top_z_m: must be > 0"),
+        (("cameras", "head", "fovy_deg"), "wide", r"cameras\.head\.fovy_deg: expected a finite number"),
+        (("cameras", "left_wrist", "width"), 640.5, r"cameras\.left_wrist\.width: expected an integer"),
+        (("sim", "joint_kp"), [1, 2], r"sim\.joint_kp: expected 6 numbers, got 2"),
+        (("sim", "gripper_force_n"), True, r"sim\.gripper_force_n: expected a finite number, got True"),
+    ],
+)
+def test_bad_robot_config_values(path, value, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_robot_config(_with(GOOD_ROBOT, path, value), "r.yaml")
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("physics", "timestep_s"), 0.003, r"1/\(control_hz \* timestep_s\) must be an integer"),
+        (("physics", "integrator"), "verlet", "'verlet' is not one of euler, rk4, implicit, implicitfast"),
+        (("physics", "cone"), "round", "'round' is not one of pyramidal, elliptic"),
+        (("object_contact", "condim"), 5, "condim: must be 1, 3, 4 or 6, got 5"),
+        (("render", "shadows"), "no", r"render\.shadows: expected true or false, got 'no'"),
+    ],
+)
+def test_bad_sim_settings(path, value, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_sim_settings(_with(GOOD_SIM, path, value), "sim.yaml")
+
+
+def test_sim_settings_derive_the_control_period():
+    settings = parse_sim_settings(GOOD_SIM, "sim.yaml")
+    assert settings.substeps == 20 and settings.control_dt_s == pytest.approx(0.04)
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_yaml(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_yaml(bad)
+    bad.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="expected a mapping at the top level"):
+        load_yaml(bad)
+
+
+def test_world_takes_custom_render_settings():
+    import dataclasses
+
+    from robodojo.sim.settings import RenderSettings, load_sim_settings
+
+    settings = dataclasses.replace(load_sim_settings(), render=RenderSettings(msaa_samples=4, shadows=True))
+    world = EmbeddedWorld(settings=settings)
+    try:
+        assert world.model.vis.quality.offsamples == 4 and world.model.vis.quality.shadowsize > 0
+        assert world.observe(["head"]).camera("head").rgb.std() > 5
+    finally:
+        world.close()
