@@ -79,7 +79,7 @@ def test_depth_and_segmentation_on_request(dual_world):
     cal = frame.calibration
     truth = dual_world.privileged()
     # Depth: the pixel under the target's top-face centre lies at that point's optical-axis distance.
-    top = truth.object_pos("target") + [0, 0, truth.layout.object("target").height_m / 2 - 0.001]
+    top = truth.object_pos("target") + np.array([0, 0, truth.layout.object("target").height_m / 2 - 0.001])
     col, row = np.round(cal.project(top)[0]).astype(int)
     z_expected = (np.linalg.inv(cal.T_world_cam) @ np.array([*top, 1.0]))[2]
     assert frame.depth_m[row, col] == pytest.approx(z_expected, abs=0.004)
