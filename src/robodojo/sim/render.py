@@ -166,10 +166,21 @@ class CameraRenderer:
         mujoco.mjr_readPixels(self._rgb, None, self._rect, self._context)
         return np.flipud(self._rgb).copy()
 
+    def rgb_depth(
+        self, data: mujoco.MjData, camera_id: int, markers: Sequence[Marker] = ()
+    ) -> tuple[NDArray[np.uint8], NDArray[np.float32]]:
+        """RGB and depth from one draw (half the cost of two calls)."""
+        self._draw(data, camera_id, markers=markers)
+        mujoco.mjr_readPixels(self._rgb, self._depth, self._rect, self._context)
+        return np.flipud(self._rgb).copy(), self._metric_depth()
+
     def depth(self, data: mujoco.MjData, camera_id: int) -> NDArray[np.float32]:
         """HxW float32 distance along the optical axis [m] (z in the optical frame)."""
         self._draw(data, camera_id)
         mujoco.mjr_readPixels(None, self._depth, self._rect, self._context)
+        return self._metric_depth()
+
+    def _metric_depth(self) -> NDArray[np.float32]:
         assert self._model is not None
         extent = self._model.stat.extent
         near = np.float64(self._model.vis.map.znear * extent)

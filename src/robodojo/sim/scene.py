@@ -230,7 +230,7 @@ def _configure_visual(spec: mujoco.MjSpec, robot: RobotConfig, settings: SimSett
     spec.visual.global_.offwidth = min(max(width, 640), MAX_IMAGE_SIZE)
     spec.visual.global_.offheight = min(max(height, 480), MAX_IMAGE_SIZE)
     spec.visual.quality.offsamples = settings.render.msaa_samples
-    spec.visual.quality.shadowsize = 4096 if settings.render.shadows else 0
+    spec.visual.quality.shadowsize = 2048 if settings.render.shadows else 0
     spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
     spec.visual.headlight.diffuse = [0.25, 0.25, 0.25]
     spec.visual.map.znear = 0.005  # fraction of the model extent: about 1 cm, wrist cameras see close objects

@@ -223,11 +223,15 @@ class EmbeddedWorld:
         cam = self.robot.camera(camera)
         renderer = self._renderer(cam.width, cam.height)
         cid = self._camera_ids[camera]
+        if depth:
+            rgb, depth_m = renderer.rgb_depth(self.data, cid, markers)
+        else:
+            rgb, depth_m = renderer.rgb(self.data, cid, markers), None
         return CameraFrame(
             name=camera,
-            rgb=renderer.rgb(self.data, cid, markers),
+            rgb=rgb,
             calibration=self.calibration(camera),
-            depth_m=renderer.depth(self.data, cid) if depth else None,
+            depth_m=depth_m,
             segmentation=renderer.segmentation(self.data, cid) if segmentation else None,
         )
 
