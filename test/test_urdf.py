@@ -99,3 +99,15 @@ def test_rotation_helpers_round_trip():
         q = quat_from_matrix(R)
         assert q[0] >= 0 and np.linalg.norm(q) == pytest.approx(1.0)
         np.testing.assert_allclose(matrix_from_quat(q), R, atol=1e-12)
+
+
+def test_package_data_is_found_from_a_colcon_install_layout(tmp_path, monkeypatch):
+    import importlib
+
+    import robodojo
+
+    share = tmp_path / "share" / "agent_bringup"
+    (share / "config").mkdir(parents=True)
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path))
+    monkeypatch.setattr(robodojo, "__file__", str(tmp_path / "lib" / "python3.11" / "site-packages" / "robodojo" / "x"))
+    assert importlib.import_module("robodojo")._find_package_root() == share

@@ -42,6 +42,9 @@ def test_objects_at_rest_stay_within_1mm_over_10s(worlds, task, robot, variant):
         world.step()
     moved = {name: float(np.linalg.norm(truth.object_pos(name) - p)) for name, p in start.items()}
     assert max(moved.values()) < 0.001, moved
+    # MuJoCo's own warnings (contact buffer full, bad inertia, unstable simulation) count as failures too.
+    warnings = {i: w.number for i, w in enumerate(world.data.warning) if w.number}
+    assert not warnings, warnings
 
 
 def test_cluttered_layouts_have_at_least_ten_distractors():
