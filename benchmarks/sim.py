@@ -100,7 +100,7 @@ def sway_commands(world: EmbeddedWorld, n_steps: int) -> list[Command]:
             q = np.array(arm.home_joints_rad, dtype=float)
             q[:SWAY_JOINTS] += SWAY_RAD * math.sin(2 * math.pi * t / SWAY_PERIOD_S + phase)
             for j, name in enumerate(arm.joints):
-                lower, upper, _ = world._joint_limits[name]
+                lower, upper, _ = world.joint_limits[name]
                 q[j] = min(max(q[j], lower + 1e-3), upper - 1e-3)
             joints[arm.name] = q
             grippers[arm.name] = 0.5 + 0.5 * math.cos(2 * math.pi * t / SWAY_PERIOD_S + phase)
@@ -115,9 +115,9 @@ def ctrl_vectors(world: EmbeddedWorld, commands: list[Command]) -> list[np.ndarr
     out = []
     for joints, grippers in commands:
         for arm, q in joints.items():
-            ctrl[world._arm_ctrl[arm]] = q
+            ctrl[world.arm_ctrl_ids[arm]] = q
         for arm, opening in grippers.items():
-            ctrl[world._grip_ctrl[arm]] = opening * world.robot.arm(arm).gripper_max_m
+            ctrl[world.gripper_ctrl_ids[arm]] = opening * world.robot.arm(arm).gripper_max_m
         out.append(ctrl.copy())
     return out
 
@@ -199,7 +199,7 @@ def bench_render(world: EmbeddedWorld, samples: int) -> dict[str, dict[str, dict
     cams = []
     for cam in world.robot.cameras:
         renderer = world._renderer(cam.width, cam.height)
-        cams.append((cam.name, renderer, world._camera_ids[cam.name]))
+        cams.append((cam.name, renderer, world.camera_ids[cam.name]))
     out: dict[str, dict[str, dict[str, float]]] = {}
     for kind in ("rgb", "depth", "segmentation"):
         times: dict[str, list[float]] = {name: [] for name, _, _ in cams}

@@ -33,7 +33,7 @@ def _pose_arms(world, offsets):
 
     for arm in world.robot.arms:
         q = np.array(arm.home_joints_rad) + np.array(offsets)
-        world.data.qpos[world._arm_qpos[arm.name]] = q
+        world.data.qpos[world.arm_qpos_adr[arm.name]] = q
     mujoco.mj_forward(world.model, world.data)
 
 

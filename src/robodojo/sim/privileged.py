@@ -26,6 +26,7 @@ class PrivilegedView:
         self.task: Task = world.task
         self.layout: Layout = world.layout
         self.table_z_m = world.robot.table.top_z_m
+        self.arm_names = world.robot.arm_names
         m = world.model
         assert m is not None
         self._finger_bodies = {arm.name: self._fingers(m, arm.prefix) for arm in world.robot.arms}
@@ -112,7 +113,7 @@ class PrivilegedView:
         for j in range(w.model.njnt):  # type: ignore[union-attr]
             if w.model.jnt_bodyid[j] in self._finger_bodies[arm]:  # type: ignore[union-attr]
                 w.data.qpos[w.model.jnt_qposadr[j]] = q  # type: ignore[union-attr]
-        w._set_gripper(arm, opening)
+        w.set_gripper_target(arm, opening)
         mujoco.mj_forward(w.model, w.data)
 
     def put_in_goal_state(self) -> None:

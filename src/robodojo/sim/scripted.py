@@ -45,11 +45,11 @@ def solve_ik(world: EmbeddedWorld, arm: str, target_pos: np.ndarray, target_R: M
     m = world.model
     d = mujoco.MjData(m)
     d.qpos[:] = world.data.qpos
-    qadr = np.array(world._arm_qpos[arm])
+    qadr = np.array(world.arm_qpos_adr[arm])
     dofs = np.array([m.jnt_dofadr[m.joint(j).id] for j in world.robot.arm(arm).joints])
     lower = np.array([m.jnt_range[m.joint(j).id][0] for j in world.robot.arm(arm).joints])
     upper = np.array([m.jnt_range[m.joint(j).id][1] for j in world.robot.arm(arm).joints])
-    site = world._tcp_site[arm]
+    site = world.tcp_site_ids[arm]
     q = np.clip(np.asarray(q_seed, dtype=float), lower, upper)
     jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
     err = np.zeros(6)
@@ -81,8 +81,8 @@ def move_joints(
 ) -> None:
     """Interpolate the arm's joint targets to ``q_goal`` at a safe speed, then hold for ``settle_steps``."""
     joints = world.robot.arm(arm).joints
-    vmax = np.array([world._joint_limits[j][2] for j in joints]) * SPEED_FRACTION * world.settings.control_dt_s
-    q_start = world.data.ctrl[world._arm_ctrl[arm]].copy()
+    vmax = np.array([world.joint_limits[j][2] for j in joints]) * SPEED_FRACTION * world.settings.control_dt_s
+    q_start = world.data.ctrl[world.arm_ctrl_ids[arm]].copy()
     n = max(1, int(np.ceil(np.max(np.abs(q_goal - q_start) / vmax))))
     grip = {arm: gripper} if gripper is not None else None
     for i in range(1, n + 1):
@@ -108,7 +108,7 @@ def grasp_and_lift(world: EmbeddedWorld, object_name: str, lift_m: float = 0.12,
     # Fingers close across the object's faces: take the face pair whose yaw is nearest the wrist's current one.
     quat = truth.object_quat(object_name)
     obj_yaw = 2 * math.atan2(quat[3], quat[0])
-    R_now = np.asarray(world.data.site_xmat[world._tcp_site[arm]]).reshape(3, 3)
+    R_now = np.asarray(world.data.site_xmat[world.tcp_site_ids[arm]]).reshape(3, 3)
     wrist_yaw = math.atan2(R_now[1, 1], R_now[0, 1])
     yaw = min(
         (obj_yaw + k * math.pi / 2 for k in range(4)), key=lambda a: abs(math.remainder(a - wrist_yaw, 2 * math.pi))
@@ -116,7 +116,7 @@ def grasp_and_lift(world: EmbeddedWorld, object_name: str, lift_m: float = 0.12,
     R = top_down_rotation(yaw)
     grasp_z = pos[2] + min(0.0, obj.height_m / 2 - 0.02)  # pads centred on the object, never below the table
     grasp_z = max(grasp_z, world.robot.table.top_z_m + 0.012)
-    q = world.data.ctrl[world._arm_ctrl[arm]].copy()
+    q = world.data.ctrl[world.arm_ctrl_ids[arm]].copy()
     waypoints = [(pos[0], pos[1], grasp_z + 0.1), (pos[0], pos[1], grasp_z)]
     for i, p in enumerate(waypoints):
         ik = solve_ik(world, arm, np.array(p), R, q)

@@ -49,7 +49,7 @@ class EmbeddedWorld:
         self.step_count = 0
         #: Called with the world after every control step (recorders, the demo's contact sheet, ROS publishers).
         self.step_observers: list[Callable[[EmbeddedWorld], None]] = []
-        self._joint_limits = {
+        self.joint_limits = {
             j: (self._urdf.joint(j).lower, self._urdf.joint(j).upper, self._urdf.joint(j).velocity)
             for arm in self.robot.arms
             for j in arm.joints
@@ -90,19 +90,20 @@ class EmbeddedWorld:
         self.data = mujoco.MjData(self.model)
         self.task, self.layout, self.step_count = task, layout, 0
         m, d = self.model, self.data
-        self._arm_qpos = {a.name: [m.joint(j).qposadr[0] for j in a.joints] for a in self.robot.arms}
-        self._arm_ctrl = {
+        # MuJoCo indices, public for privileged tools (scripted checks, benchmarks); agents use observe/step.
+        self.arm_qpos_adr = {a.name: [m.joint(j).qposadr[0] for j in a.joints] for a in self.robot.arms}
+        self.arm_ctrl_ids = {
             a.name: [m.actuator(n).id for n in self._names.arm_actuators[a.name]] for a in self.robot.arms
         }
-        self._grip_qpos = {a.name: m.joint(a.gripper_joint).qposadr[0] for a in self.robot.arms}
-        self._grip_ctrl = {a.name: m.actuator(self._names.gripper_actuators[a.name]).id for a in self.robot.arms}
-        self._tcp_site = {a.name: m.site(self._names.tcp_sites[a.name]).id for a in self.robot.arms}
-        self._camera_ids = {c.name: m.camera(c.name).id for c in self.robot.cameras}
+        self.gripper_qpos_adr = {a.name: m.joint(a.gripper_joint).qposadr[0] for a in self.robot.arms}
+        self.gripper_ctrl_ids = {a.name: m.actuator(self._names.gripper_actuators[a.name]).id for a in self.robot.arms}
+        self.tcp_site_ids = {a.name: m.site(self._names.tcp_sites[a.name]).id for a in self.robot.arms}
+        self.camera_ids = {c.name: m.camera(c.name).id for c in self.robot.cameras}
         for arm in self.robot.arms:
-            d.qpos[self._arm_qpos[arm.name]] = arm.home_joints_rad
-            d.ctrl[self._arm_ctrl[arm.name]] = arm.home_joints_rad
-            self._set_gripper(arm.name, 1.0)
-            d.qpos[self._grip_qpos[arm.name]] = d.ctrl[self._grip_ctrl[arm.name]]
+            d.qpos[self.arm_qpos_adr[arm.name]] = arm.home_joints_rad
+            d.ctrl[self.arm_ctrl_ids[arm.name]] = arm.home_joints_rad
+            self.set_gripper_target(arm.name, 1.0)
+            d.qpos[self.gripper_qpos_adr[arm.name]] = d.ctrl[self.gripper_ctrl_ids[arm.name]]
         mujoco.mj_forward(m, d)
         for renderer in self._renderers.values():
             renderer.bind(m)
@@ -130,9 +131,9 @@ class EmbeddedWorld:
         d = self.data
         assert d is not None
         for arm, q in new_joint.items():
-            d.ctrl[self._arm_ctrl[arm]] = q
+            d.ctrl[self.arm_ctrl_ids[arm]] = q
         for arm, opening in new_grip.items():
-            self._set_gripper(arm, opening)
+            self.set_gripper_target(arm, opening)
         self._advance()
         self.step_count += 1
         for observer in self.step_observers:
@@ -142,9 +143,10 @@ class EmbeddedWorld:
         for _ in range(self.settings.substeps):
             mujoco.mj_step(self.model, self.data)
 
-    def _set_gripper(self, arm: str, opening: float) -> None:
+    def set_gripper_target(self, arm: str, opening: float) -> None:
+        """Command a gripper opening in [0, 1] as given (step() validates before calling this)."""
         assert self.data is not None
-        self.data.ctrl[self._grip_ctrl[arm]] = opening * self.robot.arm(arm).gripper_max_m
+        self.data.ctrl[self.gripper_ctrl_ids[arm]] = opening * self.robot.arm(arm).gripper_max_m
 
     def _validated_joint_targets(self, targets: Mapping[str, Sequence[float]]) -> dict[str, np.ndarray]:
         out = {}
@@ -161,9 +163,9 @@ class EmbeddedWorld:
                 ) from None
             if q.shape != (len(arm.joints),):
                 raise InvalidCommandError(f"{arm_name} joint targets must be {len(arm.joints)} numbers, got {q.size}")
-            current = self.data.ctrl[self._arm_ctrl[arm_name]]  # type: ignore[union-attr]
+            current = self.data.ctrl[self.arm_ctrl_ids[arm_name]]  # type: ignore[union-attr]
             for name, value, prev in zip(arm.joints, q, current, strict=True):
-                lower, upper, velocity = self._joint_limits[name]
+                lower, upper, velocity = self.joint_limits[name]
                 if not math.isfinite(value):
                     raise InvalidCommandError(f"target for {name!r} must be a finite number, got {value}")
                 if not lower <= value <= upper:
@@ -194,14 +196,14 @@ class EmbeddedWorld:
         arm = self.robot.arm(arm_name)
         d = self.data
         assert d is not None
-        site = self._tcp_site[arm_name]
+        site = self.tcp_site_ids[arm_name]
         return ArmState(
             name=arm_name,
             joint_names=arm.joints,
-            joint_positions_rad=tuple(float(v) for v in d.qpos[self._arm_qpos[arm_name]]),
+            joint_positions_rad=tuple(float(v) for v in d.qpos[self.arm_qpos_adr[arm_name]]),
             tcp_pos_m=tuple(float(v) for v in d.site_xpos[site]),  # type: ignore[arg-type]
             tcp_quat_wxyz=tuple(float(v) for v in quat_from_matrix(d.site_xmat[site].reshape(3, 3))),  # type: ignore[arg-type]
-            gripper_opening=float(np.clip(d.qpos[self._grip_qpos[arm_name]] / arm.gripper_max_m, 0.0, 1.0)),
+            gripper_opening=float(np.clip(d.qpos[self.gripper_qpos_adr[arm_name]] / arm.gripper_max_m, 0.0, 1.0)),
         )
 
     def calibration(self, camera: str) -> CameraCalibration:
@@ -209,7 +211,7 @@ class EmbeddedWorld:
         cam = self.robot.camera(camera)
         m, d = self.model, self.data
         assert m is not None and d is not None
-        cid = self._camera_ids[camera]
+        cid = self.camera_ids[camera]
         fy = (cam.height / 2) / math.tan(math.radians(m.cam_fovy[cid]) / 2)
         K = np.array([[fy, 0.0, (cam.width - 1) / 2], [0.0, fy, (cam.height - 1) / 2], [0.0, 0.0, 1.0]])
         # MuJoCo camera axes (x right, y up, looking along -z) to the optical convention (y down, z forward).
@@ -222,7 +224,7 @@ class EmbeddedWorld:
         """Render one camera: RGB always (with optional visual-only ``markers``), depth and geom ids on request."""
         cam = self.robot.camera(camera)
         renderer = self._renderer(cam.width, cam.height)
-        cid = self._camera_ids[camera]
+        cid = self.camera_ids[camera]
         if depth:
             rgb, depth_m = renderer.rgb_depth(self.data, cid, markers)
         else:

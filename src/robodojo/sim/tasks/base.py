@@ -46,6 +46,7 @@ class TaskView(Protocol):
     """Privileged read access to the world for checkers (implemented by robodojo.sim.privileged)."""
 
     table_z_m: float
+    arm_names: tuple[str, ...]
 
     def object_pos(self, name: str) -> np.ndarray: ...
     def object_quat(self, name: str) -> np.ndarray: ...

@@ -44,18 +44,18 @@ class BowlOnPlate(Task):
         bowl, plate = view.object_pos("bowl"), view.object_pos("plate")
         centred = math.hypot(*(bowl[:2] - plate[:2])) < CENTER_TOLERANCE_M
         resting = abs(bowl[2] - self._plate_top_z(view)) < 0.01
-        released = not any(view.touching_gripper("bowl", arm) for arm in ("left", "right"))
+        released = not any(view.touching_gripper("bowl", arm) for arm in view.arm_names)
         return centred and resting and released
 
     def score(self, layout: Layout, view: TaskView) -> float:
         if self.success(layout, view):
             return 1.0
-        held = any(view.touching_gripper("bowl", arm) for arm in ("left", "right"))
+        held = any(view.touching_gripper("bowl", arm) for arm in view.arm_names)
         if held and self.lifted_by(view, "bowl") > 0.02:
             return 0.75
         if held:
             return 0.5
-        near = min(np.linalg.norm(view.tcp_pos(a) - view.object_pos("bowl")) for a in ("left", "right"))
+        near = min(np.linalg.norm(view.tcp_pos(a) - view.object_pos("bowl")) for a in view.arm_names)
         return 0.25 if near < BOWL_SIZE_M[0] + 0.08 else 0.0
 
     def put_in_goal_state(self, layout: Layout, world: GoalWriter) -> None:

@@ -45,7 +45,7 @@ class GeneralPickup(Task):
 
     def score(self, layout: Layout, view: TaskView) -> float:
         lift = self.lifted_by(view, "target")
-        arms = _arms(view)
+        arms = view.arm_names
         if lift >= LIFT_M:
             return 1.0
         held = any(view.touching_gripper("target", a) for a in arms)
@@ -60,7 +60,3 @@ class GeneralPickup(Task):
     def put_in_goal_state(self, layout: Layout, world: GoalWriter) -> None:
         x, y, z = layout.object("target").pos_m
         world.set_object_pose("target", (x, y, z + LIFT_M + 0.02))
-
-
-def _arms(view: TaskView) -> tuple[str, ...]:
-    return ("left", "right")

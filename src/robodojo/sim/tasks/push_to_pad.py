@@ -61,7 +61,7 @@ class PushToPad(Task):
             return 0.75
         if self._distance(view, view.initial_pos("block")) - now >= 0.03:
             return 0.5
-        near = min(np.linalg.norm(view.tcp_pos(a) - block) for a in ("left", "right"))
+        near = min(np.linalg.norm(view.tcp_pos(a) - block) for a in view.arm_names)
         return 0.25 if near < 0.06 else 0.0
 
     def put_in_goal_state(self, layout: Layout, world: GoalWriter) -> None:

@@ -42,7 +42,7 @@ class StackBlocks(Task):
         top, bottom = view.object_pos("top_block"), view.object_pos("bottom_block")
         aligned = math.hypot(*(top[:2] - bottom[:2])) < XY_TOLERANCE_M
         on_top = abs(top[2] - bottom[2] - BLOCK_M) < Z_TOLERANCE_M
-        released = not any(view.touching_gripper("top_block", arm) for arm in ("left", "right"))
+        released = not any(view.touching_gripper("top_block", arm) for arm in view.arm_names)
         return aligned and on_top and released and not view.touching_table("top_block")
 
     def score(self, layout: Layout, view: TaskView) -> float:
@@ -51,9 +51,9 @@ class StackBlocks(Task):
         top, bottom = view.object_pos("top_block"), view.object_pos("bottom_block")
         if math.hypot(*(top[:2] - bottom[:2])) < 0.03 and top[2] > bottom[2] + BLOCK_M / 2:
             return 0.75
-        if any(view.touching_gripper("top_block", arm) for arm in ("left", "right")):
+        if any(view.touching_gripper("top_block", arm) for arm in view.arm_names):
             return 0.5
-        near = min(np.linalg.norm(view.tcp_pos(a) - top) for a in ("left", "right"))
+        near = min(np.linalg.norm(view.tcp_pos(a) - top) for a in view.arm_names)
         return 0.25 if near < 0.05 else 0.0
 
     def put_in_goal_state(self, layout: Layout, world: GoalWriter) -> None:
