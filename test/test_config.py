@@ -102,3 +102,16 @@ def test_world_takes_custom_render_settings():
         assert world.observe(["head"]).camera("head").rgb.std() > 5
     finally:
         world.close()
+
+
+def test_home_pose_outside_the_joint_limits_is_rejected(monkeypatch):
+    import dataclasses
+
+    import robodojo.sim.world as world_module
+
+    good = load_robot_config("dual_arx_x5")
+    bad_arm = dataclasses.replace(good.arms[0], home_joints_rad=(0.0, 4.0, 1.44, -1.51, 0.0, 0.0))
+    bad = dataclasses.replace(good, arms=(bad_arm, good.arms[1]))
+    monkeypatch.setattr(world_module, "load_robot_config", lambda name: bad)
+    with pytest.raises(ConfigError, match=r"home position of 'left_joint2' \(4.0\) is outside \[-0.05, 3.5\]"):
+        EmbeddedWorld("dual_arx_x5")

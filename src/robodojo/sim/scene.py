@@ -104,12 +104,7 @@ def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.
     _configure_visual(spec, robot, settings)
 
     arm_links = _arm_links(urdf, robot)
-    pad_links = {
-        urdf.joint(j).child
-        for arm in robot.arms
-        for j in urdf.joints
-        if urdf.joints[j].type == "prismatic" and j.startswith(arm.prefix)
-    }
+    pad_links = {j.child for j in urdf.joints.values() if j.type == "prismatic"}  # finger links
 
     world = spec.worldbody
     world.add_geom(
@@ -143,14 +138,13 @@ def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.
             if joint.child in arm_links:
                 body.gravcomp = 1.0  # the arm controller compensates gravity, as real arm firmware does
             if joint.movable:
+                bounded = joint.type != "continuous"
                 body.add_joint(
                     name=joint.name,
                     type=mujoco.mjtJoint.mjJNT_SLIDE if joint.type == "prismatic" else mujoco.mjtJoint.mjJNT_HINGE,
                     axis=list(joint.axis),
-                    range=[joint.lower, joint.upper] if joint.type != "continuous" else [0, 0],
-                    limited=mujoco.mjtLimited.mjLIMITED_TRUE
-                    if joint.type != "continuous"
-                    else mujoco.mjtLimited.mjLIMITED_FALSE,
+                    range=[joint.lower, joint.upper] if bounded else [0, 0],
+                    limited=mujoco.mjtLimited.mjLIMITED_TRUE if bounded else mujoco.mjtLimited.mjLIMITED_FALSE,
                 )
             _add_link_geoms(body, urdf, joint.child, joint.child in arm_links, settings, pad_links)
             bodies[joint.child] = body

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import mujoco
 import numpy as np
 
-from robodojo.errors import InvalidCommandError, RobodojoError, UnknownNameError
+from robodojo.errors import ConfigError, InvalidCommandError, RobodojoError, UnknownNameError
 from robodojo.geometry import quat_from_matrix, transform
 from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Observation
 from robodojo.robots.config import RobotConfig, load_robot_config
@@ -54,6 +54,11 @@ class EmbeddedWorld:
             for arm in self.robot.arms
             for j in arm.joints
         }
+        for arm in self.robot.arms:
+            for name, q in zip(arm.joints, arm.home_joints_rad, strict=True):
+                lower, upper, _ = self.joint_limits[name]
+                if not lower <= q <= upper:
+                    raise ConfigError(f"robot {robot!r}: home position of {name!r} ({q}) is outside [{lower}, {upper}]")
         self._load(task=None, layout=None)
 
     # -- episode ------------------------------------------------------------------------------------------------
