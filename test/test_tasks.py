@@ -91,3 +91,18 @@ def test_a_new_task_module_registers_itself():
         assert get_task("probe_task_for_test") is _Probe
     finally:
         del Task.registry["probe_task_for_test"]
+
+
+@pytest.mark.parametrize("task", ["general_pickup", "fr3_pick_cube"])
+def test_friction_grasp_holds_the_object_for_five_seconds(dual_world, fr3_world, task):
+    world = fr3_world if get_task(task).robot == "fr3" else dual_world
+    world.reset(task, seed=6)
+    assert grasp_and_lift(world, "target")
+    truth = world.privileged()
+    arm = min(world.robot.arm_names, key=lambda a: float(((truth.tcp_pos(a) - truth.object_pos("target")) ** 2).sum()))
+    offset = truth.object_pos("target") - truth.tcp_pos(arm)
+    for _ in range(round(5.0 * world.settings.control_hz)):
+        world.step()
+    drift = ((truth.object_pos("target") - truth.tcp_pos(arm)) - offset) * 1000
+    assert abs(drift).max() < 3.0, f"object slipped {drift} mm in the gripper"
+    assert truth.success()
