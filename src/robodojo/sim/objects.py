@@ -62,8 +62,8 @@ class ObjectSpec:
 
 def object_rest_z(kind: str, size_m: tuple[float, ...], table_z_m: float) -> float:
     """Height of the body origin of an object resting on the table."""
-    if kind in ("bowl", "pad"):
-        return table_z_m + (0.0005 if kind == "pad" else 0.0)
+    if kind == "bowl":  # a bowl's origin is the underside of its base
+        return table_z_m
     return table_z_m + size_m[-1] / 2
 
 

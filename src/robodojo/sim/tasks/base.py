@@ -163,8 +163,13 @@ class Task(ABC):
         return float(view.object_pos(name)[2] - view.initial_pos(name)[2])
 
 
-def pick_colors(rng: np.random.Generator, n: int, exclude: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
-    choices = [c for c in COLORS if c not in exclude and c not in ("black", "grey", "white", "brown")]
+# Colours that name a task object; the neutral ones are left to distractors so instructions stay unambiguous.
+TASK_COLORS = tuple(c for c in COLORS if c not in ("black", "grey", "white", "brown"))
+
+
+def pick_colors(rng: np.random.Generator, n: int) -> list[str]:
+    """``n`` distinct task colours."""
+    choices = list(TASK_COLORS)
     return [str(c) for c in rng.choice(choices, size=n, replace=False)]
 
 
