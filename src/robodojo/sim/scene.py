@@ -1,10 +1,7 @@
-"""Build the MuJoCo model of a robot scene from its URDF (the one model of the robot) plus simulator settings.
+"""Build the simulated scene: the robot's URDF model (robodojo.robots.mujoco_model) plus what URDF cannot say.
 
-The URDF tree becomes the MjSpec body tree one link per body (no fusing, so every URDF frame, the TCP and the camera
-optical frames included, exists as a MuJoCo body and forward kinematics can be compared link by link). Visual shapes
-go to geom group 2 (rendered, no contact), collision shapes to group 3 (contact, hidden). On top of the URDF the
-builder adds what URDF cannot say: position servos, gravity compensation, cameras, a TCP site per arm, the floor,
-lights, and the task's objects.
+Added here: contact settings, position servos, gravity compensation, cameras, a TCP site per arm, the floor, lights
+and rendering options; tasks add their objects before compiling.
 
 Contact filtering: robot collision geoms have contype 2 / conaffinity 1 and everything else contype 1 /
 conaffinity 3, so the robot touches the table and objects but its own links (and the other arm) never collide with
@@ -18,13 +15,11 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from robodojo.geometry import quat_from_matrix, rotation_from_rpy
 from robodojo.robots.config import RobotConfig
-from robodojo.robots.urdf import Geometry, UrdfModel, load_urdf
+from robodojo.robots.mujoco_model import COLLISION_GROUP, urdf_to_spec
+from robodojo.robots.urdf import UrdfModel, load_urdf
 from robodojo.sim.settings import SimSettings
 
-VISUAL_GROUP = 2
-COLLISION_GROUP = 3
 ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 1
 WORLD_CONTYPE, WORLD_CONAFFINITY = 1, 3
 # MuJoCo cameras look along -z with +y up; REP 103 optical frames look along +z with +y down: a half turn about x.
@@ -41,61 +36,11 @@ class SceneNames:
     tcp_sites: dict[str, str]
 
 
-def _geom_kwargs(geom: Geometry) -> dict:
-    if geom.kind == "box":
-        size = [s / 2 for s in geom.size]
-        gtype = mujoco.mjtGeom.mjGEOM_BOX
-    elif geom.kind == "cylinder":
-        size = [geom.size[0], geom.size[1] / 2, 0.0]
-        gtype = mujoco.mjtGeom.mjGEOM_CYLINDER
-    else:
-        size = [geom.size[0], 0.0, 0.0]
-        gtype = mujoco.mjtGeom.mjGEOM_SPHERE
-    return {
-        "type": gtype,
-        "size": size,
-        "pos": list(geom.origin.xyz),
-        "quat": list(quat_from_matrix(rotation_from_rpy(geom.origin.rpy))),
-    }
-
-
-def _add_link_geoms(
-    body: mujoco.MjsBody, urdf: UrdfModel, link: str, is_robot: bool, settings: SimSettings, pad_links: set[str]
-) -> None:
-    spec_link = urdf.links[link]
-    for i, visual in enumerate(spec_link.visuals):
-        body.add_geom(
-            name=f"{link}_visual{i}",
-            group=VISUAL_GROUP,
-            contype=0,
-            conaffinity=0,
-            rgba=list(visual.rgba) if visual.rgba else [0.5, 0.5, 0.5, 1.0],
-            mass=0.0,
-            density=0.0,
-            **_geom_kwargs(visual),
-        )
-    for i, collision in enumerate(spec_link.collisions):
-        is_pad = link in pad_links
-        body.add_geom(
-            name=f"{link}_collision{i}",
-            group=COLLISION_GROUP,
-            contype=ROBOT_CONTYPE if is_robot else WORLD_CONTYPE,
-            conaffinity=ROBOT_CONAFFINITY if is_robot else WORLD_CONAFFINITY,
-            friction=list(settings.pad_friction if is_pad else settings.object_friction),
-            condim=settings.object_condim if is_pad or not is_robot else 3,
-            rgba=[0.8, 0.2, 0.2, 0.4],
-            mass=0.0,
-            density=0.0,
-            **_geom_kwargs(collision),
-        )
-
-
 def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.MjSpec, SceneNames]:
     """The scene as an uncompiled MjSpec (tasks add their objects before compiling) and the names of its parts."""
     urdf = load_urdf(robot.scene_urdf)
-    spec = mujoco.MjSpec()
+    spec, bodies = urdf_to_spec(urdf)
     spec.modelname = robot.name
-    spec.compiler.degree = False  # joint ranges in radians, as in URDF
     spec.option.timestep = settings.timestep_s
     spec.option.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{settings.integrator.upper()}")
     spec.option.cone = getattr(mujoco.mjtCone, f"mjCONE_{settings.cone.upper()}")
@@ -104,7 +49,19 @@ def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.
     _configure_visual(spec, robot, settings)
 
     arm_links = _arm_links(urdf, robot)
-    pad_links = {j.child for j in urdf.joints.values() if j.type == "prismatic"}  # finger links
+    finger_links = {j.child for j in urdf.joints.values() if j.type == "prismatic"}
+    for link, body in bodies.items():
+        if link in arm_links:
+            body.gravcomp = 1.0  # the arm controller compensates gravity, as real arm firmware does
+    for geom in spec.geoms:
+        if geom.group != COLLISION_GROUP:
+            continue
+        link = geom.parent.name if geom.parent.name else urdf.root
+        robot_geom = link in arm_links
+        geom.contype = ROBOT_CONTYPE if robot_geom else WORLD_CONTYPE
+        geom.conaffinity = ROBOT_CONAFFINITY if robot_geom else WORLD_CONAFFINITY
+        geom.friction = list(settings.pad_friction if link in finger_links else settings.object_friction)
+        geom.condim = 3 if robot_geom and link not in finger_links else settings.object_condim
 
     world = spec.worldbody
     world.add_geom(
@@ -117,49 +74,6 @@ def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.
     )
     world.add_light(name="key", pos=[0.4, -0.8, 2.5], dir=[-0.15, 0.4, -1.0], diffuse=[0.6, 0.6, 0.6])
     world.add_light(name="fill", pos=[-0.6, 0.6, 2.2], dir=[0.3, -0.3, -1.0], diffuse=[0.35, 0.35, 0.35])
-    _add_link_geoms(world, urdf, urdf.root, False, settings, pad_links)
-
-    bodies = {urdf.root: world}
-    stack = [urdf.root]
-    while stack:
-        parent = stack.pop()
-        for joint in urdf.children_of(parent):
-            o = joint.origin
-            body = bodies[parent].add_body(
-                name=joint.child, pos=list(o.xyz), quat=list(quat_from_matrix(rotation_from_rpy(o.rpy)))
-            )
-            link = urdf.links[joint.child]
-            if link.inertial is not None:
-                body.explicitinertial = True
-                body.mass = link.inertial.mass_kg
-                body.ipos = list(link.inertial.origin.xyz)
-                body.iquat = list(quat_from_matrix(rotation_from_rpy(link.inertial.origin.rpy)))
-                body.fullinertia = list(link.inertial.inertia)
-            if joint.child in arm_links:
-                body.gravcomp = 1.0  # the arm controller compensates gravity, as real arm firmware does
-            if joint.movable:
-                bounded = joint.type != "continuous"
-                body.add_joint(
-                    name=joint.name,
-                    type=mujoco.mjtJoint.mjJNT_SLIDE if joint.type == "prismatic" else mujoco.mjtJoint.mjJNT_HINGE,
-                    axis=list(joint.axis),
-                    range=[joint.lower, joint.upper] if bounded else [0, 0],
-                    limited=mujoco.mjtLimited.mjLIMITED_TRUE if bounded else mujoco.mjtLimited.mjLIMITED_FALSE,
-                )
-            _add_link_geoms(body, urdf, joint.child, joint.child in arm_links, settings, pad_links)
-            bodies[joint.child] = body
-            stack.append(joint.child)
-
-    for joint in urdf.joints.values():
-        if joint.mimic is not None:
-            spec.add_equality(
-                name=f"{joint.name}_mimic",
-                type=mujoco.mjtEq.mjEQ_JOINT,
-                name1=joint.name,
-                name2=joint.mimic.joint,
-                data=[joint.mimic.offset, joint.mimic.multiplier] + [0.0] * 10,
-                solref=[0.005, 1.0],
-            )
 
     names = _add_arm_control(spec, urdf, robot)
     for cam in robot.cameras:

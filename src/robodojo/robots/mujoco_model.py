@@ -1,0 +1,104 @@
+"""URDF to MuJoCo: the robot's one model as an MjSpec body tree, shared by the simulator and the IK.
+
+One body per URDF link (no fusing, so every URDF frame, the TCP and the camera optical frames included, is a MuJoCo
+body and forward kinematics can be compared link by link). Visual shapes go to geom group 2 (rendered, no contact),
+collision shapes to group 3 (hidden; contact settings are the simulator's business). Mimic joints become joint
+equality constraints.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import mujoco
+
+from robodojo.geometry import quat_from_matrix, rotation_from_rpy
+from robodojo.robots.urdf import Geometry, UrdfModel, load_urdf
+
+VISUAL_GROUP = 2
+COLLISION_GROUP = 3
+COLLISION_RGBA = (0.8, 0.2, 0.2, 0.4)
+DEFAULT_VISUAL_RGBA = (0.5, 0.5, 0.5, 1.0)
+
+
+def _geom_kwargs(geom: Geometry) -> dict:
+    if geom.kind == "box":
+        size = [s / 2 for s in geom.size]
+        gtype = mujoco.mjtGeom.mjGEOM_BOX
+    elif geom.kind == "cylinder":
+        size = [geom.size[0], geom.size[1] / 2, 0.0]
+        gtype = mujoco.mjtGeom.mjGEOM_CYLINDER
+    else:
+        size = [geom.size[0], 0.0, 0.0]
+        gtype = mujoco.mjtGeom.mjGEOM_SPHERE
+    return {
+        "type": gtype,
+        "size": size,
+        "pos": list(geom.origin.xyz),
+        "quat": list(quat_from_matrix(rotation_from_rpy(geom.origin.rpy))),
+    }
+
+
+def _add_link_geoms(body: mujoco.MjsBody, urdf: UrdfModel, link: str) -> None:
+    for i, visual in enumerate(urdf.links[link].visuals):
+        rgba = visual.rgba or DEFAULT_VISUAL_RGBA
+        body.add_geom(name=f"{link}_visual{i}", group=VISUAL_GROUP, contype=0, conaffinity=0, rgba=list(rgba),
+                      mass=0.0, density=0.0, **_geom_kwargs(visual))  # fmt: skip
+    for i, collision in enumerate(urdf.links[link].collisions):
+        body.add_geom(name=f"{link}_collision{i}", group=COLLISION_GROUP, rgba=list(COLLISION_RGBA),
+                      mass=0.0, density=0.0, **_geom_kwargs(collision))  # fmt: skip
+
+
+def urdf_to_spec(urdf: UrdfModel) -> tuple[mujoco.MjSpec, dict[str, mujoco.MjsBody]]:
+    """The URDF as an MjSpec (root link = world body) and its bodies by link name."""
+    spec = mujoco.MjSpec()
+    spec.modelname = urdf.name
+    spec.compiler.degree = False  # joint ranges in radians, as in URDF
+    _add_link_geoms(spec.worldbody, urdf, urdf.root)
+    bodies = {urdf.root: spec.worldbody}
+    stack = [urdf.root]
+    while stack:
+        parent = stack.pop()
+        for joint in urdf.children_of(parent):
+            o = joint.origin
+            body = bodies[parent].add_body(
+                name=joint.child, pos=list(o.xyz), quat=list(quat_from_matrix(rotation_from_rpy(o.rpy)))
+            )
+            inertial = urdf.links[joint.child].inertial
+            if inertial is not None:
+                body.explicitinertial = True
+                body.mass = inertial.mass_kg
+                body.ipos = list(inertial.origin.xyz)
+                body.iquat = list(quat_from_matrix(rotation_from_rpy(inertial.origin.rpy)))
+                body.fullinertia = list(inertial.inertia)
+            if joint.movable:
+                bounded = joint.type != "continuous"
+                body.add_joint(
+                    name=joint.name,
+                    type=mujoco.mjtJoint.mjJNT_SLIDE if joint.type == "prismatic" else mujoco.mjtJoint.mjJNT_HINGE,
+                    axis=list(joint.axis),
+                    range=[joint.lower, joint.upper] if bounded else [0, 0],
+                    limited=mujoco.mjtLimited.mjLIMITED_TRUE if bounded else mujoco.mjtLimited.mjLIMITED_FALSE,
+                )
+            _add_link_geoms(body, urdf, joint.child)
+            bodies[joint.child] = body
+            stack.append(joint.child)
+    for joint in urdf.joints.values():
+        if joint.mimic is not None:
+            spec.add_equality(
+                name=f"{joint.name}_mimic",
+                type=mujoco.mjtEq.mjEQ_JOINT,
+                name1=joint.name,
+                name2=joint.mimic.joint,
+                data=[joint.mimic.offset, joint.mimic.multiplier] + [0.0] * 10,
+                solref=[0.005, 1.0],
+            )
+    return spec, bodies
+
+
+@cache
+def kinematic_model(urdf_path: Path) -> mujoco.MjModel:
+    """The compiled model of a URDF alone (no actuators, objects or cameras), for kinematics and IK."""
+    spec, _ = urdf_to_spec(load_urdf(urdf_path))
+    return spec.compile()
