@@ -23,7 +23,8 @@ def test_demo_writes_images_and_a_summary(tmp_path):
         folder = tmp_path / "demo" / f"{episode['task']}_seed0"
         assert (folder / "head_start.png").stat().st_size > 10_000
         assert (folder / "head_sheet.png").is_file() and (folder / "summary.json").is_file()
-    assert "images and summary in" in result.stdout
+    assert "images and summary:" in result.stdout and "moving through the motion server" in result.stdout
+    assert all(m["tool_text"].startswith("Accepted: playing") for e in summary for m in e["moves"])
 
 
 def test_listings():

@@ -70,6 +70,20 @@ class SimGains:
 
 
 @dataclass(frozen=True)
+class MotionLimits:
+    """Limits and conventions of planned motions for one robot (config/robots/<name>.yaml, section motion)."""
+
+    bounds_m: dict[str, dict[str, tuple[float, float]]]  # arm -> {"x"|"y"|"z": (low, high)}
+    zero_orientation_finger_axis: tuple[float, float, float]
+    velocity_scale: float
+    joint_accel_rad_s2: tuple[float, ...]
+    tcp_speed_m_s: float
+    tcp_accel_m_s2: float
+    tcp_angular_speed_deg_s: float
+    gripper_stroke_s: float
+
+
+@dataclass(frozen=True)
 class RobotConfig:
     name: str
     description: str
@@ -80,6 +94,7 @@ class RobotConfig:
     cameras: tuple[CameraConfig, ...]
     head_mount: HeadMount | None
     sim: SimGains
+    motion: MotionLimits
 
     def arm(self, name: str) -> ArmConfig:
         for arm in self.arms:
@@ -186,6 +201,7 @@ def parse_robot_config(data: dict, where: str) -> RobotConfig:
         gripper_kp=s.number("gripper_kp", positive=True),
         gripper_force_n=s.number("gripper_force_n", positive=True),
     )
+    motion = _parse_motion(root.section("motion"), [a.name for a in arms], n)
     return RobotConfig(
         name=root.str("name"),
         description=str(data.get("description", "")),
@@ -196,4 +212,39 @@ def parse_robot_config(data: dict, where: str) -> RobotConfig:
         cameras=tuple(cameras),
         head_mount=head_mount,
         sim=sim,
+        motion=motion,
+    )
+
+
+def _parse_motion(m: Section, arm_names: list[str], n_joints: int) -> MotionLimits:
+    bounds_section = m.section("bounds")
+    bounds: dict[str, dict[str, tuple[float, float]]] = {}
+    for arm in arm_names:
+        a = bounds_section.section(arm)
+        bounds[arm] = {}
+        for axis in ("x", "y", "z"):
+            low, high = a.vector(axis, 2)
+            if not low < high:
+                raise ConfigError(f"{a.where}.{axis}: lower bound {low} must be below upper bound {high}")
+            bounds[arm][axis] = (low, high)
+    axis = np.array(m.vector("zero_orientation_finger_axis", 3))
+    if abs(np.linalg.norm(axis) - 1.0) > 1e-6 or abs(axis[2]) > 1e-6:
+        raise ConfigError(
+            f"{m.where}.zero_orientation_finger_axis: must be a horizontal unit vector, got {axis.tolist()}"
+        )
+    scale = m.number("velocity_scale", positive=True)
+    if scale > 1.0:
+        raise ConfigError(f"{m.where}.velocity_scale: must be in (0, 1], got {scale}")
+    accel = m.vector("joint_accel_rad_s2", n_joints)
+    if min(accel) <= 0:
+        raise ConfigError(f"{m.where}.joint_accel_rad_s2: every limit must be > 0, got {list(accel)}")
+    return MotionLimits(
+        bounds_m=bounds,
+        zero_orientation_finger_axis=tuple(float(v) for v in axis),  # type: ignore[arg-type]
+        velocity_scale=scale,
+        joint_accel_rad_s2=accel,
+        tcp_speed_m_s=m.number("tcp_speed_m_s", positive=True),
+        tcp_accel_m_s2=m.number("tcp_accel_m_s2", positive=True),
+        tcp_angular_speed_deg_s=m.number("tcp_angular_speed_deg_s", positive=True),
+        gripper_stroke_s=m.number("gripper_stroke_s", positive=True),
     )

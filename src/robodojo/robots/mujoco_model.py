@@ -43,11 +43,25 @@ def _geom_kwargs(geom: Geometry) -> dict:
 def _add_link_geoms(body: mujoco.MjsBody, urdf: UrdfModel, link: str) -> None:
     for i, visual in enumerate(urdf.links[link].visuals):
         rgba = visual.rgba or DEFAULT_VISUAL_RGBA
-        body.add_geom(name=f"{link}_visual{i}", group=VISUAL_GROUP, contype=0, conaffinity=0, rgba=list(rgba),
-                      mass=0.0, density=0.0, **_geom_kwargs(visual))  # fmt: skip
+        body.add_geom(
+            name=f"{link}_visual{i}",
+            group=VISUAL_GROUP,
+            contype=0,
+            conaffinity=0,
+            rgba=list(rgba),
+            mass=0.0,
+            density=0.0,
+            **_geom_kwargs(visual),
+        )
     for i, collision in enumerate(urdf.links[link].collisions):
-        body.add_geom(name=f"{link}_collision{i}", group=COLLISION_GROUP, rgba=list(COLLISION_RGBA),
-                      mass=0.0, density=0.0, **_geom_kwargs(collision))  # fmt: skip
+        body.add_geom(
+            name=f"{link}_collision{i}",
+            group=COLLISION_GROUP,
+            rgba=list(COLLISION_RGBA),
+            mass=0.0,
+            density=0.0,
+            **_geom_kwargs(collision),
+        )
 
 
 def urdf_to_spec(urdf: UrdfModel) -> tuple[mujoco.MjSpec, dict[str, mujoco.MjsBody]]:

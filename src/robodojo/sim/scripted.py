@@ -8,29 +8,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
-import mujoco
 import numpy as np
 
-from robodojo.geometry import Matrix, rotation_angle_between
+from robodojo.geometry import Matrix
+from robodojo.robots.config import load_robot_config
+from robodojo.robots.ik import ArmKinematics, IkSolution
 from robodojo.sim.world import EmbeddedWorld
 
-IK_ITERATIONS = 200
-IK_DAMPING = 1e-3
-IK_TOLERANCE_M = 1e-4
-IK_TOLERANCE_RAD = 1e-3
-IK_MAX_STEP_RAD = 0.2
 # Joint speed of scripted moves, as a fraction of each joint's velocity limit: slow enough to never trip the
 # world's per-step limit and gentle on grasped objects.
 SPEED_FRACTION = 0.25
-
-
-@dataclass(frozen=True)
-class IkResult:
-    q: np.ndarray
-    converged: bool
-    pos_error_m: float
-    rot_error_rad: float
+PREGRASP_HEIGHT_M = 0.1
 
 
 def top_down_rotation(yaw_rad: float) -> Matrix:
@@ -40,40 +30,22 @@ def top_down_rotation(yaw_rad: float) -> Matrix:
     return np.column_stack([np.cross(y, z), y, z])
 
 
-def solve_ik(world: EmbeddedWorld, arm: str, target_pos: np.ndarray, target_R: Matrix, q_seed: np.ndarray) -> IkResult:
-    """Joint angles putting ``arm``'s TCP at the target, by damped least squares on a scratch copy of the state."""
-    m = world.model
-    d = mujoco.MjData(m)
-    d.qpos[:] = world.data.qpos
-    qadr = np.array(world.arm_qpos_adr[arm])
-    dofs = np.array([m.jnt_dofadr[m.joint(j).id] for j in world.robot.arm(arm).joints])
-    lower = np.array([m.jnt_range[m.joint(j).id][0] for j in world.robot.arm(arm).joints])
-    upper = np.array([m.jnt_range[m.joint(j).id][1] for j in world.robot.arm(arm).joints])
-    site = world.tcp_site_ids[arm]
-    q = np.clip(np.asarray(q_seed, dtype=float), lower, upper)
-    jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
-    err = np.zeros(6)
-    for _ in range(IK_ITERATIONS):
-        d.qpos[qadr] = q
-        mujoco.mj_kinematics(m, d)
-        mujoco.mj_comPos(m, d)
-        R = d.site_xmat[site].reshape(3, 3)
-        err[:3] = target_pos - d.site_xpos[site]
-        dR = target_R @ R.T
-        err[3:] = 0.5 * np.array([dR[2, 1] - dR[1, 2], dR[0, 2] - dR[2, 0], dR[1, 0] - dR[0, 1]])
-        if np.linalg.norm(err[:3]) < IK_TOLERANCE_M and rotation_angle_between(R, target_R) < IK_TOLERANCE_RAD:
-            break
-        mujoco.mj_jacSite(m, d, jacp, jacr, site)
-        J = np.vstack([jacp[:, dofs], jacr[:, dofs]])
-        dq = J.T @ np.linalg.solve(J @ J.T + IK_DAMPING * np.eye(6), err)
-        dq *= min(1.0, IK_MAX_STEP_RAD / max(np.max(np.abs(dq)), 1e-12))
-        q = np.clip(q + dq, lower, upper)
-    d.qpos[qadr] = q
-    mujoco.mj_kinematics(m, d)
-    R = d.site_xmat[site].reshape(3, 3)
-    pos_err = float(np.linalg.norm(target_pos - d.site_xpos[site]))
-    rot_err = rotation_angle_between(R, target_R)
-    return IkResult(q=q, converged=pos_err < 1e-3 and rot_err < 1e-2, pos_error_m=pos_err, rot_error_rad=rot_err)
+def solve_ik(
+    world: EmbeddedWorld, arm: str, target_pos: np.ndarray, target_R: Matrix, q_seed: np.ndarray
+) -> IkSolution:
+    """IK on the robot's kinematic model, with several restarts from home if the warm start fails."""
+    kin = _kinematics_for(world.robot.name)
+    solution = kin.solve(arm, target_pos, target_R, q_seed, max_iterations=200)
+    if not solution.converged:
+        solution = kin.solve(
+            arm, target_pos, target_R, np.array(world.robot.arm(arm).home_joints_rad), max_iterations=200
+        )
+    return solution
+
+
+@cache
+def _kinematics_for(robot_name: str) -> ArmKinematics:
+    return ArmKinematics(load_robot_config(robot_name))
 
 
 def move_joints(
@@ -98,8 +70,18 @@ def set_gripper(world: EmbeddedWorld, arm: str, opening: float, steps: int = 12)
         world.step()
 
 
-def grasp_and_lift(world: EmbeddedWorld, object_name: str, lift_m: float = 0.12, arm: str | None = None) -> bool:
-    """Grasp ``object_name`` from above with the nearer arm and lift it; returns the task's success afterwards."""
+@dataclass(frozen=True)
+class TopDownGrasp:
+    """Where to grasp an object from above: the arm, the grasp point and approach height, the TCP rotation."""
+
+    arm: str
+    grasp_pos_m: np.ndarray
+    pregrasp_pos_m: np.ndarray
+    rotation: Matrix
+
+
+def plan_top_down_grasp(world: EmbeddedWorld, object_name: str, arm: str | None = None) -> TopDownGrasp:
+    """A top-down grasp of ``object_name`` from its privileged pose, with the arm on its side of the table."""
     truth = world.privileged()
     pos = truth.object_pos(object_name)
     obj = truth.layout.object(object_name)
@@ -113,18 +95,28 @@ def grasp_and_lift(world: EmbeddedWorld, object_name: str, lift_m: float = 0.12,
     yaw = min(
         (obj_yaw + k * math.pi / 2 for k in range(4)), key=lambda a: abs(math.remainder(a - wrist_yaw, 2 * math.pi))
     )
-    R = top_down_rotation(yaw)
     grasp_z = pos[2] + min(0.0, obj.height_m / 2 - 0.02)  # pads centred on the object, never below the table
     grasp_z = max(grasp_z, world.robot.table.top_z_m + 0.012)
-    q = world.data.ctrl[world.arm_ctrl_ids[arm]].copy()
-    waypoints = [(pos[0], pos[1], grasp_z + 0.1), (pos[0], pos[1], grasp_z)]
-    for i, p in enumerate(waypoints):
-        ik = solve_ik(world, arm, np.array(p), R, q)
+    grasp = np.array([pos[0], pos[1], grasp_z])
+    return TopDownGrasp(
+        arm=arm,
+        grasp_pos_m=grasp,
+        pregrasp_pos_m=grasp + np.array([0, 0, PREGRASP_HEIGHT_M]),
+        rotation=top_down_rotation(yaw),
+    )
+
+
+def grasp_and_lift(world: EmbeddedWorld, object_name: str, lift_m: float = 0.12, arm: str | None = None) -> bool:
+    """Grasp ``object_name`` from above with joint targets only and lift it; returns the task's success afterwards."""
+    g = plan_top_down_grasp(world, object_name, arm)
+    q = world.data.ctrl[world.arm_ctrl_ids[g.arm]].copy()
+    for i, p in enumerate((g.pregrasp_pos_m, g.grasp_pos_m)):
+        ik = solve_ik(world, g.arm, p, g.rotation, q)
         if not ik.converged:
             return False
         q = ik.q
-        move_joints(world, arm, q, gripper=1.0 if i == 0 else None)
-    set_gripper(world, arm, 0.0)
-    ik = solve_ik(world, arm, np.array([pos[0], pos[1], grasp_z + lift_m]), R, q)
-    move_joints(world, arm, ik.q, settle_steps=10)
-    return truth.success()
+        move_joints(world, g.arm, q, gripper=1.0 if i == 0 else None)
+    set_gripper(world, g.arm, 0.0)
+    ik = solve_ik(world, g.arm, g.grasp_pos_m + np.array([0, 0, lift_m]), g.rotation, q)
+    move_joints(world, g.arm, ik.q, settle_steps=10)
+    return world.privileged().success()

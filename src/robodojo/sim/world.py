@@ -75,6 +75,10 @@ class EmbeddedWorld:
         return self.observe()
 
     @property
+    def control_dt_s(self) -> float:
+        return self.settings.control_dt_s
+
+    @property
     def steps_left(self) -> int:
         if self.task is None:
             return 0
@@ -143,6 +147,12 @@ class EmbeddedWorld:
         self.step_count += 1
         for observer in self.step_observers:
             observer(self)
+
+    def hold(self) -> None:
+        """Command every arm to hold its measured joint positions (gripper commands stay); no step is consumed."""
+        assert self.data is not None
+        for arm in self.robot.arm_names:
+            self.data.ctrl[self.arm_ctrl_ids[arm]] = self.data.qpos[self.arm_qpos_adr[arm]]
 
     def _advance(self) -> None:
         for _ in range(self.settings.substeps):

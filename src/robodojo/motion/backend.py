@@ -1,0 +1,41 @@
+"""The robot backend interface the motion server drives: the embedded world now; Isaac Sim, real arms, ROS later."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
+
+from robodojo.observation import Observation
+from robodojo.robots.config import RobotConfig
+
+
+class RobotBackend(Protocol):
+    """One control step per :meth:`step`; every step is one 25 Hz trajectory point."""
+
+    robot: RobotConfig
+
+    @property
+    def control_dt_s(self) -> float:
+        """Control period [s] (0.04 at 25 Hz)."""
+        ...
+
+    @property
+    def steps_left(self) -> int:
+        """Env steps left in the episode's budget."""
+        ...
+
+    def observe(self, cameras: Iterable[str] | None = None) -> Observation:
+        """The agent-side view; ``cameras=()`` for state only."""
+        ...
+
+    def step(
+        self,
+        joint_targets: Mapping[str, Sequence[float]] | None = None,
+        gripper_targets: Mapping[str, float] | None = None,
+    ) -> None:
+        """Send position targets and advance one control step."""
+        ...
+
+    def hold(self) -> None:
+        """Command every arm to hold its measured joint positions (no step is consumed)."""
+        ...

@@ -1,0 +1,54 @@
+"""Plans: what a planner returns and the motion server executes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robodojo.motion.targets import MoveTarget
+
+
+@dataclass(frozen=True)
+class ArmTrajectory:
+    """One arm's joint and gripper samples, one per control period; sample 0 is the state the plan started from."""
+
+    arm: str
+    joint_names: tuple[str, ...]
+    positions_rad: NDArray[np.float64]  # (N, n_joints)
+    gripper: NDArray[np.float64]  # (N,) opening 0..1
+
+    @property
+    def num_points(self) -> int:
+        return len(self.positions_rad)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated plan, or the reason there is none (``ok`` False; then nothing may move)."""
+
+    ok: bool
+    reason: str = ""
+    target: MoveTarget | None = None
+    trajectories: Mapping[str, ArmTrajectory] = field(default_factory=dict)
+    dt_s: float = 0.04
+
+    @property
+    def num_points(self) -> int:
+        """Samples including the start state; all arms share this length."""
+        return max((t.num_points for t in self.trajectories.values()), default=0)
+
+    @property
+    def waypoints(self) -> int:
+        """Points to execute (one env step each): every sample after the start state."""
+        return max(self.num_points - 1, 0)
+
+    @property
+    def duration_s(self) -> float:
+        return self.waypoints * self.dt_s
+
+    @classmethod
+    def failure(cls, reason: str, target: MoveTarget | None = None) -> Plan:
+        return cls(ok=False, reason=reason, target=target)

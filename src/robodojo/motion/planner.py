@@ -1,0 +1,262 @@
+"""Planners turn a validated target into a 25 Hz joint trajectory, or reject it with a reason.
+
+:class:`Planner` is the interface callers use (the motion server, benchmarks); :class:`NativePlanner` is the default
+everywhere. A MoveIt-backed planner (moveit_py, where ROS is installed) implements the same two methods.
+
+The native planner: straight-line Cartesian interpolation of each moving grasp point with orientation slerp (spacing
+from config/motion.yaml), damped-least-squares IK warm-started along the path on the robot's MuJoCo model, one
+trapezoidal time profile for all moving joints (robodojo.motion.timing), gripper opening before and closing after
+the arm motion, and a final validation of every sample (joint limits, finite-difference velocity and acceleration,
+grasp point above the table). Any failure rejects the whole plan; nothing is partially executed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robodojo.geometry import Matrix, matrix_from_quat, quat_from_matrix, rotation_angle_between
+from robodojo.motion.plan import ArmTrajectory, Plan
+from robodojo.motion.settings import MotionSettings, load_motion_settings
+from robodojo.motion.targets import MoveTarget
+from robodojo.motion.timing import PathRateLimits, parametrize
+from robodojo.robots.config import RobotConfig
+from robodojo.robots.ik import ArmKinematics
+from robodojo.robots.urdf import load_urdf
+
+LIMIT_SLACK = 1e-6  # relative tolerance of the final limit checks (floating-point noise only)
+FINAL_IK_ITERATIONS = 200
+PATH_IK_ITERATIONS = 30
+
+
+class Planner(Protocol):
+    """What the motion server needs from a planner."""
+
+    def plan(self, target: MoveTarget, joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]) -> Plan:
+        """Plan a Cartesian move from the current joint angles and gripper commands of every arm."""
+        ...
+
+    def plan_joints(
+        self, goal: Mapping[str, Sequence[float]], joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]
+    ) -> Plan:
+        """Plan a joint-space move (home) from the current joint angles."""
+        ...
+
+
+def slerp(q0: NDArray[np.float64], q1: NDArray[np.float64], t: float) -> NDArray[np.float64]:
+    """Spherical interpolation of unit quaternions (w, x, y, z) along the shorter arc."""
+    dot = float(np.dot(q0, q1))
+    if dot < 0.0:
+        q1, dot = -q1, -dot
+    if dot > 0.9995:
+        q = q0 + t * (q1 - q0)
+        return q / np.linalg.norm(q)
+    theta = math.acos(dot)
+    return (math.sin((1 - t) * theta) * q0 + math.sin(t * theta) * q1) / math.sin(theta)
+
+
+class NativePlanner:
+    """Straight-line Cartesian planner with DLS IK and a trapezoidal profile (see module docstring)."""
+
+    def __init__(self, robot: RobotConfig, dt_s: float, settings: MotionSettings | None = None) -> None:
+        self.robot = robot
+        self.dt_s = dt_s
+        self.settings = settings or load_motion_settings()
+        self.kinematics = ArmKinematics(robot)
+        urdf = load_urdf(robot.scene_urdf)
+        limits = robot.motion
+        self._velocity = {
+            a.name: np.array([urdf.joint(j).velocity for j in a.joints]) for a in robot.arms
+        }  # hard limits, for validation
+        self._planned_velocity = {a: v * limits.velocity_scale for a, v in self._velocity.items()}
+        self._accel = {a.name: np.array(limits.joint_accel_rad_s2) for a in robot.arms}
+        self._lower, self._upper = self.kinematics.lower, self.kinematics.upper
+        self._min_tcp_z = robot.table.top_z_m + self.settings.table_clearance_m
+
+    # -- Cartesian moves ---------------------------------------------------------------------------------------
+    def plan(self, target: MoveTarget, joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]) -> Plan:
+        moving = [a for a in self.robot.arm_names if a in target.arms]
+        if not moving:
+            return Plan.failure("the target moves no arm", target)
+        starts, goals, lengths, angles = {}, {}, {}, {}
+        for arm in moving:
+            t = target.arms[arm]
+            p0, R0 = self.kinematics.tcp_pose(arm, np.asarray(joints[arm], dtype=float))
+            p1, R1 = np.array(t.pos_m), matrix_from_quat(t.quat_wxyz)
+            if p1[2] < self._min_tcp_z:
+                return Plan.failure(
+                    f"{arm} target z={p1[2]:.3f} m is below the table surface ({self._min_tcp_z:.3f} m); nothing moved",
+                    target,
+                )
+            final = self._reachable(arm, p1, R1, np.asarray(joints[arm], dtype=float))
+            if isinstance(final, str):
+                return Plan.failure(final, target)
+            starts[arm], goals[arm] = (p0, quat_from_matrix(R0)), (p1, quat_from_matrix(R1))
+            lengths[arm] = float(np.linalg.norm(p1 - p0))
+            angles[arm] = rotation_angle_between(R0, R1)
+
+        s = self.settings
+        n = max(
+            1,
+            *(math.ceil(lengths[a] / s.max_spacing_m - 1e-9) for a in moving),
+            *(math.ceil(math.degrees(angles[a]) / s.max_spacing_deg - 1e-9) for a in moving),
+        )
+        knots: dict[str, list[NDArray[np.float64]]] = {a: [np.asarray(joints[a], dtype=float)] for a in moving}
+        for i in range(1, n + 1):
+            u = i / n
+            for arm in moving:
+                (p0, q0), (p1, q1) = starts[arm], goals[arm]
+                pos, R = p0 + u * (p1 - p0), matrix_from_quat(slerp(q0, q1, u))
+                iterations = FINAL_IK_ITERATIONS if i == n else PATH_IK_ITERATIONS
+                sol = self.kinematics.solve(arm, pos, R, knots[arm][-1], max_iterations=iterations)
+                if not sol.converged:
+                    return Plan.failure(
+                        f"no IK solution along the straight line for {arm} at point {i} of {n} "
+                        f"({_xyz(pos)}): {sol.pos_error_m * 1e3:.0f} mm and {math.degrees(sol.rot_error_rad):.1f} "
+                        "deg off; try an intermediate target",
+                        target,
+                    )
+                jump = float(np.max(np.abs(sol.q - knots[arm][-1])))
+                if jump > s.max_joint_step_rad:
+                    return Plan.failure(
+                        f"the straight line for {arm} passes a singularity or wrist flip near point {i} of {n} "
+                        f"({_xyz(pos)}; a joint would jump {jump:.2f} rad); try an intermediate target",
+                        target,
+                    )
+                knots[arm].append(sol.q)
+
+        rate, accel = math.inf, math.inf
+        limits = self.robot.motion
+        for arm in moving:
+            if lengths[arm] > 0:
+                rate = min(rate, limits.tcp_speed_m_s / lengths[arm])
+                accel = min(accel, limits.tcp_accel_m_s2 / lengths[arm])
+            if angles[arm] > 0:
+                rate = min(rate, math.radians(limits.tcp_angular_speed_deg_s) / angles[arm])
+        samples = parametrize(
+            np.linspace(0.0, 1.0, n + 1),
+            np.hstack([np.array(knots[a]) for a in moving]),
+            np.concatenate([self._planned_velocity[a] for a in moving]),
+            np.concatenate([self._accel[a] for a in moving]),
+            self.dt_s,
+            PathRateLimits(max_rate=rate, max_accel=accel),
+        )
+        motion, col = {}, 0
+        for arm in moving:
+            width = len(joints[arm])
+            motion[arm] = samples[:, col : col + width]
+            col += width
+        return self._finish(target, motion, gripper, {a: target.arms[a].gripper for a in moving})
+
+    def _reachable(self, arm: str, pos: NDArray[np.float64], R: Matrix, q_now: NDArray[np.float64]) -> str | None:
+        """None if the target pose has an IK solution (from here or from home), else the rejection text."""
+        best = None
+        for seed in (q_now, np.array(self.robot.arm(arm).home_joints_rad)):
+            sol = self.kinematics.solve(arm, pos, R, seed, max_iterations=FINAL_IK_ITERATIONS)
+            if sol.converged:
+                return None
+            if best is None or sol.pos_error_m < best.pos_error_m:
+                best = sol
+        assert best is not None
+        return (
+            f"{arm} target ({_xyz(pos)}) is out of reach: the nearest pose is {best.pos_error_m * 1e3:.0f} mm and "
+            f"{math.degrees(best.rot_error_rad):.1f} deg away; nothing moved"
+        )
+
+    # -- joint moves -------------------------------------------------------------------------------------------
+    def plan_joints(
+        self, goal: Mapping[str, Sequence[float]], joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]
+    ) -> Plan:
+        moving = [a for a in self.robot.arm_names if a in goal]
+        for arm in moving:
+            q = np.asarray(goal[arm], dtype=float)
+            if q.shape != self._lower[arm].shape or np.any(q < self._lower[arm]) or np.any(q > self._upper[arm]):
+                return Plan.failure(f"{arm} joint goal {np.round(q, 3).tolist()} is outside the joint limits")
+        samples = parametrize(
+            np.array([0.0, 1.0]),
+            np.vstack(
+                [
+                    np.concatenate([np.asarray(joints[a], dtype=float) for a in moving]),
+                    np.concatenate([np.asarray(goal[a], dtype=float) for a in moving]),
+                ]
+            ),
+            np.concatenate([self._planned_velocity[a] for a in moving]),
+            np.concatenate([self._accel[a] for a in moving]),
+            self.dt_s,
+        )
+        motion, col = {}, 0
+        for arm in moving:
+            motion[arm] = samples[:, col : col + len(joints[arm])]
+            col += len(joints[arm])
+        return self._finish(None, motion, gripper, dict.fromkeys(moving))
+
+    # -- shared tail: gripper phases, padding, validation ------------------------------------------------------
+    def _finish(
+        self,
+        target: MoveTarget | None,
+        motion: dict[str, NDArray[np.float64]],
+        gripper_now: Mapping[str, float],
+        gripper_goal: Mapping[str, float | None],
+    ) -> Plan:
+        stroke_steps = self.robot.motion.gripper_stroke_s / self.dt_s
+
+        def ramp_steps(arm: str, opening: bool) -> int:
+            goal = gripper_goal[arm]
+            if goal is None:
+                return 0
+            delta = goal - gripper_now[arm]
+            return math.ceil(abs(delta) * stroke_steps - 1e-9) if (delta > 0) == opening and delta != 0 else 0
+
+        pre = max(ramp_steps(a, opening=True) for a in motion)  # open before moving
+        post = max(ramp_steps(a, opening=False) for a in motion)  # close after arriving
+        trajectories = {}
+        for arm, q in motion.items():
+            g0 = gripper_now[arm]
+            g1 = g0 if gripper_goal[arm] is None else float(gripper_goal[arm])  # type: ignore[arg-type]
+            length = 1 + pre + (len(q) - 1) + post
+            positions = np.vstack([np.repeat(q[:1], 1 + pre, axis=0), q[1:], np.repeat(q[-1:], post, axis=0)])
+            grip = np.full(length, g0)
+            if g1 > g0:
+                k = ramp_steps(arm, opening=True)
+                grip[1 : k + 1] = g0 + (g1 - g0) * np.arange(1, k + 1) / k
+                grip[k + 1 :] = g1
+            elif g1 < g0:
+                k = ramp_steps(arm, opening=False)
+                start = length - post
+                grip[start : start + k] = g0 + (g1 - g0) * np.arange(1, k + 1) / k
+                grip[start + k :] = g1
+            trajectories[arm] = ArmTrajectory(
+                arm=arm, joint_names=self.robot.arm(arm).joints, positions_rad=positions, gripper=grip
+            )
+        problem = self._violation(trajectories)
+        if problem:
+            return Plan.failure(problem, target)
+        return Plan(ok=True, target=target, trajectories=trajectories, dt_s=self.dt_s)
+
+    def _violation(self, trajectories: Mapping[str, ArmTrajectory]) -> str | None:
+        """The first limit a trajectory breaks, or None (the last line of defence before anything moves)."""
+        dt = self.dt_s
+        for arm, traj in trajectories.items():
+            q = traj.positions_rad
+            if np.any(q < self._lower[arm] - 1e-9) or np.any(q > self._upper[arm] + 1e-9):
+                return f"{arm} trajectory leaves the joint limits"
+            if len(q) > 1 and np.any(np.abs(np.diff(q, axis=0)) / dt > self._velocity[arm] * (1 + LIMIT_SLACK)):
+                return f"{arm} trajectory exceeds a joint velocity limit"
+            if len(q) > 2 and np.any(np.abs(np.diff(q, 2, axis=0)) / dt**2 > self._accel[arm] * (1 + LIMIT_SLACK)):
+                return f"{arm} trajectory exceeds a joint acceleration limit"
+            for k, qk in enumerate(q):
+                z = self.kinematics.tcp_pose(arm, qk)[0][2]
+                if z < self._min_tcp_z - 1e-4:
+                    return (
+                        f"{arm} grasp point would pass below the table surface (z={z:.3f} m at "
+                        f"{k * dt:.2f} s); nothing moved"
+                    )
+        return None
+
+
+def _xyz(p: NDArray[np.float64]) -> str:
+    return f"{p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}"

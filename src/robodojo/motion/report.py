@@ -1,0 +1,59 @@
+"""What the motion server reports: the move_eef tool text before execution, and per-arm outcomes after."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+
+class StopReason(str, Enum):
+    COMPLETED = "completed"
+    TASK_SUCCESS = "task_success"  # the benchmark's own success signal ended the episode mid-move
+    BUDGET_EXHAUSTED = "budget_exhausted"  # the env step budget ran out (the plan was truncated)
+    PLAN_FAILED = "plan_failed"  # rejected before anything moved
+    STOPPED = "stopped"  # stop() was called during execution
+
+
+ACCEPTED_TEXT = (
+    "Accepted: playing {n} waypoints ({s:.2f}s).{truncated} The next observation reports how close the grasp point "
+    "landed."
+)
+TRUNCATED_TEXT = " The env step budget allows only these of the {total} planned."
+
+
+@dataclass(frozen=True)
+class ArmReport:
+    """One arm after a move. Errors compare the measured grasp point with the target."""
+
+    arm: str
+    planned: bool
+    reached: bool
+    pos_error_mm: float
+    rot_error_deg: float
+    final_pos_m: tuple[float, float, float]
+    final_quat_wxyz: tuple[float, float, float, float]
+    waypoints: int
+    steps_used: int
+    stop_reason: StopReason
+
+    @property
+    def arrival_text(self) -> str:
+        return f"{self.arm} {self.pos_error_mm:.0f} mm and {self.rot_error_deg:.1f} deg away"
+
+
+@dataclass(frozen=True)
+class MoveReport:
+    """The outcome of one move: the tool text sent before execution and, per moving arm, what happened."""
+
+    accepted: bool
+    tool_text: str
+    arms: Mapping[str, ArmReport]
+    waypoints: int
+    steps_used: int
+    stop_reason: StopReason
+
+    @property
+    def arrival_text(self) -> str:
+        """The arrival check for the next observation, e.g. ``left 20 mm and 0.0 deg away``."""
+        return "; ".join(r.arrival_text for r in self.arms.values())

@@ -1,0 +1,188 @@
+"""The motion server: validate, plan, execute one 25 Hz point per env step, report. It never decides.
+
+Used in-process by both agents (move_eef tool calls and the robo API) and wrapped by the ROS MoveEef action node.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from robodojo.geometry import matrix_from_quat, rotation_angle_between
+from robodojo.motion.backend import RobotBackend
+from robodojo.motion.plan import Plan
+from robodojo.motion.planner import NativePlanner, Planner
+from robodojo.motion.report import ACCEPTED_TEXT, TRUNCATED_TEXT, ArmReport, MoveReport, StopReason
+from robodojo.motion.settings import MotionSettings, load_motion_settings
+from robodojo.motion.targets import MoveTarget, TargetError, arm_pose_target, parse_move_eef
+from robodojo.observation import Observation
+
+SuccessCheck = Callable[[], bool]
+
+
+class MotionServer:
+    """Moves a backend's arms to Cartesian targets along validated 25 Hz trajectories."""
+
+    def __init__(
+        self, backend: RobotBackend, planner: Planner | None = None, settings: MotionSettings | None = None
+    ) -> None:
+        self.backend = backend
+        self.robot = backend.robot
+        self.settings = settings or load_motion_settings()
+        self.planner: Planner = planner or NativePlanner(self.robot, backend.control_dt_s, self.settings)
+        self._stop_requested = threading.Event()
+        self.reset()
+
+    def reset(self) -> None:
+        """Re-read the gripper state after the backend was reset (a new episode)."""
+        obs = self._state()
+        # Commands start at the measured openings; from then on the server remembers what it commanded.
+        self.gripper_command = {a: obs.arm(a).gripper_opening for a in self.robot.arm_names}
+
+    # -- entry points ------------------------------------------------------------------------------------------
+    def move_eef(self, targets: object, *, is_success: SuccessCheck | None = None) -> MoveReport:
+        """A move_eef tool call: named dimensions -> validated, planned, executed, reported."""
+        try:
+            target = parse_move_eef(targets, self.robot, self._state().arms)
+        except TargetError as exc:
+            return self._rejected(str(exc), None)
+        return self.execute(self.plan(target), is_success=is_success)
+
+    def move_to(
+        self,
+        arm: str,
+        xyz: ArrayLike,
+        quat_wxyz: ArrayLike | None = None,
+        gripper: float | None = None,
+        *,
+        is_success: SuccessCheck | None = None,
+    ) -> MoveReport:
+        """The robo API form: one arm's grasp point to ``xyz`` [m], optional orientation (w, x, y, z) and gripper."""
+        try:
+            target = arm_pose_target(self.robot, self._state().arms, arm, xyz, quat_wxyz, gripper)
+        except TargetError as exc:
+            return self._rejected(str(exc), None)
+        return self.execute(self.plan(target), is_success=is_success)
+
+    def plan(self, target: MoveTarget) -> Plan:
+        """Plan from the current state without moving."""
+        obs = self._state()
+        joints = {a: obs.arm(a).joint_positions_rad for a in self.robot.arm_names}
+        return self.planner.plan(target, joints, self.gripper_command)
+
+    def home(self, *, is_success: SuccessCheck | None = None) -> MoveReport:
+        """Move every arm to its home joint angles (from the robot config); grippers keep their command."""
+        obs = self._state()
+        joints = {a: obs.arm(a).joint_positions_rad for a in self.robot.arm_names}
+        goal = {a.name: a.home_joints_rad for a in self.robot.arms}
+        return self.execute(self.planner.plan_joints(goal, joints, self.gripper_command), is_success=is_success)
+
+    def stop(self) -> None:
+        """Stop any execution in progress (from another thread) and hold the current position."""
+        self._stop_requested.set()
+        self.backend.hold()
+
+    # -- execution ---------------------------------------------------------------------------------------------
+    def execute(self, plan: Plan, *, is_success: SuccessCheck | None = None) -> MoveReport:
+        """Play ``plan`` one point per env step; a failed plan moves nothing and reports why."""
+        if not plan.ok:
+            return self._rejected(plan.reason, plan.target)
+        self._stop_requested.clear()
+        budget = self.backend.steps_left
+        to_play = min(plan.waypoints, budget)
+        truncated = TRUNCATED_TEXT.format(total=plan.waypoints) if to_play < plan.waypoints else ""
+        tool_text = ACCEPTED_TEXT.format(n=to_play, s=to_play * plan.dt_s, truncated=truncated)
+        reason = StopReason.COMPLETED if not truncated else StopReason.BUDGET_EXHAUSTED
+        played = 0
+        for k in range(1, to_play + 1):
+            if self._stop_requested.is_set():
+                reason = StopReason.STOPPED
+                break
+            joints = {a: t.positions_rad[k] for a, t in plan.trajectories.items()}
+            grippers = {a: float(t.gripper[k]) for a, t in plan.trajectories.items()}
+            self.backend.step(joints, grippers)
+            self.gripper_command.update(grippers)
+            played = k
+            if is_success is not None and is_success():
+                reason = StopReason.TASK_SUCCESS
+                break
+        if reason is StopReason.STOPPED:
+            self.backend.hold()
+        return self._report(plan, tool_text, played, reason)
+
+    # -- reporting ---------------------------------------------------------------------------------------------
+    def _state(self) -> Observation:
+        return self.backend.observe(cameras=())
+
+    def _goal_poses(self, plan: Plan) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        if plan.target is not None:
+            return {a: (np.array(t.pos_m), matrix_from_quat(t.quat_wxyz)) for a, t in plan.target.arms.items()}
+        # A joint-space move (home): its goal pose is the last sample's forward kinematics.
+        kinematics = getattr(self.planner, "kinematics", None)
+        if kinematics is None:
+            return {}
+        return {a: kinematics.tcp_pose(a, t.positions_rad[-1]) for a, t in plan.trajectories.items()}
+
+    def _arm_report(
+        self,
+        arm: str,
+        goal: tuple[np.ndarray, np.ndarray],
+        obs: Observation,
+        *,
+        planned: bool,
+        waypoints: int,
+        steps_used: int,
+        stop_reason: StopReason,
+    ) -> ArmReport:
+        state = obs.arm(arm)
+        pos_err = float(np.linalg.norm(np.array(state.tcp_pos_m) - goal[0])) * 1e3
+        rot_err = math.degrees(rotation_angle_between(matrix_from_quat(state.tcp_quat_wxyz), goal[1]))
+        within = (
+            pos_err <= self.settings.reached_pos_tolerance_mm and rot_err <= self.settings.reached_rot_tolerance_deg
+        )
+        return ArmReport(
+            arm=arm,
+            planned=planned,
+            reached=planned and within,
+            pos_error_mm=pos_err,
+            rot_error_deg=rot_err,
+            final_pos_m=state.tcp_pos_m,
+            final_quat_wxyz=state.tcp_quat_wxyz,
+            waypoints=waypoints,
+            steps_used=steps_used,
+            stop_reason=stop_reason,
+        )
+
+    def _report(self, plan: Plan, tool_text: str, played: int, reason: StopReason) -> MoveReport:
+        obs = self._state()
+        arms = {
+            arm: self._arm_report(
+                arm, goal, obs, planned=True, waypoints=plan.waypoints, steps_used=played, stop_reason=reason
+            )
+            for arm, goal in self._goal_poses(plan).items()
+        }
+        return MoveReport(
+            accepted=True,
+            tool_text=tool_text,
+            arms=arms,
+            waypoints=plan.waypoints,
+            steps_used=played,
+            stop_reason=reason,
+        )
+
+    def _rejected(self, reason: str, target: MoveTarget | None) -> MoveReport:
+        obs = self._state()
+        arms = {}
+        if target is not None:
+            for arm, t in target.arms.items():
+                goal = (np.array(t.pos_m), matrix_from_quat(t.quat_wxyz))
+                arms[arm] = self._arm_report(
+                    arm, goal, obs, planned=False, waypoints=0, steps_used=0, stop_reason=StopReason.PLAN_FAILED
+                )
+        return MoveReport(
+            accepted=False, tool_text=reason, arms=arms, waypoints=0, steps_used=0, stop_reason=StopReason.PLAN_FAILED
+        )
