@@ -230,7 +230,10 @@ class NativePlanner:
                 grip[start : start + k] = g0 + (g1 - g0) * np.arange(1, k + 1) / k
                 grip[start + k :] = g1
             trajectories[arm] = ArmTrajectory(
-                arm=arm, joint_names=self.robot.arm(arm).joints, positions_rad=positions, gripper=grip
+                arm=arm,
+                joint_names=self.robot.arm(arm).joints,
+                positions_rad=positions,
+                gripper=np.clip(grip, 0.0, 1.0),
             )
         problem = self._violation(trajectories)
         if problem:
