@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from robodojo.geometry import Matrix, matrix_from_quat, quat_from_matrix, rotation_angle_between
 from robodojo.motion.plan import ArmTrajectory, Plan
 from robodojo.motion.settings import MotionSettings, load_motion_settings
-from robodojo.motion.targets import MoveTarget
+from robodojo.motion.targets import ArmTarget, MoveTarget
 from robodojo.motion.timing import PathRateLimits, parametrize
 from robodojo.robots.config import RobotConfig
 from robodojo.robots.ik import ArmKinematics
@@ -192,7 +192,15 @@ class NativePlanner:
         for arm in moving:
             motion[arm] = samples[:, col : col + len(joints[arm])]
             col += len(joints[arm])
-        return self._finish(None, motion, gripper, dict.fromkeys(moving))
+        # The grasp-point pose the joint goal puts each arm at, so reports measure arrival as for Cartesian moves.
+        poses = {a: self.kinematics.tcp_pose(a, np.asarray(goal[a], dtype=float)) for a in moving}
+        target = MoveTarget(
+            arms={
+                a: ArmTarget(a, tuple(float(v) for v in p), tuple(float(v) for v in quat_from_matrix(R)), None)
+                for a, (p, R) in poses.items()
+            }
+        )
+        return self._finish(target, motion, gripper, dict.fromkeys(moving))
 
     # -- shared tail: gripper phases, padding, validation ------------------------------------------------------
     def _finish(

@@ -118,14 +118,11 @@ class MotionServer:
     def _state(self) -> Observation:
         return self.backend.observe(cameras=())
 
-    def _goal_poses(self, plan: Plan) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        if plan.target is not None:
-            return {a: (np.array(t.pos_m), matrix_from_quat(t.quat_wxyz)) for a, t in plan.target.arms.items()}
-        # A joint-space move (home): its goal pose is the last sample's forward kinematics.
-        kinematics = getattr(self.planner, "kinematics", None)
-        if kinematics is None:
+    @staticmethod
+    def _goal_poses(target: MoveTarget | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        if target is None:
             return {}
-        return {a: kinematics.tcp_pose(a, t.positions_rad[-1]) for a, t in plan.trajectories.items()}
+        return {a: (np.array(t.pos_m), matrix_from_quat(t.quat_wxyz)) for a, t in target.arms.items()}
 
     def _arm_report(
         self,
@@ -163,7 +160,7 @@ class MotionServer:
             arm: self._arm_report(
                 arm, goal, obs, planned=True, waypoints=plan.waypoints, steps_used=played, stop_reason=reason
             )
-            for arm, goal in self._goal_poses(plan).items()
+            for arm, goal in self._goal_poses(plan.target).items()
         }
         return MoveReport(
             accepted=True,
@@ -176,13 +173,12 @@ class MotionServer:
 
     def _rejected(self, reason: str, target: MoveTarget | None) -> MoveReport:
         obs = self._state()
-        arms = {}
-        if target is not None:
-            for arm, t in target.arms.items():
-                goal = (np.array(t.pos_m), matrix_from_quat(t.quat_wxyz))
-                arms[arm] = self._arm_report(
-                    arm, goal, obs, planned=False, waypoints=0, steps_used=0, stop_reason=StopReason.PLAN_FAILED
-                )
+        arms = {
+            arm: self._arm_report(
+                arm, goal, obs, planned=False, waypoints=0, steps_used=0, stop_reason=StopReason.PLAN_FAILED
+            )
+            for arm, goal in self._goal_poses(target).items()
+        }
         return MoveReport(
             accepted=False, tool_text=reason, arms=arms, waypoints=0, steps_used=0, stop_reason=StopReason.PLAN_FAILED
         )
