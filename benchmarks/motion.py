@@ -108,7 +108,7 @@ OBJECT_MOVED_MM = 5.0
 REASON_WORDS = 8
 DIAGNOSIS_SEEDS = 6
 DIAGNOSIS_IK_ITERATIONS = 100
-MAX_DIAGNOSES = 100
+MAX_DIAGNOSES = 5000  # enough to diagnose every failure of a default run
 LIMIT_EPS_RAD = 1e-6
 NEAR_LIMIT_RAD = 0.1  # a start this close to a joint limit counts as near it
 
@@ -680,6 +680,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"  {outside:4d}  the point is outside the joint-limited workspace (no seed converges)")
         print(f"  {len(diagnoses) - outside:4d}  the point is reachable on another IK branch")
+        if len(failed) <= MAX_DIAGNOSES:  # every failure was diagnosed
+            feasible = all_plans - outside
+            print(
+                f"success on targets whose straight line stays inside the joint-limited workspace: "
+                f"{all_ok / feasible * 100:.2f}% of {feasible} (target >= {SUCCESS_TARGET * 100:g}%): "
+                f"{mark(all_ok / feasible >= SUCCESS_TARGET)}"
+            )
         stalled = ", ".join(f"{j} {c}" for j, c in limits.most_common()) or "none"
         print(f"  joints at a limit where the path's IK stopped: {stalled}")
     near = [(near_limit(kin, arm, np.array(m.joints[arm])), ok)

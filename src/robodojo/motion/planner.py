@@ -113,11 +113,15 @@ class NativePlanner:
                 pos, R = p0 + u * (p1 - p0), matrix_from_quat(slerp(q0, q1, u))
                 iterations = FINAL_IK_ITERATIONS if i == n else PATH_IK_ITERATIONS
                 sol = self.kinematics.solve(arm, pos, R, knots[arm][-1], max_iterations=iterations)
-                if not sol.converged:
+                # Intermediate points may deviate from the line by the path tolerance (the line grazes the
+                # joint-limited workspace's edge); the last one must land on the target.
+                pos_tol_m = 1e-3 * s.path_tolerance_mm if i < n else math.inf
+                rot_tol = math.radians(s.path_tolerance_deg) if i < n else math.inf
+                if not (sol.converged or (sol.pos_error_m <= pos_tol_m and sol.rot_error_rad <= rot_tol)):
                     return Plan.failure(
-                        f"no IK solution along the straight line for {arm} at point {i} of {n} "
-                        f"({_xyz(pos)}): {sol.pos_error_m * 1e3:.0f} mm and {math.degrees(sol.rot_error_rad):.1f} "
-                        "deg off; try an intermediate target",
+                        f"no IK solution along the straight line for {arm} at point {i} of {n} ({_xyz(pos)}): the "
+                        f"nearest pose is {sol.pos_error_m * 1e3:.0f} mm and {math.degrees(sol.rot_error_rad):.1f} deg "
+                        f"off{self._limit_note(arm, sol.q)}; try an intermediate target",
                         target,
                     )
                 jump = float(np.max(np.abs(sol.q - knots[arm][-1])))
@@ -152,6 +156,13 @@ class NativePlanner:
             col += width
         return self._finish(target, motion, gripper, {a: target.arms[a].gripper for a in moving})
 
+    def _limit_note(self, arm: str, q: NDArray[np.float64]) -> str:
+        """', with left_joint4 at its lower limit' for the joints an IK solution was stopped by."""
+        joints = self.robot.arm(arm).joints
+        at = [f"{joints[j]} at its lower limit" for j in np.flatnonzero(q <= self._lower[arm] + 1e-6)]
+        at += [f"{joints[j]} at its upper limit" for j in np.flatnonzero(q >= self._upper[arm] - 1e-6)]
+        return f", with {' and '.join(at)}" if at else ""
+
     def _reachable(self, arm: str, pos: NDArray[np.float64], R: Matrix, q_now: NDArray[np.float64]) -> str | None:
         """None if the target pose has an IK solution (from here or from home), else the rejection text."""
         best = None
@@ -164,7 +175,7 @@ class NativePlanner:
         assert best is not None
         return (
             f"{arm} target ({_xyz(pos)}) is out of reach: the nearest pose is {best.pos_error_m * 1e3:.0f} mm and "
-            f"{math.degrees(best.rot_error_rad):.1f} deg away; nothing moved"
+            f"{math.degrees(best.rot_error_rad):.1f} deg away{self._limit_note(arm, best.q)}; nothing moved"
         )
 
     # -- joint moves -------------------------------------------------------------------------------------------
