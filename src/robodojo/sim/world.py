@@ -37,8 +37,15 @@ class EpisodeOverError(RobodojoError):
 class EmbeddedWorld:
     """MuJoCo world for one robot; :meth:`reset` loads a task layout. Not thread-safe."""
 
-    def __init__(self, robot: str = "dual_arx_x5", settings: SimSettings | None = None) -> None:
+    def __init__(
+        self,
+        robot: str = "dual_arx_x5",
+        settings: SimSettings | None = None,
+        scene_extras: Sequence[Callable[[mujoco.MjSpec], None]] = (),
+    ) -> None:
+        """``scene_extras`` edit the scene spec before every compile (e.g. a calibration board for tests)."""
         self.robot: RobotConfig = load_robot_config(robot)
+        self.scene_extras = tuple(scene_extras)
         self.settings = settings or load_sim_settings()
         self._urdf = load_urdf(self.robot.scene_urdf)
         self._renderers: dict[tuple[int, int], CameraRenderer] = {}
@@ -95,6 +102,8 @@ class EmbeddedWorld:
         if layout is not None:
             for obj in layout.objects:
                 add_object(spec, obj, self.settings)
+        for extra in self.scene_extras:
+            extra(spec)
         self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
         self.task, self.layout, self.step_count = task, layout, 0

@@ -1,0 +1,224 @@
+"""Pinhole camera models with distortion: intrinsics, camera-to-world pose (REP 103 optical frame), image size.
+
+Built from the embedded world's calibration, from CameraInfo-like YAML files (config/cameras/*.yaml), or for wrist
+cameras from the TCP pose plus a fixed hand-eye transform.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from robodojo.config import Section, load_yaml
+from robodojo.errors import ConfigError
+from robodojo.geometry import Matrix, matrix_from_quat, transform
+from robodojo.observation import CameraCalibration
+
+DISTORTION_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class Ray:
+    """A half-line in the world frame: ``origin_m`` + t * ``direction`` (unit), t > 0."""
+
+    origin_m: NDArray[np.float64]
+    direction: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class CameraModel:
+    """A calibrated camera. ``T_world_cam`` maps optical-frame points (z forward, x right, y down) to the world."""
+
+    name: str
+    K: NDArray[np.float64]
+    T_world_cam: NDArray[np.float64]
+    width: int
+    height: int
+    distortion: NDArray[np.float64] = field(default_factory=lambda: np.zeros(5))
+
+    # -- construction -------------------------------------------------------------------------------------------
+    @classmethod
+    def from_calibration(cls, name: str, calibration: CameraCalibration) -> CameraModel:
+        return cls(
+            name=name,
+            K=np.asarray(calibration.K, dtype=float),
+            T_world_cam=np.asarray(calibration.T_world_cam, dtype=float),
+            width=calibration.width,
+            height=calibration.height,
+            distortion=np.asarray(calibration.distortion, dtype=float),
+        )
+
+    @classmethod
+    def from_hand_eye(cls, intrinsics: CameraModel, T_world_tcp: ArrayLike, T_tcp_cam: ArrayLike) -> CameraModel:
+        """A wrist camera now: its intrinsics, the TCP pose, and the fixed TCP-to-camera (hand-eye) transform."""
+        T = np.asarray(T_world_tcp, dtype=float) @ np.asarray(T_tcp_cam, dtype=float)
+        return cls(intrinsics.name, intrinsics.K, T, intrinsics.width, intrinsics.height, intrinsics.distortion)
+
+    def with_pose(self, T_world_cam: ArrayLike) -> CameraModel:
+        return CameraModel(
+            self.name, self.K, np.asarray(T_world_cam, dtype=float), self.width, self.height, self.distortion
+        )
+
+    @property
+    def T_cam_world(self) -> Matrix:
+        R, t = self.T_world_cam[:3, :3], self.T_world_cam[:3, 3]
+        return transform(R.T, -R.T @ t)
+
+    @property
+    def position_m(self) -> NDArray[np.float64]:
+        return self.T_world_cam[:3, 3].copy()
+
+    @property
+    def has_distortion(self) -> bool:
+        return bool(np.any(np.abs(self.distortion) > DISTORTION_EPS))
+
+    # -- projection ---------------------------------------------------------------------------------------------
+    def project_uv(self, points_world: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """Nx3 world points -> Nx2 (u, v) = (col, row) pixels and a mask of points in front of the camera."""
+        pts = np.atleast_2d(np.asarray(points_world, dtype=float))
+        T = self.T_cam_world
+        cam = pts @ T[:3, :3].T + T[:3, 3]
+        in_front = cam[:, 2] > 1e-9
+        z = np.where(in_front, cam[:, 2], 1.0)
+        x, y = cam[:, 0] / z, cam[:, 1] / z
+        if self.has_distortion:
+            x, y = _distort(x, y, self.distortion)
+        uv = np.stack([self.K[0, 0] * x + self.K[0, 1] * y + self.K[0, 2], self.K[1, 1] * y + self.K[1, 2]], axis=1)
+        return uv, in_front
+
+    def project(self, point_world: ArrayLike) -> tuple[float, float] | None:
+        """(row, col) of one world point, or None if it is behind the camera."""
+        uv, ok = self.project_uv(point_world)
+        return (float(uv[0, 1]), float(uv[0, 0])) if ok[0] else None
+
+    def in_image(self, row: float, col: float) -> bool:
+        """Whether (row, col) lies on the sensor (pixel centres at integers, edges at -0.5 and size - 0.5)."""
+        return -0.5 <= row < self.height - 0.5 and -0.5 <= col < self.width - 0.5
+
+    def normalized(self, rows: ArrayLike, cols: ArrayLike) -> NDArray[np.float64]:
+        """Nx2 ideal normalised image coordinates (x/z, y/z) of pixels, undistorted."""
+        uv = np.stack([np.asarray(cols, dtype=float).ravel(), np.asarray(rows, dtype=float).ravel()], axis=1)
+        if self.has_distortion:
+            return cv2.undistortPoints(uv.reshape(-1, 1, 2), self.K, self.distortion).reshape(-1, 2)
+        K = self.K
+        y = (uv[:, 1] - K[1, 2]) / K[1, 1]
+        x = (uv[:, 0] - K[0, 2] - K[0, 1] * y) / K[0, 0]
+        return np.stack([x, y], axis=1)
+
+    def pixel_rays(self, rows: ArrayLike, cols: ArrayLike) -> NDArray[np.float64]:
+        """Nx3 unit ray directions in the world frame through pixels (row, col)."""
+        xy = self.normalized(rows, cols)
+        d_cam = np.concatenate([xy, np.ones((len(xy), 1))], axis=1)
+        d = d_cam @ self.T_world_cam[:3, :3].T
+        return d / np.linalg.norm(d, axis=1, keepdims=True)
+
+    def pixel_ray(self, row: float, col: float) -> Ray:
+        """The world ray through one pixel (no bounds check; see back_project for checked use)."""
+        return Ray(origin_m=self.position_m, direction=self.pixel_rays([row], [col])[0])
+
+
+def _distort(x: NDArray[np.float64], y: NDArray[np.float64], d: NDArray[np.float64]):
+    """OpenCV plumb_bob (k1, k2, p1, p2, k3) applied to normalised coordinates."""
+    k1, k2, p1, p2, k3 = (list(d) + [0.0] * 5)[:5]
+    r2 = x * x + y * y
+    radial = 1 + k1 * r2 + k2 * r2 * r2 + k3 * r2 * r2 * r2
+    xd = x * radial + 2 * p1 * x * y + p2 * (r2 + 2 * x * x)
+    yd = y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y
+    return xd, yd
+
+
+# -- CameraInfo-like config files (config/cameras/<name>.yaml) ---------------------------------------------------
+#
+# image_width, image_height, camera_matrix {rows, cols, data}, distortion_model, distortion_coefficients {data}
+# as written by ROS camera_calibration, plus one of:
+#   T_world_cam: {xyz_m: [...], quat_wxyz: [...]}      a fixed camera (head)
+#   T_tcp_cam:   {xyz_m: [...], quat_wxyz: [...]}      a wrist camera (hand-eye), with arm: <arm name>
+
+
+@dataclass(frozen=True)
+class CameraFile:
+    """A camera config file: intrinsics plus either a fixed world pose or a hand-eye transform on an arm's TCP."""
+
+    model: CameraModel  # intrinsics, and the world pose for fixed cameras (identity for wrist cameras)
+    T_tcp_cam: NDArray[np.float64] | None = None
+    arm: str | None = None
+
+    @property
+    def is_wrist(self) -> bool:
+        return self.T_tcp_cam is not None
+
+    def at(self, T_world_tcp: ArrayLike) -> CameraModel:
+        """The wrist camera's model for a TCP pose (fixed cameras ignore it)."""
+        if self.T_tcp_cam is None:
+            return self.model
+        return CameraModel.from_hand_eye(self.model, T_world_tcp, self.T_tcp_cam)
+
+
+def _pose(section: Section) -> NDArray[np.float64]:
+    quat = np.array(section.vector("quat_wxyz", 4))
+    if abs(np.linalg.norm(quat) - 1.0) > 1e-3:
+        raise ConfigError(f"{section.where}.quat_wxyz: must be a unit quaternion, got {quat.tolist()}")
+    return transform(matrix_from_quat(quat), section.vector("xyz_m", 3))
+
+
+def parse_camera_file(data: Mapping[str, Any], where: str, name: str) -> CameraFile:
+    root = Section(data, where)
+    width, height = root.integer("image_width", positive=True), root.integer("image_height", positive=True)
+    K = np.array(root.section("camera_matrix").vector("data", 9)).reshape(3, 3)
+    if K[0, 0] <= 0 or K[1, 1] <= 0 or K[2, 2] != 1.0 or np.any(K[1:, 0] != 0) or K[2, 1] != 0:
+        raise ConfigError(f"{where}.camera_matrix: not an intrinsic matrix [[fx, s, cx], [0, fy, cy], [0, 0, 1]]")
+    dist_section = root.optional_section("distortion_coefficients")
+    distortion = np.array(dist_section.vector("data")) if dist_section else np.zeros(5)
+    model_name = data.get("distortion_model", "plumb_bob")
+    if model_name != "plumb_bob" or len(distortion) not in (4, 5):
+        raise ConfigError(f"{where}: distortion_model must be plumb_bob with 4 or 5 coefficients")
+    fixed, hand_eye = root.optional_section("T_world_cam"), root.optional_section("T_tcp_cam")
+    if (fixed is None) == (hand_eye is None):
+        raise ConfigError(f"{where}: give exactly one of T_world_cam (fixed camera) or T_tcp_cam (wrist camera)")
+    model = CameraModel(name, K, _pose(fixed) if fixed else np.eye(4), width, height, distortion)
+    if hand_eye is None:
+        return CameraFile(model=model)
+    return CameraFile(model=model, T_tcp_cam=_pose(hand_eye), arm=root.str("arm"))
+
+
+def load_camera_file(path: str | Path) -> CameraFile:
+    path = Path(path)
+    return parse_camera_file(load_yaml(path), str(path), path.stem)
+
+
+def camera_file_data(model: CameraModel, *, T_tcp_cam: ArrayLike | None = None, arm: str | None = None) -> dict:
+    """The YAML mapping for a camera file (what scripts/calibrate_cameras.py writes)."""
+    from robodojo.geometry import quat_from_matrix
+
+    def pose(T: NDArray[np.float64]) -> dict:
+        return {"xyz_m": [float(v) for v in T[:3, 3]], "quat_wxyz": [float(v) for v in quat_from_matrix(T[:3, :3])]}
+
+    data: dict[str, Any] = {
+        "camera_name": model.name,
+        "image_width": model.width,
+        "image_height": model.height,
+        "camera_matrix": {"rows": 3, "cols": 3, "data": [float(v) for v in model.K.ravel()]},
+        "distortion_model": "plumb_bob",
+        "distortion_coefficients": {"rows": 1, "cols": 5, "data": [float(v) for v in model.distortion]},
+    }
+    if T_tcp_cam is None:
+        data["T_world_cam"] = pose(model.T_world_cam)
+    else:
+        data["T_tcp_cam"] = pose(np.asarray(T_tcp_cam, dtype=float))
+        data["arm"] = arm
+    return data
+
+
+def fov_deg(model: CameraModel) -> tuple[float, float]:
+    """Horizontal and vertical field of view [deg] (ignoring distortion)."""
+    return (
+        math.degrees(2 * math.atan(model.width / 2 / model.K[0, 0])),
+        math.degrees(2 * math.atan(model.height / 2 / model.K[1, 1])),
+    )
