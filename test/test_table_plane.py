@@ -1,0 +1,204 @@
+"""The table's height by plane sweep: exact synthetic views, the embedded world's cameras, and bad input."""
+
+from __future__ import annotations
+
+import time
+
+import cv2
+import mujoco
+import numpy as np
+import pytest
+
+from robodojo.perception.camera import CameraModel
+from robodojo.perception.table_plane import TableHeight, measure_table_height
+from robodojo.sim.world import EmbeddedWorld
+
+WORLD_CASES = [
+    (task, variant, seed)
+    for task in ("general_pickup", "stack_blocks")
+    for variant in ("standard", "cluttered")
+    for seed in range(3)
+]
+
+
+# -- synthetic views of a textured plane ------------------------------------------------------------------------
+def _look_at(eye, target, width=640, height=480, f=520.0, distortion=None, name="cam") -> CameraModel:
+    """A camera at ``eye`` looking at ``target`` (optical frame: z forward, x right, y down; world z up)."""
+    eye, target = np.asarray(eye, dtype=float), np.asarray(target, dtype=float)
+    z = (target - eye) / np.linalg.norm(target - eye)
+    x = np.cross(z, [0.0, 0.0, 1.0])
+    x /= np.linalg.norm(x)
+    y = np.cross(z, x)
+    T = np.eye(4)
+    T[:3, :3] = np.stack([x, y, z], axis=1)
+    T[:3, 3] = eye
+    K = np.array([[f, 0.0, (width - 1) / 2], [0.0, f, (height - 1) / 2], [0.0, 0.0, 1.0]])
+    dist = np.zeros(5) if distortion is None else np.asarray(distortion, dtype=float)
+    return CameraModel(name, K, T, width, height, dist)
+
+
+def _texture(seed=3, size=1024):
+    """A band-limited random texture covering 1 m x 1 m of the plane (about 1 mm per texel)."""
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0.0, 1.0, (size, size)).astype(np.float32)
+    tex = cv2.GaussianBlur(noise, (0, 0), 2.0) * 0.6 + cv2.GaussianBlur(noise, (0, 0), 8.0) * 2.0
+    return np.clip(128 + 40 * tex / tex.std(), 0, 255).astype(np.float32)
+
+
+def _render_plane(camera: CameraModel, plane_z: float, texture, origin_xy=(-0.5, -0.8), texel_m=1.0 / 1024):
+    """The image of the textured plane z = plane_z (grey background where the camera does not see it)."""
+    rows, cols = np.mgrid[0 : camera.height, 0 : camera.width]
+    d = camera.pixel_rays(rows.ravel(), cols.ravel())
+    o = camera.position_m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (plane_z - o[2]) / d[:, 2]
+    p = o + t[:, None] * d
+    u = ((p[:, 0] - origin_xy[0]) / texel_m).astype(np.float32)
+    v = ((p[:, 1] - origin_xy[1]) / texel_m).astype(np.float32)
+    u[~(t > 0)] = -1e6
+    grey = cv2.remap(
+        texture,
+        u.reshape(camera.height, camera.width),
+        v.reshape(camera.height, camera.width),
+        cv2.INTER_LINEAR,
+        borderMode=cv2.BORDER_CONSTANT,
+        borderValue=90.0,
+    )
+    grey = np.clip(grey, 0, 255).astype(np.uint8)
+    return np.stack([grey, grey, grey], axis=-1)
+
+
+def _synthetic_views(plane_z, distorted=False):
+    texture = _texture()
+    cams = [
+        _look_at([0.0, -0.75, plane_z + 0.55], [0.0, -0.3, plane_z], name="far"),
+        _look_at(
+            [0.2, -0.2, plane_z + 0.3],
+            [0.05, -0.35, plane_z],
+            f=400.0,
+            distortion=(-0.08, 0.02, 0.0, 0.0, 0.0) if distorted else None,
+            name="near",
+        ),
+        _look_at([-0.25, -0.15, plane_z + 0.35], [-0.05, -0.35, plane_z], name="side"),
+    ]
+    return [(_render_plane(c, plane_z, texture), c) for c in cams]
+
+
+@pytest.mark.parametrize("plane_z", [0.765, 0.8123, 0.6])
+@pytest.mark.parametrize("distorted", [False, True])
+def test_synthetic_textured_plane_exact(plane_z, distorted):
+    views = _synthetic_views(plane_z, distorted)
+    result = measure_table_height(views)
+    assert result.found, result.reason
+    assert abs(result.height_m - plane_z) < 0.5e-3, result
+    assert len(result.pair_heights_m) == 3
+    assert result.spread_mm < 1.0
+    assert result.agreement > 0.5
+    two = measure_table_height(views[:2])
+    assert two.found and abs(two.height_m - plane_z) < 0.5e-3, two
+
+
+# -- the embedded world -----------------------------------------------------------------------------------------
+def wood_grain_table(spec: mujoco.MjSpec, size: int = 1024, seed: int = 7) -> None:
+    """Scene extra: a subtle procedural wood grain on the table top (the stock table is one plain colour)."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(size, dtype=np.float32)[:, None]
+    warp = cv2.GaussianBlur(rng.normal(0, 1, (size, size)).astype(np.float32), (0, 0), 40) * 400
+    rings = 0.5 + 0.5 * np.sin(2 * np.pi * (y + warp) / 23.0)
+    fine = cv2.GaussianBlur(rng.normal(0, 1, (size, size)).astype(np.float32), (0, 0), 1.5)
+    fine = cv2.resize(cv2.resize(fine, (size // 8, size)), (size, size))  # streaks along the grain
+    shade = 0.85 + 0.08 * rings + 0.05 * fine / fine.std()
+    rgb = np.clip(shade[..., None] * np.array([0.72, 0.60, 0.45]) / 0.85 * 255, 0, 255).astype(np.uint8)
+    tex = spec.add_texture(
+        name="table_wood_grain", type=mujoco.mjtTexture.mjTEXTURE_2D, width=size, height=size, nchannel=3
+    )
+    tex.data = rgb.tobytes()
+    mat = spec.add_material(name="table_wood_grain")
+    mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "table_wood_grain"
+    mat.texuniform = True
+    mat.texrepeat = [0.7, 0.7]
+    for geom in spec.geoms:
+        if geom.parent.name == "table" and geom.name.startswith("table_visual"):
+            geom.material = "table_wood_grain"
+            geom.rgba = [1, 1, 1, 1]
+
+
+@pytest.fixture(scope="module")
+def wood_world():
+    world = EmbeddedWorld("dual_arx_x5", scene_extras=[wood_grain_table])
+    yield world
+    world.close()
+
+
+def _measure(world, task, variant, seed) -> tuple[TableHeight, float]:
+    obs = world.reset(task, seed=seed, variant=variant)
+    views = [(f.rgb, CameraModel.from_calibration(name, f.calibration)) for name, f in obs.cameras.items()]
+    start = time.perf_counter()
+    result = measure_table_height(views)
+    return result, time.perf_counter() - start
+
+
+def test_world_with_wood_grain_table_within_a_millimetre(wood_world):
+    truth = wood_world.robot.table.top_z_m  # ground truth: tests only
+    errors, times = [], []
+    for task, variant, seed in WORLD_CASES:
+        result, seconds = _measure(wood_world, task, variant, seed)
+        assert result.found, (task, variant, seed, result.reason)
+        errors.append(abs(result.height_m - truth) * 1e3)
+        times.append(seconds * 1e3)
+        assert errors[-1] <= 1.0, (task, variant, seed, result)
+        assert len(result.pair_heights_m) >= 2 and result.spread_mm <= 1.5, result
+        # the two wrist cameras at home see disjoint parts of the table: that pair must not count
+        assert any(not p.found and {p.camera_a, p.camera_b} == {"left_wrist", "right_wrist"} for p in result.pairs)
+    assert np.median(errors) < 0.5
+    assert np.median(times) < 200.0, f"median {np.median(times):.0f} ms per call"  # ~40 ms unloaded, 2 cores
+
+
+def test_world_plain_table_never_misleads(dual_world):
+    """The stock table is one flat colour: few pairs find it, and any height reported is still within 1 mm."""
+    truth = dual_world.robot.table.top_z_m
+    for task, variant, seed in WORLD_CASES:
+        result, _ = _measure(dual_world, task, variant, seed)
+        if result.found:
+            assert abs(result.height_m - truth) <= 1e-3, (task, variant, seed, result)
+        else:
+            assert result.reason, (task, variant, seed)
+
+
+# -- bad input --------------------------------------------------------------------------------------------------
+def test_one_view_is_not_enough():
+    views = _synthetic_views(0.765)
+    result = measure_table_height(views[:1])
+    assert not result.found and "at least two views" in result.reason
+    assert not measure_table_height([]).found
+
+
+def test_image_size_must_match_its_camera():
+    views = _synthetic_views(0.765)
+    small = cv2.resize(views[1][0], (320, 240))
+    result = measure_table_height([views[0], (small, views[1][1])])
+    assert not result.found
+    assert "320x240" in result.reason and "640x480" in result.reason and "near" in result.reason
+
+
+def test_views_without_a_common_plane():
+    texture = _texture()
+    a = _look_at([0.0, -0.75, 1.3], [0.0, -0.3, 0.765], name="a")
+    b = _look_at([5.0, -0.75, 1.3], [5.0, -1.2, 0.765], name="b")  # 5 m away, looking the other way
+    views = [(_render_plane(a, 0.765, texture), a), (_render_plane(b, 0.765, texture), b)]
+    result = measure_table_height(views)
+    assert not result.found and "no pair of views sees a common part" in result.reason
+
+
+def test_flat_textureless_views_give_no_height():
+    views = [(np.full((480, 640, 3), 170, dtype=np.uint8), cam) for _, cam in _synthetic_views(0.765)]
+    result = measure_table_height(views)
+    assert not result.found and "textureless" in result.reason
+
+
+def test_malformed_input_never_raises():
+    views = _synthetic_views(0.765)
+    assert "sequence" in measure_table_height(None).reason  # type: ignore[arg-type]
+    assert "(image, CameraModel)" in measure_table_height([views[0], (views[1][0], "cam")]).reason  # type: ignore[list-item]
+    assert "z_min_m < z_max_m" in measure_table_height(views, z_min_m=1.0, z_max_m=0.5).reason
+    assert "z_min_m < z_max_m" in measure_table_height(views, z_min_m=float("nan")).reason
