@@ -89,7 +89,7 @@ class CameraModel:
         z = np.where(in_front, cam[:, 2], 1.0)
         x, y = cam[:, 0] / z, cam[:, 1] / z
         if self.has_distortion:
-            x, y = _distort(x, y, self.distortion)
+            x, y = distort_normalized(x, y, self.distortion)
         uv = np.stack([self.K[0, 0] * x + self.K[0, 1] * y + self.K[0, 2], self.K[1, 1] * y + self.K[1, 2]], axis=1)
         return uv, in_front
 
@@ -124,7 +124,9 @@ class CameraModel:
         return Ray(origin_m=self.position_m, direction=self.pixel_rays([row], [col])[0])
 
 
-def _distort(x: NDArray[np.float64], y: NDArray[np.float64], d: NDArray[np.float64]):
+def distort_normalized(
+    x: NDArray[np.float64], y: NDArray[np.float64], d: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """OpenCV plumb_bob (k1, k2, p1, p2, k3) applied to normalised coordinates."""
     k1, k2, p1, p2, k3 = (list(d) + [0.0] * 5)[:5]
     r2 = x * x + y * y
