@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import cv2
-import mujoco
 import numpy as np
 import pytest
 
 from robodojo.perception.camera import CameraModel
 from robodojo.perception.table_plane import TableHeight, measure_table_height
+from robodojo.sim.settings import load_sim_settings
 from robodojo.sim.world import EmbeddedWorld
 
 WORLD_CASES = [
@@ -99,33 +100,12 @@ def test_synthetic_textured_plane_exact(plane_z, distorted):
 
 
 # -- the embedded world -----------------------------------------------------------------------------------------
-def wood_grain_table(spec: mujoco.MjSpec, size: int = 1024, seed: int = 7) -> None:
-    """Scene extra: a subtle procedural wood grain on the table top (the stock table is one plain colour)."""
-    rng = np.random.default_rng(seed)
-    y = np.arange(size, dtype=np.float32)[:, None]
-    warp = cv2.GaussianBlur(rng.normal(0, 1, (size, size)).astype(np.float32), (0, 0), 40) * 400
-    rings = 0.5 + 0.5 * np.sin(2 * np.pi * (y + warp) / 23.0)
-    fine = cv2.GaussianBlur(rng.normal(0, 1, (size, size)).astype(np.float32), (0, 0), 1.5)
-    fine = cv2.resize(cv2.resize(fine, (size // 8, size)), (size, size))  # streaks along the grain
-    shade = 0.85 + 0.08 * rings + 0.05 * fine / fine.std()
-    rgb = np.clip(shade[..., None] * np.array([0.72, 0.60, 0.45]) / 0.85 * 255, 0, 255).astype(np.uint8)
-    tex = spec.add_texture(
-        name="table_wood_grain", type=mujoco.mjtTexture.mjTEXTURE_2D, width=size, height=size, nchannel=3
-    )
-    tex.data = rgb.tobytes()
-    mat = spec.add_material(name="table_wood_grain")
-    mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "table_wood_grain"
-    mat.texuniform = True
-    mat.texrepeat = [0.7, 0.7]
-    for geom in spec.geoms:
-        if geom.parent.name == "table" and geom.name.startswith("table_visual"):
-            geom.material = "table_wood_grain"
-            geom.rgba = [1, 1, 1, 1]
-
-
 @pytest.fixture(scope="module")
-def wood_world():
-    world = EmbeddedWorld("dual_arx_x5", scene_extras=[wood_grain_table])
+def plain_world():
+    settings = load_sim_settings()
+    world = EmbeddedWorld(
+        "dual_arx_x5", settings=replace(settings, render=replace(settings.render, table_texture="plain"))
+    )
     yield world
     world.close()
 
@@ -138,11 +118,11 @@ def _measure(world, task, variant, seed) -> tuple[TableHeight, float]:
     return result, time.perf_counter() - start
 
 
-def test_world_with_wood_grain_table_within_a_millimetre(wood_world):
-    truth = wood_world.robot.table.top_z_m  # ground truth: tests only
+def test_world_with_wood_grain_table_within_a_millimetre(dual_world):
+    truth = dual_world.robot.table.top_z_m  # ground truth: tests only
     errors, times = [], []
     for task, variant, seed in WORLD_CASES:
-        result, seconds = _measure(wood_world, task, variant, seed)
+        result, seconds = _measure(dual_world, task, variant, seed)
         assert result.found, (task, variant, seed, result.reason)
         errors.append(abs(result.height_m - truth) * 1e3)
         times.append(seconds * 1e3)
@@ -154,11 +134,12 @@ def test_world_with_wood_grain_table_within_a_millimetre(wood_world):
     assert np.median(times) < 200.0, f"median {np.median(times):.0f} ms per call"  # ~40 ms unloaded, 2 cores
 
 
-def test_world_plain_table_never_misleads(dual_world):
-    """The stock table is one flat colour: few pairs find it, and any height reported is still within 1 mm."""
-    truth = dual_world.robot.table.top_z_m
+def test_world_plain_table_never_misleads(plain_world):
+    """A plain single-colour table (render.table_texture: plain): few pairs find it, and any height reported is
+    still within 1 mm."""
+    truth = plain_world.robot.table.top_z_m
     for task, variant, seed in WORLD_CASES:
-        result, _ = _measure(dual_world, task, variant, seed)
+        result, _ = _measure(plain_world, task, variant, seed)
         if result.found:
             assert abs(result.height_m - truth) <= 1e-3, (task, variant, seed, result)
         else:

@@ -19,6 +19,7 @@ from robodojo.robots.config import RobotConfig
 from robodojo.robots.mujoco_model import COLLISION_GROUP, urdf_to_spec
 from robodojo.robots.urdf import UrdfModel, load_urdf
 from robodojo.sim.settings import SimSettings
+from robodojo.sim.textures import apply_wood_grain
 
 ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 1
 WORLD_CONTYPE, WORLD_CONAFFINITY = 1, 3
@@ -63,6 +64,8 @@ def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.
         geom.friction = list(settings.pad_friction if link in finger_links else settings.object_friction)
         geom.condim = 3 if robot_geom and link not in finger_links else settings.object_condim
 
+    if settings.render.table_texture == "wood_grain":
+        apply_wood_grain(spec, "table")
     world = spec.worldbody
     world.add_geom(
         name="floor",

@@ -10,6 +10,7 @@ from robodojo.config import CONFIG_DIR, Section, load_yaml
 from robodojo.errors import ConfigError
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
+TABLE_TEXTURES = ("plain", "wood_grain")
 CONES = ("pyramidal", "elliptic")
 
 
@@ -20,6 +21,7 @@ class RenderSettings:
     reflections: bool = False
     skybox: bool = False
     max_geoms: int = 2000
+    table_texture: str = "wood_grain"
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,12 @@ def parse_sim_settings(data: dict, where: str) -> SimSettings:
         reflections=r.boolean("reflections", default=False),
         skybox=r.boolean("skybox", default=False),
         max_geoms=r.integer("max_geoms", default=2000, positive=True),
+        table_texture=r.str("table_texture", default="wood_grain"),
     )
+    if render.table_texture not in TABLE_TEXTURES:
+        raise ConfigError(
+            f"{where}.render.table_texture: {render.table_texture!r} is not one of {', '.join(TABLE_TEXTURES)}"
+        )
     condim = c.integer("condim", positive=True)
     if condim not in (1, 3, 4, 6):
         raise ConfigError(f"{where}.object_contact.condim: must be 1, 3, 4 or 6, got {condim}")
