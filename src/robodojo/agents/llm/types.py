@@ -1,0 +1,74 @@
+"""Message and reply types shared by the LLM client, the replay server, the agents and the episode recorder.
+
+Messages are OpenAI chat-completions dicts (role, content, tool_calls, tool_call_id); images are content parts of
+type image_url with a base64 JPEG data URL. Replies are frozen dataclasses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from robodojo.errors import RobodojoError
+
+Message = dict[str, Any]
+ToolSchema = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call as the model sent it; ``arguments`` is the raw JSON text (it may be invalid JSON)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens and cost of one call, or a sum of calls."""
+
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cost_usd + other.cost_usd,
+        )
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """The model's answer to one chat request."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    model: str
+    finish_reason: str
+    latency_s: float
+    attempts: int  # 1 + retries
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)  # the response body, for the episode record
+
+    def assistant_message(self) -> Message:
+        """This reply as the assistant message to append to the history (content None if it only called tools)."""
+        message: Message = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        return message
+
+
+class LlmError(RobodojoError):
+    """The model could not be reached or kept failing after the bounded retries."""
+
+    def __init__(self, message: str, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
