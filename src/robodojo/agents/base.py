@@ -1,0 +1,65 @@
+"""What the episode runner needs from an agent, and what an agent gets to act with.
+
+The runner owns the episode (reset, budgets, success, recording); an agent owns its conversation with the model and
+turns each reply into calls on the motion server. Agents never see privileged state: ``EpisodeContext`` holds the
+agent-side backend, the motion server and the benchmark's own done signal, nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from robodojo.agents.llm.types import ChatReply, Message
+from robodojo.motion.backend import RobotBackend
+from robodojo.motion.report import MoveReport
+from robodojo.motion.server import MotionServer
+from robodojo.robots.config import RobotConfig
+
+
+@dataclass(frozen=True)
+class EpisodeContext:
+    """Everything an agent may use during one episode."""
+
+    task: str
+    instruction: str  # the official episode instruction
+    recipe: str  # the task recipe: description and process-score ladder
+    robot: RobotConfig
+    backend: RobotBackend  # agent-side view only: observe(), steps_left
+    motion: MotionServer
+    is_success: Callable[[], bool]  # the benchmark's own done signal (motion stops early on success)
+    llm_call_budget: int
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """One agent turn: the request as sent, the reply, what the agent did, and what it told the model."""
+
+    turn: int
+    request: list[Message]  # the messages sent this turn (images as data URLs; the recorder stores them as files)
+    reply: ChatReply
+    tool_results: list[str]  # texts returned to the model (tool results or error messages)
+    action: str  # "move_eef", "give_up", "python", "finish", "error" (malformed reply: nothing moved)
+    move: MoveReport | None = None
+    gave_up: bool = False
+    finished: bool = False  # the agent declared the episode over (code-cell finish tool)
+    details: dict[str, Any] = field(default_factory=dict)  # agent-specific extras for the record (e.g. give_up reason)
+
+
+class LlmCaller(Protocol):
+    def chat(self, messages: list[Message], tools: list[dict], *, tool_choice: str = "required") -> ChatReply: ...
+
+
+class Agent(Protocol):
+    """A policy driven by a language model through tool calls."""
+
+    name: str
+
+    def begin(self, episode: EpisodeContext) -> None:
+        """Start a new episode: build the system and goal messages; nothing is sent yet."""
+        ...
+
+    def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
+        """Observe, make exactly one LLM call, act on the reply (or return an error to the model), and report."""
+        ...
