@@ -1,0 +1,139 @@
+"""The episode record: everything sent and received, every action and result, and the metrics, written as it happens.
+
+Folder layout (one per episode)::
+
+    meta.json         task, seed, variant, instruction, agent, model, start time
+    requests.jsonl    one line per LLM call: the full message list as sent, images replaced by file references
+    responses.jsonl   one line per LLM call: the reply (content, tool calls, usage, latency, attempts, raw body)
+    turns.jsonl       one line per turn: action, tool results, motion report, the agent-side state after acting
+    images/           every image sent, once, named by content hash (JPEG as sent)
+    metrics.json      success, score, calls, tokens, cost, steps used, wall time, end reason (rewritten each turn)
+
+Every line is flushed when written, and metrics.json is rewritten after every turn, so a crash anywhere leaves a
+complete record up to that point.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robodojo.agents.base import TurnRecord
+from robodojo.agents.llm.types import Message
+from robodojo.observation import Observation
+
+DATA_URL_PREFIX = "data:image/jpeg;base64,"
+
+
+def _jsonable(value: Any) -> Any:
+    """Dataclasses, enums, numpy values and tuples as plain JSON types."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.repr}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class EpisodeRecorder:
+    """Writes one episode's folder incrementally (see module docstring)."""
+
+    def __init__(self, folder: Path, meta: dict[str, Any]) -> None:
+        self.folder = folder
+        (folder / "images").mkdir(parents=True, exist_ok=True)
+        self._start = time.time()
+        self._write_json("meta.json", {**meta, "started_unix_s": self._start})
+        self._requests = (folder / "requests.jsonl").open("a", encoding="utf-8")
+        self._responses = (folder / "responses.jsonl").open("a", encoding="utf-8")
+        self._turns = (folder / "turns.jsonl").open("a", encoding="utf-8")
+        self._images: set[str] = set()
+
+    def _write_json(self, name: str, data: Any) -> None:
+        tmp = self.folder / f".{name}.tmp"
+        tmp.write_text(json.dumps(_jsonable(data), indent=2) + "\n", encoding="utf-8")
+        tmp.replace(self.folder / name)  # atomic: a crash never leaves half a file
+
+    @staticmethod
+    def _line(stream, data: Any) -> None:
+        stream.write(json.dumps(_jsonable(data)) + "\n")
+        stream.flush()
+
+    def _store_images(self, messages: list[Message]) -> list[Message]:
+        """A copy of ``messages`` with every data-URL image saved to images/ and replaced by its file name."""
+        out = []
+        for message in messages:
+            content = message.get("content")
+            if not isinstance(content, list):
+                out.append(message)
+                continue
+            parts = []
+            for part in content:
+                url = part.get("image_url", {}).get("url", "") if part.get("type") == "image_url" else ""
+                if url.startswith(DATA_URL_PREFIX):
+                    data = base64.b64decode(url[len(DATA_URL_PREFIX) :])
+                    name = f"images/{hashlib.sha1(data).hexdigest()[:16]}.jpg"
+                    if name not in self._images:
+                        (self.folder / name).write_bytes(data)
+                        self._images.add(name)
+                    parts.append({"type": "image_file", "file": name})
+                else:
+                    parts.append(part)
+            out.append({**message, "content": parts})
+        return out
+
+    def record_turn(self, record: TurnRecord, state: Observation) -> None:
+        self._line(self._requests, {"turn": record.turn, "messages": self._store_images(record.request)})
+        reply = record.reply
+        self._line(
+            self._responses,
+            {
+                "turn": record.turn,
+                "model": reply.model,
+                "content": reply.content,
+                "tool_calls": reply.tool_calls,
+                "finish_reason": reply.finish_reason,
+                "usage": reply.usage,
+                "latency_s": reply.latency_s,
+                "attempts": reply.attempts,
+                "raw": reply.raw,
+            },
+        )
+        self._line(
+            self._turns,
+            {
+                "turn": record.turn,
+                "action": record.action,
+                "tool_results": record.tool_results,
+                "move": record.move,
+                "gave_up": record.gave_up,
+                "finished": record.finished,
+                "details": record.details,
+                "steps_left": state.steps_left,
+                "arms": state.arms,
+            },
+        )
+
+    def record_error(self, turn: int, error: BaseException) -> None:
+        self._line(self._turns, {"turn": turn, "action": "error", "error": f"{type(error).__name__}: {error}"})
+
+    def write_metrics(self, metrics: dict[str, Any]) -> None:
+        self._write_json("metrics.json", metrics)
+
+    def close(self) -> None:
+        for stream in (self._requests, self._responses, self._turns):
+            stream.close()
