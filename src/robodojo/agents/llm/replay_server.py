@@ -1,0 +1,516 @@
+"""An offline OpenAI-compatible chat-completions server that replays scripted replies.
+
+The real client (robodojo.agents.llm.client) talks to it over HTTP exactly as it talks to OpenAI, vLLM, Ollama or
+llama.cpp, so tests and ``make demo`` run the real code path without a network or a model. It can also emulate those
+servers' differences and failures (see ServerBehaviour).
+
+Script file format (YAML or JSON)::
+
+    # either a bare list of replies, or a mapping with `replies:` and optional `model:` and `behaviour:`
+    model: replay                      # model name the server reports (default: the one the request names)
+    behaviour:                         # optional, any of the ServerBehaviour fields below
+      fail_with: [429, 500, timeout]   # the first three requests fail this way, then the replies start
+    replies:
+      - content: "I will move the left arm."          # str or null
+        tool_calls:                                    # optional list
+          - name: move_eef
+            arguments: {targets: {left_z: 0.9}, note: "lift"}   # object -> serialised to a JSON string
+          - name: give_up
+            arguments: '{"reason": "broken'            # a string is sent verbatim (to script malformed JSON)
+            id: call_1                                 # optional; generated otherwise
+        usage: {prompt_tokens: 1200, completion_tokens: 40, cached_tokens: 1024}  # optional, each key optional
+        finish_reason: stop                            # optional; default "tool_calls" if tool calls, else "stop"
+      - content: "Done."
+
+Each reply needs content or tool_calls. Without scripted usage, prompt_tokens is estimated from the request (4
+characters a token, 85 a picture), completion_tokens from the reply, and cached_tokens emulates OpenAI's prompt cache:
+the prefix shared with the previous request, in 128-token steps once it reaches 1024 tokens.
+
+ServerBehaviour flags:
+    fail_with                     list of failures for the first requests: an HTTP status (429 is sent with
+                                  Retry-After: retry_after_s; 500, 502, 503, ...), "timeout" (hold the request for
+                                  hang_s, longer than the client's timeout, then drop it), "disconnect" (close the
+                                  connection without an answer)
+    reject_null_assistant_content HTTP 500 when an assistant message with tool_calls has content null (vLLM/llama.cpp
+                                  chat templates that trim or concatenate content)
+    reject_tool_role              HTTP 400 on a message with role "tool" (templates that raise on unknown roles)
+    drop_tool_role                silently drop role "tool" messages before "rendering" the prompt (templates that skip
+                                  unknown roles); ReplayServer.prompts shows what the model saw
+    arguments_as_object           tool-call arguments as a JSON object instead of a string (Ollama native, some
+                                  llama.cpp builds)
+    omit_usage                    no usage block in the response
+    omit_cached_tokens            usage without prompt_tokens_details (Ollama, llama.cpp, vLLM by default)
+    omit_tool_call_ids            tool calls without an id
+    finish_reason_stop            finish_reason "stop" even next to tool calls (Ollama)
+    reject_params                 HTTP 400 if the request has any of these fields (servers that reject tool_choice,
+                                  parallel_tool_calls, max_tokens for reasoning models, ...)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from robodojo.errors import ConfigError
+
+FAILURE_WORDS = ("timeout", "disconnect")
+
+
+@dataclass(frozen=True)
+class ServerBehaviour:
+    """How the replay server deviates from OpenAI's behaviour (module docstring lists each flag's meaning)."""
+
+    fail_with: tuple[int | str, ...] = ()
+    retry_after_s: float = 0.0
+    hang_s: float = 5.0
+    reject_null_assistant_content: bool = False
+    reject_tool_role: bool = False
+    drop_tool_role: bool = False
+    arguments_as_object: bool = False
+    omit_usage: bool = False
+    omit_cached_tokens: bool = False
+    omit_tool_call_ids: bool = False
+    finish_reason_stop: bool = False
+    reject_params: tuple[str, ...] = ()
+
+    @staticmethod
+    def parse(data: Any, where: str) -> ServerBehaviour:
+        """Validate a ``behaviour:`` mapping; unknown flags and bad values raise ConfigError naming them."""
+        if data is None:
+            return ServerBehaviour()
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{where}: expected a mapping of behaviour flags, got {type(data).__name__}")
+        valid = {f.name: f for f in fields(ServerBehaviour)}
+        unknown = sorted(str(k) for k in data if k not in valid)
+        if unknown:
+            raise ConfigError(f"{where}: unknown behaviour flag(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            at = f"{where}.{key}"
+            if key == "fail_with":
+                if not isinstance(value, Sequence) or isinstance(value, str):
+                    raise ConfigError(f"{at}: expected a list of failures, got {value!r}")
+                for item in value:
+                    ok = item in FAILURE_WORDS or (
+                        isinstance(item, int) and not isinstance(item, bool) and 400 <= item <= 599
+                    )
+                    if not ok:
+                        raise ConfigError(
+                            f"{at}: {item!r} is not a failure; use an HTTP status 400..599, 'timeout' or 'disconnect'"
+                        )
+                kwargs[key] = tuple(value)
+            elif key == "reject_params":
+                if (
+                    not isinstance(value, Sequence)
+                    or isinstance(value, str)
+                    or not all(isinstance(v, str) for v in value)
+                ):
+                    raise ConfigError(f"{at}: expected a list of request field names, got {value!r}")
+                kwargs[key] = tuple(value)
+            elif key in ("retry_after_s", "hang_s"):
+                if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                    raise ConfigError(f"{at}: expected a number >= 0, got {value!r}")
+                kwargs[key] = float(value)
+            else:
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{at}: expected true or false, got {value!r}")
+                kwargs[key] = value
+        return ServerBehaviour(**kwargs)
+
+
+@dataclass(frozen=True)
+class ScriptedToolCall:
+    """One scripted tool call; ``arguments`` is the exact text sent (objects are serialised when loading)."""
+
+    name: str
+    arguments: str
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class ScriptedReply:
+    """One scripted assistant reply."""
+
+    content: str | None
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+    usage: Mapping[str, int] | None = None  # prompt_tokens, completion_tokens, cached_tokens (each optional)
+    finish_reason: str | None = None
+
+
+_REPLY_KEYS = ("content", "tool_calls", "usage", "finish_reason")
+_CALL_KEYS = ("name", "arguments", "id")
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens")
+_TOP_KEYS = ("replies", "behaviour", "model")
+
+
+def _unknown(data: Mapping[str, Any], valid: Sequence[str], where: str) -> None:
+    unknown = sorted(str(k) for k in data if k not in valid)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
+
+
+def _parse_reply(data: Any, where: str) -> ScriptedReply:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with content and/or tool_calls, got {data!r}")
+    _unknown(data, _REPLY_KEYS, where)
+    content = data.get("content")
+    if content is not None and not isinstance(content, str):
+        raise ConfigError(f"{where}.content: expected a string or null, got {content!r}")
+    raw_calls = data.get("tool_calls") or []
+    if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, str):
+        raise ConfigError(f"{where}.tool_calls: expected a list, got {raw_calls!r}")
+    calls = []
+    for i, call in enumerate(raw_calls):
+        at = f"{where}.tool_calls[{i}]"
+        if not isinstance(call, Mapping):
+            raise ConfigError(f"{at}: expected a mapping with name and arguments, got {call!r}")
+        _unknown(call, _CALL_KEYS, at)
+        name = call.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{at}.name: expected a non-empty string, got {name!r}")
+        arguments = call.get("arguments", {})
+        if isinstance(arguments, Mapping):
+            arguments = json.dumps(arguments)
+        elif not isinstance(arguments, str):
+            raise ConfigError(f"{at}.arguments: expected an object or a string, got {arguments!r}")
+        call_id = call.get("id")
+        if call_id is not None and (not isinstance(call_id, str) or not call_id):
+            raise ConfigError(f"{at}.id: expected a non-empty string, got {call_id!r}")
+        calls.append(ScriptedToolCall(name, arguments, call_id))
+    if content is None and not calls:
+        raise ConfigError(f"{where}: a reply needs content or tool_calls")
+    usage = data.get("usage")
+    if usage is not None:
+        if not isinstance(usage, Mapping):
+            raise ConfigError(f"{where}.usage: expected a mapping, got {usage!r}")
+        _unknown(usage, _USAGE_KEYS, f"{where}.usage")
+        for key, value in usage.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{where}.usage.{key}: expected an integer >= 0, got {value!r}")
+        usage = dict(usage)
+    finish = data.get("finish_reason")
+    if finish is not None and (not isinstance(finish, str) or not finish):
+        raise ConfigError(f"{where}.finish_reason: expected a string, got {finish!r}")
+    return ScriptedReply(content, tuple(calls), usage, finish)
+
+
+@dataclass(frozen=True)
+class ReplayScript:
+    """The replies to replay, in order, and how the server should behave."""
+
+    replies: tuple[ScriptedReply, ...]
+    behaviour: ServerBehaviour = field(default_factory=ServerBehaviour)
+    model: str | None = None
+
+    @staticmethod
+    def parse(data: Any, where: str = "replay script") -> ReplayScript:
+        """Validate a script document (a list of replies, or a mapping with replies/behaviour/model)."""
+        behaviour, model = ServerBehaviour(), None
+        if isinstance(data, Mapping):
+            if "replies" not in data:
+                raise ConfigError(
+                    f"{where}: missing key 'replies' (a script is a list of replies or a mapping with one)"
+                )
+            _unknown(data, _TOP_KEYS, where)
+            behaviour = ServerBehaviour.parse(data.get("behaviour"), f"{where}.behaviour")
+            model = data.get("model")
+            if model is not None and (not isinstance(model, str) or not model):
+                raise ConfigError(f"{where}.model: expected a non-empty string, got {model!r}")
+            replies, where_replies = data["replies"], f"{where}.replies"
+        else:
+            replies, where_replies = data, where
+        if not isinstance(replies, Sequence) or isinstance(replies, str):
+            raise ConfigError(f"{where_replies}: expected a list of replies, got {type(replies).__name__}")
+        if not replies:
+            raise ConfigError(f"{where_replies}: no replies")
+        parsed = tuple(_parse_reply(r, f"{where_replies}[{i}]") for i, r in enumerate(replies))
+        return ReplayScript(parsed, behaviour, model)
+
+    @staticmethod
+    def load(path: str | Path) -> ReplayScript:
+        """Read a YAML or JSON script file (JSON is YAML); errors name the file and the entry."""
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"replay script not found: {path}")
+        try:
+            data = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML or JSON: {exc}") from None
+        return ReplayScript.parse(data, str(path))
+
+
+def _text_of(content: Any) -> tuple[str, int]:
+    """The text of a message content (string or parts) and its number of images."""
+    if content is None:
+        return "", 0
+    if isinstance(content, str):
+        return content, 0
+    texts, images = [], 0
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                texts.append(str(part.get("text", "")))
+            elif isinstance(part, Mapping) and part.get("type") == "image_url":
+                texts.append("<image>")
+                images += 1
+    return "\n".join(texts), images
+
+
+def render_prompt(messages: Sequence[Mapping[str, Any]]) -> tuple[str, int]:
+    """A plain-text rendering of the messages, as a chat template would show them to the model, and the image count."""
+    lines, images = [], 0
+    for m in messages:
+        text, n = _text_of(m.get("content"))
+        images += n
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function", {}) if isinstance(call, Mapping) else {}
+            text += f"\n<tool_call {call.get('id')}> {fn.get('name')}({fn.get('arguments')})"
+        lines.append(f"<|{m.get('role')}|>\n{text}")
+    return "\n".join(lines), images
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, message: str, code: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code = status, message, code
+        self.headers = dict(headers or {})
+
+
+class ReplayServer:
+    """A local OpenAI-compatible server on 127.0.0.1 (OS-chosen port) that answers with the script's replies in order.
+
+    ``requests`` holds every request body received (failed ones included) and ``prompts`` the rendered prompt of each
+    request that reached the "model" (after drop_tool_role). Use as a context manager or call start()/stop().
+    """
+
+    def __init__(self, script: ReplayScript, behaviour: ServerBehaviour | None = None) -> None:
+        self.script = script
+        self.behaviour = behaviour if behaviour is not None else script.behaviour
+        self.requests: list[dict[str, Any]] = []
+        self.prompts: list[str] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._next_reply = 0
+        self._calls = 0
+        self._previous_prompt = ""
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------------------------
+    def start(self) -> ReplayServer:
+        """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
+        if self._httpd is not None:
+            return self
+        server = self
+
+        class Handler(_Handler):
+            replay = server
+
+        self._stopping.clear()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="replay-llm-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket (held "timeout" requests are released)."""
+        if self._httpd is None:
+            return
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd, self._thread = None, None
+
+    def __enter__(self) -> ReplayServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """Base URL for the OpenAI client, e.g. http://127.0.0.1:40123/v1."""
+        if self._httpd is None:
+            raise RuntimeError("replay server is not running; call start() first")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    @property
+    def replies_left(self) -> int:
+        """Scripted replies not yet sent."""
+        return len(self.script.replies) - self._next_reply
+
+    # -- request handling -----------------------------------------------------------------------------------------
+    def _failure_for_this_call(self) -> int | str | None:
+        with self._lock:
+            index = self._calls
+            self._calls += 1
+        fails = self.behaviour.fail_with
+        return fails[index] if index < len(fails) else None
+
+    def _check(self, body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        b = self.behaviour
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise _HttpError(400, "'messages' must be a non-empty list", "invalid_messages")
+        for name in b.reject_params:
+            if name in body:
+                raise _HttpError(400, f"Unsupported parameter: '{name}' is not supported by this server", "bad_param")
+        for i, m in enumerate(messages):
+            null_content = m.get("role") == "assistant" and m.get("tool_calls") and m.get("content") is None
+            if b.reject_null_assistant_content and null_content:
+                raise _HttpError(
+                    500,
+                    f'chat template error: messages[{i}]: can only concatenate str (not "NoneType") to str',
+                    "template_error",
+                )
+            if b.reject_tool_role and m.get("role") == "tool":
+                raise _HttpError(
+                    400, f"messages[{i}]: Conversation roles must alternate user/assistant/user/assistant", "bad_role"
+                )
+        if b.drop_tool_role:
+            messages = [m for m in messages if m.get("role") != "tool"]
+        return messages
+
+    def _answer(self, body: Mapping[str, Any], messages: list[Mapping[str, Any]]) -> dict[str, Any]:
+        b = self.behaviour
+        prompt, images = render_prompt(messages)
+        prompt_all = prompt + json.dumps(body.get("tools") or [])
+        with self._lock:
+            if self._next_reply >= len(self.script.replies):
+                raise _HttpError(
+                    400,
+                    f"replay script exhausted: all {len(self.script.replies)} scripted replies were used "
+                    f"(this is request {len(self.requests)})",
+                    "replay_exhausted",
+                )
+            index = self._next_reply
+            self._next_reply += 1
+            self.prompts.append(prompt)
+            shared = 0
+            for a, c in zip(self._previous_prompt, prompt_all, strict=False):
+                if a != c:
+                    break
+                shared += 1
+            self._previous_prompt = prompt_all
+        reply = self.script.replies[index]
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.tool_calls:
+            calls = []
+            for call in reply.tool_calls:
+                arguments: Any = call.arguments
+                if b.arguments_as_object:
+                    with contextlib.suppress(json.JSONDecodeError):  # malformed scripted JSON stays a string
+                        arguments = json.loads(call.arguments)
+                entry: dict[str, Any] = {"type": "function", "function": {"name": call.name, "arguments": arguments}}
+                if not b.omit_tool_call_ids:
+                    entry["id"] = call.id or f"call_{uuid.uuid4().hex[:24]}"
+                calls.append(entry)
+            message["tool_calls"] = calls
+        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls and not b.finish_reason_stop else "stop")
+        answer: dict[str, Any] = {
+            "id": f"chatcmpl-replay-{index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.script.model or body.get("model") or "replay",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        }
+        if not b.omit_usage:
+            scripted = reply.usage or {}
+            prompt_tokens = scripted.get("prompt_tokens", max(1, len(prompt_all) // 4 + 85 * images))
+            cached = shared // 4
+            cached = cached // 128 * 128 if cached >= 1024 else 0
+            cached = min(scripted.get("cached_tokens", cached), prompt_tokens)
+            out_text = (reply.content or "") + "".join(c.name + c.arguments for c in reply.tool_calls)
+            completion = scripted.get("completion_tokens", max(1, len(out_text) // 4))
+            usage: dict[str, Any] = {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion,
+                "total_tokens": prompt_tokens + completion,
+            }
+            if not b.omit_cached_tokens:
+                usage["prompt_tokens_details"] = {"cached_tokens": cached}
+            answer["usage"] = usage
+        return answer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    replay: ReplayServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read server.requests instead
+        pass
+
+    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_error(self, error: _HttpError) -> None:
+        payload = {"error": {"message": error.message, "type": "replay_error", "param": None, "code": error.code}}
+        self._send_json(error.status, payload, error.headers)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            model = self.replay.script.model or "replay"
+            self._send_json(200, {"object": "list", "data": [{"id": model, "object": "model", "owned_by": "replay"}]})
+        else:
+            self._send_error(_HttpError(404, f"no route GET {self.path}", "not_found"))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._send_error(_HttpError(404, f"no route POST {self.path}", "not_found"))
+            return
+        try:
+            body = json.loads(raw or b"null")
+        except json.JSONDecodeError as exc:
+            self._send_error(_HttpError(400, f"request body is not JSON: {exc}", "invalid_json"))
+            return
+        if not isinstance(body, dict):
+            self._send_error(_HttpError(400, "request body must be a JSON object", "invalid_json"))
+            return
+        server = self.replay
+        with server._lock:
+            server.requests.append(body)
+        failure = server._failure_for_this_call()
+        if failure == "timeout":
+            server._stopping.wait(server.behaviour.hang_s)
+            self.close_connection = True
+            return
+        if failure == "disconnect":
+            self.close_connection = True
+            return
+        if failure is not None:
+            status = int(failure)
+            headers = {"Retry-After": f"{server.behaviour.retry_after_s:g}"} if status == 429 else None
+            message = "Rate limit reached (injected)" if status == 429 else f"injected server error {status}"
+            self._send_error(_HttpError(status, message, f"injected_{status}", headers))
+            return
+        try:
+            messages = server._check(body)
+            answer = server._answer(body, messages)
+        except _HttpError as error:
+            self._send_error(error)
+            return
+        self._send_json(200, answer)

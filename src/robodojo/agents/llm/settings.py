@@ -1,0 +1,175 @@
+"""LLM client settings from config/llm.yaml: retry and timeout defaults, the price table and the server profiles.
+
+See the comments in config/llm.yaml for what each key and quirk flag means and why it exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from robodojo.config import CONFIG_DIR, Section, load_yaml
+from robodojo.errors import ConfigError, UnknownNameError
+
+MAX_TOKENS_PARAMS = ("max_tokens", "max_completion_tokens")
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per 1M tokens: uncached input, cached input, output."""
+
+    input: float
+    cached_input: float
+    output: float
+
+    def cost(self, input_tokens: int, cached_input_tokens: int, output_tokens: int) -> float:
+        """Cost in USD of one call; ``input_tokens`` includes the cached ones (as OpenAI's prompt_tokens does)."""
+        cached = min(cached_input_tokens, input_tokens)
+        return (
+            (input_tokens - cached) * self.input + cached * self.cached_input + output_tokens * self.output
+        ) / 1_000_000
+
+
+@dataclass(frozen=True)
+class ServerProfile:
+    """How to reach one kind of OpenAI-compatible server and which of its differences to work around."""
+
+    name: str
+    default_base_url: str | None
+    base_url_env: str | None
+    api_key_env: str | None
+    api_key_required: bool
+    placeholder_api_key: str
+    default_price: str | None
+    assistant_content_null_ok: bool
+    tool_role_supported: bool
+    supports_tool_choice: bool
+    tool_choice_required_ok: bool
+    supports_parallel_tool_calls_param: bool
+    max_tokens_param: str
+
+
+@dataclass(frozen=True)
+class LlmSettings:
+    """The loaded config/llm.yaml."""
+
+    timeout_s: float
+    max_retries: int
+    backoff_base_s: float
+    backoff_max_s: float
+    jpeg_quality: int
+    max_output_tokens: int | None
+    temperature: float | None
+    prices: Mapping[str, Price]
+    profiles: Mapping[str, ServerProfile]
+
+    def profile(self, name: str) -> ServerProfile:
+        """The named server profile; UnknownNameError lists the configured ones."""
+        if name not in self.profiles:
+            raise UnknownNameError("LLM server profile", name, self.profiles)
+        return self.profiles[name]
+
+    def price_for(self, model: str, profile: ServerProfile | None = None) -> Price | None:
+        """Exact entry, else the longest entry prefixing the model name, else the profile's default; None if none."""
+        if model in self.prices:
+            return self.prices[model]
+        prefixes = [key for key in self.prices if model.startswith(key)]
+        if prefixes:
+            return self.prices[max(prefixes, key=len)]
+        if profile is not None and profile.default_price is not None:
+            return self.prices[profile.default_price]
+        return None
+
+
+def _optional_str(section: Section, key: str) -> str | None:
+    if key not in section.data:
+        raise ConfigError(f"{section.where}: missing key {key!r}")
+    return None if section.data[key] is None else section.str(key)
+
+
+def _parse_profile(name: str, s: Section, prices: Mapping[str, Price]) -> ServerProfile:
+    placeholder = s.data.get("placeholder_api_key", "")
+    if not isinstance(placeholder, str):
+        raise ConfigError(f"{s.where}.placeholder_api_key: expected a string, got {placeholder!r}")
+    profile = ServerProfile(
+        name=name,
+        default_base_url=_optional_str(s, "default_base_url"),
+        base_url_env=_optional_str(s, "base_url_env"),
+        api_key_env=_optional_str(s, "api_key_env"),
+        api_key_required=s.boolean("api_key_required"),
+        placeholder_api_key=placeholder,
+        default_price=_optional_str(s, "default_price"),
+        assistant_content_null_ok=s.boolean("assistant_content_null_ok"),
+        tool_role_supported=s.boolean("tool_role_supported"),
+        supports_tool_choice=s.boolean("supports_tool_choice"),
+        tool_choice_required_ok=s.boolean("tool_choice_required_ok"),
+        supports_parallel_tool_calls_param=s.boolean("supports_parallel_tool_calls_param"),
+        max_tokens_param=s.str("max_tokens_param"),
+    )
+    if profile.max_tokens_param not in MAX_TOKENS_PARAMS:
+        raise ConfigError(
+            f"{s.where}.max_tokens_param: expected one of {', '.join(MAX_TOKENS_PARAMS)}, "
+            f"got {profile.max_tokens_param!r}"
+        )
+    if profile.default_price is not None and profile.default_price not in prices:
+        raise ConfigError(f"{s.where}.default_price: {profile.default_price!r} is not in prices ({', '.join(prices)})")
+    if not profile.api_key_required and not profile.placeholder_api_key:
+        raise ConfigError(f"{s.where}.placeholder_api_key: needed (non-empty) when api_key_required is false")
+    known = {f for f in ServerProfile.__dataclass_fields__ if f != "name"}
+    unknown = sorted(set(s.data) - known)
+    if unknown:
+        raise ConfigError(f"{s.where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+    return profile
+
+
+def parse_llm_settings(data: dict[str, Any], where: str) -> LlmSettings:
+    """Validate a config/llm.yaml document; errors name the file and key path."""
+    root = Section(data, where)
+    d = root.section("defaults")
+    prices_section = root.section("prices")
+    prices: dict[str, Price] = {}
+    for model in prices_section.names():
+        p = prices_section.section(model)
+        prices[str(model)] = Price(
+            input=p.number("input", default=0.0),
+            cached_input=p.number("cached_input", default=p.data.get("input", 0.0)),
+            output=p.number("output", default=0.0),
+        )
+        if min(prices[str(model)].__dict__.values()) < 0:
+            raise ConfigError(f"{p.where}: prices must be >= 0")
+    profiles_section = root.section("profiles")
+    profiles = {
+        str(name): _parse_profile(str(name), profiles_section.section(name), prices)
+        for name in profiles_section.names()
+    }
+    if not profiles:
+        raise ConfigError(f"{profiles_section.where}: no profiles")
+    max_tokens = d.data.get("max_output_tokens")
+    temperature = d.data.get("temperature")
+    settings = LlmSettings(
+        timeout_s=d.number("timeout_s", positive=True),
+        max_retries=d.integer("max_retries"),
+        backoff_base_s=d.number("backoff_base_s", positive=True),
+        backoff_max_s=d.number("backoff_max_s", positive=True),
+        jpeg_quality=d.integer("jpeg_quality", positive=True),
+        max_output_tokens=None if max_tokens is None else d.integer("max_output_tokens", positive=True),
+        temperature=None if temperature is None else d.number("temperature"),
+        prices=MappingProxyType(prices),
+        profiles=MappingProxyType(profiles),
+    )
+    if settings.max_retries < 0:
+        raise ConfigError(f"{d.where}.max_retries: must be >= 0, got {settings.max_retries}")
+    if settings.jpeg_quality > 100:
+        raise ConfigError(f"{d.where}.jpeg_quality: must be in 1..100, got {settings.jpeg_quality}")
+    return settings
+
+
+@cache
+def load_llm_settings(path: str | Path | None = None) -> LlmSettings:
+    """config/llm.yaml (or another file of the same form), loaded and validated once."""
+    path = Path(path) if path is not None else CONFIG_DIR / "llm.yaml"
+    return parse_llm_settings(load_yaml(path), str(path))
