@@ -1,0 +1,349 @@
+"""The move_eef agent (seed 002): each turn one observation, one LLM call, exactly one tool call acted on.
+
+Turn contract (robodojo.agents.base.Agent):
+
+1. observe the visible cameras and the state (``ctx.backend.observe``) and append the observation message;
+2. one ``llm.chat(request, tools, tool_choice="required")`` call with the image horizon applied;
+3. act on the reply:
+
+   - exactly one valid ``move_eef`` call: the targets (converted from the model's frame, jittered when that probe is
+     on) go to ``ctx.motion.move_eef(..., is_success=ctx.is_success)``; the tool result is the motion server's text
+     (``Accepted: playing N waypoints (S.SSs). ...`` or its error); the next observations carry the arrival check of
+     this move once it was accepted;
+   - a valid ``give_up`` call: the tool result acknowledges it and the record says ``gave_up``;
+   - anything else (no tool call, several calls, an unknown tool, invalid JSON, a schema violation): nothing moves and
+     the error text goes back to the model, as one tool message per tool call id (the chat API needs an answer for
+     every id) or, when the reply called no tool, as a user message.
+
+Every turn is one LLM call, malformed ones included; budgets and success are the episode runner's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
+from robodojo.agents.llm.types import ChatReply, Message
+from robodojo.agents.move_eef.context import Conversation
+from robodojo.agents.move_eef.observation import observation_message
+from robodojo.agents.move_eef.probes import (
+    DEFAULT_JITTER_M,
+    DEMONSTRATION_MODES,
+    DemonstrationStep,
+    PoseJitter,
+    Probes,
+    load_demonstration,
+)
+from robodojo.agents.move_eef.prompts import Embodiment, demonstration_message, goal_message, system_message
+from robodojo.agents.move_eef.tools import (
+    GIVE_UP,
+    GIVE_UP_TEXT,
+    NO_TOOL_CALL_TEXT,
+    SEVERAL_TOOL_CALLS_TEXT,
+    ToolCallError,
+    tool_schemas,
+    validate_tool_call,
+)
+from robodojo.config import CONFIG_DIR, Section, load_yaml, resolve_path
+from robodojo.errors import ConfigError, RobodojoError, UnknownNameError
+from robodojo.motion.report import MoveReport
+from robodojo.motion.targets import TargetError, dimension_bounds, parse_move_eef
+from robodojo.robots.config import RobotConfig
+
+CONFIG_PATH = CONFIG_DIR / "agents" / "move_eef.yaml"
+TOOL_CHOICES = ("required", "auto")
+
+
+@dataclass(frozen=True)
+class MoveEefConfig:
+    """Settings of the move_eef agent (config/agents/move_eef.yaml)."""
+
+    image_horizon: int | None = 2
+    jpeg_quality: int = 85
+    tool_choice: str = "required"
+    probes: Probes = field(default_factory=Probes)
+    embodiments: Mapping[str, Embodiment] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.image_horizon is not None and (
+            isinstance(self.image_horizon, bool) or not isinstance(self.image_horizon, int) or self.image_horizon < 1
+        ):
+            raise ConfigError(f"image_horizon must be a positive integer or null, got {self.image_horizon!r}")
+        if isinstance(self.jpeg_quality, bool) or not isinstance(self.jpeg_quality, int):
+            raise ConfigError(f"jpeg_quality must be an integer in [1, 100], got {self.jpeg_quality!r}")
+        if not 1 <= self.jpeg_quality <= 100:
+            raise ConfigError(f"jpeg_quality must be an integer in [1, 100], got {self.jpeg_quality!r}")
+        if self.tool_choice not in TOOL_CHOICES:
+            raise ConfigError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)}, got {self.tool_choice!r}")
+
+    def embodiment(self, robot: RobotConfig) -> Embodiment:
+        try:
+            return self.embodiments[robot.name]
+        except KeyError:
+            raise UnknownNameError("robot in the move_eef config", robot.name, self.embodiments) from None
+
+
+_TOP_KEYS = {"image_horizon", "jpeg_quality", "tool_choice", "robots", "probes"}
+_PROBE_KEYS = {
+    "flip_vision_ud",
+    "flip_vision_lr",
+    "no_head_camera",
+    "right_wrist_only",
+    "negate_xyz",
+    "pose_jitter",
+    "demonstration",
+    "demonstration_mode",
+}
+
+
+def _check_keys(section: Section, allowed: set[str]) -> None:
+    for key in section.names():
+        if key not in allowed:
+            raise ConfigError(f"{section.where}: unknown key {key!r}; keys are {', '.join(sorted(allowed))}")
+
+
+def parse_move_eef_config(data: Mapping[str, Any], where: str) -> MoveEefConfig:
+    """Validate a move_eef config mapping; errors name the file and key."""
+    root = Section(data, where)
+    _check_keys(root, _TOP_KEYS)
+    horizon: int | None = 2
+    if "image_horizon" in root.data:
+        horizon = None if root.data["image_horizon"] is None else root.integer("image_horizon", positive=True)
+    embodiments = {}
+    robots = root.section("robots")
+    for name in robots.names():
+        r = robots.section(name)
+        _check_keys(r, {"embodiment_name", "reach_forward_m", "reach_sideways_m"})
+        embodiments[name] = Embodiment(
+            name=r.str("embodiment_name"),
+            reach_forward_m=r.number("reach_forward_m", positive=True),
+            reach_sideways_m=r.number("reach_sideways_m", positive=True),
+        )
+    probes = Probes()
+    p = root.optional_section("probes")
+    if p is not None:
+        _check_keys(p, _PROBE_KEYS)
+        jitter_m, jitter_seed = 0.0, 0
+        j = p.optional_section("pose_jitter")
+        if j is not None:
+            _check_keys(j, {"enabled", "mean_m", "seed"})
+            if j.boolean("enabled", default=False):
+                jitter_m = j.number("mean_m", default=DEFAULT_JITTER_M, positive=True)
+            jitter_seed = j.integer("seed", default=0)
+        demo = p.data.get("demonstration")
+        if demo is not None and (not isinstance(demo, str) or not demo):
+            raise ConfigError(f"{p.where}.demonstration: expected a folder path or null, got {demo!r}")
+        mode = p.str("demonstration_mode", default="images")
+        if mode not in DEMONSTRATION_MODES:
+            raise ConfigError(f"{p.where}.demonstration_mode: expected one of {', '.join(DEMONSTRATION_MODES)}")
+        probes = Probes(
+            flip_vision_ud=p.boolean("flip_vision_ud", default=False),
+            flip_vision_lr=p.boolean("flip_vision_lr", default=False),
+            no_head_camera=p.boolean("no_head_camera", default=False),
+            right_wrist_only=p.boolean("right_wrist_only", default=False),
+            negate_xyz=p.boolean("negate_xyz", default=False),
+            pose_jitter_m=jitter_m,
+            pose_jitter_seed=jitter_seed,
+            demonstration=resolve_path(demo) if demo else None,
+            demonstration_mode=mode,
+        )
+    tool_choice = root.str("tool_choice", default="required")
+    return MoveEefConfig(
+        image_horizon=horizon,
+        jpeg_quality=root.integer("jpeg_quality", default=85, positive=True),
+        tool_choice=tool_choice,
+        probes=probes,
+        embodiments=embodiments,
+    )
+
+
+def load_move_eef_config(path: str | Path = CONFIG_PATH) -> MoveEefConfig:
+    """Load and validate config/agents/move_eef.yaml (or another file of the same shape)."""
+    return parse_move_eef_config(load_yaml(path), str(path))
+
+
+class MoveEefAgent:
+    """The move_eef / give_up tool-calling agent of seed 002."""
+
+    name = "move_eef"
+
+    def __init__(self, config: MoveEefConfig | None = None) -> None:
+        self.config = config or load_move_eef_config()
+        self.probes = self.config.probes
+        self.demonstration: list[DemonstrationStep] | None = (
+            load_demonstration(self.probes.demonstration) if self.probes.demonstration is not None else None
+        )
+        self._ctx: EpisodeContext | None = None
+
+    # -- episode ------------------------------------------------------------------------------------------------
+    def begin(self, episode: EpisodeContext) -> None:
+        """Build the system, Goal (and demonstration) messages and the tools; nothing is sent yet."""
+        robot = episode.robot
+        self._ctx = episode
+        self.bounds = dimension_bounds(robot)
+        self.model_bounds = self.probes.bounds_to_model(self.bounds)
+        self.tools = tool_schemas(self.model_bounds)
+        self.cameras = self.probes.visible_cameras(robot)
+        self.conversation = Conversation(self.config.image_horizon)
+        self.conversation.add(
+            system_message(robot, self.config.embodiment(robot), episode.llm_call_budget, episode.backend.control_dt_s)
+        )
+        self.conversation.add(goal_message(episode.instruction, episode.recipe))
+        if self.demonstration is not None:
+            self.conversation.add(
+                demonstration_message(
+                    self.demonstration,
+                    self.probes,
+                    with_images=self.probes.demonstration_mode == "images",
+                    jpeg_quality=self.config.jpeg_quality,
+                )
+            )
+        self.arrival: str | None = None
+        self.jitter = (
+            PoseJitter(self.probes.pose_jitter_m, self.probes.pose_jitter_seed) if self.probes.jitter_enabled else None
+        )
+
+    @property
+    def episode(self) -> EpisodeContext:
+        if self._ctx is None:
+            raise RobodojoError("MoveEefAgent.turn before begin(episode)")
+        return self._ctx
+
+    def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
+        """Observe, make exactly one LLM call, act on the reply (or return an error to the model), and report."""
+        ctx = self.episode
+        obs = ctx.backend.observe(cameras=self.cameras)
+        self.conversation.add_observation(
+            observation_message(
+                instruction=ctx.instruction,
+                robot=ctx.robot,
+                obs=obs,
+                probes=self.probes,
+                arrival=self.arrival,
+                jpeg_quality=self.config.jpeg_quality,
+            )
+        )
+        request = self.conversation.request()
+        reply = llm.chat(request, self.tools, tool_choice=self.config.tool_choice)
+        self.conversation.add(_assistant_message(reply))
+
+        if not reply.tool_calls:
+            self.conversation.add({"role": "user", "content": NO_TOOL_CALL_TEXT})
+            return self._error(turn, request, reply, [NO_TOOL_CALL_TEXT])
+        if len(reply.tool_calls) > 1:
+            text = SEVERAL_TOOL_CALLS_TEXT.format(
+                n=len(reply.tool_calls), names=", ".join(c.name for c in reply.tool_calls)
+            )
+            for call in reply.tool_calls:
+                self._tool_result(call.id, text)
+            return self._error(turn, request, reply, [text] * len(reply.tool_calls))
+        call = reply.tool_calls[0]
+        try:
+            valid = validate_tool_call(call)
+        except ToolCallError as exc:
+            self._tool_result(call.id, str(exc))
+            return self._error(turn, request, reply, [str(exc)])
+
+        if valid.name == GIVE_UP:
+            self._tool_result(call.id, GIVE_UP_TEXT)
+            details = {"reason": valid.arguments["reason"], "hindsight": valid.arguments.get("hindsight", "")}
+            return TurnRecord(
+                turn=turn,
+                request=request,
+                reply=reply,
+                tool_results=[GIVE_UP_TEXT],
+                action=GIVE_UP,
+                gave_up=True,
+                details=details,
+            )
+
+        report, details = self._move(valid.arguments["targets"])
+        text = self.probes.text_to_model(report.tool_text, self.bounds)
+        self._tool_result(call.id, text)
+        details["note"] = valid.arguments.get("note", "")
+        return TurnRecord(
+            turn=turn,
+            request=request,
+            reply=reply,
+            tool_results=[text],
+            action="move_eef",
+            move=report,
+            details=details,
+        )
+
+    # -- helpers ------------------------------------------------------------------------------------------------
+    def _tool_result(self, call_id: str, text: str) -> None:
+        self.conversation.add({"role": "tool", "tool_call_id": call_id, "content": text})
+
+    def _error(self, turn: int, request: list[Message], reply: ChatReply, texts: list[str]) -> TurnRecord:
+        return TurnRecord(
+            turn=turn,
+            request=request,
+            reply=reply,
+            tool_results=texts,
+            action="error",
+            details={"error": texts[0]},
+        )
+
+    def _move(self, model_targets: Mapping[str, object]) -> tuple[MoveReport, dict[str, Any]]:
+        """Convert, optionally jitter, execute; remember the arrival check of an accepted move."""
+        ctx = self.episode
+        world_targets = self.probes.from_model(model_targets)
+        details: dict[str, Any] = {"targets": dict(model_targets), "world_targets": world_targets}
+        requested: dict[str, np.ndarray] = {}
+        if self.jitter is not None:
+            world_targets, requested, offsets = self._jittered(world_targets)
+            details["world_targets"] = world_targets
+            details["jitter_m"] = {arm: offset.tolist() for arm, offset in offsets.items()}
+        report = ctx.motion.move_eef(world_targets, is_success=ctx.is_success)
+        if report.accepted:
+            self.arrival = _arrival_text(report, requested) or None
+        return report, details
+
+    def _jittered(
+        self, world_targets: dict[str, object]
+    ) -> tuple[dict[str, object], dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Add one offset per arm whose target names a position; targets that do not parse are left to the server."""
+        assert self.jitter is not None
+        robot = self.episode.robot
+        state = self.episode.backend.observe(cameras=()).arms
+        try:
+            target = parse_move_eef(world_targets, robot, state)
+        except TargetError:
+            return world_targets, {}, {}
+        out = dict(world_targets)
+        requested, offsets = {}, {}
+        for arm, arm_target in target.arms.items():
+            if not any(f"{arm}_{axis}" in world_targets for axis in ("x", "y", "z")):
+                continue
+            offset = self.jitter.sample()
+            goal = np.array(arm_target.pos_m)
+            for i, axis in enumerate(("x", "y", "z")):
+                low, high = self.bounds[f"{arm}_{axis}"]
+                out[f"{arm}_{axis}"] = float(np.clip(goal[i] + offset[i], low, high))
+            requested[arm], offsets[arm] = goal, offset
+        return out, requested, offsets
+
+
+def _assistant_message(reply: ChatReply) -> Message:
+    message = reply.assistant_message()
+    if message["content"] is None and "tool_calls" not in message:
+        message["content"] = ""  # the chat API rejects an assistant message with neither content nor tool calls
+    return message
+
+
+def _arrival_text(report: MoveReport, requested: Mapping[str, np.ndarray]) -> str:
+    """The arrival check; under pose jitter positions are compared with what the model asked for."""
+    parts = []
+    for arm, r in report.arms.items():
+        if arm in requested:
+            pos_err_mm = float(np.linalg.norm(np.array(r.final_pos_m) - requested[arm])) * 1e3
+            parts.append(f"{arm} {pos_err_mm:.0f} mm and {r.rot_error_deg:.1f} deg away")
+        else:
+            parts.append(r.arrival_text)
+    return "; ".join(parts)

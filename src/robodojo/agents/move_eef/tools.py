@@ -1,0 +1,178 @@
+"""The move_eef and give_up tools: chat-completions schemas and the validation of one tool call.
+
+Validation covers the call's envelope (tool name, JSON, argument names and types); the targets themselves are
+validated by the motion server's parser (robodojo.motion.targets), whose messages go back to the model unchanged
+(coordinates transformed under negate_xyz). Every message ends with what did not happen. The messages:
+
+- ``unknown tool 'pick'; the tools are move_eef and give_up; nothing moved``
+- ``arguments of move_eef are not valid JSON (Expecting value: line 1 column 1 (char 0)); nothing moved``
+- ``arguments of move_eef must be a JSON object, got array; nothing moved``
+- ``move_eef needs 'targets' (an object mapping dimension names to numbers); nothing moved``
+- ``'targets' must be an object mapping dimension names to numbers, got string; nothing moved``
+- ``'note' must be a string, got number; nothing moved``
+- ``unexpected argument 'speed' for move_eef; its arguments are targets and note; nothing moved``
+- ``give_up needs 'reason' (a string); the episode continues`` (and the same shapes for give_up's other errors)
+- replies without exactly one tool call: :data:`NO_TOOL_CALL_TEXT`, :data:`SEVERAL_TOOL_CALLS_TEXT`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from robodojo.agents.llm.types import ToolCall, ToolSchema
+from robodojo.errors import InvalidCommandError
+
+MOVE_EEF = "move_eef"
+GIVE_UP = "give_up"
+TOOL_NAMES = (MOVE_EEF, GIVE_UP)
+
+NO_TOOL_CALL_TEXT = "Your reply called no tool; call exactly one tool per turn (move_eef or give_up); nothing moved"
+SEVERAL_TOOL_CALLS_TEXT = (
+    "Your reply called {n} tools ({names}); call exactly one tool per turn; none was executed and nothing moved"
+)
+GIVE_UP_TEXT = "give_up received: the episode ends here. It does not change the score."
+
+# Argument name -> (required, JSON type, description) per tool.
+_ARGUMENTS: dict[str, dict[str, tuple[bool, str, str]]] = {
+    MOVE_EEF: {
+        "targets": (True, "object", "an object mapping dimension names to numbers"),
+        "note": (False, "string", "a string"),
+    },
+    GIVE_UP: {
+        "reason": (True, "string", "a string"),
+        "hindsight": (False, "string", "a string"),
+    },
+}
+_CONSEQUENCE = {MOVE_EEF: "nothing moved", GIVE_UP: "the episode continues"}
+
+
+class ToolCallError(InvalidCommandError):
+    """A malformed tool call; nothing was executed."""
+
+
+@dataclass(frozen=True)
+class ValidCall:
+    """A tool call whose envelope passed validation."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def move_eef_schema(bounds: Mapping[str, tuple[float, float]]) -> ToolSchema:
+    """The move_eef tool; ``bounds`` are the dimension bounds as the model is told them (probe-transformed)."""
+    listed = ", ".join(f"{name} [{_fmt(lo)}, {_fmt(hi)}]" for name, (lo, hi) in bounds.items())
+    description = (
+        "Move the grasp point of one or both arms. Name only the world-frame dimensions you want to change; unnamed "
+        "dimensions keep their observed values, and naming dimensions of both arms moves them together. Units: "
+        "metres for x, y, z; degrees from a straight-down grasp for pitch_deg, roll_deg, yaw_deg; gripper 0 is closed "
+        f"and 1 is open. Bounds: {listed}. An invalid or unreachable target returns an error as the tool result and "
+        "does not move the robot; an accepted one returns the planned waypoints and duration, and the next "
+        "observation reports how close the grasp point landed."
+    )
+    properties = {
+        name: {"type": "number", "minimum": lo, "maximum": hi, "description": f"[{_fmt(lo)}, {_fmt(hi)}]"}
+        for name, (lo, hi) in bounds.items()
+    }
+    return {
+        "type": "function",
+        "function": {
+            "name": MOVE_EEF,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "targets": {
+                        "type": "object",
+                        "description": "Absolute targets for any non-empty subset of the dimensions.",
+                        "properties": properties,
+                        "additionalProperties": False,
+                        "minProperties": 1,
+                    },
+                    "note": {
+                        "type": "string",
+                        "description": "What you observe now and why you make this motion.",
+                    },
+                },
+                "required": ["targets"],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+def give_up_schema() -> ToolSchema:
+    return {
+        "type": "function",
+        "function": {
+            "name": GIVE_UP,
+            "description": (
+                "End the episode because you judge it unrecoverable. It does not declare success or change the score."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "reason": {"type": "string", "description": "Why the episode is unrecoverable."},
+                    "hindsight": {"type": "string", "description": "What would have been needed."},
+                },
+                "required": ["reason"],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+def tool_schemas(bounds: Mapping[str, tuple[float, float]]) -> list[ToolSchema]:
+    """Both tools, in the order the model sees them."""
+    return [move_eef_schema(bounds), give_up_schema()]
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a decoded value's type (for error texts)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def validate_tool_call(call: ToolCall) -> ValidCall:
+    """Check one call's name and arguments; raises ToolCallError with the message to return to the model."""
+    if call.name not in TOOL_NAMES:
+        raise ToolCallError(f"unknown tool {call.name!r}; the tools are {' and '.join(TOOL_NAMES)}; nothing moved")
+    spec, consequence = _ARGUMENTS[call.name], _CONSEQUENCE[call.name]
+    raw = call.arguments if call.arguments.strip() else "{}"
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ToolCallError(f"arguments of {call.name} are not valid JSON ({exc}); {consequence}") from None
+    if not isinstance(arguments, dict):
+        raise ToolCallError(
+            f"arguments of {call.name} must be a JSON object, got {json_type(arguments)}; {consequence}"
+        )
+    for key in arguments:
+        if key not in spec:
+            raise ToolCallError(
+                f"unexpected argument {key!r} for {call.name}; its arguments are {' and '.join(spec)}; {consequence}"
+            )
+    for key, (required, kind, what) in spec.items():
+        if key not in arguments:
+            if required:
+                raise ToolCallError(f"{call.name} needs {key!r} ({what}); {consequence}")
+            continue
+        if json_type(arguments[key]) != kind:
+            raise ToolCallError(f"{key!r} must be {what}, got {json_type(arguments[key])}; {consequence}")
+    return ValidCall(id=call.id, name=call.name, arguments=arguments)
