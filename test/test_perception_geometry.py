@@ -172,7 +172,8 @@ def test_back_projection_of_rendered_top_faces(dual_world):
 
 
 def test_triangulation_from_head_and_wrist_views(dual_world):
-    """Reach the wrist over an object, then triangulate its top corners from head + wrist pixels: median <= 3 mm."""
+    """Move a wrist just beyond an object (its camera looks back towards -y), then triangulate top-face points from
+    head + wrist pixels: median <= 3 mm."""
     from robodojo.motion.server import MotionServer
 
     errors = []
@@ -181,7 +182,10 @@ def test_triangulation_from_head_and_wrist_views(dual_world):
         truth = dual_world.privileged()
         target = truth.object_pos("target")
         arm = "left" if target[0] < 0 else "right"
-        MotionServer(dual_world).move_eef({f"{arm}_x": target[0], f"{arm}_y": target[1] - 0.1, f"{arm}_z": 1.0})
+        move = MotionServer(dual_world).move_eef(
+            {f"{arm}_x": target[0], f"{arm}_y": target[1] + 0.025, f"{arm}_z": 0.9}
+        )
+        assert move.accepted and move.arms[arm].reached, move.tool_text
         cams = _models(dual_world)
         wrist = cams[f"{arm}_wrist"]
         for p in _top_face_points(dual_world, "target", np.random.default_rng(seed)):

@@ -56,6 +56,42 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from robodojo.agents.episode import EpisodeSpec, run_episode
+    from robodojo.agents.llm.client import open_llm
+    from robodojo.agents.move_eef import MoveEefAgent, load_move_eef_config
+    from robodojo.sim.tasks import get_task
+    from robodojo.sim.world import EmbeddedWorld
+
+    config = load_move_eef_config()
+    probes = dataclasses.replace(
+        config.probes,
+        **{name: True for name in args.probe},
+        **({"pose_jitter_m": args.pose_jitter} if args.pose_jitter is not None else {}),
+        **({"demonstration": Path(args.demonstration)} if args.demonstration else {}),
+    )
+    horizon = config.image_horizon if args.image_horizon is None else args.image_horizon
+    config = dataclasses.replace(config, probes=probes, image_horizon=None if horizon == 0 else horizon)
+    spec = EpisodeSpec(task=args.task, seed=args.seed, variant=args.variant, llm_call_budget=args.budget)
+    world = EmbeddedWorld(get_task(args.task).robot)
+    try:
+        with open_llm(args.llm, base_url=args.base_url) as llm:
+            result = run_episode(world, MoveEefAgent(config), llm, spec, Path(args.out), model=llm.model)
+    finally:
+        world.close()
+    u = result.usage
+    print(
+        f"{args.task} seed {args.seed} ({args.variant}): {'success' if result.success else 'no success'}, "
+        f"score {result.score:.2f}, ended by {result.end_reason.value}\n"
+        f"  {result.llm_calls} LLM calls, {u.input_tokens} input tokens ({u.cached_input_tokens} cached), "
+        f"{u.output_tokens} output tokens, ${u.cost_usd:.4f}; {result.steps_used} env steps; "
+        f"{result.wall_time_s:.1f} s\n  record: {result.folder}/"
+    )
+    return 0 if result.success else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="robodojo", description="LLM agents on simulated and real dual-arm robots")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -67,6 +103,31 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--robot", default=None, help="only tasks for this robot")
     tasks.set_defaults(func=_cmd_tasks)
     sub.add_parser("robots", help="list the robot configurations").set_defaults(func=_cmd_robots)
+    run = sub.add_parser("run", help="run one agent episode in the embedded world and record it")
+    run.add_argument("--task", required=True)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--variant", default="standard", choices=("standard", "cluttered"))
+    run.add_argument("--agent", default="move_eef", choices=("move_eef",), help="the agent (code_cell: coming)")
+    run.add_argument(
+        "--llm",
+        required=True,
+        help="replay:FILE (offline, scripted replies), openai:MODEL (needs OPENAI_API_KEY), vllm:MODEL, "
+        "ollama:MODEL or llamacpp:MODEL",
+    )
+    run.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
+    run.add_argument("--budget", type=int, default=100, help="LLM-call budget (default 100)")
+    run.add_argument("--out", default="out/episodes", help="episode records go here (default out/episodes)")
+    run.add_argument("--image-horizon", type=int, default=None, help="observations keeping images (0: all)")
+    run.add_argument(
+        "--probe",
+        action="append",
+        default=[],
+        choices=("flip_vision_ud", "flip_vision_lr", "no_head_camera", "right_wrist_only", "negate_xyz"),
+        help="a seed-002 perturbation probe (repeatable)",
+    )
+    run.add_argument("--pose-jitter", type=float, default=None, help="mean per-move pose jitter [m]")
+    run.add_argument("--demonstration", default=None, help="folder of a recorded demonstration (one-shot)")
+    run.set_defaults(func=_cmd_run)
     render = sub.add_parser("render", help="render every camera of a task layout to PNG files")
     render.add_argument("--task", required=True)
     render.add_argument("--seed", type=int, default=0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ class CameraModel:
             self.name, self.K, np.asarray(T_world_cam, dtype=float), self.width, self.height, self.distortion
         )
 
-    @property
+    @cached_property
     def T_cam_world(self) -> Matrix:
         R, t = self.T_world_cam[:3, :3], self.T_world_cam[:3, 3]
         return transform(R.T, -R.T @ t)
@@ -75,7 +76,7 @@ class CameraModel:
     def position_m(self) -> NDArray[np.float64]:
         return self.T_world_cam[:3, 3].copy()
 
-    @property
+    @cached_property
     def has_distortion(self) -> bool:
         return bool(np.any(np.abs(self.distortion) > DISTORTION_EPS))
 

@@ -17,6 +17,7 @@ PARALLEL_COS = 1e-6  # |ray . z| below this: the ray runs parallel to a horizont
 MIN_RAY_ANGLE_DEG = 0.5  # rays closer than this in direction cannot fix depth
 MAX_REPROJECTION_PX = 10.0  # above this the pixels do not show one point
 REFINE_ITERATIONS = 10
+NUMERIC_STEP_M = 1e-6
 Pixel = tuple[float, float]  # (row, col)
 
 
@@ -138,13 +139,13 @@ def triangulate(views: Sequence[tuple[CameraModel, Pixel]]) -> Triangulation:
     if abs(X[3]) < 1e-12:
         return Triangulation(found=False, reason="the rays meet at infinity: the views do not overlap")
     p = X[:3] / X[3]
+    targets = np.array([(col, row) for _, (row, col) in views], dtype=float)
+    nudges = np.vstack([np.zeros(3), np.eye(3) * NUMERIC_STEP_M])
     for _ in range(REFINE_ITERATIONS):
-        r = _reprojection(views, p)
-        J = np.empty((len(r), 3))
-        for k in range(3):
-            dp = np.zeros(3)
-            dp[k] = 1e-6
-            J[:, k] = (_reprojection(views, p + dp) - r) / 1e-6
+        # The point and its three nudged copies projected in one call per view: residuals and a numeric Jacobian.
+        uv = np.stack([cam.project_uv(p + nudges)[0] for cam, _ in views])  # (views, 4, 2)
+        r = (uv[:, 0] - targets).ravel()
+        J = ((uv[:, 1:] - uv[:, :1]) / NUMERIC_STEP_M).transpose(0, 2, 1).reshape(-1, 3)
         step = np.linalg.lstsq(J, -r, rcond=None)[0]
         p = p + step
         if np.linalg.norm(step) < 1e-9:
