@@ -6,6 +6,10 @@ import json
 import subprocess
 import sys
 
+from robodojo import PACKAGE_ROOT
+
+REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
+
 
 def _robodojo(*args, timeout=300):
     return subprocess.run(
@@ -47,3 +51,40 @@ def test_render_writes_every_camera(tmp_path):
     result = _robodojo("render", "--task", "handover", "--variant", "cluttered", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert len(list(tmp_path.glob("handover_cluttered_seed0_*.png"))) == 3
+
+
+def test_run_replays_a_move_eef_episode_through_the_real_client(tmp_path):
+    """`robodojo run --llm replay:FILE`: the real openai client talks to the local replay server; the episode
+    solves the task through the motion server and leaves a complete record."""
+    result = _robodojo(
+        "run",
+        "--task",
+        "general_pickup",
+        "--seed",
+        "0",
+        "--agent",
+        "move_eef",
+        "--llm",
+        f"replay:{REPLAY}",
+        "--out",
+        str(tmp_path),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "success, score 1.00, ended by success" in result.stdout
+    (folder,) = tmp_path.iterdir()
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["success"] and metrics["end_reason"] == "success" and metrics["llm_calls"] == 4
+    assert metrics["input_tokens"] > 0 and metrics["steps_used"] > 0
+    requests = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    assert len(requests) == 4 and requests[0]["messages"][0]["role"] == "system"
+    assert any(
+        p.get("type") == "image_file"
+        for m in requests[-1]["messages"]
+        for p in m.get("content") or []
+        if isinstance(p, dict)
+    )
+
+
+def test_run_with_an_unknown_llm_spec_is_a_clean_error(tmp_path):
+    result = _robodojo("run", "--task", "general_pickup", "--llm", "gemini:pro", "--out", str(tmp_path))
+    assert result.returncode == 2 and result.stderr.startswith("robodojo: error:")
