@@ -88,3 +88,45 @@ def test_run_replays_a_move_eef_episode_through_the_real_client(tmp_path):
 def test_run_with_an_unknown_llm_spec_is_a_clean_error(tmp_path):
     result = _robodojo("run", "--task", "general_pickup", "--llm", "gemini:pro", "--out", str(tmp_path))
     assert result.returncode == 2 and result.stderr.startswith("robodojo: error:")
+
+
+def test_a_recorded_episode_serves_as_a_one_shot_demonstration(tmp_path):
+    from robodojo.agents.move_eef.probes import load_demonstration
+
+    assert (
+        _robodojo(
+            "run",
+            "--task",
+            "general_pickup",
+            "--seed",
+            "0",
+            "--llm",
+            f"replay:{REPLAY}",
+            "--out",
+            str(tmp_path / "demo"),
+        ).returncode
+        == 0
+    )
+    (recorded,) = (tmp_path / "demo").iterdir()
+    steps = load_demonstration(recorded)
+    assert len(steps) == 4 and all(len(s.pose) == 14 for s in steps)
+    assert set(steps[0].images) == {"head", "left_wrist", "right_wrist"} and steps[-1].images == {}
+    assert "move_eef" in steps[0].text
+    # Another layout with that demonstration: the first request carries it after the Goal message.
+    result = _robodojo(
+        "run",
+        "--task",
+        "general_pickup",
+        "--seed",
+        "0",
+        "--llm",
+        f"replay:{REPLAY}",
+        "--demonstration",
+        str(recorded),
+        "--out",
+        str(tmp_path / "shot"),
+    )
+    assert result.returncode == 0, result.stderr
+    (folder,) = (tmp_path / "shot").iterdir()
+    first = json.loads((folder / "requests.jsonl").read_text().splitlines()[0])["messages"]
+    assert len(first) >= 4 and "Goal" in json.dumps(first[1]) and "move_eef" in json.dumps(first[2])
