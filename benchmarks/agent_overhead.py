@@ -35,9 +35,9 @@ world (``EmbeddedWorld('dual_arx_x5')``, 3 cameras of 640x480):
    recorder and the runner's gap exclude each episode's last turn, after which the runner only closes the record.
    The same episode with image_horizon unlimited (seed 0) gives a second overhead row: its requests grow each turn.
    Also printed: the overhead by turn (the history grows), and the round trip of a one-line text request (no images,
-   no tools, as most tests send) to the replay server as shipped and with TCP_NODELAY set on its sockets (the
-   server writes the headers and the body of an answer separately; with Nagle's algorithm on, the body can wait for
-   the client's delayed ACK).
+   no tools, as most tests send) to the replay server with Nagle's algorithm on and with TCP_NODELAY (as shipped:
+   the server writes the headers and the body of an answer separately, and with Nagle's algorithm on the body
+   waits for the client's delayed ACK).
 
 2. Request size per turn over one ``--turns``-turn episode (seed 0), image_horizon 2 against unlimited (None), from
    the episodes of 1: the JSON body as sent (its Content-Length on the replay server) and estimated input tokens:
@@ -630,8 +630,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     slow, fast = round_trip[False], round_trip[True]
     print(
-        f"replay server round trip of a text-only request ({ROUND_TRIPS} calls): as shipped median "
-        f"{fmt(slow['median_ms'])} ms, with TCP_NODELAY on its socket {fmt(fast['median_ms'])} ms"
+        f"replay server round trip of a text-only request ({ROUND_TRIPS} calls): with Nagle's algorithm median "
+        f"{fmt(slow['median_ms'])} ms, with TCP_NODELAY (as shipped) {fmt(fast['median_ms'])} ms"
     )
     print(f"harness overhead median < {OVERHEAD_TARGET_MS:g} ms: {mark(ok)} ({fmt(harness['median_ms'])} ms)")
     print()

@@ -61,7 +61,9 @@ class EpisodeRecorder:
         self._requests = (folder / "requests.jsonl").open("a", encoding="utf-8")
         self._responses = (folder / "responses.jsonl").open("a", encoding="utf-8")
         self._turns = (folder / "turns.jsonl").open("a", encoding="utf-8")
-        self._images: set[str] = set()
+        # Data URL -> stored file. The history re-sends the same string objects every turn, and str caches its
+        # hash, so a repeated image costs a dict lookup instead of a base64 decode and a SHA-1.
+        self._stored: dict[str, str] = {}
 
     def _write_json(self, name: str, data: Any) -> None:
         tmp = self.folder / f".{name}.tmp"
@@ -85,11 +87,13 @@ class EpisodeRecorder:
             for part in content:
                 url = part.get("image_url", {}).get("url", "") if part.get("type") == "image_url" else ""
                 if url.startswith(DATA_URL_PREFIX):
-                    data = base64.b64decode(url[len(DATA_URL_PREFIX) :])
-                    name = f"images/{hashlib.sha1(data).hexdigest()[:16]}.jpg"
-                    if name not in self._images:
-                        (self.folder / name).write_bytes(data)
-                        self._images.add(name)
+                    name = self._stored.get(url)
+                    if name is None:
+                        data = base64.b64decode(url[len(DATA_URL_PREFIX) :])
+                        name = f"images/{hashlib.sha1(data).hexdigest()[:16]}.jpg"
+                        if not (self.folder / name).exists():
+                            (self.folder / name).write_bytes(data)
+                        self._stored[url] = name
                     parts.append({"type": "image_file", "file": name})
                 else:
                     parts.append(part)

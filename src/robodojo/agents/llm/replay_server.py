@@ -449,6 +449,9 @@ class ReplayServer:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    # Headers and body go out in separate writes; with Nagle's algorithm on, a small body then waits ~40 ms for the
+    # client's delayed ACK.
+    disable_nagle_algorithm = True
     replay: ReplayServer
     protocol_version = "HTTP/1.1"
 
