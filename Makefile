@@ -37,7 +37,7 @@ demo: setup
 	  --llm replay:examples/replay/general_pickup_seed0.yaml --out out/demo/episodes
 
 bench: setup
-	@shopt -s nullglob; failed=(); files=(benchmarks/*.py); \
+	@shopt -s nullglob; failed=(); files=(benchmarks/[!_]*.py); \
 	if (( $${#files[@]} == 0 )); then echo "no benchmarks in benchmarks/"; exit 0; fi; \
 	for f in "$${files[@]}"; do \
 	  echo "=== $$f"; \

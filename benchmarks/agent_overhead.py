@@ -63,7 +63,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
 import platform
 import sys
 import tempfile
@@ -77,6 +76,7 @@ from unittest import mock
 import cv2
 import numpy as np
 import openai.resources.chat.completions.completions as sdk_completions
+from _common import cpu_model, gl_renderer_string, mark, nproc, table
 
 import robodojo.agents.move_eef.agent as agent_module
 import robodojo.agents.move_eef.observation as observation_module
@@ -118,33 +118,6 @@ TOKENS_PER_MESSAGE, TOKENS_REPLY_PRIMING = 3, 3
 
 
 # -- machine -------------------------------------------------------------------------------------------------------
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def nproc() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 0
-
-
-def gl_renderer_string() -> str:
-    """GL_RENDERER / GL_VERSION of the current context (call right after a render)."""
-    try:
-        from OpenGL import GL
-
-        renderer = GL.glGetString(GL.GL_RENDERER)
-        version = GL.glGetString(GL.GL_VERSION)
-        return f"{renderer.decode()}, OpenGL {version.decode()}"
-    except Exception as exc:  # informational only
-        return f"unknown ({type(exc).__name__})"
 
 
 # -- timing --------------------------------------------------------------------------------------------------------
@@ -433,22 +406,6 @@ def stats_ms(samples_s: Sequence[float]) -> dict[str, float]:
 
 def fmt(v: float, digits: int = 2) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
-
-
-def mark(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def table(header: tuple[str, ...], rows: list[tuple[str, ...]], aligns: str) -> None:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(f"{c:{a}{w}}" for c, a, w in zip(cells, aligns, widths, strict=True)).rstrip()
-
-    print(line(header))
-    print(line(tuple("-" * w for w in widths)))
-    for row in rows:
-        print(line(row))
 
 
 def part_stats(turns: Sequence[Turn], names: Sequence[str]) -> dict[str, float]:

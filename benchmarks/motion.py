@@ -45,10 +45,8 @@ Run: ``make bench`` (every benchmark) or
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import math
-import os
 import platform
 import re
 import sys
@@ -64,6 +62,7 @@ import numpy as np
 import toppra
 import toppra.algorithm
 import toppra.constraint
+from _common import cpu_model, mark, nproc, table, version
 from numpy.typing import NDArray
 
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, rotation_angle_between
@@ -114,28 +113,6 @@ NEAR_LIMIT_RAD = 0.1  # a start this close to a joint limit counts as near it
 
 
 # -- machine -------------------------------------------------------------------------------------------------
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def nproc() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 0
-
-
-def version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 # -- reachable poses -----------------------------------------------------------------------------------------
@@ -541,20 +518,6 @@ def bench_arrival(robot_name: str, task: str, pools: dict[str, PosePool], moves:
 
 
 # -- report --------------------------------------------------------------------------------------------------
-def mark(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def table(header: tuple[str, ...], rows: list[tuple[str, ...]], aligns: str) -> None:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(f"{c:{a}{w}}" for c, a, w in zip(cells, aligns, widths, strict=True)).rstrip()
-
-    print(line(header))
-    print(line(tuple("-" * w for w in widths)))
-    for row in rows:
-        print(line(row))
 
 
 def print_failures(title: str, failures: dict[str, int], examples: dict[str, str]) -> None:

@@ -60,10 +60,8 @@ the default (200 layouts) takes about 2.5 minutes, ``--quick`` (40 layouts) abou
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import math
-import os
 import platform
 import re
 import subprocess
@@ -78,6 +76,7 @@ from typing import Any
 import cv2
 import mujoco
 import numpy as np
+from _common import cpu_model, mark, nproc, table, version
 from numpy.typing import NDArray
 
 from robodojo.motion.server import MotionServer
@@ -126,21 +125,6 @@ REASON_WORDS = 12
 
 
 # -- machine -------------------------------------------------------------------------------------------------------
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def nproc() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 0
 
 
 def git_commit() -> str:
@@ -154,13 +138,6 @@ def git_commit() -> str:
         return out.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-
-
-def version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 # -- ground truth --------------------------------------------------------------------------------------------------
@@ -656,22 +633,6 @@ def plain(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
-
-
-def mark(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
-def table(header: tuple[str, ...], rows: list[tuple[str, ...]], aligns: str) -> None:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(f"{c:{a}{w}}" for c, a, w in zip(cells, aligns, widths, strict=True)).rstrip()
-
-    print(line(header))
-    print(line(tuple("-" * w for w in widths)))
-    for row in rows:
-        print(line(row))
 
 
 def reason_key(reason: str) -> str:

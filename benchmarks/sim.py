@@ -30,7 +30,6 @@ import argparse
 import dataclasses
 import json
 import math
-import os
 import platform
 import sys
 import time
@@ -39,6 +38,7 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+from _common import cpu_model, gl_renderer_string, mark, nproc
 
 from robodojo.sim.render import select_gl_backend
 from robodojo.sim.settings import RenderSettings, SimSettings, load_sim_settings
@@ -57,33 +57,6 @@ Command = tuple[dict[str, np.ndarray], dict[str, float]]
 
 
 # -- machine -------------------------------------------------------------------------------------------------
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def nproc() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 0
-
-
-def gl_renderer_string() -> str:
-    """GL_RENDERER / GL_VERSION of the current context (call right after a render)."""
-    try:
-        from OpenGL import GL
-
-        renderer = GL.glGetString(GL.GL_RENDERER)
-        version = GL.glGetString(GL.GL_VERSION)
-        return f"{renderer.decode()}, OpenGL {version.decode()}"
-    except Exception as exc:  # informational only
-        return f"unknown ({type(exc).__name__})"
 
 
 # -- workload ------------------------------------------------------------------------------------------------
@@ -222,10 +195,6 @@ def render_desc(r: RenderSettings) -> str:
         f"MSAA {r.msaa_samples} samples, shadows {onoff[r.shadows]}, reflections {onoff[r.reflections]}, "
         f"skybox {onoff[r.skybox]}"
     )
-
-
-def mark(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def main(argv: list[str] | None = None) -> int:
