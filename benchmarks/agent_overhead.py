@@ -13,7 +13,7 @@ world (``EmbeddedWorld('dual_arx_x5')``, 3 cameras of 640x480):
    wrapped parts nested in it:
 
    (a) observation capture: ``EmbeddedWorld.observe`` with cameras (3 RGB renders plus the arm state);
-   (b) JPEG encodes: ``observation.jpeg_part`` (RGB->BGR, ``cv2.imencode`` quality 85, base64), 3 per turn;
+   (b) JPEG encodes: ``image_part`` (RGB->BGR, ``cv2.imencode`` quality 85, base64), 3 per turn;
    (c) message assembly: ``observation_message`` without (b) (state text, camera labels) and
        ``Conversation.request`` (the image horizon applied to the history);
    (d) the LLM call: ``LlmClient.chat`` with its parts ``build_request`` (the profile rewrite, a deep copy of the
@@ -80,11 +80,11 @@ from _common import cpu_model, gl_renderer_string, mark, nproc, table
 
 import robodojo.agents.move_eef.agent as agent_module
 import robodojo.agents.move_eef.observation as observation_module
+from robodojo.agents.conversation import Conversation
 from robodojo.agents.episode import EpisodeSpec, run_episode
 from robodojo.agents.llm.client import LlmClient, open_llm
 from robodojo.agents.llm.replay_server import _Handler
 from robodojo.agents.move_eef import MoveEefAgent, load_move_eef_config
-from robodojo.agents.move_eef.context import Conversation
 from robodojo.agents.move_eef.observation import state_values
 from robodojo.agents.recorder import DATA_URL_PREFIX, EpisodeRecorder
 from robodojo.motion.server import MotionServer
@@ -223,7 +223,7 @@ def instrumented(prof: Profiler) -> Iterator[None]:
         mock.patch.object(EmbeddedWorld, "observe", timed_observe),
         mock.patch.object(MoveEefAgent, "turn", timed_turn),
         mock.patch.object(_Handler, "do_POST", timed_post),
-        mock.patch.object(observation_module, "jpeg_part", prof.wrap(JPEG, observation_module.jpeg_part)),
+        mock.patch.object(observation_module, "image_part", prof.wrap(JPEG, observation_module.image_part)),
         mock.patch.object(agent_module, "observation_message", prof.wrap(OBS_TEXT, agent_module.observation_message)),
         mock.patch.object(Conversation, "request", prof.wrap(REQUEST, Conversation.request)),
         mock.patch.object(LlmClient, "chat", prof.wrap(CLIENT, LlmClient.chat)),

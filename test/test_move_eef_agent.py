@@ -13,11 +13,12 @@ import yaml
 
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.base import EpisodeContext, TurnRecord
+from robodojo.agents.conversation import OMITTED_IMAGE_TEXT, Conversation
+from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import ChatReply, Message, ToolCall, Usage
 from robodojo.agents.move_eef import MoveEefAgent, MoveEefConfig, Probes, load_move_eef_config
 from robodojo.agents.move_eef.agent import parse_move_eef_config
-from robodojo.agents.move_eef.context import OMITTED_IMAGE_TEXT, Conversation
-from robodojo.agents.move_eef.observation import jpeg_part, observation_message
+from robodojo.agents.move_eef.observation import observation_message
 from robodojo.agents.move_eef.probes import DemonstrationStep, load_demonstration, write_demonstration
 from robodojo.agents.move_eef.prompts import Embodiment
 from robodojo.agents.move_eef.tools import GIVE_UP_TEXT, NO_TOOL_CALL_TEXT
@@ -269,7 +270,7 @@ def test_observation_message_golden_synthetic(dual_world):
     assert parts[2]["type"] == parts[4]["type"] == "image_url" and len(parts) == 5
     image = decode(parts[2])
     assert image.shape == (8, 16, 3) and image[4, 2, 0] > 200 and image[4, 12, 0] < 50
-    assert parts[2] == jpeg_part(rgb, 90)
+    assert parts[2] == image_part(rgb, 90)
     # No move yet: no arrival line.
     message = observation_message(
         instruction="x", robot=dual_world.robot, obs=obs, probes=Probes(), arrival=None, jpeg_quality=90
@@ -559,8 +560,8 @@ def test_image_flips_transform_what_the_model_sees(dual_world, probes, flip):
     ]
     for name, part in zip(("head", "left_wrist", "right_wrist"), parts[2::2], strict=True):
         rendered = backend.last.camera(name).rgb
-        assert part == jpeg_part(np.ascontiguousarray(flip(rendered)), 85)
-        assert part != jpeg_part(rendered, 85)
+        assert part == image_part(np.ascontiguousarray(flip(rendered)), 85)
+        assert part != image_part(rendered, 85)
 
 
 @pytest.mark.parametrize(

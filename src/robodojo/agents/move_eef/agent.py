@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
+from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.types import ChatReply, Message
-from robodojo.agents.move_eef.context import Conversation
 from robodojo.agents.move_eef.observation import observation_message
 from robodojo.agents.move_eef.probes import (
     DEFAULT_JITTER_M,

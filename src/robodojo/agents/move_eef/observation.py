@@ -18,16 +18,11 @@ One user message per turn, content parts in this order:
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 
-import cv2
-import numpy as np
-from numpy.typing import NDArray
-
+from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import Message
 from robodojo.agents.move_eef.probes import Probes
-from robodojo.errors import RobodojoError
 from robodojo.motion.targets import SUFFIXES, observed_dimensions
 from robodojo.observation import Observation
 from robodojo.robots.config import RobotConfig
@@ -91,18 +86,6 @@ def camera_label(camera: str, step: int) -> str:
     return f"camera '{camera}' (step {step}):"
 
 
-def jpeg_part(rgb: NDArray[np.uint8], quality: int = 85) -> Message:
-    """An OpenAI chat ``image_url`` content part with ``rgb`` (HxWx3 uint8) as a base64 JPEG data URL."""
-    image = np.asarray(rgb)
-    if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
-        raise RobodojoError(f"jpeg_part needs an HxWx3 uint8 image, got {image.dtype} {image.shape}")
-    ok, buffer = cv2.imencode(".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
-    if not ok:
-        raise RobodojoError("JPEG encoding failed")
-    url = "data:image/jpeg;base64," + base64.b64encode(buffer.tobytes()).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": url}}
-
-
 def observation_message(
     *,
     instruction: str,
@@ -117,5 +100,5 @@ def observation_message(
     content: list[Message] = [{"type": "text", "text": observation_text(instruction, model_state, robot, obs, arrival)}]
     for name, frame in obs.cameras.items():
         content.append({"type": "text", "text": camera_label(name, obs.step)})
-        content.append(jpeg_part(probes.transform_image(frame.rgb), jpeg_quality))
+        content.append(image_part(probes.transform_image(frame.rgb), jpeg_quality))
     return {"role": "user", "content": content}

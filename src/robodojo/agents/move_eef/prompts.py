@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import Message
-from robodojo.agents.move_eef.observation import format_dimension, jpeg_part
+from robodojo.agents.move_eef.observation import format_dimension
 from robodojo.agents.move_eef.probes import DemonstrationStep, Probes
 from robodojo.robots.config import RobotConfig
 
@@ -142,5 +143,5 @@ def demonstration_message(
         if with_images:
             for camera, rgb in step.images.items():
                 content.append({"type": "text", "text": f"demonstration step {i}, camera '{camera}':"})
-                content.append(jpeg_part(probes.transform_image(rgb), jpeg_quality))
+                content.append(image_part(probes.transform_image(rgb), jpeg_quality))
     return {"role": "user", "content": content}
