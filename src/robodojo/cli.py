@@ -57,13 +57,44 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from robodojo.agents.episode import EpisodeSpec, run_episode
     from robodojo.agents.llm.client import open_llm
-    from robodojo.agents.move_eef import MoveEefAgent, load_move_eef_config
     from robodojo.sim.tasks import get_task
     from robodojo.sim.world import EmbeddedWorld
+
+    spec = EpisodeSpec(task=args.task, seed=args.seed, variant=args.variant, llm_call_budget=args.budget)
+    world = EmbeddedWorld(get_task(args.task).robot)
+    try:
+        with open_llm(args.llm, base_url=args.base_url) as llm:
+            agent = _make_agent(args)
+            try:
+                result = run_episode(world, agent, llm, spec, Path(args.out), model=llm.model)
+            finally:
+                getattr(agent, "close", lambda: None)()
+    finally:
+        world.close()
+    u = result.usage
+    print(
+        f"{args.task} seed {args.seed} ({args.variant}), agent {args.agent}: "
+        f"{'success' if result.success else 'no success'}, score {result.score:.2f}, "
+        f"ended by {result.end_reason.value}\n"
+        f"  {result.llm_calls} LLM calls, {u.input_tokens} input tokens ({u.cached_input_tokens} cached), "
+        f"{u.output_tokens} output tokens, ${u.cost_usd:.4f}; {result.steps_used} env steps; "
+        f"{result.wall_time_s:.1f} s\n  record: {result.folder}/"
+    )
+    return 0 if result.success else 1
+
+
+def _make_agent(args: argparse.Namespace):
+    import dataclasses
+
+    if args.agent == "code_cell":
+        from robodojo.agents.code_cell.agent import CodeCellAgent
+
+        horizon = args.image_horizon
+        return CodeCellAgent() if horizon is None else CodeCellAgent(image_horizon=horizon or None)
+
+    from robodojo.agents.move_eef import MoveEefAgent, load_move_eef_config
 
     config = load_move_eef_config()
     probes = dataclasses.replace(
@@ -73,23 +104,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         **({"demonstration": Path(args.demonstration)} if args.demonstration else {}),
     )
     horizon = config.image_horizon if args.image_horizon is None else args.image_horizon
-    config = dataclasses.replace(config, probes=probes, image_horizon=None if horizon == 0 else horizon)
-    spec = EpisodeSpec(task=args.task, seed=args.seed, variant=args.variant, llm_call_budget=args.budget)
-    world = EmbeddedWorld(get_task(args.task).robot)
-    try:
-        with open_llm(args.llm, base_url=args.base_url) as llm:
-            result = run_episode(world, MoveEefAgent(config), llm, spec, Path(args.out), model=llm.model)
-    finally:
-        world.close()
-    u = result.usage
-    print(
-        f"{args.task} seed {args.seed} ({args.variant}): {'success' if result.success else 'no success'}, "
-        f"score {result.score:.2f}, ended by {result.end_reason.value}\n"
-        f"  {result.llm_calls} LLM calls, {u.input_tokens} input tokens ({u.cached_input_tokens} cached), "
-        f"{u.output_tokens} output tokens, ${u.cost_usd:.4f}; {result.steps_used} env steps; "
-        f"{result.wall_time_s:.1f} s\n  record: {result.folder}/"
-    )
-    return 0 if result.success else 1
+    return MoveEefAgent(dataclasses.replace(config, probes=probes, image_horizon=None if horizon == 0 else horizon))
+
+
+def _cmd_api(args: argparse.Namespace) -> int:
+    from robodojo.agents.code_cell.robo import robo_api_reference
+
+    print(robo_api_reference(args.robot))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--task", required=True)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--variant", default="standard", choices=("standard", "cluttered"))
-    run.add_argument("--agent", default="move_eef", choices=("move_eef",), help="the agent (code_cell: coming)")
+    run.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell"))
     run.add_argument(
         "--llm",
         required=True,
@@ -128,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--pose-jitter", type=float, default=None, help="mean per-move pose jitter [m]")
     run.add_argument("--demonstration", default=None, help="folder of a recorded demonstration (one-shot)")
     run.set_defaults(func=_cmd_run)
+    api = sub.add_parser("api", help="print the robo API reference the code-cell agent's model sees")
+    api.add_argument("--robot", default="dual_arx_x5")
+    api.set_defaults(func=_cmd_api)
     render = sub.add_parser("render", help="render every camera of a task layout to PNG files")
     render.add_argument("--task", required=True)
     render.add_argument("--seed", type=int, default=0)

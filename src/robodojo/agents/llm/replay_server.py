@@ -238,15 +238,43 @@ class ReplayScript:
 
     @staticmethod
     def load(path: str | Path) -> ReplayScript:
-        """Read a YAML or JSON script file (JSON is YAML); errors name the file and the entry."""
+        """Read a YAML or JSON script file (JSON is YAML), or a Python file of code cells (see
+        :func:`cells_script`); errors name the file and the entry."""
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"replay script not found: {path}")
+        if path.suffix == ".py":
+            return ReplayScript.parse(cells_script(path.read_text()), str(path))
         try:
             data = yaml.safe_load(path.read_text())
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML or JSON: {exc}") from None
         return ReplayScript.parse(data, str(path))
+
+
+CELL_MARKER = "# %%"
+
+
+def cells_script(source: str) -> list[dict[str, Any]]:
+    """Replies that run a Python file's cells one per turn with the code-cell agent's python tool, then finish.
+
+    Cells are separated by lines starting with ``# %%`` (the convention of Jupytext and editors); text before the
+    first marker is a header and is not sent. The finish summary is the first marker's text, if any.
+    """
+    cells: list[list[str]] = []
+    for line in source.splitlines():
+        if line.startswith(CELL_MARKER):
+            cells.append([])
+        elif cells:
+            cells[-1].append(line)
+    codes = ["\n".join(c).strip("\n") for c in cells if "\n".join(c).strip()]
+    replies: list[dict[str, Any]] = [
+        {"content": None, "tool_calls": [{"name": "python", "arguments": {"code": code}}]} for code in codes
+    ]
+    replies.append(
+        {"content": None, "tool_calls": [{"name": "finish", "arguments": {"status": "success", "summary": "done"}}]}
+    )
+    return replies
 
 
 def _text_of(content: Any) -> tuple[str, int]:

@@ -1,0 +1,163 @@
+"""The code-cell agent (seed 000, PyRUA-Lean): the model writes Python cells against ``robo``.
+
+Each turn is one LLM call. A python(code) call runs the cell in the sandboxed kernel (a separate process that reaches
+the robot only through RPC to this process, where :class:`~robodojo.agents.code_cell.robo.Robo` executes it); the
+tool result is only what the cell printed, its last expression's repr, its traceback, and a notice if a limit was hit;
+images queued with robo.show() follow as a user message. finish(status, summary) ends the episode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
+from robodojo.agents.code_cell.kernel import CellResult, EpisodeOver, Kernel, KernelLimits
+from robodojo.agents.code_cell.prompts import goal_message, system_message
+from robodojo.agents.code_cell.robo import (
+    ROBO_CONSTANTS,
+    Robo,
+    call_robo,
+    robo_api_methods,
+    robo_api_properties,
+    robo_api_reference,
+)
+from robodojo.agents.code_cell.tools import FINISH, TOOLS, ToolCallError, validate_tool_call
+from robodojo.agents.conversation import Conversation
+from robodojo.agents.llm.client import image_part
+from robodojo.agents.llm.types import ChatReply, Message
+
+NO_TOOL_CALL_TEXT = "Your reply called no tool; call exactly one tool per turn (python or finish); nothing ran"
+SEVERAL_TOOL_CALLS_TEXT = "Your reply called {n} tools; call exactly one tool per turn; none was run"
+NO_OUTPUT_TEXT = "(the cell printed nothing and ended without a value)"
+IMAGE_HORIZON = 2  # turns whose robo.show() images stay in the context
+JPEG_QUALITY = 85
+LIMIT_TEXTS = {
+    "wall_time": "the cell exceeded the wall-clock limit",
+    "cpu_time": "the cell exceeded the CPU-time limit",
+    "memory": "the cell exceeded the memory limit",
+    "output": "the cell's output exceeded the output limit",
+    "crashed": "the kernel process exited",
+}
+
+
+def cell_result_text(result: CellResult) -> str:
+    """What the model gets back from a cell: printed output, result, traceback, limit notices; nothing else."""
+    sections = []
+    if result.stdout:
+        sections.append(result.stdout.rstrip("\n"))
+    if result.stderr:
+        sections.append(f"[stderr]\n{result.stderr.rstrip()}")
+    if result.result_repr is not None:
+        sections.append(result.result_repr)
+    if result.error:
+        sections.append(result.error.rstrip())
+    if result.limit:
+        notice = LIMIT_TEXTS.get(result.limit, f"limit: {result.limit}")
+        if result.namespace_reset:
+            notice += "; the kernel was restarted and your namespace was reset (define your helpers again)"
+        sections.append(f"[{notice}; the robot holds still]")
+    if result.episode_ended:
+        sections.append("[the episode is over: the env step budget is used up]")
+    return "\n".join(sections) if sections else NO_OUTPUT_TEXT
+
+
+class CodeCellAgent:
+    """python(code) + finish(status, summary) over a sandboxed kernel and the robo API."""
+
+    name = "code_cell"
+
+    def __init__(
+        self,
+        *,
+        image_horizon: int | None = IMAGE_HORIZON,
+        jpeg_quality: int = JPEG_QUALITY,
+        kernel_limits: KernelLimits | None = None,
+    ) -> None:
+        self.image_horizon = image_horizon
+        self.jpeg_quality = jpeg_quality
+        self.kernel_limits = kernel_limits
+        self.kernel: Kernel | None = None
+
+    def begin(self, episode: EpisodeContext) -> None:
+        self.close()
+        self.episode = episode
+        self.robo = Robo(episode)
+        properties = {**robo_api_properties(), **{name: f"robo.{name}" for name in ROBO_CONSTANTS}}
+        self.kernel = Kernel(self._dispatch, api=robo_api_methods(), properties=properties, limits=self.kernel_limits)
+        self.kernel.start()
+        self.conversation = Conversation(self.image_horizon)
+        label = f"robodojo-{episode.robot.name.replace('_', '-')}"
+        self.conversation.add(
+            system_message(episode, robo_api_reference(episode.robot), self.kernel.limits.wall_s, label)
+        )
+        self.conversation.add(goal_message(episode))
+
+    def _dispatch(self, method: str, args: tuple, kwargs: dict) -> Any:
+        """Runs a robo call from the kernel. Motion calls end the cell once the env step budget is used up."""
+        if self.episode.backend.steps_left <= 0 and method in ("move_to", "grasp", "release", "home"):
+            raise EpisodeOver("the env step budget is used up")
+        return call_robo(self.robo, method, args, kwargs)
+
+    def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
+        request = self.conversation.request()
+        reply = llm.chat(request, TOOLS, tool_choice="required")
+        self.conversation.add(_assistant_message(reply))
+        if not reply.tool_calls:
+            self.conversation.add({"role": "user", "content": NO_TOOL_CALL_TEXT})
+            return self._error(turn, request, reply, [NO_TOOL_CALL_TEXT])
+        if len(reply.tool_calls) > 1:
+            text = SEVERAL_TOOL_CALLS_TEXT.format(n=len(reply.tool_calls))
+            for call in reply.tool_calls:
+                self._tool_result(call.id, text)
+            return self._error(turn, request, reply, [text] * len(reply.tool_calls))
+        call = reply.tool_calls[0]
+        try:
+            valid = validate_tool_call(call)
+        except ToolCallError as exc:
+            self._tool_result(call.id, str(exc))
+            return self._error(turn, request, reply, [str(exc)])
+        if valid.name == FINISH:
+            text = (
+                f"finish received ({valid.arguments['status']}): the episode ends here. It does not change the score."
+            )
+            self._tool_result(call.id, text)
+            return TurnRecord(turn, request, reply, [text], FINISH, finished=True, details=dict(valid.arguments))
+
+        assert self.kernel is not None
+        result = self.kernel.run_cell(valid.arguments["code"])
+        text = cell_result_text(result)
+        self._tool_result(call.id, text)
+        shown = self.robo.take_shown()
+        if shown:
+            parts: list[dict] = [{"type": "text", "text": "Images from robo.show():"}]
+            for camera, rgb in shown:
+                parts.append({"type": "text", "text": f"camera '{camera}':"})
+                parts.append(image_part(rgb, self.jpeg_quality))
+            self.conversation.add_observation({"role": "user", "content": parts})
+        details = {
+            "code": valid.arguments["code"],
+            "limit": result.limit,
+            "namespace_reset": result.namespace_reset,
+            "cell_wall_s": result.wall_s,
+            "rpc_calls": result.rpc_calls,
+            "images_shown": [camera for camera, _ in shown],
+        }
+        return TurnRecord(turn, request, reply, [text], "python", details=details)
+
+    def close(self) -> None:
+        if self.kernel is not None:
+            self.kernel.close()
+            self.kernel = None
+
+    def _tool_result(self, call_id: str, text: str) -> None:
+        self.conversation.add({"role": "tool", "tool_call_id": call_id, "content": text})
+
+    def _error(self, turn: int, request: list[Message], reply: ChatReply, texts: list[str]) -> TurnRecord:
+        return TurnRecord(turn, request, reply, texts, "error", details={"error": texts[0]})
+
+
+def _assistant_message(reply: ChatReply) -> Message:
+    message = reply.assistant_message()
+    if message["content"] is None and "tool_calls" not in message:
+        message["content"] = ""
+    return message

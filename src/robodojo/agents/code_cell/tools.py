@@ -1,0 +1,83 @@
+"""The code-cell agent's tools: python(code) and finish(status, summary), and validation of the model's calls."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from robodojo.agents.llm.types import ToolCall
+from robodojo.errors import InvalidCommandError
+
+PYTHON, FINISH = "python", "finish"
+FINISH_STATUSES = ("success", "failure")
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": PYTHON,
+            "description": "Run a Python cell in the persistent namespace (robo, np, math predefined). Returns what "
+            "the cell printed, the repr of its last expression, its traceback if it raised, and the images queued "
+            "with robo.show(camera).",
+            "parameters": {
+                "type": "object",
+                "properties": {"code": {"type": "string", "description": "Python source of the cell"}},
+                "required": ["code"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": FINISH,
+            "description": "End the episode: status 'success' if you believe the task is done, 'failure' if it "
+            "cannot be done. It does not change the score; the environment judges success.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "status": {"type": "string", "enum": list(FINISH_STATUSES)},
+                    "summary": {"type": "string", "description": "what was done, or why it cannot be done"},
+                },
+                "required": ["status", "summary"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
+
+
+class ToolCallError(InvalidCommandError):
+    """A malformed tool call; nothing ran."""
+
+
+@dataclass(frozen=True)
+class ValidCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+def validate_tool_call(call: ToolCall) -> ValidCall:
+    """Check one call; raises ToolCallError with the text to return to the model."""
+    if call.name not in (PYTHON, FINISH):
+        raise ToolCallError(f"unknown tool {call.name!r}; the tools are python and finish; nothing ran")
+    try:
+        args = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as exc:
+        raise ToolCallError(f"arguments of {call.name} are not valid JSON ({exc}); nothing ran") from None
+    if not isinstance(args, dict):
+        raise ToolCallError(f"arguments of {call.name} must be a JSON object; nothing ran")
+    if call.name == PYTHON:
+        if not isinstance(args.get("code"), str):
+            raise ToolCallError("python needs 'code' (a string of Python source); nothing ran")
+        extra = set(args) - {"code"}
+    else:
+        if args.get("status") not in FINISH_STATUSES:
+            raise ToolCallError(f"finish needs 'status': one of {', '.join(FINISH_STATUSES)}; the episode continues")
+        if not isinstance(args.get("summary", ""), str):
+            raise ToolCallError("finish 'summary' must be a string; the episode continues")
+        extra = set(args) - {"status", "summary"}
+    if extra:
+        raise ToolCallError(f"unexpected argument {sorted(extra)[0]!r} for {call.name}; nothing ran")
+    return ValidCall(call.name, args)

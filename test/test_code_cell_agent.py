@@ -1,0 +1,169 @@
+"""The code-cell agent: cells through the real kernel and robo, tool texts, malformed replies, limits, finish."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from robodojo import PACKAGE_ROOT
+from robodojo.agents.base import EpisodeContext
+from robodojo.agents.code_cell.agent import NO_TOOL_CALL_TEXT, CodeCellAgent, cell_result_text
+from robodojo.agents.code_cell.kernel import CellResult, load_kernel_config
+from robodojo.agents.code_cell.robo import robo_api_methods
+from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
+from robodojo.motion.server import MotionServer
+
+CELLS = PACKAGE_ROOT / "examples" / "cells" / "general_pickup.py"
+
+
+def _reply(*calls: tuple[str, object]) -> ChatReply:
+    tool_calls = tuple(
+        ToolCall(f"call_{i}", name, args if isinstance(args, str) else json.dumps(args))
+        for i, (name, args) in enumerate(calls)
+    )
+    return ChatReply(None, tool_calls, Usage(10, 0, 5, 0.0), "scripted", "tool_calls", 0.0, 1)
+
+
+class Caller:
+    """Scripted replies (the real client and replay server are covered by test_llm_client and the CLI test)."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.requests = []
+
+    def chat(self, messages, tools, *, tool_choice="required"):
+        self.requests.append(messages)
+        return self.replies.pop(0)
+
+
+@pytest.fixture
+def agent(dual_world):
+    dual_world.reset("general_pickup", seed=0)
+    truth = dual_world.privileged()
+    ctx = EpisodeContext(
+        task="general_pickup",
+        instruction=dual_world.instruction,
+        recipe=dual_world.task.recipe_text(),
+        robot=dual_world.robot,
+        backend=dual_world,
+        motion=MotionServer(dual_world),
+        is_success=truth.success,
+        llm_call_budget=100,
+    )
+    limits, _ = load_kernel_config()
+    agent = CodeCellAgent(kernel_limits=dataclasses.replace(limits, wall_s=1.0))
+    agent.begin(ctx)
+    yield agent
+    agent.close()
+
+
+def test_system_message_carries_the_generated_api_reference(agent):
+    system = agent.conversation.history[0]["content"]
+    assert all(f"robo.{name}(" in system for name in robo_api_methods())
+    assert "python(code)" in system and agent.conversation.history[1]["content"].startswith("Goal: Pick up the")
+
+
+def test_a_cell_runs_with_the_robot_and_keeps_its_namespace(agent, dual_world):
+    caller = Caller(
+        [
+            _reply(("python", {"code": "s = robo.state()\nprint(round(s.left.tcp_pos[2], 2))\nrobo.steps_left"})),
+            _reply(("python", {"code": "robo.show('head')\nround(s.right.gripper, 2)"})),
+        ]
+    )
+    first = agent.turn(caller, 1)
+    assert first.action == "python" and first.tool_results[0] == f"0.9\n{dual_world.steps_left}"
+    second = agent.turn(caller, 2)
+    assert second.tool_results[0] == "1.0" and second.details["images_shown"] == ["head"]
+    images = agent.conversation.history[-1]["content"]
+    assert images[0]["text"] == "Images from robo.show():" and images[2]["type"] == "image_url"
+
+
+def test_malformed_replies_run_nothing(agent, dual_world):
+    before = dual_world.data.qpos.copy(), dual_world.step_count
+    caller = Caller(
+        [
+            ChatReply("I will think first", (), Usage(), "scripted", "stop", 0.0, 1),
+            _reply(("python", {"code": "robo.home()"}), ("python", {"code": "robo.home()"})),
+            _reply(("shell", {"cmd": "ls"})),
+            _reply(("python", "{not json")),
+            _reply(("python", {"source": "robo.home()"})),
+            _reply(("finish", {"status": "maybe"})),
+        ]
+    )
+    texts = [agent.turn(caller, t).tool_results[0] for t in range(1, 7)]
+    assert texts[0] == NO_TOOL_CALL_TEXT
+    assert texts[1] == "Your reply called 2 tools; call exactly one tool per turn; none was run"
+    assert texts[2] == "unknown tool 'shell'; the tools are python and finish; nothing ran"
+    assert texts[3].startswith("arguments of python are not valid JSON")
+    assert texts[4] == "python needs 'code' (a string of Python source); nothing ran"
+    assert texts[5] == "finish needs 'status': one of success, failure; the episode continues"
+    np.testing.assert_array_equal(dual_world.data.qpos, before[0])
+    assert dual_world.step_count == before[1]
+
+
+def test_a_cell_that_loops_hits_the_limit_and_the_robot_holds_still(agent, dual_world):
+    steps = dual_world.step_count
+    record = agent.turn(Caller([_reply(("python", {"code": "x = 1\nwhile True:\n    pass"}))]), 1)
+    text = record.tool_results[0]
+    assert "wall-clock limit" in text and "namespace was reset" in text and "the robot holds still" in text
+    assert dual_world.step_count == steps
+    after = agent.turn(Caller([_reply(("python", {"code": "'x' in dir()"}))]), 2)
+    assert after.tool_results[0] == "False"  # a fresh namespace
+
+
+def test_finish_ends_the_episode(agent):
+    record = agent.turn(Caller([_reply(("finish", {"status": "failure", "summary": "cannot see it"}))]), 1)
+    assert record.finished and record.action == "finish"
+
+
+def test_cell_result_text_sections():
+    result = CellResult(
+        ok=False,
+        stdout="hello\n",
+        stderr="warn",
+        result_repr=None,
+        error="Traceback ...\nValueError: bad",
+        limit=None,
+        namespace_reset=False,
+        episode_ended=False,
+        wall_s=0.1,
+        rpc_calls=2,
+    )
+    assert cell_result_text(result) == "hello\n[stderr]\nwarn\nTraceback ...\nValueError: bad"
+    empty = dataclasses.replace(result, stdout="", stderr="", error="", ok=True)
+    assert cell_result_text(empty) == "(the cell printed nothing and ended without a value)"
+
+
+def test_scripted_cells_solve_general_pickup_through_the_cli(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "robodojo.cli",
+            "run",
+            "--task",
+            "general_pickup",
+            "--seed",
+            "0",
+            "--agent",
+            "code_cell",
+            "--llm",
+            f"replay:{CELLS}",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = tmp_path.iterdir()
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["success"] and metrics["end_reason"] == "success"
+    turns = [json.loads(line) for line in (folder / "turns.jsonl").read_text().splitlines()]
+    assert all(t["action"] == "python" for t in turns) and "robo.grasp" in turns[-1]["details"]["code"]
