@@ -35,6 +35,8 @@ demo: setup
 	$(VENV)/bin/robodojo demo --out out/demo
 	$(VENV)/bin/robodojo run --task general_pickup --seed 0 --agent move_eef \
 	  --llm replay:examples/replay/general_pickup_seed0.yaml --out out/demo/episodes
+	$(VENV)/bin/robodojo run --task general_pickup --seed 0 --agent code_cell \
+	  --llm replay:examples/cells/general_pickup.py --out out/demo/episodes
 
 bench: setup
 	@shopt -s nullglob; failed=(); files=(benchmarks/[!_]*.py); \
