@@ -114,6 +114,59 @@ def _cmd_api(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from robodojo.agents.compare import (
+        AGENTS,
+        format_summary,
+        outcome_line,
+        parse_seeds,
+        parse_tasks,
+        run_compare,
+        summarize,
+        write_report,
+    )
+    from robodojo.errors import ConfigError
+
+    given = {"move_eef": args.move_eef_llm or args.llm, "code_cell": args.code_cell_llm or args.llm}
+    if not all(given.values()):
+        raise ConfigError("give --llm SPEC for both agents, or --move-eef-llm SPEC and --code-cell-llm SPEC")
+    if args.budget < 1:
+        raise ConfigError(f"--budget must be at least 1, got {args.budget}")
+    tasks, seeds, out = parse_tasks(args.tasks), parse_seeds(args.seeds), Path(args.out)
+    specs = {agent: given[agent] for agent in AGENTS}
+    print(
+        f"comparing {', '.join(AGENTS)} on {', '.join(tasks)}, seeds {args.seeds} ({args.variant}), "
+        f"LLM-call budget {args.budget}",
+        flush=True,
+    )
+    for agent, spec in specs.items():
+        print(f"  {agent:9s} --llm {spec}")
+    outcomes = run_compare(
+        tasks,
+        seeds,
+        specs,
+        out,
+        variant=args.variant,
+        budget=args.budget,
+        base_url=args.base_url,
+        progress=lambda o: print(outcome_line(o), flush=True),
+    )
+    summary = summarize(outcomes, AGENTS)
+    print()
+    print(format_summary(summary))
+    request = {
+        "tasks": tasks,
+        "seeds": seeds,
+        "variant": args.variant,
+        "llm": specs,
+        "budget": args.budget,
+        "out": str(out),
+    }
+    write_report(out / "compare.json", outcomes, summary, request)
+    print(f"\nreport: {out / 'compare.json'}; episode records under {out / 'episodes'}/")
+    return 0 if any(o.ran for o in outcomes) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="robodojo", description="LLM agents on simulated and real dual-arm robots")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -150,6 +203,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--pose-jitter", type=float, default=None, help="mean per-move pose jitter [m]")
     run.add_argument("--demonstration", default=None, help="folder of a recorded demonstration (one-shot)")
     run.set_defaults(func=_cmd_run)
+    compare = sub.add_parser("compare", help="run both agents on the same tasks and seeds and compare their costs")
+    compare.add_argument("--tasks", required=True, help="task names separated by commas, e.g. general_pickup,handover")
+    compare.add_argument("--seeds", default="0-4", help="seeds and ranges, e.g. 0-4 or 0,2,5-7 (default 0-4)")
+    compare.add_argument("--variant", default="standard", choices=("standard", "cluttered"))
+    compare.add_argument(
+        "--llm", default=None, help="LLM spec for both agents (as for run); {task} and {seed} are filled per episode"
+    )
+    compare.add_argument("--move-eef-llm", default=None, help="LLM spec for the move_eef agent (overrides --llm)")
+    compare.add_argument("--code-cell-llm", default=None, help="LLM spec for the code_cell agent (overrides --llm)")
+    compare.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
+    compare.add_argument("--budget", type=int, default=100, help="LLM-call budget per episode (default 100)")
+    compare.add_argument("--out", default="out/compare", help="compare.json and episodes/ (default out/compare)")
+    compare.set_defaults(func=_cmd_compare)
     api = sub.add_parser("api", help="print the robo API reference the code-cell agent's model sees")
     api.add_argument("--robot", default="dual_arx_x5")
     api.set_defaults(func=_cmd_api)

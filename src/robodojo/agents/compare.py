@@ -1,0 +1,374 @@
+"""Compare the move_eef and code-cell agents on the same tasks and seeds (``robodojo compare``).
+
+Both agents run every (task, seed) of the request in the embedded world, each with its own LLM spec. A spec may hold
+``{task}`` and ``{seed}`` placeholders, filled per episode, so that offline replay scripts can be given per episode:
+
+    robodojo compare --tasks general_pickup --seeds 0 \\
+        --move-eef-llm 'replay:examples/replay/{task}_seed{seed}.yaml' --code-cell-llm 'replay:examples/cells/{task}.py'
+
+A replay spec whose file does not exist is not an error: that episode is reported as "skipped: no script" and left
+out. The summary has, per agent, the episodes run, the successes and the success rate; and, on the episodes both
+agents solved (the same task, seed and variant), the mean LLM calls, input tokens (and cached), output tokens and
+cost per solved episode of each agent and the ratio code_cell / move_eef (seed 000's metric: cost per solved episode,
+on the episodes both solved, so that neither agent's mean is taken over easier episodes than the other's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robodojo.agents.episode import DEFAULT_LLM_CALL_BUDGET, EpisodeSpec, run_episode
+from robodojo.errors import ConfigError
+
+AGENTS = ("move_eef", "code_cell")
+VARIANTS = ("standard", "cluttered")
+PLACEHOLDERS = ("{task}", "{seed}")
+METRICS = ("llm_calls", "input_tokens", "cached_input_tokens", "output_tokens", "cost_usd")
+METRIC_LABELS = {
+    "llm_calls": "LLM calls",
+    "input_tokens": "input tokens",
+    "cached_input_tokens": "  of which cached",
+    "output_tokens": "output tokens",
+    "cost_usd": "cost USD",
+}
+MAX_SEEDS = 10_000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One agent's episode of one (task, seed, variant): run (with its metrics) or skipped (with the reason)."""
+
+    agent: str
+    task: str
+    seed: int
+    variant: str
+    llm: str  #: the spec with its placeholders filled
+    skipped: str = ""  #: why the episode was not run ("" when it ran)
+    success: bool = False
+    end_reason: str = ""
+    llm_calls: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    steps_used: int = 0
+    wall_time_s: float = 0.0
+    folder: str = ""  #: the episode record
+    error: str = ""
+
+    @property
+    def ran(self) -> bool:
+        return not self.skipped
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.task, self.seed, self.variant)
+
+
+# -- arguments ------------------------------------------------------------------------------------------------------
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0-4"``, ``"3"``, ``"0,2,5-7"`` -> sorted distinct seeds; anything else is a ConfigError."""
+    seeds: set[int] = set()
+    for part in str(text).split(","):
+        part = part.strip()
+        lo, dash, hi = part.partition("-")
+        try:
+            first, last = (int(lo), int(hi)) if dash else (int(part), int(part))
+        except ValueError:
+            raise ConfigError(f"bad seeds {text!r}: expected seeds and ranges such as 0-4 or 0,2,5-7") from None
+        if first < 0 or last < first:
+            raise ConfigError(f"bad seed range {part!r} in {text!r}: expected FIRST-LAST with 0 <= FIRST <= LAST")
+        seeds.update(range(first, last + 1))
+        if len(seeds) > MAX_SEEDS:
+            raise ConfigError(f"too many seeds in {text!r} (at most {MAX_SEEDS})")
+    return sorted(seeds)
+
+
+def parse_tasks(text: str) -> list[str]:
+    """``"general_pickup,handover"`` -> task names, each checked against the embedded tasks."""
+    from robodojo.sim.tasks import get_task
+
+    tasks = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not tasks:
+        raise ConfigError(f"no tasks in {text!r}: expected task names separated by commas")
+    for task in tasks:
+        get_task(task)  # ConfigError naming the known tasks
+    return list(dict.fromkeys(tasks))
+
+
+def fill_spec(spec: str, task: str, seed: int) -> str:
+    """The LLM spec of one episode: ``{task}`` and ``{seed}`` replaced (other braces are left as they are)."""
+    return spec.replace("{task}", task).replace("{seed}", str(seed))
+
+
+def check_spec(spec: str) -> None:
+    """A ConfigError unless ``spec`` has the form open_llm accepts (PROFILE:REST with a known profile)."""
+    from robodojo.agents.llm.client import _spec_forms
+    from robodojo.agents.llm.settings import load_llm_settings
+
+    settings = load_llm_settings()
+    kind, sep, rest = spec.partition(":")
+    if not sep or not rest or kind not in settings.profiles:
+        raise ConfigError(f"bad LLM spec {spec!r}; expected one of: {_spec_forms(settings)}")
+
+
+def missing_script(spec: str) -> Path | None:
+    """The replay file of a ``replay:FILE`` spec when it does not exist, else None."""
+    kind, _, rest = spec.partition(":")
+    if kind == "replay" and not Path(rest).is_file():
+        return Path(rest)
+    return None
+
+
+# -- running --------------------------------------------------------------------------------------------------------
+
+
+def make_agent(name: str) -> Any:
+    """A fresh agent with its shipped configuration."""
+    if name == "code_cell":
+        from robodojo.agents.code_cell.agent import CodeCellAgent
+
+        return CodeCellAgent()
+    if name == "move_eef":
+        from robodojo.agents.move_eef import MoveEefAgent
+
+        return MoveEefAgent()
+    raise ConfigError(f"unknown agent {name!r}; known: {', '.join(AGENTS)}")
+
+
+def run_one(
+    world: Any, agent_name: str, spec_text: str, episode: EpisodeSpec, out_root: Path, base_url: str | None = None
+) -> Outcome:
+    """Run one agent on one episode; a missing replay script gives a skipped Outcome, a crash a failed one."""
+    from robodojo.agents.llm.client import open_llm
+
+    base = {"agent": agent_name, "task": episode.task, "seed": episode.seed, "variant": episode.variant}
+    missing = missing_script(spec_text)
+    if missing is not None:
+        return Outcome(**base, llm=spec_text, skipped=f"no script ({missing})")
+    agent = make_agent(agent_name)
+    started = time.perf_counter()
+    try:
+        with open_llm(spec_text, base_url=None if spec_text.startswith("replay:") else base_url) as llm:
+            result = run_episode(world, agent, llm, episode, out_root, model=llm.model)
+    except ConfigError:
+        raise  # a bad script or spec: the user's to fix, not an episode outcome
+    except Exception as exc:  # the episode crashed (its record, if any, says where); the comparison goes on
+        return Outcome(
+            **base,
+            llm=spec_text,
+            end_reason="crashed",
+            wall_time_s=time.perf_counter() - started,
+            error="".join(traceback.format_exception_only(type(exc), exc)).strip(),
+        )
+    finally:
+        getattr(agent, "close", lambda: None)()
+    u = result.usage
+    return Outcome(
+        **base,
+        llm=spec_text,
+        success=result.success,
+        end_reason=result.end_reason.value,
+        llm_calls=result.llm_calls,
+        input_tokens=u.input_tokens,
+        cached_input_tokens=u.cached_input_tokens,
+        output_tokens=u.output_tokens,
+        cost_usd=u.cost_usd,
+        steps_used=result.steps_used,
+        wall_time_s=result.wall_time_s,
+        folder=str(result.folder),
+    )
+
+
+def run_compare(
+    tasks: Sequence[str],
+    seeds: Sequence[int],
+    specs: Mapping[str, str],
+    out: Path,
+    *,
+    variant: str = "standard",
+    budget: int = DEFAULT_LLM_CALL_BUDGET,
+    base_url: str | None = None,
+    progress: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Run every agent of ``specs`` (agent name -> LLM spec, placeholders allowed) on every task and seed.
+
+    Episode records go to ``out/episodes``. One embedded world per robot is reused across episodes.
+    """
+    from robodojo.sim.tasks import get_task
+    from robodojo.sim.world import EmbeddedWorld
+
+    if variant not in VARIANTS:
+        raise ConfigError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    for agent_name, spec in specs.items():
+        if agent_name not in AGENTS:
+            raise ConfigError(f"unknown agent {agent_name!r}; known: {', '.join(AGENTS)}")
+        check_spec(spec)
+    outcomes: list[Outcome] = []
+    worlds: dict[str, EmbeddedWorld] = {}
+    try:
+        for task in tasks:
+            robot = get_task(task).robot
+            for seed in seeds:
+                episode = EpisodeSpec(task=task, seed=seed, variant=variant, llm_call_budget=budget)
+                for agent_name, spec in specs.items():
+                    filled = fill_spec(spec, task, seed)
+                    world = None
+                    if missing_script(filled) is None:  # build a robot's world only when an episode needs it
+                        if robot not in worlds:
+                            worlds[robot] = EmbeddedWorld(robot)
+                        world = worlds[robot]
+                    outcome = run_one(world, agent_name, filled, episode, out / "episodes", base_url)
+                    outcomes.append(outcome)
+                    if progress is not None:
+                        progress(outcome)
+    finally:
+        for world in worlds.values():
+            world.close()
+    return outcomes
+
+
+# -- summary --------------------------------------------------------------------------------------------------------
+
+
+def summarize(outcomes: Iterable[Outcome], agents: Sequence[str] = AGENTS) -> dict[str, Any]:
+    """Per agent: episodes run, skipped, successes, success rate; on the episodes every agent solved: mean metrics
+    per agent and the ratio of the last agent to the first (code_cell / move_eef)."""
+    outcomes = list(outcomes)
+    per_agent: dict[str, Any] = {}
+    solved: dict[str, dict[tuple[str, int, str], Outcome]] = {}
+    for agent in agents:
+        mine = [o for o in outcomes if o.agent == agent]
+        ran = [o for o in mine if o.ran]
+        wins = [o for o in ran if o.success]
+        per_agent[agent] = {
+            "episodes": len(ran),
+            "skipped": len(mine) - len(ran),
+            "successes": len(wins),
+            "success_rate": len(wins) / len(ran) if ran else None,
+        }
+        solved[agent] = {o.key: o for o in wins}
+    common = sorted(set.intersection(*(set(s) for s in solved.values()))) if solved else []
+    means: dict[str, dict[str, float | None]] = {}
+    for agent in agents:
+        rows = [solved[agent][k] for k in common]
+        means[agent] = {m: (sum(getattr(o, m) for o in rows) / len(rows) if rows else None) for m in METRICS}
+    ratio: dict[str, float | None] = {}
+    if len(agents) >= 2:
+        first, last = agents[0], agents[-1]
+        for m in METRICS:
+            a, b = means[first][m], means[last][m]
+            ratio[m] = b / a if a and b is not None else None
+    return {
+        "agents": list(agents),
+        "per_agent": per_agent,
+        "both_solved": {
+            "episodes": [{"task": t, "seed": s, "variant": v} for t, s, v in common],
+            "count": len(common),
+            "mean": means,
+            "ratio": ratio,
+            "ratio_of": f"{agents[-1]} / {agents[0]}" if len(agents) >= 2 else "",
+        },
+    }
+
+
+def _fmt(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if metric == "cost_usd":
+        return f"{value:.4f}"
+    if metric == "llm_calls":
+        return f"{value:.2f}"
+    return f"{value:.1f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], aligns: str) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(f"{c:{a}{w}}" for c, a, w in zip(cells, aligns, widths, strict=True)).rstrip()
+
+    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def format_summary(summary: Mapping[str, Any]) -> str:
+    """The comparison as text: per-agent success, then the means on the episodes all agents solved."""
+    agents = summary["agents"]
+    rows = []
+    for agent in agents:
+        s = summary["per_agent"][agent]
+        rate = "-" if s["success_rate"] is None else f"{s['success_rate'] * 100:.1f}"
+        rows.append((agent, str(s["episodes"]), str(s["successes"]), rate, str(s["skipped"])))
+    lines = _table(("agent", "episodes", "successes", "success %", "skipped"), rows, "<>>>>")
+    both = summary["both_solved"]
+    lines.append("")
+    if not both["count"]:
+        lines.append("no episode was solved by both agents: no per-episode means to compare")
+        return "\n".join(lines)
+    names = ", ".join(f"{e['task']} seed {e['seed']}" for e in both["episodes"][:6])
+    more = f", ... ({both['count']} in all)" if both["count"] > 6 else ""
+    lines.append(f"mean per solved episode, on the {both['count']} episode(s) both agents solved ({names}{more}):")
+    header = ("metric", *agents, both["ratio_of"]) if both["ratio_of"] else ("metric", *agents)
+    metric_rows = []
+    for m in METRICS:
+        row = [METRIC_LABELS[m], *(_fmt(m, both["mean"][a][m]) for a in agents)]
+        if both["ratio_of"]:
+            r = both["ratio"].get(m)
+            row.append("-" if r is None else f"{r:.2f}x")
+        metric_rows.append(tuple(row))
+    lines += _table(header, metric_rows, "<" + ">" * (len(header) - 1))
+    return "\n".join(lines)
+
+
+def outcome_line(o: Outcome) -> str:
+    """One progress line per episode."""
+    head = f"{o.task} seed {o.seed} ({o.variant}) {o.agent:9s}"
+    if o.skipped:
+        return f"{head}: skipped: {o.skipped}"
+    verdict = "success" if o.success else f"no success ({o.end_reason})"
+    text = (
+        f"{head}: {verdict}; {o.llm_calls} LLM calls, {o.input_tokens} input tokens ({o.cached_input_tokens} cached), "
+        f"{o.output_tokens} output, ${o.cost_usd:.4f}, {o.wall_time_s:.1f} s"
+    )
+    if o.error:
+        text += f"\n    {o.error.splitlines()[-1]}"
+    return text
+
+
+def write_report(
+    path: Path, outcomes: Sequence[Outcome], summary: Mapping[str, Any], request: Mapping[str, Any]
+) -> None:
+    """compare.json: the request, every episode (run or skipped) and the summary."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {
+        "request": dict(request),
+        "episodes": [{**dataclasses.asdict(o), "ran": o.ran} for o in outcomes],
+        "summary": summary,
+    }
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+__all__ = [
+    "AGENTS",
+    "Outcome",
+    "check_spec",
+    "fill_spec",
+    "format_summary",
+    "missing_script",
+    "outcome_line",
+    "parse_seeds",
+    "parse_tasks",
+    "run_compare",
+    "run_one",
+    "summarize",
+    "write_report",
+]
