@@ -1,0 +1,234 @@
+"""Scripted code cells for push_to_pad, written only against the robo API (no privileged state).
+
+Strategy:
+1. Find the block and the flat target square (pad) by the two colour words of the instruction: the block with
+   robo.segment in the head camera (a wrist camera looks when the head camera cannot), the pad by back-projecting
+   its blob onto the table plane (it is flat: its outline on the table is its footprint).
+2. Push in strokes: the closed gripper, fingers down, 2.5 cm above the table (fingertips 5 mm above it), starts
+   behind the block on the far side from the pad and moves straight towards the pad centre; a stroke is at most
+   15 cm. The arm is the one on the block's side; when a stroke is out of its reach the other arm pushes.
+3. After each stroke the block is measured again; if it is still in line the next stroke continues from where the
+   gripper is, otherwise the gripper lifts and comes down behind the block on the new line.
+The episode ends by itself once the block's centre is inside the square.
+
+Run them as an episode with the code-cell agent (each `# %%` cell is one python tool call, then finish):
+    robodojo run --task push_to_pad --seed 0 --agent code_cell --llm replay:examples/cells/push_to_pad.py
+"""
+
+# %% helpers: colours, finding objects, orientations as quaternions
+import cv2
+
+# Hue [deg] of each colour's lit top face in the cameras, hue tolerance [deg], minimum saturation and value (0..1).
+# Measured on the images: the wooden table is hue ~32, saturation ~0.38 (so orange needs a high saturation, and a
+# high value to tell it from brown); pink tops render pale (saturation ~0.3) and bluish (hue 300..335).
+COLOURS = {
+    "red": (0, 12, 0.5, 0.3),
+    "orange": (36, 8, 0.6, 0.8),
+    "yellow": (60, 10, 0.5, 0.3),
+    "green": (127, 12, 0.4, 0.3),
+    "cyan": (182, 12, 0.4, 0.3),
+    "blue": (225, 12, 0.4, 0.3),
+    "purple": (276, 12, 0.4, 0.3),
+    "pink": (318, 20, 0.18, 0.7),
+}
+
+
+def colour_blobs(rgb, colour, max_fraction=0.3):
+    """Connected regions of the colour, largest first."""
+    hue, tol, min_sat, min_val = COLOURS[colour]
+    hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV_FULL).astype(float)
+    hue_diff = np.abs((hsv[..., 0] * 360 / 256 - hue + 180) % 360 - 180)
+    match = (hue_diff < tol) & (hsv[..., 1] > min_sat * 255) & (hsv[..., 2] > min_val * 255)
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(match.astype(np.uint8))
+    order = sorted(range(1, n), key=lambda i: -stats[i, cv2.CC_STAT_AREA])
+    max_area = max_fraction * rgb.shape[0] * rgb.shape[1]
+    return [labels == i for i in order if 30 <= stats[i, cv2.CC_STAT_AREA] <= max_area]
+
+
+def top_face_pixel(rgb, blob):
+    """A pixel near the middle of the blob's brightest (top) face."""
+    rows, cols = np.nonzero(blob)
+    upper = rows <= np.median(rows)
+    rows, cols = rows[upper], cols[upper]
+    value = rgb[rows, cols].astype(float).sum(axis=1)
+    bright = value >= np.quantile(value, 0.5)
+    r, c = np.median(rows[bright]), np.median(cols[bright])
+    k = int(np.argmin((rows[bright] - r) ** 2 + (cols[bright] - c) ** 2))
+    return int(rows[bright][k]), int(cols[bright][k])
+
+
+def on_plane(camera, rows, cols, z):
+    """World points seen at pixels (rows, cols) of a camera, on the horizontal plane at height z (Nx3)."""
+    info = robo.camera(camera)
+    pixels = np.stack([np.asarray(cols, float), np.asarray(rows, float), np.ones(len(rows))])
+    rays = info.T_world_cam[:3, :3] @ (np.linalg.inv(info.K) @ pixels)
+    origin = info.T_world_cam[:3, 3]
+    return (origin[:, None] + rays * (z - origin[2]) / rays[2]).T
+
+
+def quat_from_axes(opening, approach):
+    """TCP quaternion (w, x, y, z) whose y axis is `opening` (fingers open along it) and z axis is `approach`."""
+    z = np.asarray(approach, float) / np.linalg.norm(approach)
+    y = np.asarray(opening, float) - np.dot(opening, z) * z
+    y /= np.linalg.norm(y)
+    R = np.column_stack([np.cross(y, z), y, z])
+    w = math.sqrt(max(1e-12, 1 + R[0, 0] + R[1, 1] + R[2, 2])) / 2
+    if w > 0.1:
+        return (w, (R[2, 1] - R[1, 2]) / (4 * w), (R[0, 2] - R[2, 0]) / (4 * w), (R[1, 0] - R[0, 1]) / (4 * w))
+    i = int(np.argmax(np.diag(R)))
+    j, k = (i + 1) % 3, (i + 2) % 3
+    s = math.sqrt(max(1e-12, 1 + R[i, i] - R[j, j] - R[k, k])) * 2
+    q = [0.0, 0.0, 0.0, 0.0]
+    q[0] = (R[k, j] - R[j, k]) / s
+    q[1 + i] = s / 4
+    q[1 + j] = (R[j, i] + R[i, j]) / s
+    q[1 + k] = (R[k, i] + R[i, k]) / s
+    return tuple(q)
+
+
+DOWN = (0.0, 0.0, -1.0)
+CAMERAS = ("head", "left_wrist", "right_wrist")
+table_z = robo.table_height().z
+block_colour, pad_colour = [w for w in robo.task.instruction.lower().replace(".", "").split() if w in COLOURS][:2]
+print("instruction:", robo.task.instruction)
+print(f"block: {block_colour}, pad: {pad_colour}; table at z = {table_z:.3f}")
+
+
+# %% find the block and the pad
+def find_block(cameras=CAMERAS):
+    """(x, y, top_z) of the block's top face, from the first camera that measures it, or None."""
+    for camera in cameras:
+        rgb = robo.image(camera)
+        for blob in colour_blobs(rgb, block_colour)[:2]:
+            pixel = top_face_pixel(rgb, blob)
+            for second in [c for c in CAMERAS if c != camera] + [None]:
+                try:
+                    seg = robo.segment(pixel, camera, second_view=second)
+                except ValueError:
+                    continue
+                if seg.found and seg.height_m > 0.03 and not seg.touches_border:
+                    return np.array(seg.world_xyz)
+            rows, cols = np.nonzero(blob)  # cut off or unmeasurable: the centre of its blob at half height
+            return np.append(on_plane(camera, rows, cols, table_z + 0.025).mean(axis=0)[:2], table_z + 0.05)
+    return None
+
+
+def find_pad(cameras=CAMERAS):
+    """(x, y) of the pad's centre: its blob on the table plane (the centre of its outline's rectangle), or None."""
+    for camera in cameras:
+        blobs = colour_blobs(robo.image(camera), pad_colour)
+        if blobs:
+            rows, cols = np.nonzero(blobs[0])
+            points = on_plane(camera, rows, cols, table_z)[:, :2].astype(np.float32)
+            (cx, cy), size, _ = cv2.minAreaRect(points)
+            print(f"  pad in {camera}: {len(rows)} px, outline {size[0]:.3f} x {size[1]:.3f} m")
+            return np.array([cx, cy])
+    return None
+
+
+block = find_block()
+pad = find_pad()
+print("block:", block, " pad:", pad)
+
+# %% push in strokes towards the pad centre, re-measuring the block after each stroke
+PUSH_Z = table_z + 0.025  # fingertips 5 mm above the table
+SAFE_Z = table_z + 0.10
+STROKES_M = (0.15, 0.10, 0.06, 0.03)  # stroke lengths to try, longest first (a long one may be out of reach)
+BEHIND_M = 0.065  # start this far behind the block's centre (half a yawed block, half the fingers, a gap)
+CONTACT_M = 0.04  # the gripper's centre stays this far behind the block's centre while it pushes
+# Arm bases (robot description) and home grasp points. With the fingers down, an arm reaches the table only with the
+# fingers opening within about 60 deg of the direction 90 deg left of the line from its base to the target (the
+# wrist turns at most 115 deg from its home angle); the closed fingers are symmetric, so either sign is fine.
+BASE = {"left": np.array([-0.3, -0.45]), "right": np.array([0.3, -0.45])}
+HOME = {arm: np.array(robo.state().arm(arm).tcp_pos) for arm in ("left", "right")}
+
+
+def push_quat(arm, points, direction):
+    """The closed-gripper orientation for a push along `direction` that the arm's wrist reaches best at `points`."""
+    across, along = np.array([-direction[1], direction[0]]), np.array(direction)
+    preferred = []
+    for p in points:
+        a = math.atan2(p[1] - BASE[arm][1], p[0] - BASE[arm][0]) + math.pi / 2
+        preferred.append(np.array([math.cos(a), math.sin(a)]))
+    best = max((across, -across, along, -along), key=lambda v: min(np.dot(v, u) for u in preferred))
+    return quat_from_axes((best[0], best[1], 0.0), DOWN)
+
+
+def clear(arm):
+    """Lift an arm and send it home, out of the other arm's way."""
+    here = robo.state().arm(arm).tcp_pos
+    if here[2] < SAFE_Z - 0.01:
+        print(f"  {arm} up:", robo.move_to(arm, (here[0], here[1], SAFE_Z)))
+    if np.linalg.norm(robo.state().arm(arm).tcp_pos - HOME[arm]) > 0.02:
+        print(f"  {arm} home:", robo.move_to(arm, HOME[arm]))
+
+
+def stroke_from_here(arm, direction, dist):
+    """Push along the line from where the gripper is; the longest stroke the arm can plan."""
+    for length in STROKES_M:
+        goal = block[:2] + direction * (min(length, dist) - CONTACT_M)
+        result = robo.move_to(arm, (goal[0], goal[1], PUSH_Z))
+        if result.planned:
+            print(f"  {arm} push {min(length, dist):.2f} m:", result)
+            return result
+    print(f"  {arm}: no stroke along this line can be planned ({result.reason})")
+    return None
+
+
+pusher, in_line = None, False
+for stroke in range(14):
+    if robo.done or robo.steps_left < 30:
+        break
+    to_pad = pad - block[:2]
+    dist = float(np.linalg.norm(to_pad))
+    direction = to_pad / dist
+    print(f"stroke {stroke}: block at {np.round(block[:2], 3)}, {dist:.3f} m from the pad centre")
+    moved = stroke_from_here(pusher, direction, dist) if in_line else None
+    if moved is None:
+        start = block[:2] - direction * BEHIND_M
+        end = block[:2] + direction * (min(STROKES_M[0], dist) - CONTACT_M)
+        for arm in sorted(("left", "right"), key=lambda a: np.linalg.norm(BASE[a] - (start + end) / 2)):
+            for other in ("left", "right"):
+                if other != arm:
+                    clear(other)
+            here = robo.state().arm(arm).tcp_pos
+            if here[2] < SAFE_Z - 0.01:
+                print(f"  {arm} up:", robo.move_to(arm, (here[0], here[1], SAFE_Z)))
+            quat = push_quat(arm, (start, end), direction)
+            for z in (SAFE_Z, table_z + 0.075):  # far from the base the arm reaches only lower down
+                above = robo.move_to(arm, (start[0], start[1], z), quat, gripper=robo.CLOSED)
+                print(f"  {arm} above the start at z {z:.3f}:", above)
+                if above.planned:
+                    break
+            if not above.planned:
+                continue
+            print(f"  {arm} down:", robo.move_to(arm, (start[0], start[1], PUSH_Z)))
+            moved = stroke_from_here(arm, direction, dist)
+            if moved is not None:
+                pusher = arm
+                break
+            print(f"  {arm} up again:", robo.move_to(arm, (start[0], start[1], z)))
+    if moved is None:
+        print("  no arm can push along this line")
+        break
+    if robo.done:
+        break
+    tcp = np.array(robo.state().arm(pusher).tcp_pos[:2])
+    new = find_block()
+    if new is None:  # the pushing arm hides it: back off upwards, then out of the way, looking each time
+        back = tcp - direction * 0.04
+        print("  block not seen; backing off:", robo.move_to(pusher, (back[0], back[1], SAFE_Z)))
+        new = find_block()
+    if new is None:
+        clear(pusher)
+        new = find_block()
+    if new is None:
+        print("  block not found after the stroke")
+        break
+    new_direction = (pad - new[:2]) / max(1e-6, float(np.linalg.norm(pad - new[:2])))
+    ahead = float(np.dot(new[:2] - tcp, new_direction))
+    lateral = float(np.cross(new_direction, new[:2] - tcp))
+    print(f"  block now at {np.round(new[:2], 3)}: {ahead:.3f} m ahead of the gripper, {lateral:+.3f} m off its line")
+    in_line = 0.02 < ahead < 0.07 and abs(lateral) < 0.012
+    block = new
+print("done:", robo.done, "steps left:", robo.steps_left)
