@@ -6,9 +6,11 @@ Strategy:
    its blob onto the table plane (it is flat: its outline on the table is its footprint).
 2. Push in strokes: the closed gripper, fingers down, 2.5 cm above the table (fingertips 5 mm above it), starts
    behind the block on the far side from the pad and moves straight towards the pad centre; a stroke is at most
-   15 cm. The arm is the one on the block's side; when a stroke is out of its reach the other arm pushes.
-3. After each stroke the block is measured again; if it is still in line the next stroke continues from where the
-   gripper is, otherwise the gripper lifts and comes down behind the block on the new line.
+   15 cm (shorter ones when the planner refuses it). The arm whose base is nearer the stroke pushes, turned so its
+   wrist reaches the table there; when it cannot, the other arm pushes (the idle arm waits at home).
+3. After each stroke the block is measured again (the gripper backs off upwards if it hides the block); if the
+   block is still in line the next stroke continues from where the gripper is, otherwise the gripper lifts and
+   comes down behind the block on the new line.
 The episode ends by itself once the block's centre is inside the square.
 
 Run them as an episode with the code-cell agent (each `# %%` cell is one python tool call, then finish):
