@@ -238,6 +238,8 @@ class NativePlanner:
             g1 = g0 if gripper_goal[arm] is None else float(gripper_goal[arm])  # type: ignore[arg-type]
             length = 1 + pre + (len(q) - 1) + post
             positions = np.vstack([np.repeat(q[:1], 1 + pre, axis=0), q[1:], np.repeat(q[-1:], post, axis=0)])
+            # Round-off can put a sample a few ulp past a limit the waypoints sit on; backends check limits exactly.
+            positions[1:] = np.clip(positions[1:], self._lower[arm], self._upper[arm])
             grip = np.full(length, g0)
             if g1 > g0:
                 k = ramp_steps(arm, opening=True)
