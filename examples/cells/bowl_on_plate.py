@@ -1,0 +1,330 @@
+"""Scripted code cells for bowl_on_plate, written only against the robo API (no privileged state).
+
+Strategy:
+1. The instruction names the bowl's colour first and the plate's second.
+2. Park both arms out at the table's sides (at home they hide part of the table from the head camera), then find
+   both by colour (as in general_pickup.py: a hue/saturation mask of the rendered colour, blobs, clicks on the top
+   face, robo.segment; a wrist camera looks from 25 cm above at blobs the head camera cannot measure or that touch
+   the image border). The bowl is open, so its segment centre is good to 1-2 cm and its measured height is a little
+   low (~3.7 of 4.5 cm). The plate's shaded top can fool the top-face fit, so its centre is taken from its whole
+   outline back-projected onto its top plane (a plate is ~1 cm thick; its measured height may come out as 0).
+3. Grasp the bowl by its rim wall: on the rim side facing the arm, 5.2 cm from the bowl's centre (the wall is
+   6 mm thick at radius 5.5 cm), fingers opening along the radius so one goes inside the bowl and one outside,
+   lowered to 2.5-3.5 cm above the table (under the rim, above the 8 mm base), closed (holding must be True).
+   The arm is the one on the plate's side; if it cannot reach the bowl, the other arm takes it to the plate, or,
+   if it cannot reach the plate either, sets it down on a free spot in the middle (bare table in the head image)
+   and the first arm tries again from there.
+4. Lift it 12 cm, carry it with the same orientation so the bowl's centre comes over the plate's centre (the grasp
+   point keeps its offset from the bowl's centre), lower until the bowl's underside is 4 mm above the plate's
+   top, open, lift the hand straight up.
+5. If the task is not solved, park, look again and repeat once.
+
+Run them as an episode with the code-cell agent (each `# %%` cell is one python tool call, then finish):
+    robodojo run --task bowl_on_plate --seed 0 --agent code_cell --llm replay:examples/cells/bowl_on_plate.py
+"""
+
+# %% helpers: find the bowl and the plate by colour (hue/saturation mask, blobs, segment)
+import cv2
+
+# The colours as rendered (OpenCV HSV_FULL: hue 0..255 around the circle, saturation 0..255), read off the camera
+# images: (hue low, hue high, saturation low, saturation high) over lit and shaded faces. The wood table has orange's
+# hue but saturation ~96, brown objects saturation ~185 (orange ~220); pink is pale (saturation ~100).
+COLOUR_HSV = {
+    "red": (-6, 6, 150, 256),
+    "orange": (18, 34, 198, 256),
+    "yellow": (36, 48, 150, 256),
+    "green": (84, 96, 140, 256),
+    "cyan": (123, 137, 150, 256),
+    "blue": (154, 168, 150, 256),
+    "purple": (190, 202, 130, 256),
+    "pink": (208, 244, 40, 135),
+}
+
+
+def colour_mask(rgb, colour):
+    """Pixels of the colour on any face (lit or shaded): hue and saturation in the colour's band, not dark."""
+    hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV_FULL).astype(np.int16)
+    hue_lo, hue_hi, sat_lo, sat_hi = COLOUR_HSV[colour]
+    hue_diff = np.abs((hsv[..., 0] - (hue_lo + hue_hi) / 2 + 128) % 256 - 128)
+    sat, value = hsv[..., 1], hsv[..., 2]
+    return ((hue_diff <= (hue_hi - hue_lo) / 2) & (sat >= sat_lo) & (sat < sat_hi) & (value > 50)).astype(np.uint8)
+
+
+def colour_blobs(rgb, colour, min_px=25):
+    """Connected regions of the colour as bool masks, largest first."""
+    mask = cv2.morphologyEx(colour_mask(rgb, colour), cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(mask)
+    order = sorted(range(1, n), key=lambda i: -stats[i, cv2.CC_STAT_AREA])
+    return [labels == i for i in order if stats[i, cv2.CC_STAT_AREA] >= min_px]
+
+
+def top_face_pixels(rgb, blob):
+    """Candidate clicks on the blob's top face: the middle of its brightest part, of its brighter half, of its upper
+    half (the top face is the lit one and the highest in the image)."""
+    value = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV_FULL)[..., 2].astype(float)
+    inner = cv2.erode(blob.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+    rows, cols = np.nonzero(inner if inner.sum() >= 6 else blob)
+    v = value[rows, cols]
+    clicks = []
+    for sel in (v >= v.max() - 6, v >= np.quantile(v, 0.5), rows <= np.median(rows)):
+        r, c = np.median(rows[sel]), np.median(cols[sel])
+        k = int(np.argmin((rows[sel] - r) ** 2 + (cols[sel] - c) ** 2))
+        click = (int(rows[sel][k]), int(cols[sel][k]))
+        if click not in clicks:
+            clicks.append(click)
+    return clicks
+
+
+SEEN_IN = {}  # colour -> the camera that found it last
+
+
+def find(colour, cameras=("head",), heights=(0.015, 0.1)):
+    """(segment, hints): the first blob of the colour that segments as a whole upright object of a plausible height,
+    else None and the table points under the blobs that did not segment (seen, but cut off or occluded)."""
+    table_z = robo.table_height().z
+    hints = []
+    for camera in cameras:
+        rgb = robo.image(camera)
+        blobs = colour_blobs(rgb, colour)
+        print(f"{camera}: {len(blobs)} {colour} blob(s) of {[int(b.sum()) for b in blobs[:4]]} px")
+        for blob in blobs[:4]:
+            for click in top_face_pixels(rgb, blob):
+                seg = robo.segment(click, camera)
+                if seg.found and not seg.touches_border and heights[0] <= seg.height_m <= heights[1]:
+                    print(f"  found at {click}: {seg}")
+                    SEEN_IN[colour] = camera
+                    return seg, hints
+                why = seg.reason or ("cut off by the image border" if seg.touches_border else "implausible height")
+                print(f"  click {click}: not used ({why}; height {seg.height_m})")
+            rows, cols = np.nonzero(blob)
+            hit = robo.back_project(rows.mean(), cols.mean(), camera, plane_z=table_z + 0.02)
+            if hit.found:
+                hints.append(hit.xyz)
+    return None, hints
+
+
+def look_closer(colour, xy, heights=(0.015, 0.1), view_height=0.14):
+    """Bring the wrist camera of the arm on that side over a table point (grasp point ``view_height`` above the
+    table, lower if the arm cannot reach that high; the camera looks down and back, ~25 deg from vertical) and find
+    the object there."""
+    arm = "left" if xy[0] < 0 else "right"
+    table_z = robo.table_height().z
+    for height in np.arange(view_height, 0.1399, -0.03):
+        back = 0.465 * (height + 0.054) - 0.045  # the camera's view centre is this far behind the grasp point
+        view = robo.move_to(arm, (xy[0], xy[1] + back, table_z + height), HOME_QUAT[arm])
+        print(f"{arm} wrist {height:.2f} m over {np.round(xy, 3)}: {view}")
+        if view.planned:
+            return find(colour, (f"{arm}_wrist",), heights)[0]
+    return None
+
+
+def locate(colour, heights=(0.015, 0.1), view_height=0.14):
+    """Head camera first, then the wrist cameras from where they are; a blob that cannot be measured from there (cut
+    off, occluded) is looked at again from above with the wrist camera of the arm on its side."""
+    seg, hints = find(colour, ("head",), heights)
+    if seg is None:
+        seg, more = find(colour, ("left_wrist", "right_wrist"), heights)
+        hints += more
+    for xy in hints[:3]:
+        if seg is None:
+            seg = look_closer(colour, xy, heights, view_height)
+    return seg
+
+
+def turn_quat(quat, angle):
+    """A fingers-down orientation turned by ``angle`` [rad] about the approach axis (the vertical)."""
+    w, x, y, z = quat
+    c, s = math.cos(angle / 2), math.sin(angle / 2)
+    return (c * w - s * z, c * x - s * y, c * y + s * x, c * z + s * w)
+
+
+def grasp_quat(arm_state, footprint):
+    """The current grasp orientation turned about the vertical so the fingers close across the footprint's faces."""
+    edges = np.roll(footprint, -1, axis=0) - footprint
+    longest = edges[int(np.argmax(np.linalg.norm(edges, axis=1)))]
+    yaw = (math.atan2(longest[1], longest[0]) + math.pi / 4) % (math.pi / 2) - math.pi / 4
+    w, x, y, z = arm_state.tcp_quat
+    finger_yaw = math.atan2(1 - 2 * (x * x + z * z), 2 * (x * y - w * z))  # the TCP y axis: fingers open along it
+    return turn_quat(arm_state.tcp_quat, (yaw - finger_yaw + math.pi / 4) % (math.pi / 2) - math.pi / 4)
+
+
+def pixel_of(xyz, camera="head"):
+    """Where a world point shows in a camera: (row, col), from its calibration (K, T_world_cam)."""
+    info = robo.camera(camera)
+    p = np.linalg.inv(info.T_world_cam) @ np.append(np.asarray(xyz, float), 1.0)
+    u = info.K @ (p[:3] / p[2])
+    return u[1], u[0]
+
+
+def free_spots(candidates, radius):
+    """The table points (x, y) among the candidates whose disc of ``radius`` looks like bare table in the head image
+    (wood: hue ~24/255, saturation ~96)."""
+    hsv = cv2.cvtColor(robo.image("head"), cv2.COLOR_RGB2HSV_FULL).astype(np.int16)
+    table_z = robo.table_height().z
+    bare = (np.abs(hsv[..., 0] - 24) <= 8) & (hsv[..., 1] >= 70) & (hsv[..., 1] <= 125)
+    free = []
+    for x, y in candidates:
+        angles = np.linspace(0, 2 * math.pi, 16, endpoint=False)
+        ring = [pixel_of((x + radius * math.cos(a), y + radius * math.sin(a), table_z)) for a in angles]
+        disc = np.zeros(bare.shape, np.uint8)
+        cv2.fillConvexPoly(disc, np.round(np.array(ring)[:, ::-1]).astype(np.int32), 1)
+        if disc.any() and bare[disc > 0].mean() > 0.98:
+            free.append((x, y))
+    return free
+
+
+def disc_centre(seg, camera, z):
+    """Centre (x, y) of a round object from its whole mask: the mask's outline back-projected onto the plane z (its
+    top), then the centroid of that polygon. For a thin plate this does not depend on which part of its shaded top
+    the segment's top face was."""
+    contours, _ = cv2.findContours(seg.mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    hull = cv2.convexHull(max(contours, key=cv2.contourArea)).reshape(-1, 2)
+    points = [robo.back_project(float(r), float(c), camera, plane_z=z) for c, r in hull]
+    xy = np.array([p.xyz[:2] for p in points if p.found])
+    x, y = xy[:, 0], xy[:, 1]
+    x1, y1 = np.roll(x, -1), np.roll(y, -1)
+    cross = x * y1 - x1 * y
+    six_area = 3 * cross.sum()
+    return float(((x + x1) * cross).sum() / six_area), float(((y + y1) * cross).sum() / six_area)
+
+
+def find_plate():
+    """The plate's segment and its centre (x, y) and top height (a plate is ~1 cm thick; a thin disc's measured
+    height can come out as 0)."""
+    seg = locate(plate_colour, **PLATE)
+    if seg is None:
+        return None, None, None
+    top = max(seg.top_z, TABLE_Z + 0.01)
+    centre = disc_centre(seg, SEEN_IN[plate_colour], top)
+    print(f"plate centre from its outline: {np.round(centre, 4)} (segment: {np.round(seg.world_xyz[:2], 4)})")
+    return seg, centre, top
+
+
+def park():
+    """Move both arms out to the sides of the table, where the head camera sees past them."""
+    for arm, x in (("left", -0.45), ("right", 0.45)):
+        print(f"park {arm}:", robo.move_to(arm, (x, -0.2, robo.table_height().z + 0.185), HOME_QUAT[arm]))
+
+
+def fingers_along(arm_state, direction):
+    """The arm's fingers-down orientation turned so the fingers open along a horizontal direction (x, y)."""
+    w, x, y, z = arm_state.tcp_quat
+    finger_yaw = math.atan2(1 - 2 * (x * x + z * z), 2 * (x * y - w * z))  # the TCP y axis: fingers open along it
+    turn = (math.atan2(direction[1], direction[0]) - finger_yaw + math.pi / 2) % math.pi - math.pi / 2
+    return turn_quat(arm_state.tcp_quat, turn)
+
+
+words = robo.task.instruction.lower().replace(".", "").split()
+bowl_colour, plate_colour = [word for word in words if word in COLOUR_HSV][:2]
+HOME_QUAT = {arm: robo.state().arm(arm).tcp_quat for arm in ("left", "right")}
+HOME_XY = {arm: robo.state().arm(arm).tcp_pos[:2] for arm in ("left", "right")}
+TABLE_Z = robo.table_height().z
+RIM_RADIUS = 0.052  # the middle of the bowl's wall from its centre (outer radius ~5.5 cm, wall 6 mm)
+BOWL = {"heights": (0.02, 0.07), "view_height": 0.25}  # plausible measured heights; wrist views from 25 cm up
+PLATE = {"heights": (0.0, 0.03), "view_height": 0.25}  # a thin disc: its measured height may come out as 0
+print(robo.task.instruction, "-> the", bowl_colour, "bowl onto the", plate_colour, "plate; table at", TABLE_Z)
+
+# %% move the arms out of the head camera's view, find the bowl and the plate
+park()
+bowl = locate(bowl_colour, **BOWL)
+print("bowl:", bowl)
+plate, plate_xy, plate_top = find_plate()
+print("plate:", plate)
+
+
+# %% grasp the bowl by its rim with an arm that reaches the plate, set it down centred on the plate
+def grasp_rim(bowl, arm):
+    """Grasp the bowl's wall on the side facing the arm and lift it 12 cm.
+
+    Returns ('held', grasp point minus bowl centre (dx, dy), grasp height above the bowl's underside),
+    ('unplanned', None, None) when the arm cannot reach (nothing moved, or it backed off), or ('missed', ...)."""
+    cx, cy, rim_z = bowl.world_xyz
+    towards = np.array(HOME_XY[arm]) - (cx, cy)
+    offset = RIM_RADIUS * towards / np.linalg.norm(towards)
+    gx, gy = cx + offset[0], cy + offset[1]
+    grasp_z = TABLE_Z + min(max(bowl.height_m - 0.01, 0.025), 0.035)  # ~1-2 cm under the rim, above the base
+    quat = fingers_along(robo.state().arm(arm), offset)
+    above = robo.move_to(arm, (gx, gy, rim_z + 0.08), quat, gripper=robo.OPEN)
+    print(f"{arm} above the rim at {np.round((gx, gy), 3)}: {above}")
+    if not above.planned:
+        return "unplanned", None, None
+    down = robo.move_to(arm, (gx, gy, grasp_z))
+    print("down:", down)
+    if not down.planned:
+        return "unplanned", None, None
+    grip = robo.grasp(arm)
+    print("grasp:", grip)
+    if not grip.holding:
+        print("missed: open and back off")
+        robo.release(arm)
+        robo.move_to(arm, (gx, gy, rim_z + 0.08))
+        return "missed", None, None
+    print("lift:", robo.move_to(arm, (gx, gy, grasp_z + 0.12)))
+    return "held", offset, grasp_z - TABLE_Z
+
+
+def set_down(arm, centres, surface_z, offset, below):
+    """Carry the held bowl so its centre is over the first reachable of ``centres`` (x, y), lower it until its
+    underside is 4 mm above surface_z, open and lift the hand away; True if it was set down."""
+    rest_z = surface_z + below + 0.004
+    for centre in centres:
+        gx, gy = centre[0] + offset[0], centre[1] + offset[1]
+        over = robo.move_to(arm, (gx, gy, max(rest_z + 0.06, robo.state().arm(arm).tcp_pos[2])))
+        print(f"{arm} carries the bowl over {np.round(centre, 3)}: {over}")
+        if over.planned:
+            break
+    else:
+        return False
+    print("lower:", robo.move_to(arm, (gx, gy, rest_z)))
+    print("release:", robo.release(arm))
+    print("lift away:", robo.move_to(arm, (gx, gy, rest_z + 0.1)))
+    return True
+
+
+# Table points in the middle that both arms reach, nearest the middle first.
+HAND_OVER_SPOTS = sorted(
+    [(x, y) for x in (0.0, -0.04, 0.04, -0.08, 0.08) for y in (-0.13, -0.17, -0.21, -0.25, -0.29, -0.33)],
+    key=lambda p: math.hypot(p[0], p[1] + 0.23),
+)
+
+
+def bring_to_plate(bowl, plate_xy, plate_top):
+    """Grasp the bowl with an arm that reaches the plate, set it down centred on the plate; True if it was set down.
+
+    The arm on the plate's side first; if it cannot reach the bowl, the other arm takes it and carries it to the
+    plate, or, if it cannot reach the plate either, sets it down on a free spot in the middle for the first arm."""
+    arm = "left" if plate_xy[0] < 0 else "right"
+    other = "right" if arm == "left" else "left"
+    for _attempt in range(3):
+        outcome, offset, below = grasp_rim(bowl, arm)
+        if outcome == "held":
+            return set_down(arm, [plate_xy], plate_top, offset, below)
+        if outcome == "unplanned":  # out of this arm's reach: the other arm takes it
+            spots = free_spots(HAND_OVER_SPOTS, radius=0.065)  # before the arm holds the bowl into the view
+            spots.sort(key=lambda p: abs(p[0] - (0.03 if other == "right" else -0.03)))  # a little on its side
+            outcome, offset, below = grasp_rim(bowl, other)
+            if outcome == "held":
+                if set_down(other, [plate_xy], plate_top, offset, below):
+                    return True
+                print("the other arm cannot reach the plate; free hand-over spots:", spots[:4])
+                set_down(other, [*spots[:4], bowl.world_xyz[:2]], TABLE_Z, offset, below)
+        park()
+        bowl = locate(bowl_colour, **BOWL)
+        print("bowl now:", bowl)
+        if bowl is None:
+            return False
+    return False
+
+
+print("set down:", bring_to_plate(bowl, plate_xy, plate_top) if bowl is not None and plate is not None else False)
+print("done:", robo.done, "steps left:", robo.steps_left)
+
+# %% check: if the bowl is not on the plate, look again and repeat once
+if not robo.done and robo.steps_left > 150:
+    park()
+    bowl = locate(bowl_colour, **BOWL)
+    plate, plate_xy, plate_top = find_plate()
+    print("bowl:", bowl, "\nplate:", plate)
+    if bowl is not None and plate is not None:
+        print("set down:", bring_to_plate(bowl, plate_xy, plate_top))
+print("done:", robo.done, "steps left:", robo.steps_left)
