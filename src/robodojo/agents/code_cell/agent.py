@@ -101,7 +101,7 @@ class CodeCellAgent:
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         request = self.conversation.request()
         reply = llm.chat(request, TOOLS, tool_choice="required")
-        self.conversation.add(_assistant_message(reply))
+        self.conversation.add(reply.assistant_message())
         if not reply.tool_calls:
             self.conversation.add({"role": "user", "content": NO_TOOL_CALL_TEXT})
             return self._error(turn, request, reply, [NO_TOOL_CALL_TEXT])
@@ -154,10 +154,3 @@ class CodeCellAgent:
 
     def _error(self, turn: int, request: list[Message], reply: ChatReply, texts: list[str]) -> TurnRecord:
         return TurnRecord(turn, request, reply, texts, "error", details={"error": texts[0]})
-
-
-def _assistant_message(reply: ChatReply) -> Message:
-    message = reply.assistant_message()
-    if message["content"] is None and "tool_calls" not in message:
-        message["content"] = ""
-    return message

@@ -56,8 +56,10 @@ class ChatReply:
     raw: dict[str, Any] = field(default_factory=dict, repr=False)  # the response body, for the episode record
 
     def assistant_message(self) -> Message:
-        """This reply as the assistant message to append to the history (content None if it only called tools)."""
-        message: Message = {"role": "assistant", "content": self.content}
+        """This reply as the assistant message to append to the history (content None if it only called tools;
+        "" if it called none and said nothing, since the chat API rejects an assistant message with neither)."""
+        content = "" if self.content is None and not self.tool_calls else self.content
+        message: Message = {"role": "assistant", "content": content}
         if self.tool_calls:
             message["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}

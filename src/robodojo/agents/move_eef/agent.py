@@ -230,7 +230,7 @@ class MoveEefAgent:
         )
         request = self.conversation.request()
         reply = llm.chat(request, self.tools, tool_choice=self.config.tool_choice)
-        self.conversation.add(_assistant_message(reply))
+        self.conversation.add(reply.assistant_message())
 
         if not reply.tool_calls:
             self.conversation.add({"role": "user", "content": NO_TOOL_CALL_TEXT})
@@ -328,13 +328,6 @@ class MoveEefAgent:
                 out[f"{arm}_{axis}"] = float(np.clip(goal[i] + offset[i], low, high))
             requested[arm], offsets[arm] = goal, offset
         return out, requested, offsets
-
-
-def _assistant_message(reply: ChatReply) -> Message:
-    message = reply.assistant_message()
-    if message["content"] is None and "tool_calls" not in message:
-        message["content"] = ""  # the chat API rejects an assistant message with neither content nor tool calls
-    return message
 
 
 def _arrival_text(report: MoveReport, requested: Mapping[str, np.ndarray]) -> str:
