@@ -64,10 +64,9 @@ from robodojo.agents.code_cell.robo import (
     robo_api_methods,
     robo_api_properties,
 )
-from robodojo.agents.episode import EpisodeSpec, run_episode
+from robodojo.agents.episode import EpisodeSpec, episode_context, run_episode
 from robodojo.agents.llm.client import open_llm
 from robodojo.errors import ConfigError
-from robodojo.motion.server import MotionServer
 from robodojo.sim.tasks import get_task
 from robodojo.sim.world import EmbeddedWorld
 
@@ -105,19 +104,9 @@ def stats_ms(values_s: Sequence[float]) -> dict[str, float]:
 
 
 # -- 1. kernel round trip -------------------------------------------------------------------------------------------
-def episode_context(world: EmbeddedWorld, task: str, seed: int) -> EpisodeContext:
+def reset_context(world: EmbeddedWorld, task: str, seed: int) -> EpisodeContext:
     world.reset(task, seed=seed)
-    assert world.task is not None
-    return EpisodeContext(
-        task=task,
-        instruction=world.instruction,
-        recipe=world.task.recipe_text(),
-        robot=world.robot,
-        backend=world,
-        motion=MotionServer(world),
-        is_success=world.privileged().success,
-        llm_call_budget=100,
-    )
+    return episode_context(world)
 
 
 def timed_calls_in_kernel(kernel: Kernel, call: str, n: int) -> tuple[list[float], float]:
@@ -142,7 +131,7 @@ def timed_calls_in_process(fn: Any, n: int) -> list[float]:
 def bench_round_trip(n_cells: int, reps: int) -> dict[str, Any]:
     world = EmbeddedWorld(get_task(ROUND_TRIP_TASK).robot)
     try:
-        robo = Robo(episode_context(world, ROUND_TRIP_TASK, 0))
+        robo = Robo(reset_context(world, ROUND_TRIP_TASK, 0))
         properties = {**robo_api_properties(), **{name: f"robo.{name}" for name in ROBO_CONSTANTS}}
         with Kernel(
             lambda name, args, kwargs: call_robo(robo, name, args, kwargs),

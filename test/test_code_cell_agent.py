@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 
 from robodojo import PACKAGE_ROOT
-from robodojo.agents.base import EpisodeContext
 from robodojo.agents.code_cell.agent import NO_TOOL_CALL_TEXT, CodeCellAgent, cell_result_text
 from robodojo.agents.code_cell.kernel import CellResult, load_kernel_config
 from robodojo.agents.code_cell.robo import robo_api_methods
+from robodojo.agents.episode import episode_context
 from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
-from robodojo.motion.server import MotionServer
 
 CELLS = PACKAGE_ROOT / "examples" / "cells" / "general_pickup.py"
 
@@ -44,17 +43,7 @@ class Caller:
 @pytest.fixture
 def agent(dual_world):
     dual_world.reset("general_pickup", seed=0)
-    truth = dual_world.privileged()
-    ctx = EpisodeContext(
-        task="general_pickup",
-        instruction=dual_world.instruction,
-        recipe=dual_world.task.recipe_text(),
-        robot=dual_world.robot,
-        backend=dual_world,
-        motion=MotionServer(dual_world),
-        is_success=truth.success,
-        llm_call_budget=100,
-    )
+    ctx = episode_context(dual_world)
     limits, _ = load_kernel_config()
     agent = CodeCellAgent(kernel_limits=dataclasses.replace(limits, wall_s=1.0))
     agent.begin(ctx)

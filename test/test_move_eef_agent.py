@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from robodojo import PACKAGE_ROOT
-from robodojo.agents.base import EpisodeContext, TurnRecord
+from robodojo.agents.base import TurnRecord
 from robodojo.agents.conversation import OMITTED_IMAGE_TEXT, Conversation
+from robodojo.agents.episode import episode_context
 from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import ChatReply, Message, ToolCall, Usage
 from robodojo.agents.move_eef import MoveEefAgent, MoveEefConfig, Probes, load_move_eef_config
@@ -25,7 +26,6 @@ from robodojo.agents.move_eef.tools import GIVE_UP_TEXT, NO_TOOL_CALL_TEXT
 from robodojo.errors import ConfigError
 from robodojo.geometry import quat_from_matrix
 from robodojo.motion.orientation import DownAngles, down_angles_from_rotation, rotation_from_down_angles
-from robodojo.motion.server import MotionServer
 from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Observation
 from robodojo.sim.scripted import plan_top_down_grasp
 
@@ -103,16 +103,7 @@ def start(world, probes: Probes | None = None, *, seed: int = 0, image_horizon: 
     """Reset general_pickup, build the episode context and an agent, call begin."""
     world.reset("general_pickup", seed=seed)
     backend = RecordingBackend(world)
-    ctx = EpisodeContext(
-        task="general_pickup",
-        instruction=world.instruction,
-        recipe=world.task.recipe_text(),
-        robot=world.robot,
-        backend=backend,
-        motion=MotionServer(world),
-        is_success=world.privileged().success,
-        llm_call_budget=100,
-    )
+    ctx = episode_context(world, backend=backend)
     cfg = MoveEefConfig(
         image_horizon=image_horizon,
         probes=probes or Probes(),

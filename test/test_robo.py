@@ -16,7 +16,6 @@ import cv2
 import numpy as np
 import pytest
 
-from robodojo.agents.base import EpisodeContext
 from robodojo.agents.code_cell import results as R
 from robodojo.agents.code_cell.robo import (
     Robo,
@@ -27,7 +26,7 @@ from robodojo.agents.code_cell.robo import (
     robo_api_properties,
     robo_api_reference,
 )
-from robodojo.motion.server import MotionServer
+from robodojo.agents.episode import episode_context
 from robodojo.perception.camera import CameraModel
 from robodojo.sim.world import EmbeddedWorld
 
@@ -35,18 +34,7 @@ from robodojo.sim.world import EmbeddedWorld
 def make_robo(world: EmbeddedWorld, task: str, seed: int = 0) -> Robo:
     """An episode context built as run_episode builds it."""
     world.reset(task, seed=seed)
-    truth = world.privileged()
-    assert world.task is not None
-    context = EpisodeContext(
-        task=task,
-        instruction=world.instruction,
-        recipe=world.task.recipe_text(),
-        robot=world.robot,
-        backend=world,
-        motion=MotionServer(world),
-        is_success=truth.success,
-        llm_call_budget=10,
-    )
+    context = episode_context(world, llm_call_budget=10)
     return Robo(context)
 
 

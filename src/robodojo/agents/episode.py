@@ -17,7 +17,8 @@ from pathlib import Path
 from robodojo.agents.base import Agent, EpisodeContext, LlmCaller
 from robodojo.agents.llm.types import LlmError, Usage
 from robodojo.agents.recorder import EpisodeRecorder
-from robodojo.errors import ConfigError
+from robodojo.errors import ConfigError, RobodojoError
+from robodojo.motion.backend import RobotBackend
 from robodojo.motion.server import MotionServer
 from robodojo.sim.world import EmbeddedWorld
 
@@ -65,6 +66,24 @@ def episode_folder(out_root: Path, spec: EpisodeSpec, agent: str) -> Path:
     return out_root / f"{spec.task}_{spec.variant}_seed{spec.seed}_{agent}_{stamp}"
 
 
+def episode_context(
+    world: EmbeddedWorld, *, llm_call_budget: int = DEFAULT_LLM_CALL_BUDGET, backend: RobotBackend | None = None
+) -> EpisodeContext:
+    """What an agent gets for the task loaded in ``world`` (after ``reset``). ``backend`` may wrap the world."""
+    if world.task is None:
+        raise RobodojoError("no task loaded; call world.reset(task, seed) first")
+    return EpisodeContext(
+        task=world.task.name,
+        instruction=world.instruction,
+        recipe=world.task.recipe_text(),
+        robot=world.robot,
+        backend=backend or world,
+        motion=MotionServer(world),
+        is_success=world.privileged().success,
+        llm_call_budget=llm_call_budget,
+    )
+
+
 def run_episode(
     world: EmbeddedWorld, agent: Agent, llm: LlmCaller, spec: EpisodeSpec, out_root: Path, *, model: str = ""
 ) -> EpisodeResult:
@@ -72,17 +91,8 @@ def run_episode(
     start = time.perf_counter()
     world.reset(spec.task, seed=spec.seed, variant=spec.variant)
     truth = world.privileged()  # the runner's alone: success, score
-    assert world.task is not None and world.layout is not None
-    context = EpisodeContext(
-        task=spec.task,
-        instruction=world.instruction,
-        recipe=world.task.recipe_text(),
-        robot=world.robot,
-        backend=world,
-        motion=MotionServer(world),
-        is_success=truth.success,
-        llm_call_budget=spec.llm_call_budget,
-    )
+    assert world.task is not None
+    context = episode_context(world, llm_call_budget=spec.llm_call_budget)
     folder = episode_folder(out_root, spec, agent.name)
     recorder = EpisodeRecorder(
         folder,
