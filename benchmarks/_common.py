@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 from pathlib import Path
@@ -58,3 +59,10 @@ def table(header: tuple[str, ...], rows: list[tuple[str, ...]], aligns: str) -> 
     print(line(tuple("-" * w for w in widths)))
     for row in rows:
         print(line(row))
+
+
+def write_figures(path: Path, figures: dict) -> None:
+    """Write a benchmark's figures as indented JSON (for --json) and say where."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(figures, indent=2, default=str) + "\n")
+    print(f"figures written to {path}")

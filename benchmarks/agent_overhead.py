@@ -76,7 +76,7 @@ from unittest import mock
 import cv2
 import numpy as np
 import openai.resources.chat.completions.completions as sdk_completions
-from _common import cpu_model, gl_renderer_string, mark, nproc, table
+from _common import cpu_model, gl_renderer_string, mark, nproc, table, write_figures
 
 import robodojo.agents.move_eef.agent as agent_module
 import robodojo.agents.move_eef.observation as observation_module
@@ -708,9 +708,7 @@ def main(argv: list[str] | None = None) -> int:
             "targets": {"harness_median_ms_max": OVERHEAD_TARGET_MS, "harness_ok": ok},
             "benchmark_wall_s": total,
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2) + "\n")
-        print(f"figures written to {args.json}")
+        write_figures(args.json, out)
     return 0
 
 

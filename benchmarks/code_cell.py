@@ -51,7 +51,7 @@ from typing import Any
 
 import mujoco
 import numpy as np
-from _common import cpu_model, mark, nproc, table
+from _common import cpu_model, mark, nproc, table, write_figures
 
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.base import EpisodeContext
@@ -425,9 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "benchmark_wall_s": total,
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
-        print(f"figures written to {args.json}")
+        write_figures(args.json, figures)
     return 0
 
 

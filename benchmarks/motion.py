@@ -45,7 +45,6 @@ Run: ``make bench`` (every benchmark) or
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import re
@@ -62,7 +61,7 @@ import numpy as np
 import toppra
 import toppra.algorithm
 import toppra.constraint
-from _common import cpu_model, mark, nproc, table, version
+from _common import cpu_model, mark, nproc, table, version, write_figures
 from numpy.typing import NDArray
 
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, rotation_angle_between
@@ -821,9 +820,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "benchmark_wall_s": total,
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
-        print(f"figures written to {args.json}")
+        write_figures(args.json, figures)
     return 0
 
 

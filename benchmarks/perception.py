@@ -60,7 +60,6 @@ the default (200 layouts) takes about 2.5 minutes, ``--quick`` (40 layouts) abou
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import re
@@ -76,7 +75,7 @@ from typing import Any
 import cv2
 import mujoco
 import numpy as np
-from _common import cpu_model, mark, nproc, table, version
+from _common import cpu_model, mark, nproc, table, version, write_figures
 from numpy.typing import NDArray
 
 from robodojo.motion.server import MotionServer
@@ -1027,9 +1026,7 @@ def main(argv: list[str] | None = None) -> int:
             "summary": [{"section": a, "target": b, "measured": c, "ok": d} for a, b, c, d in summary],
             "benchmark_wall_s": total,
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(plain(figures), indent=2) + "\n")
-        print(f"figures written to {args.json}")
+        write_figures(args.json, plain(figures))
     return 0
 
 

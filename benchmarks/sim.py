@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import platform
 import sys
@@ -38,7 +37,7 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from _common import cpu_model, gl_renderer_string, mark, nproc
+from _common import cpu_model, gl_renderer_string, mark, nproc, write_figures
 
 from robodojo.sim.render import select_gl_backend
 from robodojo.sim.settings import RenderSettings, SimSettings, load_sim_settings
@@ -348,9 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "benchmark_wall_s": total,
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
-        print(f"figures written to {args.json}")
+        write_figures(args.json, figures)
     return 0
 
 
