@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from robodojo.agents.llm.types import Message
+from robodojo.agents.llm.types import ChatReply, Message, ToolCall
 from robodojo.errors import ConfigError
 
 OMITTED_IMAGE_TEXT = "[earlier camera image omitted to save context]"
@@ -42,6 +42,22 @@ class Conversation:
     def add_observation(self, message: Message) -> None:
         """Append an observation user message (its images count against the horizon)."""
         self._entries.append(_Entry(message, observation=True))
+
+    def add_tool_result(self, call_id: str, text: str) -> None:
+        """Append the result of one tool call (the chat API needs one per call id)."""
+        self.add({"role": "tool", "tool_call_id": call_id, "content": text})
+
+    def only_tool_call(self, reply: ChatReply, *, no_call_text: str, several_text: str) -> ToolCall | None:
+        """The reply's single tool call; or None after answering the model that it must make exactly one (a user
+        message when it made none, a tool result for each call when it made several). Nothing is executed."""
+        if not reply.tool_calls:
+            self.add({"role": "user", "content": no_call_text})
+            return None
+        if len(reply.tool_calls) > 1:
+            for call in reply.tool_calls:
+                self.add_tool_result(call.id, several_text)
+            return None
+        return reply.tool_calls[0]
 
     @property
     def history(self) -> list[Message]:

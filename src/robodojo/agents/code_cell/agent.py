@@ -102,31 +102,27 @@ class CodeCellAgent:
         request = self.conversation.request()
         reply = llm.chat(request, TOOLS, tool_choice="required")
         self.conversation.add(reply.assistant_message())
-        if not reply.tool_calls:
-            self.conversation.add({"role": "user", "content": NO_TOOL_CALL_TEXT})
-            return self._error(turn, request, reply, [NO_TOOL_CALL_TEXT])
-        if len(reply.tool_calls) > 1:
-            text = SEVERAL_TOOL_CALLS_TEXT.format(n=len(reply.tool_calls))
-            for call in reply.tool_calls:
-                self._tool_result(call.id, text)
-            return self._error(turn, request, reply, [text] * len(reply.tool_calls))
-        call = reply.tool_calls[0]
+        several = SEVERAL_TOOL_CALLS_TEXT.format(n=len(reply.tool_calls))
+        call = self.conversation.only_tool_call(reply, no_call_text=NO_TOOL_CALL_TEXT, several_text=several)
+        if call is None:
+            texts = [several] * len(reply.tool_calls) if reply.tool_calls else [NO_TOOL_CALL_TEXT]
+            return self._error(turn, request, reply, texts)
         try:
             valid = validate_tool_call(call)
         except ToolCallError as exc:
-            self._tool_result(call.id, str(exc))
+            self.conversation.add_tool_result(call.id, str(exc))
             return self._error(turn, request, reply, [str(exc)])
         if valid.name == FINISH:
             text = (
                 f"finish received ({valid.arguments['status']}): the episode ends here. It does not change the score."
             )
-            self._tool_result(call.id, text)
+            self.conversation.add_tool_result(call.id, text)
             return TurnRecord(turn, request, reply, [text], FINISH, finished=True, details=dict(valid.arguments))
 
         assert self.kernel is not None
         result = self.kernel.run_cell(valid.arguments["code"])
         text = cell_result_text(result)
-        self._tool_result(call.id, text)
+        self.conversation.add_tool_result(call.id, text)
         shown = self.robo.take_shown()
         if shown:
             parts: list[dict] = [{"type": "text", "text": "Images from robo.show():"}]
@@ -148,9 +144,6 @@ class CodeCellAgent:
         if self.kernel is not None:
             self.kernel.close()
             self.kernel = None
-
-    def _tool_result(self, call_id: str, text: str) -> None:
-        self.conversation.add({"role": "tool", "tool_call_id": call_id, "content": text})
 
     def _error(self, turn: int, request: list[Message], reply: ChatReply, texts: list[str]) -> TurnRecord:
         return TurnRecord(turn, request, reply, texts, "error", details={"error": texts[0]})

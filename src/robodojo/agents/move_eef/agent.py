@@ -232,25 +232,21 @@ class MoveEefAgent:
         reply = llm.chat(request, self.tools, tool_choice=self.config.tool_choice)
         self.conversation.add(reply.assistant_message())
 
-        if not reply.tool_calls:
-            self.conversation.add({"role": "user", "content": NO_TOOL_CALL_TEXT})
-            return self._error(turn, request, reply, [NO_TOOL_CALL_TEXT])
-        if len(reply.tool_calls) > 1:
-            text = SEVERAL_TOOL_CALLS_TEXT.format(
-                n=len(reply.tool_calls), names=", ".join(c.name for c in reply.tool_calls)
-            )
-            for call in reply.tool_calls:
-                self._tool_result(call.id, text)
-            return self._error(turn, request, reply, [text] * len(reply.tool_calls))
-        call = reply.tool_calls[0]
+        several = SEVERAL_TOOL_CALLS_TEXT.format(
+            n=len(reply.tool_calls), names=", ".join(c.name for c in reply.tool_calls)
+        )
+        call = self.conversation.only_tool_call(reply, no_call_text=NO_TOOL_CALL_TEXT, several_text=several)
+        if call is None:
+            texts = [several] * len(reply.tool_calls) if reply.tool_calls else [NO_TOOL_CALL_TEXT]
+            return self._error(turn, request, reply, texts)
         try:
             valid = validate_tool_call(call)
         except ToolCallError as exc:
-            self._tool_result(call.id, str(exc))
+            self.conversation.add_tool_result(call.id, str(exc))
             return self._error(turn, request, reply, [str(exc)])
 
         if valid.name == GIVE_UP:
-            self._tool_result(call.id, GIVE_UP_TEXT)
+            self.conversation.add_tool_result(call.id, GIVE_UP_TEXT)
             details = {"reason": valid.arguments["reason"], "hindsight": valid.arguments.get("hindsight", "")}
             return TurnRecord(
                 turn=turn,
@@ -264,7 +260,7 @@ class MoveEefAgent:
 
         report, details = self._move(valid.arguments["targets"])
         text = self.probes.text_to_model(report.tool_text, self.bounds)
-        self._tool_result(call.id, text)
+        self.conversation.add_tool_result(call.id, text)
         details["note"] = valid.arguments.get("note", "")
         return TurnRecord(
             turn=turn,
@@ -277,9 +273,6 @@ class MoveEefAgent:
         )
 
     # -- helpers ------------------------------------------------------------------------------------------------
-    def _tool_result(self, call_id: str, text: str) -> None:
-        self.conversation.add({"role": "tool", "tool_call_id": call_id, "content": text})
-
     def _error(self, turn: int, request: list[Message], reply: ChatReply, texts: list[str]) -> TurnRecord:
         return TurnRecord(
             turn=turn,
