@@ -86,25 +86,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _make_agent(args: argparse.Namespace):
-    import dataclasses
+    from robodojo.agents.factory import make_agent
 
-    if args.agent == "code_cell":
-        from robodojo.agents.code_cell.agent import CodeCellAgent
-
-        horizon = args.image_horizon
-        return CodeCellAgent() if horizon is None else CodeCellAgent(image_horizon=horizon or None)
-
-    from robodojo.agents.move_eef import MoveEefAgent, load_move_eef_config
-
-    config = load_move_eef_config()
-    probes = dataclasses.replace(
-        config.probes,
-        **{name: True for name in args.probe},
-        **({"pose_jitter_m": args.pose_jitter} if args.pose_jitter is not None else {}),
-        **({"demonstration": Path(args.demonstration)} if args.demonstration else {}),
-    )
-    horizon = config.image_horizon if args.image_horizon is None else args.image_horizon
-    return MoveEefAgent(dataclasses.replace(config, probes=probes, image_horizon=None if horizon == 0 else horizon))
+    probes: dict[str, object] = {name: True for name in args.probe}
+    if args.pose_jitter is not None:
+        probes["pose_jitter_m"] = args.pose_jitter
+    if args.demonstration:
+        probes["demonstration"] = Path(args.demonstration)
+    return make_agent(args.agent, image_horizon=args.image_horizon, probes=probes)
 
 
 def _cmd_api(args: argparse.Namespace) -> int:

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from robodojo.agents.episode import DEFAULT_LLM_CALL_BUDGET, EpisodeSpec, run_episode
+from robodojo.agents.factory import AGENTS, make_agent
 from robodojo.errors import ConfigError
 
-AGENTS = ("move_eef", "code_cell")
 VARIANTS = ("standard", "cluttered")
 PLACEHOLDERS = ("{task}", "{seed}")
 METRICS = ("llm_calls", "input_tokens", "cached_input_tokens", "output_tokens", "cost_usd")
@@ -112,13 +112,9 @@ def fill_spec(spec: str, task: str, seed: int) -> str:
 
 def check_spec(spec: str) -> None:
     """A ConfigError unless ``spec`` has the form open_llm accepts (PROFILE:REST with a known profile)."""
-    from robodojo.agents.llm.client import _spec_forms
-    from robodojo.agents.llm.settings import load_llm_settings
+    from robodojo.agents.llm.client import parse_llm_spec
 
-    settings = load_llm_settings()
-    kind, sep, rest = spec.partition(":")
-    if not sep or not rest or kind not in settings.profiles:
-        raise ConfigError(f"bad LLM spec {spec!r}; expected one of: {_spec_forms(settings)}")
+    parse_llm_spec(spec)
 
 
 def missing_script(spec: str) -> Path | None:
@@ -130,19 +126,6 @@ def missing_script(spec: str) -> Path | None:
 
 
 # -- running --------------------------------------------------------------------------------------------------------
-
-
-def make_agent(name: str) -> Any:
-    """A fresh agent with its shipped configuration."""
-    if name == "code_cell":
-        from robodojo.agents.code_cell.agent import CodeCellAgent
-
-        return CodeCellAgent()
-    if name == "move_eef":
-        from robodojo.agents.move_eef import MoveEefAgent
-
-        return MoveEefAgent()
-    raise ConfigError(f"unknown agent {name!r}; known: {', '.join(AGENTS)}")
 
 
 def run_one(

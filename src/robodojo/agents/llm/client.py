@@ -409,8 +409,15 @@ class LlmClient:
         return f"LlmClient(model={self.model!r}, profile={self.profile.name!r}, base_url={self.base_url!r})"
 
 
-def _spec_forms(settings: LlmSettings) -> str:
-    return ", ".join(["replay:FILE"] + [f"{name}:MODEL" for name in settings.profiles if name != "replay"])
+def parse_llm_spec(spec: object, settings: LlmSettings | None = None) -> tuple[str, str]:
+    """(profile, model or file) of a command-line spec such as ``openai:gpt-4.1`` or ``replay:FILE``; a
+    ConfigError listing the forms otherwise."""
+    settings = settings or load_llm_settings()
+    kind, sep, rest = spec.partition(":") if isinstance(spec, str) else ("", "", "")
+    if not sep or not rest or kind not in settings.profiles:
+        forms = ", ".join(["replay:FILE"] + [f"{name}:MODEL" for name in settings.profiles if name != "replay"])
+        raise ConfigError(f"bad LLM spec {spec!r}; expected one of: {forms}")
+    return kind, rest
 
 
 @contextlib.contextmanager
@@ -427,9 +434,7 @@ def open_llm(
     from robodojo.agents.llm.replay_server import ReplayScript, ReplayServer
 
     settings = settings or load_llm_settings()
-    kind, sep, rest = spec.partition(":") if isinstance(spec, str) else ("", "", "")
-    if not sep or not rest or kind not in settings.profiles:
-        raise ConfigError(f"bad LLM spec {spec!r}; expected one of: {_spec_forms(settings)}")
+    kind, rest = parse_llm_spec(spec, settings)
     if kind == "replay":
         script = ReplayScript.load(Path(rest))
         with ReplayServer(script) as server:
