@@ -39,3 +39,15 @@ def test_quaternion_round_trip(q):
 def test_angle_between_recovers_the_rotation_angle(axis, angle):
     R = rotation_about_axis(axis, angle)
     assert abs(rotation_angle_between(np.eye(3), R) - angle) < 1e-6
+
+
+def test_look_at_puts_the_target_on_the_optical_axis_with_image_down_towards_world_down():
+    from robodojo.geometry import look_at
+
+    T = look_at([0.1, -0.5, 1.3], [0.0, 0.0, 0.8])
+    R = T[:3, :3]
+    np.testing.assert_allclose(R.T @ R, np.eye(3), atol=1e-12)
+    assert np.linalg.det(R) > 0
+    z = np.array([-0.1, 0.5, -0.5]) / np.linalg.norm([-0.1, 0.5, -0.5])
+    np.testing.assert_allclose(R[:, 2], z, atol=1e-12)
+    assert R[2, 1] < 0 and abs(R[2, 0]) < 1e-12  # image y (down) points down in the world; x stays horizontal

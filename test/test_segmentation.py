@@ -8,6 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
+from robodojo.geometry import look_at
 from robodojo.perception.camera import CameraModel
 from robodojo.perception.segmentation import ColorRegionSegmenter, Segmentation, Segmenter, segment
 
@@ -16,19 +17,6 @@ W, H = 640, 480
 
 
 # -- synthetic scenes -----------------------------------------------------------------------------------------------
-def look_at(eye, target) -> np.ndarray:
-    eye, target = np.asarray(eye, float), np.asarray(target, float)
-    z = target - eye
-    z /= np.linalg.norm(z)
-    x = np.cross(z, [0.0, 0.0, 1.0])
-    x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    T = np.eye(4)
-    T[:3, :3] = np.stack([x, y, z], axis=1)
-    T[:3, 3] = eye
-    return T
-
-
 def synthetic_camera(eye=(0.0, -0.45, 1.3), target=(0.0, 0.0, TABLE_Z), name="synthetic") -> CameraModel:
     K = np.array([[520.0, 0, (W - 1) / 2], [0, 520.0, (H - 1) / 2], [0, 0, 1]])
     return CameraModel(name, K, look_at(eye, target), W, H)

@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
+from robodojo.geometry import look_at
 from robodojo.perception.camera import CameraModel
 from robodojo.perception.table_plane import TableHeight, measure_table_height
 from robodojo.sim.settings import load_sim_settings
@@ -25,17 +26,9 @@ WORLD_CASES = [
 # -- synthetic views of a textured plane ------------------------------------------------------------------------
 def _look_at(eye, target, width=640, height=480, f=520.0, distortion=None, name="cam") -> CameraModel:
     """A camera at ``eye`` looking at ``target`` (optical frame: z forward, x right, y down; world z up)."""
-    eye, target = np.asarray(eye, dtype=float), np.asarray(target, dtype=float)
-    z = (target - eye) / np.linalg.norm(target - eye)
-    x = np.cross(z, [0.0, 0.0, 1.0])
-    x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    T = np.eye(4)
-    T[:3, :3] = np.stack([x, y, z], axis=1)
-    T[:3, 3] = eye
     K = np.array([[f, 0.0, (width - 1) / 2], [0.0, f, (height - 1) / 2], [0.0, 0.0, 1.0]])
     dist = np.zeros(5) if distortion is None else np.asarray(distortion, dtype=float)
-    return CameraModel(name, K, T, width, height, dist)
+    return CameraModel(name, K, look_at(eye, target), width, height, dist)
 
 
 def _texture(seed=3, size=1024):

@@ -75,3 +75,13 @@ def rotation_angle_between(R_a: ArrayLike, R_b: ArrayLike) -> float:
     """Angle [rad] of the relative rotation between two 3x3 rotations."""
     c = (np.trace(np.asarray(R_a).T @ np.asarray(R_b)) - 1.0) / 2.0
     return float(np.arccos(np.clip(c, -1.0, 1.0)))
+
+
+def look_at(eye: ArrayLike, target: ArrayLike, up: ArrayLike = (0.0, 0.0, 1.0)) -> Matrix:
+    """T_world_cam of a REP 103 optical frame at ``eye`` looking at ``target`` (z forward, x right, y down)."""
+    eye = np.asarray(eye, dtype=float)
+    z = np.asarray(target, dtype=float) - eye
+    z /= np.linalg.norm(z)
+    x = np.cross(z, np.asarray(up, dtype=float))
+    x /= np.linalg.norm(x)
+    return transform(np.column_stack([x, np.cross(z, x), z]), eye)
