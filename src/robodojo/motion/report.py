@@ -13,6 +13,7 @@ class StopReason(str, Enum):
     BUDGET_EXHAUSTED = "budget_exhausted"  # the env step budget ran out (the plan was truncated)
     PLAN_FAILED = "plan_failed"  # rejected before anything moved
     STOPPED = "stopped"  # stop() was called during execution
+    BACKEND_LOST = "backend_lost"  # the robot backend stopped answering (ROS: no joint states) mid-move
 
 
 ACCEPTED_TEXT = (

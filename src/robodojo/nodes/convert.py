@@ -1,0 +1,178 @@
+"""Messages <-> library types. Pure functions; the nodes call them and nothing else builds messages."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Duration, Time
+from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
+from numpy.typing import NDArray
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Header
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robodojo.errors import InvalidCommandError
+from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform
+from robodojo.motion.report import ArmReport, MoveReport, StopReason
+from robodojo.observation import CameraCalibration
+
+# -- time ---------------------------------------------------------------------------------------------------------
+
+
+def time_msg(t_s: float) -> Time:
+    sec = math.floor(t_s)
+    return Time(sec=int(sec), nanosec=min(int(round((t_s - sec) * 1e9)), 999_999_999))
+
+
+def seconds(stamp: Time | Duration) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def duration_msg(t_s: float) -> Duration:
+    sec = math.floor(t_s)
+    return Duration(sec=int(sec), nanosec=min(int(round((t_s - sec) * 1e9)), 999_999_999))
+
+
+def header(t_s: float, frame_id: str) -> Header:
+    return Header(stamp=time_msg(t_s), frame_id=frame_id)
+
+
+# -- images and calibration -----------------------------------------------------------------------------------------
+
+
+def image_msg(rgb: NDArray[np.uint8], t_s: float, frame_id: str) -> Image:
+    """An HxWx3 uint8 RGB array as a sensor_msgs/Image (rgb8)."""
+    h, w, _ = rgb.shape
+    return Image(
+        header=header(t_s, frame_id), height=h, width=w, encoding="rgb8", is_bigendian=0, step=w * 3,
+        data=np.ascontiguousarray(rgb).tobytes(),
+    )  # fmt: skip
+
+
+def image_rgb(msg: Image) -> NDArray[np.uint8]:
+    """A sensor_msgs/Image (rgb8 or bgr8, rows possibly padded) as an HxWx3 RGB array."""
+    if msg.encoding not in ("rgb8", "bgr8"):
+        raise InvalidCommandError(f"image encoding {msg.encoding!r} is not supported; use rgb8 or bgr8")
+    if msg.step < msg.width * 3 or len(msg.data) < msg.step * msg.height:
+        raise InvalidCommandError(
+            f"image of {msg.width}x{msg.height} with step {msg.step} carries {len(msg.data)} bytes"
+        )
+    rows = np.frombuffer(msg.data, dtype=np.uint8, count=msg.step * msg.height).reshape(msg.height, msg.step)
+    rgb = rows[:, : msg.width * 3].reshape(msg.height, msg.width, 3)
+    return rgb[..., ::-1].copy() if msg.encoding == "bgr8" else rgb
+
+
+def camera_info_msg(calibration: CameraCalibration, t_s: float, frame_id: str) -> CameraInfo:
+    """Intrinsics as CameraInfo (plumb_bob; P = K [I | 0] for a monocular camera)."""
+    K = np.asarray(calibration.K, dtype=float)
+    P = np.zeros((3, 4))
+    P[:, :3] = K
+    return CameraInfo(
+        header=header(t_s, frame_id),
+        height=calibration.height,
+        width=calibration.width,
+        distortion_model="plumb_bob",
+        d=[float(v) for v in calibration.distortion],
+        k=[float(v) for v in K.reshape(-1)],
+        r=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+        p=[float(v) for v in P.reshape(-1)],
+    )
+
+
+def calibration_from(info: CameraInfo, pose: PoseStamped) -> CameraCalibration:
+    """CameraInfo plus the optical frame's world pose as a CameraCalibration."""
+    K = np.array(info.k, dtype=float).reshape(3, 3)
+    distortion = tuple(float(v) for v in info.d) or (0.0,) * 5
+    return CameraCalibration(
+        K=K, T_world_cam=pose_matrix(pose.pose), width=info.width, height=info.height, distortion=distortion
+    )
+
+
+# -- poses and joints ---------------------------------------------------------------------------------------------
+
+
+def pose(position_m: Sequence[float], quat_wxyz: Sequence[float]) -> Pose:
+    w, x, y, z = (float(v) for v in quat_wxyz)
+    px, py, pz = (float(v) for v in position_m)
+    return Pose(position=Point(x=px, y=py, z=pz), orientation=Quaternion(x=x, y=y, z=z, w=w))
+
+
+def pose_from_matrix(T: NDArray[np.float64]) -> Pose:
+    return pose(T[:3, 3], quat_from_matrix(T[:3, :3]))
+
+
+def pose_stamped(T: NDArray[np.float64], t_s: float, frame_id: str) -> PoseStamped:
+    return PoseStamped(header=header(t_s, frame_id), pose=pose_from_matrix(T))
+
+
+def position_quat(msg: Pose) -> tuple[tuple[float, float, float], tuple[float, float, float, float]]:
+    p, q = msg.position, msg.orientation
+    return (p.x, p.y, p.z), (q.w, q.x, q.y, q.z)
+
+
+def pose_matrix(msg: Pose) -> NDArray[np.float64]:
+    position, quat = position_quat(msg)
+    return transform(matrix_from_quat(quat), position)
+
+
+def joint_state_msg(names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], t_s: float) -> JointState:
+    return JointState(
+        header=header(t_s, ""), name=list(names), position=[float(v) for v in positions],
+        velocity=[float(v) for v in velocities],
+    )  # fmt: skip
+
+
+def joint_trajectory_msg(
+    joint_names: Sequence[str], positions: NDArray[np.float64], dt_s: float, start_s: float
+) -> JointTrajectory:
+    """Points ``positions[k]`` (one row per point) at ``(k + 1) * dt_s`` after ``start_s``; no points means stop."""
+    rows = np.atleast_2d(np.asarray(positions, dtype=float)) if len(positions) else np.zeros((0, len(joint_names)))
+    points = [
+        JointTrajectoryPoint(positions=[float(v) for v in row], time_from_start=duration_msg((k + 1) * dt_s))
+        for k, row in enumerate(rows)
+    ]
+    return JointTrajectory(header=header(start_s, ""), joint_names=list(joint_names), points=points)
+
+
+# -- MoveEef results ----------------------------------------------------------------------------------------------
+
+
+def fill_move_result(result, report: MoveReport, dt_s: float, arrival_type) -> None:  # noqa: ANN001 (rosidl types)
+    """Copy ``report`` into a MoveEef result message; ``arrival_type`` is agent_bringup.msg.ArmArrival."""
+    result.accepted = report.accepted
+    result.error = "" if report.accepted else report.tool_text
+    result.tool_text = report.tool_text
+    result.waypoints = report.waypoints
+    result.duration_s = report.steps_used * dt_s
+    result.steps_used = report.steps_used
+    result.stop_reason = report.stop_reason.value
+    result.arms = [
+        arrival_type(
+            arm=a.arm, planned=a.planned, reached=a.reached, pos_error_mm=a.pos_error_mm,
+            rot_error_deg=a.rot_error_deg, final_pose=pose(a.final_pos_m, a.final_quat_wxyz),
+            waypoints=a.waypoints, steps_used=a.steps_used, stop_reason=a.stop_reason.value,
+        )
+        for a in report.arms.values()
+    ]  # fmt: skip
+
+
+def move_report(result) -> MoveReport:  # noqa: ANN001 (rosidl type)
+    """A MoveEef result message as the MoveReport the in-process motion server would have returned."""
+    arms: Mapping[str, ArmReport] = {}
+    for a in result.arms:
+        position, quat = position_quat(a.final_pose)
+        arms[a.arm] = ArmReport(
+            arm=a.arm, planned=a.planned, reached=a.reached, pos_error_mm=a.pos_error_mm,
+            rot_error_deg=a.rot_error_deg, final_pos_m=position, final_quat_wxyz=quat, waypoints=a.waypoints,
+            steps_used=a.steps_used, stop_reason=StopReason(a.stop_reason),
+        )  # fmt: skip
+    return MoveReport(
+        accepted=result.accepted,
+        tool_text=result.tool_text,
+        arms=arms,
+        waypoints=result.waypoints,
+        steps_used=result.steps_used,
+        stop_reason=StopReason(result.stop_reason),
+    )
