@@ -1,0 +1,169 @@
+"""Run graph nodes as plain processes, for tests, benchmarks and machines without ``ros2 launch``.
+
+ROS 2 launch is not on PyPI (ROS_ON_PYPI.md), so the test suite and benchmarks/ros_graph.py start each node with
+``python -m robodojo.nodes.<node> --ros-args -p name:=value``, in an environment that finds the venv's ROS wheels
+and this package's generated interfaces. Nothing here imports rclpy.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO
+
+from robodojo import PACKAGE_ROOT, ROS_PACKAGE
+from robodojo.errors import RobodojoError
+
+INTERFACE_DIRS = ("action", "msg", "srv")
+
+
+class InterfaceBuildError(RobodojoError):
+    """colcon could not build the package's interfaces."""
+
+
+def _site_packages(prefix: Path) -> Path:
+    rel = Path(sysconfig.get_paths()["purelib"]).relative_to(sys.prefix)
+    return prefix / rel
+
+
+def install_prefix(root: Path = PACKAGE_ROOT) -> Path:
+    """Where ``colcon build`` at the repository root installs the package."""
+    return root / "install" / ROS_PACKAGE
+
+
+def interfaces_stale(root: Path = PACKAGE_ROOT) -> bool:
+    """True when the generated Python interfaces are missing or older than an interface file or CMakeLists.txt."""
+    generated = _site_packages(install_prefix(root)) / ROS_PACKAGE / "action" / "__init__.py"
+    if not generated.is_file():
+        return True
+    sources = [root / "CMakeLists.txt", root / "package.xml"]
+    sources += [f for d in INTERFACE_DIRS for f in (root / d).glob("*") if f.is_file()]
+    built = generated.stat().st_mtime
+    return any(f.stat().st_mtime > built for f in sources)
+
+
+def build_interfaces(root: Path = PACKAGE_ROOT, *, log: IO[str] | None = None, timeout_s: float = 900.0) -> Path:
+    """``colcon build --symlink-install`` at ``root`` when the interfaces are stale; the install prefix."""
+    if interfaces_stale(root):
+        env = ros_environment(root, with_install=False)
+        cmd = [str(Path(sys.executable).parent / "colcon"), "build", "--symlink-install"]
+        cmd += ["--event-handlers", "console_cohesion+", "summary-"]
+        proc = subprocess.run(
+            cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s
+        )
+        if log is not None:
+            log.write(proc.stdout + proc.stderr)
+        if proc.returncode != 0:
+            raise InterfaceBuildError(f"colcon build failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-4000:]}")
+    return install_prefix(root)
+
+
+def ros_environment(
+    root: Path = PACKAGE_ROOT,
+    *,
+    domain_id: int | None = None,
+    log_dir: Path | None = None,
+    with_install: bool = True,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment ROS_ON_PYPI.md asks for, plus this package's install on the paths.
+
+    AMENT_PREFIX_PATH holds the install and the venv; the venv's bin leads PATH; PYTHONPATH gets the generated
+    ``agent_bringup`` interfaces. Discovery stays on localhost, in ``domain_id`` when given.
+    """
+    env = dict(os.environ if base is None else base)
+    prefixes = []
+    if with_install:
+        prefixes.append(str(install_prefix(root)))
+    if sys.prefix != sys.base_prefix:
+        env["VIRTUAL_ENV"] = sys.prefix
+        prefixes.append(sys.prefix)
+    old = [p for p in env.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p and p not in prefixes]
+    env["AMENT_PREFIX_PATH"] = os.pathsep.join(prefixes + old)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    if with_install:
+        paths = [str(_site_packages(install_prefix(root)))]
+        paths += [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    if domain_id is not None:
+        env["ROS_DOMAIN_ID"] = str(domain_id)
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    if log_dir is not None:
+        env["ROS_LOG_DIR"] = str(log_dir)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def ros_args(params: Mapping[str, object]) -> list[str]:
+    """``--ros-args -p name:=value ...`` for ``params`` (YAML literals: true/false, numbers, strings)."""
+    args = ["--ros-args"]
+    for name, value in params.items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, str):
+            text = f"'{value}'" if value == "" or value.lower() in ("true", "false") else value
+        else:
+            text = repr(value)
+        args += ["-p", f"{name}:={text}"]
+    return args
+
+
+class NodeProcess:
+    """One node in its own process; output goes to ``log_path``."""
+
+    def __init__(
+        self, node: str, params: Mapping[str, object], env: Mapping[str, str], log_path: Path, cwd: Path | None = None
+    ) -> None:
+        self.node = node
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = log_path.open("w")
+        cmd = [sys.executable, "-m", f"robodojo.nodes.{node}", *ros_args(params)]
+        self.proc = subprocess.Popen(
+            cmd, env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
+        )
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def output(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def wait(self, timeout_s: float) -> int:
+        return self.proc.wait(timeout=timeout_s)
+
+    def stop(self, timeout_s: float = 10.0) -> int:
+        """SIGINT (a clean shutdown), then SIGKILL after ``timeout_s``; the exit code."""
+        if self.alive:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=timeout_s)
+        self._log.close()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL: the node dies as on a crash or power loss."""
+        if self.alive:
+            self.proc.kill()
+            self.proc.wait(timeout=10.0)
+
+
+def wait_until(predicate, timeout_s: float, interval_s: float = 0.02) -> bool:  # noqa: ANN001
+    """Poll ``predicate`` until it is true or ``timeout_s`` passes; whether it became true."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return bool(predicate())

@@ -1,0 +1,110 @@
+"""Fixtures for graph tests: real nodes in separate processes, a real rclpy client in this one.
+
+Every test gets its own ROS_DOMAIN_ID (localhost discovery), so a node still shutting down from the previous test
+cannot answer. The package's interfaces are built once per session with colcon (incremental: ~2 s when current).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import shutil
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from robodojo import PACKAGE_ROOT
+from robodojo.nodes.process_graph import NodeProcess, build_interfaces, ros_environment, wait_until
+
+pytestmark = pytest.mark.ros
+
+# Fast DDS maps a domain to UDP ports 7400 + 250 * id; ids up to 101 are portable. Start from the pid so that two
+# suites running at once rarely collide.
+_DOMAINS = itertools.count(1 + (os.getpid() % 8) * 12)
+
+
+def _next_domain() -> int:
+    return next(_DOMAINS) % 100 + 1
+
+
+@pytest.fixture(scope="session")
+def ros_install(tmp_path_factory) -> Path:
+    """Build the interfaces (or skip with the reason) and make them importable in this process."""
+    if importlib.util.find_spec("rclpy") is None:
+        pytest.skip("rclpy not importable: run scripts/setup_env.sh (ROS wheels) or source a ROS 2 install")
+    if shutil.which("colcon", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("colcon not installed (scripts/setup_env.sh installs colcon-common-extensions)")
+    log = tmp_path_factory.mktemp("colcon") / "build.log"
+    with log.open("w") as f:
+        prefix = build_interfaces(PACKAGE_ROOT, log=f)
+    env = ros_environment(PACKAGE_ROOT)
+    os.environ["AMENT_PREFIX_PATH"] = env["AMENT_PREFIX_PATH"]
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    site = env["PYTHONPATH"].split(os.pathsep)[0]
+    if site not in sys.path:
+        sys.path.insert(0, site)
+    return prefix
+
+
+class Graph:
+    """The nodes of one test and an rclpy client node in this process, all in one private domain."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import MultiThreadedExecutor
+
+        self.domain_id = _next_domain()
+        self.tmp_path = tmp_path
+        self.env = ros_environment(PACKAGE_ROOT, domain_id=self.domain_id, log_dir=tmp_path / "ros_log")
+        self.nodes: list[NodeProcess] = []
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=self.domain_id)
+        self.client = rclpy.create_node(f"test_client_{os.getpid()}", context=self.context)
+        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        self.executor.add_node(self.client)
+        self._spin = threading.Thread(target=self._spin_until_shutdown, daemon=True)
+        self._spin.start()
+
+    def _spin_until_shutdown(self) -> None:
+        from rclpy.executors import ExternalShutdownException
+
+        try:
+            while self.context.ok():
+                self.executor.spin_once(timeout_sec=0.05)
+        except (ExternalShutdownException, RuntimeError):
+            pass
+
+    def start(self, node: str, name: str | None = None, **params: object) -> NodeProcess:
+        """Start ``robodojo.nodes.<node>`` with ``params``; output in tmp_path/<name>.log."""
+        label = name or node
+        proc = NodeProcess(node, params, self.env, self.tmp_path / f"{label}.log", cwd=self.tmp_path)
+        self.nodes.append(proc)
+        return proc
+
+    def wait(self, predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+        """Wait for ``predicate``; on timeout fail with ``what`` and the nodes' last output."""
+        if not wait_until(predicate, timeout_s):
+            logs = "\n".join(f"--- {n.node} (alive={n.alive}):\n{n.output()[-2500:]}" for n in self.nodes)
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what}\n{logs}")
+
+    def close(self) -> None:
+        for proc in self.nodes:
+            proc.stop()
+        self.context.try_shutdown()
+        self._spin.join(timeout=5)
+        self.executor.shutdown()
+        self.client.destroy_node()
+
+
+@pytest.fixture
+def graph(ros_install, tmp_path) -> Iterator[Graph]:
+    g = Graph(tmp_path)
+    try:
+        yield g
+    finally:
+        g.close()
