@@ -67,6 +67,7 @@ class Graph:
         self.client = rclpy.create_node(f"test_client_{os.getpid()}", context=self.context)
         self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.client)
+        self._stop = threading.Event()
         self._spin = threading.Thread(target=self._spin_until_shutdown, daemon=True)
         self._spin.start()
 
@@ -74,7 +75,7 @@ class Graph:
         from rclpy.executors import ExternalShutdownException
 
         try:
-            while self.context.ok():
+            while self.context.ok() and not self._stop.is_set():
                 self.executor.spin_once(timeout_sec=0.05)
         except (ExternalShutdownException, RuntimeError):
             pass
@@ -95,10 +96,11 @@ class Graph:
     def close(self) -> None:
         for proc in self.nodes:
             proc.stop()
-        self.context.try_shutdown()
+        self._stop.set()
         self._spin.join(timeout=5)
         self.executor.shutdown()
         self.client.destroy_node()
+        self.context.try_shutdown()
 
 
 @pytest.fixture
