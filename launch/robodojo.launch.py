@@ -1,0 +1,302 @@
+"""The whole agent_bringup graph: robot model, robot backend, motion server, agent and RViz.
+
+    ros2 launch agent_bringup robodojo.launch.py                          # MuJoCo, move_eef agent, replayed LLM, RViz
+    ros2 launch agent_bringup robodojo.launch.py agent:=code_cell llm:=openai:gpt-4.1
+    ros2 launch agent_bringup robodojo.launch.py robot:=fr3 task:=fr3_pick_cube llm:=...
+    ros2 launch agent_bringup robodojo.launch.py sim:=isaac               # Isaac Sim's ROS 2 bridge is the backend
+    ros2 launch agent_bringup robodojo.launch.py sim:=none \\
+        camera_topic:='/drivers/{camera}/image_raw'                      # real hardware
+    ros2 launch agent_bringup robodojo.launch.py agent:=none rviz:=false  # the graph only (launch_testing does this)
+
+Backends (`sim`):
+- mujoco: `sim_node` runs the embedded MuJoCo world. It publishes /clock and is the clock source, so it runs on wall
+  time itself (use_sim_time false) and every other node defaults to use_sim_time true.
+- isaac: nothing in this package simulates. Start Isaac Sim with its ROS 2 bridge (scripts/ has the scene); the bridge
+  publishes /joint_states and the camera topics and subscribes to the arm controllers' trajectory topics.
+  `tcp_state_publisher` adds the grasp-point poses.
+- none: real hardware. The arm drivers publish /joint_states and follow the controllers' trajectory topics; each
+  camera driver publishes raw images, and one `camera_node` per camera of the robot (config/robots/<robot>.yaml,
+  `cameras`) republishes them under /cameras/<camera>/ with calibration and pose. Its `input_topic` parameter is set
+  to the driver's topic, `camera_topic` with {camera} replaced by the camera's name (default /<camera>/image_raw).
+
+Node parameters not given here keep their defaults from config/nodes.yaml. The agent node exits after its episode;
+with shutdown_after_episode:=true the whole launch then ends (for batch runs).
+"""
+
+from __future__ import annotations
+
+import os
+
+import yaml
+from ament_index_python.packages import get_package_share_directory
+from launch.actions import (
+    DeclareLaunchArgument,
+    EmitEvent,
+    LogInfo,
+    OpaqueFunction,
+    RegisterEventHandler,
+)
+from launch.event_handlers import OnProcessExit
+from launch.events import Shutdown
+from launch.launch_description import LaunchDescription
+from launch.substitutions import LaunchConfiguration, PythonExpression
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+PACKAGE = "agent_bringup"
+TRUE_WORDS = ("true", "1", "yes", "on")
+FALSE_WORDS = ("false", "0", "no", "off")
+
+
+def _arguments() -> list[DeclareLaunchArgument]:
+    return [
+        DeclareLaunchArgument(
+            "robot",
+            default_value="dual_arx_x5",
+            choices=["dual_arx_x5", "fr3"],
+            description="Robot: config/robots/<robot>.yaml (its scene URDF and cameras)",
+        ),
+        DeclareLaunchArgument(
+            "sim",
+            default_value="mujoco",
+            choices=["mujoco", "isaac", "none"],
+            description="Robot backend: embedded MuJoCo (sim_node), Isaac Sim's ROS 2 bridge, or none (real hardware)",
+        ),
+        DeclareLaunchArgument(
+            "agent",
+            default_value="move_eef",
+            choices=["move_eef", "code_cell", "none"],
+            description="Agent: move_eef tool calls, code_cell Python cells, or none (no agent node)",
+        ),
+        DeclareLaunchArgument(
+            "task",
+            default_value="general_pickup",
+            description="Task (the simulator's and the agent's); robot:=fr3 needs an FR3 task, e.g. fr3_pick_cube",
+        ),
+        DeclareLaunchArgument("variant", default_value="standard", description="Task variant"),
+        DeclareLaunchArgument("seed", default_value="0", description="Episode seed (an integer)"),
+        DeclareLaunchArgument(
+            "llm",
+            default_value="replay:examples/replay/general_pickup_seed0.yaml",
+            description="LLM spec: replay:FILE, openai:MODEL, vllm:MODEL, ... (see `robodojo run --help`)",
+        ),
+        DeclareLaunchArgument(
+            "base_url",
+            default_value="",
+            description="OpenAI-compatible endpoint; empty: the llm profile's own",
+        ),
+        DeclareLaunchArgument(
+            "planner",
+            default_value="native",
+            choices=["native", "moveit"],
+            description="Motion planner: native (IK + timing in robodojo) or moveit (moveit_py)",
+        ),
+        DeclareLaunchArgument("rviz", default_value="true", choices=["true", "false"], description="Start RViz"),
+        DeclareLaunchArgument(
+            "use_sim_time",
+            # sim_node publishes /clock; other backends run on wall time (Isaac users may set it to true)
+            default_value=PythonExpression(["'true' if '", LaunchConfiguration("sim"), "' == 'mujoco' else 'false'"]),
+            description="Use /clock (default: true with sim:=mujoco, false otherwise)",
+        ),
+        DeclareLaunchArgument(
+            "out",
+            default_value="out/episodes",
+            description="Folder for the episode records (relative to the working directory)",
+        ),
+        DeclareLaunchArgument(
+            "shutdown_after_episode",
+            default_value="false",
+            choices=["true", "false"],
+            description="End the whole launch when the agent node exits after its episode",
+        ),
+        DeclareLaunchArgument(
+            "camera_topic",
+            default_value="/{camera}/image_raw",
+            description="sim:=none only: each camera driver's raw image topic; {camera} is replaced by the camera name",
+        ),
+    ]
+
+
+def _flag(context, name: str) -> bool:
+    value = LaunchConfiguration(name).perform(context).strip().lower()
+    if value in TRUE_WORDS:
+        return True
+    if value in FALSE_WORDS:
+        return False
+    raise ValueError(f"launch argument {name}:={value!r} must be true or false")
+
+
+def _text(value: str) -> ParameterValue:
+    """A string parameter as a string (launch_ros would otherwise read '0', 'true' or '' as YAML)."""
+    return ParameterValue(value, value_type=str)
+
+
+def _robot_config(share: str, robot: str) -> dict:
+    path = os.path.join(share, "config", "robots", f"{robot}.yaml")
+    with open(path, encoding="utf-8") as f:
+        config = yaml.safe_load(f)
+    for key in ("scene_urdf", "cameras"):
+        if key not in config:
+            raise ValueError(f"{path}: missing key {key!r}")
+    return config
+
+
+def _launch_setup(context, *args, **kwargs):
+    share = get_package_share_directory(PACKAGE)
+    robot = LaunchConfiguration("robot").perform(context)
+    sim = LaunchConfiguration("sim").perform(context)
+    agent = LaunchConfiguration("agent").perform(context)
+    task = LaunchConfiguration("task").perform(context)
+    variant = LaunchConfiguration("variant").perform(context)
+    seed_text = LaunchConfiguration("seed").perform(context)
+    llm = LaunchConfiguration("llm").perform(context)
+    base_url = LaunchConfiguration("base_url").perform(context)
+    planner = LaunchConfiguration("planner").perform(context)
+    out = LaunchConfiguration("out").perform(context)
+    camera_topic = LaunchConfiguration("camera_topic").perform(context)
+    use_sim_time = _flag(context, "use_sim_time")
+    try:
+        seed = int(seed_text)
+    except ValueError:
+        raise ValueError(f"launch argument seed:={seed_text!r} must be an integer") from None
+
+    config = _robot_config(share, robot)
+    urdf_path = os.path.join(share, config["scene_urdf"])  # urdf/<scene>.urdf, installed under share/
+    with open(urdf_path, encoding="utf-8") as f:
+        robot_description = f.read()
+    cameras = list(config["cameras"])
+
+    actions = [
+        Node(
+            package="robot_state_publisher",
+            executable="robot_state_publisher",
+            output="screen",
+            parameters=[
+                {
+                    "robot_description": ParameterValue(robot_description, value_type=str),
+                    "use_sim_time": use_sim_time,
+                }
+            ],
+        ),
+    ]
+
+    if sim == "mujoco":
+        actions.append(
+            Node(
+                package="agent_bringup",
+                executable="sim_node",
+                output="screen",
+                parameters=[
+                    {
+                        "robot": _text(robot),
+                        "task": _text(task),
+                        "variant": _text(variant),
+                        "seed": seed,
+                        # the simulator publishes /clock: it is the clock source and runs on wall time
+                        "use_sim_time": False,
+                    }
+                ],
+            )
+        )
+    elif sim == "isaac":
+        actions.append(
+            LogInfo(
+                msg=(
+                    "sim:=isaac: nothing in agent_bringup simulates. Start Isaac Sim with its ROS 2 bridge "
+                    f"(robot {robot}) so that it publishes /joint_states and /cameras/<camera>/image_raw and follows "
+                    "the arm controllers' joint_trajectory topics."
+                )
+            )
+        )
+        actions.append(
+            Node(
+                package="agent_bringup",
+                executable="tcp_state_publisher",
+                output="screen",
+                parameters=[{"robot": _text(robot), "use_sim_time": use_sim_time}],
+            )
+        )
+    else:  # none: real hardware drivers publish /joint_states and raw images
+        actions.append(
+            Node(
+                package="agent_bringup",
+                executable="tcp_state_publisher",
+                output="screen",
+                parameters=[{"robot": _text(robot), "use_sim_time": use_sim_time}],
+            )
+        )
+        for camera in cameras:
+            actions.append(
+                Node(
+                    package="agent_bringup",
+                    executable="camera_node",
+                    name=f"camera_node_{camera}",  # one node per camera: unique names
+                    output="screen",
+                    parameters=[
+                        {
+                            "robot": _text(robot),
+                            "camera": _text(camera),
+                            # the driver's raw image topic, republished under /cameras/<camera>/
+                            "input_topic": _text(camera_topic.replace("{camera}", camera)),
+                            "use_sim_time": use_sim_time,
+                        }
+                    ],
+                )
+            )
+
+    actions.append(
+        Node(
+            package="agent_bringup",
+            executable="motion_server_node",
+            output="screen",
+            parameters=[{"robot": _text(robot), "planner": _text(planner), "use_sim_time": use_sim_time}],
+        )
+    )
+
+    if agent != "none":
+        agent_node = Node(
+            package="agent_bringup",
+            executable="agent_node",
+            output="screen",
+            parameters=[
+                {
+                    "agent": _text(agent),
+                    "llm": _text(llm),
+                    "base_url": _text(base_url),
+                    "task": _text(task),
+                    "variant": _text(variant),
+                    "seed": seed,
+                    "out": _text(out),
+                    "use_sim_time": use_sim_time,
+                }
+            ],
+        )
+        actions.append(agent_node)
+        if _flag(context, "shutdown_after_episode"):
+            actions.append(
+                RegisterEventHandler(
+                    OnProcessExit(
+                        target_action=agent_node,
+                        on_exit=[
+                            LogInfo(msg="agent_node exited after its episode: shutting the launch down"),
+                            EmitEvent(event=Shutdown(reason="agent episode finished")),
+                        ],
+                    )
+                )
+            )
+
+    if _flag(context, "rviz"):
+        actions.append(
+            Node(
+                package="rviz2",
+                executable="rviz2",
+                output="screen",
+                arguments=["-d", os.path.join(share, "rviz", "robodojo.rviz")],
+                parameters=[{"use_sim_time": use_sim_time}],
+            )
+        )
+    return actions
+
+
+def generate_launch_description() -> LaunchDescription:
+    return LaunchDescription([*_arguments(), OpaqueFunction(function=_launch_setup)])
