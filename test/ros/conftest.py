@@ -44,6 +44,7 @@ def ros_install(tmp_path_factory) -> Path:
     env = ros_environment(PACKAGE_ROOT)
     os.environ["AMENT_PREFIX_PATH"] = env["AMENT_PREFIX_PATH"]
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ["LD_LIBRARY_PATH"] = env["LD_LIBRARY_PATH"]
     site = env["PYTHONPATH"].split(os.pathsep)[0]
     if site not in sys.path:
         sys.path.insert(0, site)

@@ -54,13 +54,16 @@ def build_interfaces(root: Path = PACKAGE_ROOT, *, log: IO[str] | None = None, t
         env = ros_environment(root, with_install=False)
         cmd = [str(Path(sys.executable).parent / "colcon"), "build", "--symlink-install"]
         cmd += ["--event-handlers", "console_cohesion+", "summary-"]
+        # robodojo itself comes from this venv (editable); the install holds only the interfaces and launchers.
+        cmd += ["--cmake-args", "-DINSTALL_ROBODOJO=OFF"]
         proc = subprocess.run(
             cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s
         )
         if log is not None:
             log.write(proc.stdout + proc.stderr)
         if proc.returncode != 0:
-            raise InterfaceBuildError(f"colcon build failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-4000:]}")
+            output = (proc.stdout + proc.stderr)[-4000:]
+            raise InterfaceBuildError(f"colcon build failed ({proc.returncode}):\n{output}")
     return install_prefix(root)
 
 
@@ -75,7 +78,9 @@ def ros_environment(
     """The environment ROS_ON_PYPI.md asks for, plus this package's install on the paths.
 
     AMENT_PREFIX_PATH holds the install and the venv; the venv's bin leads PATH; PYTHONPATH gets the generated
-    ``agent_bringup`` interfaces. Discovery stays on localhost, in ``domain_id`` when given.
+    ``agent_bringup`` interfaces and LD_LIBRARY_PATH their type support libraries (rclpy looks them up there when
+    it first uses a type, so setting it in a running process works too). Discovery stays on localhost, in
+    ``domain_id`` when given.
     """
     env = dict(os.environ if base is None else base)
     prefixes = []
@@ -91,6 +96,9 @@ def ros_environment(
         paths = [str(_site_packages(install_prefix(root)))]
         paths += [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
         env["PYTHONPATH"] = os.pathsep.join(paths)
+        libs = [str(install_prefix(root) / "lib")]
+        libs += [p for p in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p and p not in libs]
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(libs)
     if domain_id is not None:
         env["ROS_DOMAIN_ID"] = str(domain_id)
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
@@ -159,7 +167,7 @@ class NodeProcess:
             self.proc.wait(timeout=10.0)
 
 
-def wait_until(predicate, timeout_s: float, interval_s: float = 0.02) -> bool:  # noqa: ANN001
+def wait_until(predicate, timeout_s: float, interval_s: float = 0.02) -> bool:
     """Poll ``predicate`` until it is true or ``timeout_s`` passes; whether it became true."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

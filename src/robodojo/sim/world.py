@@ -56,10 +56,11 @@ class EmbeddedWorld:
         self.step_count = 0
         #: Called with the world after every control step (recorders, the demo's contact sheet, ROS publishers).
         self.step_observers: list[Callable[[EmbeddedWorld], None]] = []
+        #: (lower, upper, velocity) from the URDF of every arm joint and every gripper's driven finger joint.
         self.joint_limits = {
             j: (self._urdf.joint(j).lower, self._urdf.joint(j).upper, self._urdf.joint(j).velocity)
             for arm in self.robot.arms
-            for j in arm.joints
+            for j in (*arm.joints, arm.gripper_joint)
         }
         for arm in self.robot.arms:
             for name, q in zip(arm.joints, arm.home_joints_rad, strict=True):
@@ -135,15 +136,27 @@ class EmbeddedWorld:
         self,
         joint_targets: Mapping[str, Sequence[float]] | None = None,
         gripper_targets: Mapping[str, float] | None = None,
+        *,
+        counted: bool = True,
+        slices: int = 1,
+        on_slice: Callable[[], None] | None = None,
     ) -> None:
         """Advance one control step (1/control_hz s) after setting position targets.
 
         ``joint_targets`` maps arm name -> joint angles [rad] in the arm's joint order; ``gripper_targets`` maps arm
         name -> opening in [0, 1] (0 closed). Arms not named keep their previous targets. Every value is checked
         first; on any error InvalidCommandError is raised and nothing changes.
+
+        ``counted=False`` is time passing between motions in a real-time backend (the ROS simulator node): it uses
+        none of the episode's step budget and is allowed after the budget is spent, but it may not command joints.
+        ``on_slice`` runs after each of ``slices`` equal parts of the physics substeps (state published at 100 Hz).
         """
-        if self.task is not None and self.steps_left <= 0:
+        if counted and self.task is not None and self.steps_left <= 0:
             raise EpisodeOverError(f"the episode's {self.task.step_limit} env steps are used up")
+        if not counted and (joint_targets or gripper_targets):
+            raise InvalidCommandError("an uncounted step only lets time pass; joint and gripper targets need a step")
+        if slices < 1 or self.settings.substeps % slices:
+            raise InvalidCommandError(f"{self.settings.substeps} physics substeps do not split into {slices} slices")
         new_joint = self._validated_joint_targets(joint_targets or {})
         new_grip = self._validated_gripper_targets(gripper_targets or {})
         d = self.data
@@ -152,7 +165,12 @@ class EmbeddedWorld:
             d.ctrl[self.arm_ctrl_ids[arm]] = q
         for arm, opening in new_grip.items():
             self.set_gripper_target(arm, opening)
-        self._advance()
+        for _ in range(slices):
+            self._advance(self.settings.substeps // slices)
+            if on_slice is not None:
+                on_slice()
+        if not counted:
+            return
         self.step_count += 1
         for observer in self.step_observers:
             observer(self)
@@ -163,8 +181,8 @@ class EmbeddedWorld:
         for arm in self.robot.arm_names:
             self.data.ctrl[self.arm_ctrl_ids[arm]] = self.data.qpos[self.arm_qpos_adr[arm]]
 
-    def _advance(self) -> None:
-        for _ in range(self.settings.substeps):
+    def _advance(self, substeps: int | None = None) -> None:
+        for _ in range(self.settings.substeps if substeps is None else substeps):
             mujoco.mj_step(self.model, self.data)
 
     def set_gripper_target(self, arm: str, opening: float) -> None:

@@ -1,0 +1,304 @@
+"""The simulator node: the embedded MuJoCo world as a robot on the ROS graph, in real time.
+
+Publishes /clock (simulation time; other nodes run with use_sim_time), /joint_states after every physics slice
+(100 Hz), each arm's grasp-point pose, every camera's image, CameraInfo and optical-frame pose at camera_rate_hz,
+and the episode status. Accepts joint trajectories on the joint_trajectory_controller topics of each arm and gripper
+and plays them one point per 25 Hz control step; each step that plays a point uses one step of the episode's budget,
+time between motions does not. The /episode/reset service starts a new episode.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+import numpy as np
+from agent_bringup.msg import EpisodeStatus
+from agent_bringup.srv import ResetEpisode
+from geometry_msgs.msg import PoseStamped
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from trajectory_msgs.msg import JointTrajectory
+
+from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, TrajectoryPlayer
+from robodojo.errors import ConfigError, RobodojoError
+from robodojo.geometry import matrix_from_quat, transform
+from robodojo.nodes import convert, topics
+from robodojo.nodes.params import declare_parameters
+from robodojo.nodes.runtime import GraphNode, run_node
+from robodojo.sim.world import VELOCITY_MARGIN, EmbeddedWorld
+
+NODE_NAME = "sim_node"
+STATE_QOS = QoSProfile(depth=10)
+IMAGE_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+@dataclass
+class ArmControllers:
+    arm: str
+    joints: TrajectoryPlayer
+    gripper: TrajectoryPlayer
+    gripper_max_m: float
+
+
+class SimNode(GraphNode):
+    def __init__(self) -> None:
+        super().__init__(NODE_NAME)
+        p = declare_parameters(self, NODE_NAME)
+        for key in ("camera_rate_hz", "real_time_factor", "status_rate_hz"):
+            if p[key] <= 0:
+                raise ConfigError(f"parameter {key!r} must be > 0, got {p[key]}")
+        self.params = p
+        # The world and its GL context live in the loop thread: EGL contexts are bound to the thread that made them
+        # current, so construction, rendering and resets all run there.
+        self._lock = threading.Lock()
+        self._calls: queue.Queue[tuple[Callable[[], object], Future]] = queue.Queue()
+        self._running = True
+        self._thread = threading.Thread(target=self._loop, name="sim_loop", daemon=True)
+        started: Future = Future()
+        self._thread.start()
+        self._calls.put((lambda: self._setup(p), started))
+        started.result()  # re-raises a bad robot, task or seed here, so the node exits with the message
+        self.create_service(ResetEpisode, topics.EPISODE_RESET, self._on_reset)
+        self.get_logger().info(
+            f"{self.robot.name}: task {p['task']} ({p['variant']}, seed {p['seed']}), "
+            f"real-time factor {p['real_time_factor']}, cameras at {p['camera_rate_hz']} Hz"
+        )
+
+    def _setup(self, p: dict) -> None:
+        """Build the world, its controllers and publishers (in the loop thread)."""
+        self.world = EmbeddedWorld(p["robot"])
+        self.robot = self.world.robot
+        self._reset(p["task"], p["variant"], p["seed"])
+        limits = {name: JointLimit(*limit) for name, limit in self.world.joint_limits.items()}
+        self.controllers: dict[str, ArmControllers] = {}
+        for arm in self.robot.arms:
+            self.controllers[arm.name] = ArmControllers(
+                arm.name,
+                TrajectoryPlayer(arm.joints, limits, VELOCITY_MARGIN),
+                TrajectoryPlayer((arm.gripper_joint,), limits, VELOCITY_MARGIN),
+                arm.gripper_max_m,
+            )
+            self.create_subscription(
+                JointTrajectory, topics.arm_controller(arm.name), self._on_arm_trajectory(arm.name), 10
+            )
+            self.create_subscription(
+                JointTrajectory, topics.gripper_controller(arm.name), self._on_gripper_trajectory(arm.name), 10
+            )
+        self._joint_names = [j for a in self.robot.arms for j in (*a.joints, a.gripper_joint)]
+        m = self.world.model
+        self._qpos_adr = np.array([m.joint(j).qposadr[0] for j in self._joint_names])
+        self._dof_adr = np.array([m.joint(j).dofadr[0] for j in self._joint_names])
+
+        self.clock_pub = self.create_publisher(Clock, "/clock", STATE_QOS)
+        self.joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, STATE_QOS)
+        self.status_pub = self.create_publisher(EpisodeStatus, topics.EPISODE_STATUS, LATCHED_QOS)
+        self.tcp_pubs = {
+            a: self.create_publisher(PoseStamped, topics.tcp_pose(a), STATE_QOS) for a in self.robot.arm_names
+        }
+        self.camera_pubs = {
+            c.name: (
+                self.create_publisher(Image, topics.camera_image(c.name), IMAGE_QOS),
+                self.create_publisher(CameraInfo, topics.camera_info(c.name), IMAGE_QOS),
+                self.create_publisher(PoseStamped, topics.camera_pose(c.name), IMAGE_QOS),
+            )
+            for c in self.robot.cameras
+        }
+
+    # -- episode ------------------------------------------------------------------------------------------------
+    def _reset(self, task: str, variant: str, seed: int) -> None:
+        self.world.reset(task, seed=seed, variant=variant or "standard")
+        self.truth = self.world.privileged()
+        self.episode_id = uuid.uuid4().hex[:12]
+        self.episode = (task, variant or "standard", seed)
+        self._last_status: tuple | None = None
+
+    def _on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
+        def reset() -> None:
+            for c in self.controllers.values():
+                c.joints.stop()
+                c.gripper.stop()
+            self._reset(request.task, request.variant, request.seed)
+            self._publish_status(force=True)
+
+        done: Future = Future()
+        self._calls.put((reset, done))
+        try:
+            done.result()
+        except RobodojoError as exc:
+            response.success, response.message = False, str(exc)
+            self.get_logger().error(f"reset refused, the episode goes on: {exc}")
+            return response
+        response.success, response.episode_id = True, self.episode_id
+        response.instruction = self.world.instruction
+        self.get_logger().info(f"reset: {request.task} seed {request.seed} -> episode {self.episode_id}")
+        return response
+
+    # -- commands -----------------------------------------------------------------------------------------------
+    def _command(self, msg: JointTrajectory) -> TrajectoryCommand:
+        return TrajectoryCommand(
+            joint_names=tuple(msg.joint_names),
+            times_from_start_s=tuple(convert.seconds(p.time_from_start) for p in msg.points),
+            positions=tuple(tuple(p.positions) for p in msg.points),
+            start_s=convert.seconds(msg.header.stamp),
+        )
+
+    def _on_arm_trajectory(self, arm: str):
+        def callback(msg: JointTrajectory) -> None:
+            with self._lock:
+                commanded = self.world.data.ctrl[self.world.arm_ctrl_ids[arm]]
+                self._submit(self.controllers[arm].joints, msg, commanded, f"{arm} arm")
+
+        return callback
+
+    def _on_gripper_trajectory(self, arm: str):
+        def callback(msg: JointTrajectory) -> None:
+            with self._lock:
+                commanded = [self.world.data.ctrl[self.world.gripper_ctrl_ids[arm]]]
+                self._submit(self.controllers[arm].gripper, msg, commanded, f"{arm} gripper")
+
+        return callback
+
+    def _submit(self, player: TrajectoryPlayer, msg: JointTrajectory, commanded, what: str) -> None:
+        try:
+            player.submit(self._command(msg), self.world.data.time, commanded, self.world.control_dt_s)
+        except RobodojoError as exc:
+            self.get_logger().error(f"{what} trajectory refused, nothing moves: {exc}")
+
+    # -- the real-time loop -------------------------------------------------------------------------------------
+    def _run_calls(self) -> None:
+        """Run what other threads asked of the world (setup, resets), passing results or errors back."""
+        while not self._calls.empty():
+            fn, future = self._calls.get_nowait()
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def _loop(self) -> None:
+        while self._running and not hasattr(self, "controllers"):
+            self._run_calls()  # setup first; it may fail, and then the node ends
+            time.sleep(0.01)
+        dt = self.world.control_dt_s
+        rtf = self.params["real_time_factor"]
+        camera_period = 1.0 / self.params["camera_rate_hz"]
+        status_period = 1.0 / self.params["status_rate_hz"]
+        slices = self.params["joint_state_slices"]
+        wall0, sim0 = time.monotonic(), self.world.data.time
+        next_camera, next_status = sim0, sim0
+        while self._running:
+            try:
+                with self._lock:
+                    self._run_calls()
+                    self._control_step(slices)
+                    now = self.world.data.time
+                    self._publish_tcp(now)
+                    self._publish_status(force=now >= next_status)
+                    if now >= next_status:
+                        next_status = now + status_period
+                    if now + 1e-9 >= next_camera:
+                        self._publish_cameras(now)
+                        next_camera += camera_period
+                        if next_camera < now:  # fell behind: skip rather than burst
+                            next_camera = now + camera_period
+            except Exception:  # the loop is the robot: log and go on, unless shutting down
+                if not self.context.ok():
+                    return
+                self.get_logger().error(f"simulation step failed:\n{traceback.format_exc()}")
+                now = self.world.data.time
+            delay = wall0 + (now - sim0) / rtf - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -5 * dt:  # more than 5 steps late: run slower than real time instead of catching up
+                wall0, sim0 = time.monotonic(), now
+
+    def _control_step(self, slices: int) -> None:
+        w, dt = self.world, self.world.control_dt_s
+        tick = w.data.time
+        joints, grippers = {}, {}
+        for arm, c in self.controllers.items():
+            q = c.joints.sample(tick, dt)
+            if q is not None:
+                joints[arm] = q
+            g = c.gripper.sample(tick, dt)
+            if g is not None:
+                grippers[arm] = float(np.clip(g[0] / c.gripper_max_m, 0.0, 1.0))
+        counted = bool(joints or grippers)
+        if counted and w.steps_left <= 0:
+            self.get_logger().warning("the episode's env steps are used up: trajectories stopped, arms hold")
+            for c in self.controllers.values():
+                c.joints.stop()
+                c.gripper.stop()
+            joints, grippers, counted = {}, {}, False
+        try:
+            w.step(joints, grippers, counted=counted, slices=slices, on_slice=self._publish_joint_state)
+        except RobodojoError as exc:
+            self.get_logger().error(f"control step refused, trajectories stopped: {exc}")
+            for c in self.controllers.values():
+                c.joints.stop()
+                c.gripper.stop()
+            w.hold()
+            w.step(counted=False, slices=slices, on_slice=self._publish_joint_state)
+
+    # -- publishing ---------------------------------------------------------------------------------------------
+    def _publish_joint_state(self) -> None:
+        d = self.world.data
+        t = d.time
+        self.clock_pub.publish(Clock(clock=convert.time_msg(t)))
+        self.joint_pub.publish(
+            convert.joint_state_msg(self._joint_names, d.qpos[self._qpos_adr], d.qvel[self._dof_adr], t)
+        )
+
+    def _publish_tcp(self, t: float) -> None:
+        for arm in self.robot.arm_names:
+            s = self.world.arm_state(arm)
+            T = transform(matrix_from_quat(s.tcp_quat_wxyz), s.tcp_pos_m)
+            self.tcp_pubs[arm].publish(convert.pose_stamped(T, t, topics.WORLD_FRAME))
+
+    def _publish_cameras(self, t: float) -> None:
+        for cam in self.robot.cameras:
+            frame = self.world.render(cam.name)
+            image_pub, info_pub, pose_pub = self.camera_pubs[cam.name]
+            info_pub.publish(convert.camera_info_msg(frame.calibration, t, cam.frame))
+            pose_pub.publish(convert.pose_stamped(frame.calibration.T_world_cam, t, topics.WORLD_FRAME))
+            image_pub.publish(convert.image_msg(frame.rgb, t, cam.frame))
+
+    def _publish_status(self, *, force: bool) -> None:
+        w = self.world
+        key = (self.episode_id, w.step_count, self.truth.success(), round(self.truth.score(), 6))
+        if not force and key == self._last_status:
+            return
+        self._last_status = key
+        task, variant, seed = self.episode
+        assert w.task is not None
+        self.status_pub.publish(
+            EpisodeStatus(
+                header=convert.header(w.data.time, topics.WORLD_FRAME),
+                episode_id=self.episode_id, robot=self.robot.name, task=task, variant=variant, seed=seed,
+                instruction=w.instruction, recipe=w.task.recipe_text(), steps_used=w.step_count,
+                step_limit=w.task.step_limit, steps_left=w.steps_left, success=key[2], score=float(key[3]),
+            )
+        )  # fmt: skip
+
+    def close(self) -> None:
+        self._running = False
+        self._thread.join(timeout=5)
+        if hasattr(self, "world"):
+            self.world.close()
+
+
+def main() -> int:
+    return run_node(SimNode, NODE_NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
