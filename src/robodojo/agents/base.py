@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from robodojo.agents.llm.types import ChatReply, Message
 from robodojo.motion.backend import RobotBackend
 from robodojo.motion.report import MoveReport
-from robodojo.motion.server import MotionServer
+from robodojo.motion.interface import Motion
 from robodojo.robots.config import RobotConfig
 
 
@@ -27,7 +27,7 @@ class EpisodeContext:
     recipe: str  # the task recipe: description and process-score ladder
     robot: RobotConfig
     backend: RobotBackend  # agent-side view only: observe(), steps_left
-    motion: MotionServer
+    motion: Motion  # the in-process MotionServer, or the MoveEef action client on the ROS graph
     is_success: Callable[[], bool]  # the benchmark's own done signal (motion stops early on success)
     llm_call_budget: int
 

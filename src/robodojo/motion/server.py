@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -22,15 +23,65 @@ from robodojo.motion.targets import MoveTarget, TargetError, arm_pose_target, pa
 from robodojo.observation import Observation
 
 SuccessCheck = Callable[[], bool]
+ProgressCallback = Callable[[int], None]  # points played so far
+
+
+class TrajectoryExecutor(Protocol):
+    """Plays the first ``points`` points of a plan on the robot and says how many played and why it ended."""
+
+    def play(
+        self,
+        plan: Plan,
+        points: int,
+        stop: threading.Event,
+        is_success: SuccessCheck | None,
+        on_progress: ProgressCallback | None,
+    ) -> tuple[int, StopReason]: ...
+
+
+class StepExecutor:
+    """Plays a plan through ``backend.step``: one point per call, as the in-process backends run."""
+
+    def __init__(self, backend: RobotBackend) -> None:
+        self.backend = backend
+
+    def play(
+        self,
+        plan: Plan,
+        points: int,
+        stop: threading.Event,
+        is_success: SuccessCheck | None,
+        on_progress: ProgressCallback | None,
+    ) -> tuple[int, StopReason]:
+        played = 0
+        for k in range(1, points + 1):
+            if stop.is_set():
+                return played, StopReason.STOPPED
+            self.backend.step(
+                {a: t.positions_rad[k] for a, t in plan.trajectories.items()},
+                {a: float(t.gripper[k]) for a, t in plan.trajectories.items()},
+            )
+            played = k
+            if on_progress is not None:
+                on_progress(played)
+            if is_success is not None and is_success():
+                return played, StopReason.TASK_SUCCESS
+        return played, StopReason.COMPLETED
 
 
 class MotionServer:
     """Moves a backend's arms to Cartesian targets along validated 25 Hz trajectories."""
 
     def __init__(
-        self, backend: RobotBackend, planner: Planner | None = None, settings: MotionSettings | None = None
+        self,
+        backend: RobotBackend,
+        planner: Planner | None = None,
+        settings: MotionSettings | None = None,
+        executor: TrajectoryExecutor | None = None,
     ) -> None:
+        """``executor`` plays plans on the robot; by default one ``backend.step`` per point."""
         self.backend = backend
+        self.executor: TrajectoryExecutor = executor or StepExecutor(backend)
         self.robot = backend.robot
         self.settings = settings or load_motion_settings()
         self.planner: Planner = planner or NativePlanner(self.robot, backend.control_dt_s, self.settings)
@@ -87,7 +138,9 @@ class MotionServer:
         self.backend.hold()
 
     # -- execution ---------------------------------------------------------------------------------------------
-    def execute(self, plan: Plan, *, is_success: SuccessCheck | None = None) -> MoveReport:
+    def execute(
+        self, plan: Plan, *, is_success: SuccessCheck | None = None, on_progress: ProgressCallback | None = None
+    ) -> MoveReport:
         """Play ``plan`` one point per env step; a failed plan moves nothing and reports why."""
         if not plan.ok:
             return self._rejected(plan.reason, plan.target)
@@ -96,20 +149,11 @@ class MotionServer:
         to_play = min(plan.waypoints, budget)
         truncated = TRUNCATED_TEXT.format(total=plan.waypoints) if to_play < plan.waypoints else ""
         tool_text = ACCEPTED_TEXT.format(n=to_play, s=to_play * plan.dt_s, truncated=truncated)
-        reason = StopReason.COMPLETED if not truncated else StopReason.BUDGET_EXHAUSTED
-        played = 0
-        for k in range(1, to_play + 1):
-            if self._stop_requested.is_set():
-                reason = StopReason.STOPPED
-                break
-            joints = {a: t.positions_rad[k] for a, t in plan.trajectories.items()}
-            grippers = {a: float(t.gripper[k]) for a, t in plan.trajectories.items()}
-            self.backend.step(joints, grippers)
-            self.gripper_command.update(grippers)
-            played = k
-            if is_success is not None and is_success():
-                reason = StopReason.TASK_SUCCESS
-                break
+        played, reason = self.executor.play(plan, to_play, self._stop_requested, is_success, on_progress)
+        if reason is StopReason.COMPLETED and truncated:
+            reason = StopReason.BUDGET_EXHAUSTED
+        if played:
+            self.gripper_command.update({a: float(t.gripper[played]) for a, t in plan.trajectories.items()})
         if reason is StopReason.STOPPED:
             self.backend.hold()
         return self._report(plan, tool_text, played, reason)

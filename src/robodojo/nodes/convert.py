@@ -23,7 +23,7 @@ from robodojo.observation import CameraCalibration
 
 def time_msg(t_s: float) -> Time:
     sec = math.floor(t_s)
-    return Time(sec=int(sec), nanosec=min(int(round((t_s - sec) * 1e9)), 999_999_999))
+    return Time(sec=int(sec), nanosec=min(round((t_s - sec) * 1e9), 999_999_999))
 
 
 def seconds(stamp: Time | Duration) -> float:
@@ -32,7 +32,7 @@ def seconds(stamp: Time | Duration) -> float:
 
 def duration_msg(t_s: float) -> Duration:
     sec = math.floor(t_s)
-    return Duration(sec=int(sec), nanosec=min(int(round((t_s - sec) * 1e9)), 999_999_999))
+    return Duration(sec=int(sec), nanosec=min(round((t_s - sec) * 1e9), 999_999_999))
 
 
 def header(t_s: float, frame_id: str) -> Header:
@@ -117,7 +117,9 @@ def pose_matrix(msg: Pose) -> NDArray[np.float64]:
     return transform(matrix_from_quat(quat), position)
 
 
-def joint_state_msg(names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], t_s: float) -> JointState:
+def joint_state_msg(
+    names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], t_s: float
+) -> JointState:
     return JointState(
         header=header(t_s, ""), name=list(names), position=[float(v) for v in positions],
         velocity=[float(v) for v in velocities],
@@ -139,7 +141,7 @@ def joint_trajectory_msg(
 # -- MoveEef results ----------------------------------------------------------------------------------------------
 
 
-def fill_move_result(result, report: MoveReport, dt_s: float, arrival_type) -> None:  # noqa: ANN001 (rosidl types)
+def fill_move_result(result, report: MoveReport, dt_s: float, arrival_type) -> None:
     """Copy ``report`` into a MoveEef result message; ``arrival_type`` is agent_bringup.msg.ArmArrival."""
     result.accepted = report.accepted
     result.error = "" if report.accepted else report.tool_text
@@ -158,7 +160,7 @@ def fill_move_result(result, report: MoveReport, dt_s: float, arrival_type) -> N
     ]  # fmt: skip
 
 
-def move_report(result) -> MoveReport:  # noqa: ANN001 (rosidl type)
+def move_report(result) -> MoveReport:
     """A MoveEef result message as the MoveReport the in-process motion server would have returned."""
     arms: Mapping[str, ArmReport] = {}
     for a in result.arms:
