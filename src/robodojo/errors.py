@@ -28,3 +28,7 @@ class UnknownNameError(RobodojoError, KeyError):
 
 class InvalidCommandError(RobodojoError, ValueError):
     """A command (joint target, gripper value, ...) that was rejected before anything moved."""
+
+
+class BackendLostError(RobodojoError):
+    """The robot backend stopped answering (on the ROS graph: no joint states or episode status), or restarted."""

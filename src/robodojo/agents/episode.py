@@ -1,8 +1,12 @@
 """The episode runner: reset a task, loop agent turns until an end condition, record everything.
 
 An episode ends on the first of: the benchmark's own success signal, give_up (or the agent's finish), the LLM-call
-budget, the env step budget, an LLM that cannot be reached after the client's bounded retries, or a crash. Whatever
-ends it, the record holds everything up to that point and metrics.json says why it ended.
+budget, the env step budget, an LLM that cannot be reached after the client's bounded retries, a robot backend that
+stops answering, or a crash. Whatever ends it, the record holds everything up to that point and metrics.json says why
+it ended.
+
+Where the episode runs is an :class:`EpisodeHost`: :class:`WorldHost` for the embedded world in this process, or the
+ROS agent node's host for a simulator elsewhere on the graph. The runner and the record are the same for both.
 """
 
 from __future__ import annotations
@@ -13,13 +17,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
+from typing import Protocol
 
 from robodojo.agents.base import Agent, EpisodeContext, LlmCaller
 from robodojo.agents.llm.types import LlmError, Usage
 from robodojo.agents.recorder import EpisodeRecorder
-from robodojo.errors import ConfigError, RobodojoError
+from robodojo.errors import BackendLostError, ConfigError, RobodojoError
 from robodojo.motion.backend import RobotBackend
+from robodojo.motion.report import StopReason
 from robodojo.motion.server import MotionServer
+from robodojo.observation import Observation
+from robodojo.robots.config import RobotConfig
 from robodojo.sim.world import EmbeddedWorld
 
 DEFAULT_LLM_CALL_BUDGET = 100
@@ -33,6 +41,7 @@ class EndReason(str, Enum):
     LLM_CALL_BUDGET = "llm_call_budget"
     STEP_BUDGET = "step_budget"
     LLM_ERROR = "llm_error"
+    BACKEND_LOST = "backend_lost"  # the robot backend stopped answering or restarted (ROS graph)
     CRASHED = "crashed"
 
 
@@ -84,15 +93,92 @@ def episode_context(
     )
 
 
+class EpisodeHost(Protocol):
+    """Where an episode runs: starts it, and answers the benchmark's questions about it while it runs."""
+
+    robot: RobotConfig
+
+    def start(self, spec: EpisodeSpec) -> EpisodeContext:
+        """Begin the episode ``spec`` names (a reset, or joining one that runs) and give the agent its context."""
+        ...
+
+    def check(self) -> None:
+        """Raise BackendLostError when the robot backend is gone or restarted (never for the embedded world)."""
+        ...
+
+    def success(self) -> bool: ...
+
+    def score(self) -> float: ...
+
+    @property
+    def steps_used(self) -> int: ...
+
+    @property
+    def steps_left(self) -> int: ...
+
+    @property
+    def step_limit(self) -> int: ...
+
+    def state(self) -> Observation:
+        """The agent-side state without images, for the record after each turn."""
+        ...
+
+
+class WorldHost:
+    """The embedded world in this process; success and score come from its privileged view."""
+
+    def __init__(self, world: EmbeddedWorld) -> None:
+        self.world = world
+        self.robot = world.robot
+
+    def start(self, spec: EpisodeSpec) -> EpisodeContext:
+        self.world.reset(spec.task, seed=spec.seed, variant=spec.variant)
+        self._truth = self.world.privileged()
+        return episode_context(self.world, llm_call_budget=spec.llm_call_budget)
+
+    def check(self) -> None:
+        pass
+
+    def success(self) -> bool:
+        return self._truth.success()
+
+    def score(self) -> float:
+        return self._truth.score()
+
+    @property
+    def steps_used(self) -> int:
+        return self.world.step_count
+
+    @property
+    def steps_left(self) -> int:
+        return self.world.steps_left
+
+    @property
+    def step_limit(self) -> int:
+        assert self.world.task is not None
+        return self.world.task.step_limit
+
+    def state(self) -> Observation:
+        return self.world.observe(cameras=())
+
+
 def run_episode(
-    world: EmbeddedWorld, agent: Agent, llm: LlmCaller, spec: EpisodeSpec, out_root: Path, *, model: str = ""
+    host: EpisodeHost | EmbeddedWorld,
+    agent: Agent,
+    llm: LlmCaller,
+    spec: EpisodeSpec,
+    out_root: Path,
+    *,
+    model: str = "",
 ) -> EpisodeResult:
-    """Run one episode of ``spec.task`` with ``agent`` talking to ``llm``; record it under ``out_root``."""
+    """Run one episode of ``spec.task`` with ``agent`` talking to ``llm``; record it under ``out_root``.
+
+    ``host`` is where it runs; an EmbeddedWorld stands for ``WorldHost(world)``.
+    """
     start = time.perf_counter()
-    world.reset(spec.task, seed=spec.seed, variant=spec.variant)
-    truth = world.privileged()  # the runner's alone: success, score
-    assert world.task is not None
-    context = episode_context(world, llm_call_budget=spec.llm_call_budget)
+    if isinstance(host, EmbeddedWorld):
+        host = WorldHost(host)
+    context = host.start(spec)
     folder = episode_folder(out_root, spec, agent.name)
     recorder = EpisodeRecorder(
         folder,
@@ -100,28 +186,28 @@ def run_episode(
             "task": spec.task,
             "seed": spec.seed,
             "variant": spec.variant,
-            "robot": world.robot.name,
-            "instruction": world.instruction,
+            "robot": host.robot.name,
+            "instruction": context.instruction,
             "agent": agent.name,
             "model": model,
             "llm_call_budget": spec.llm_call_budget,
-            "env_step_limit": world.task.step_limit,
+            "env_step_limit": host.step_limit,
         },
     )
     calls, usage, reason, error = 0, Usage(), EndReason.CRASHED, ""
 
     def metrics() -> dict:
         return {
-            "success": truth.success(),
-            "score": truth.score(),
+            "success": host.success(),
+            "score": host.score(),
             "end_reason": reason.value,
             "llm_calls": calls,
             "input_tokens": usage.input_tokens,
             "cached_input_tokens": usage.cached_input_tokens,
             "output_tokens": usage.output_tokens,
             "cost_usd": usage.cost_usd,
-            "steps_used": world.step_count,
-            "env_step_limit": world.task.step_limit,  # type: ignore[union-attr]
+            "steps_used": host.steps_used,
+            "env_step_limit": host.step_limit,
             "wall_time_s": time.perf_counter() - start,
             "error": error,
         }
@@ -130,13 +216,14 @@ def run_episode(
         agent.begin(context)
         turn = 0
         while True:
-            if truth.success():
+            host.check()
+            if host.success():
                 reason = EndReason.SUCCESS
                 break
             if calls >= spec.llm_call_budget:
                 reason = EndReason.LLM_CALL_BUDGET
                 break
-            if world.steps_left <= 0:
+            if host.steps_left <= 0:
                 reason = EndReason.STEP_BUDGET
                 break
             turn += 1
@@ -149,10 +236,12 @@ def run_episode(
                 break
             calls += 1
             usage = usage + record.reply.usage
-            recorder.record_turn(record, world.observe(cameras=()))
+            recorder.record_turn(record, host.state())
             reason = EndReason.RUNNING
             recorder.write_metrics(metrics())
-            if truth.success():
+            if record.move is not None and record.move.stop_reason is StopReason.BACKEND_LOST:
+                raise BackendLostError(record.move.tool_text)
+            if host.success():
                 reason = EndReason.SUCCESS
                 break
             if record.gave_up:
@@ -161,6 +250,9 @@ def run_episode(
             if record.finished:
                 reason = EndReason.FINISHED
                 break
+    except BackendLostError as exc:
+        reason, error = EndReason.BACKEND_LOST, str(exc)
+        recorder.record_error(calls + 1, exc)
     except BaseException as exc:
         reason, error = EndReason.CRASHED, "".join(traceback.format_exception(exc))
         recorder.record_error(calls + 1, exc)
@@ -178,4 +270,5 @@ def run_episode(
         steps_used=final["steps_used"],
         wall_time_s=final["wall_time_s"],
         folder=folder,
+        error=error,
     )

@@ -76,3 +76,7 @@ class JointPositions:
         if not all(j in self._received_s for j in joints):
             return math.inf
         return now_s - min(self._received_s[j] for j in joints)
+
+    def position(self, joint: str) -> float | None:
+        """The latest position of one joint (a gripper's driven finger, say), or None if never received."""
+        return self._position.get(joint)

@@ -1,0 +1,349 @@
+"""The motion server node: the MoveEef action, home and stop services, over the library's MotionServer.
+
+Plans with the same planner as in-process runs, sends each plan to the ros2_control-style trajectory topics of the
+arms and grippers, and judges arrival from /joint_states and the URDF. Robot time is the joint states' stamp, so it
+works alike against the simulator (simulation time) and real drivers (their clock). The episode status, when a
+simulator publishes one, supplies the step budget and the success signal that ends a motion early.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+
+import numpy as np
+from agent_bringup.action import MoveEef
+from agent_bringup.msg import ArmArrival, EpisodeStatus
+from geometry_msgs.msg import Point
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import JointState
+from std_msgs.msg import ColorRGBA
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
+
+from robodojo.errors import BackendLostError, ConfigError, InvalidCommandError
+from robodojo.motion.plan import Plan
+from robodojo.motion.planner import NativePlanner, Planner
+from robodojo.motion.report import MoveReport, StopReason
+from robodojo.motion.server import MotionServer, ProgressCallback, SuccessCheck
+from robodojo.motion.settings import load_motion_settings
+from robodojo.nodes import convert, topics
+from robodojo.nodes.params import declare_parameters
+from robodojo.nodes.runtime import GraphNode, run_node
+from robodojo.observation import Observation
+from robodojo.robots.arm_state import arm_state_from_joints
+from robodojo.robots.config import RobotConfig, load_robot_config
+from robodojo.robots.ik import ArmKinematics
+from robodojo.robots.joint_state import JointPositions
+
+NODE_NAME = "motion_server_node"
+UNLIMITED_STEPS = 2**31 - 1  # no episode status (a real robot outside a benchmark): no step budget
+POLL_S = 0.005
+LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=0.1, a=0.9))
+
+
+class RobotState:
+    """What the node knows of the robot: the latest joint positions and their stamp, and the episode status."""
+
+    def __init__(self, robot: RobotConfig, kinematics: ArmKinematics) -> None:
+        self.robot = robot
+        self.kinematics = kinematics
+        self.joints = JointPositions(robot)
+        self.stamp_s = -math.inf  # robot time of the latest joint state
+        self.received_s = -math.inf  # wall (monotonic) time it arrived
+        self.status: EpisodeStatus | None = None
+        self.lock = threading.Lock()
+
+    def on_joint_state(self, msg: JointState) -> None:
+        with self.lock:
+            if not self.joints.update(msg.name, msg.position, time.monotonic()).error:
+                self.stamp_s = max(self.stamp_s, convert.seconds(msg.header.stamp))
+                self.received_s = time.monotonic()
+
+    def on_status(self, msg: EpisodeStatus) -> None:
+        self.status = msg
+
+    def age_s(self) -> float:
+        return time.monotonic() - self.received_s
+
+    def observation(self) -> Observation:
+        with self.lock:
+            arms = {}
+            for arm in self.robot.arms:
+                q = self.joints.arm_q(arm.name)
+                grip = self.joints.position(arm.gripper_joint)
+                if q is None or grip is None:
+                    raise BackendLostError(f"no joint states for the {arm.name} arm on {topics.JOINT_STATES} yet")
+                arms[arm.name] = arm_state_from_joints(self.kinematics, arm.name, q, grip)
+            stamp = self.stamp_s
+        status = self.status
+        return Observation(
+            step=status.steps_used if status else 0,
+            steps_left=status.steps_left if status else UNLIMITED_STEPS,
+            time_s=stamp,
+            arms=arms,
+        )
+
+
+class GraphBackend:
+    """The RobotBackend the MotionServer sees on the graph: state from topics, hold by stopping the controllers."""
+
+    def __init__(self, node: MotionServerNode) -> None:
+        self.node = node
+        self.robot = node.robot
+
+    @property
+    def control_dt_s(self) -> float:
+        return self.node.control_dt_s
+
+    @property
+    def steps_left(self) -> int:
+        status = self.node.state.status
+        return status.steps_left if status else UNLIMITED_STEPS
+
+    def observe(self, cameras: object = None) -> Observation:
+        if cameras:
+            raise InvalidCommandError("the motion server reads joint states only; cameras come from the camera topics")
+        return self.node.state.observation()
+
+    def step(self, joint_targets: object = None, gripper_targets: object = None) -> None:
+        raise InvalidCommandError("on the graph, plans play through the trajectory controllers, not single steps")
+
+    def hold(self) -> None:
+        self.node.send_stop()
+
+
+class ControllerExecutor:
+    """Plays a plan through the joint_trajectory_controller topics and follows it by the joint states' stamps."""
+
+    def __init__(self, node: MotionServerNode) -> None:
+        self.node = node
+
+    def play(
+        self,
+        plan: Plan,
+        points: int,
+        stop: threading.Event,
+        is_success: SuccessCheck | None,
+        on_progress: ProgressCallback | None,
+    ) -> tuple[int, StopReason]:
+        node, state, dt = self.node, self.node.state, plan.dt_s
+        status = state.status
+        episode = status.episode_id if status else None
+        # Start on the controllers' tick grid, far enough ahead that every arm's trajectory arrives in time.
+        start = math.ceil((state.stamp_s + node.params["start_lead_s"]) / dt - 1e-6) * dt
+        node.send_plan(plan, points, start)
+        end, played = start + points * dt, 0
+        while True:
+            now = state.stamp_s
+            played = min(points, max(0, math.floor((now - start) / dt + 1e-6)))
+            if on_progress is not None:
+                on_progress(played)
+            if now >= end - 1e-6:
+                return points, StopReason.COMPLETED
+            if stop.is_set():
+                return played, StopReason.STOPPED
+            status = state.status
+            lost = state.age_s() > node.params["joint_state_timeout_s"]
+            if lost or (episode is not None and (status is None or status.episode_id != episode)):
+                node.send_stop()
+                return played, StopReason.BACKEND_LOST
+            if is_success is not None and is_success():
+                node.send_stop()
+                return played, StopReason.TASK_SUCCESS
+            if status is not None and status.steps_left == 0:
+                return played, StopReason.BUDGET_EXHAUSTED
+            time.sleep(POLL_S)
+
+
+def make_planner(name: str, robot: RobotConfig, dt_s: float) -> Planner:
+    if name == "native":
+        return NativePlanner(robot, dt_s, load_motion_settings())
+    if name == "moveit":
+        raise ConfigError(
+            "planner 'moveit' is not available in this release: the MoveIt adapter (moveit_py) is not written yet; "
+            "use planner:=native"
+        )
+    raise ConfigError(f"parameter 'planner' must be native or moveit, got {name!r}")
+
+
+class MotionServerNode(GraphNode):
+    def __init__(self) -> None:
+        super().__init__(NODE_NAME)
+        p = declare_parameters(self, NODE_NAME)
+        for key in ("control_hz", "joint_state_timeout_s"):
+            if p[key] <= 0:
+                raise ConfigError(f"parameter {key!r} must be > 0, got {p[key]}")
+        self.params = p
+        self.robot = load_robot_config(p["robot"])
+        self.control_dt_s = 1.0 / p["control_hz"]
+        self.state = RobotState(self.robot, ArmKinematics(self.robot))
+        self._path_kinematics = ArmKinematics(self.robot)  # the action thread's own (MjData is not thread-safe)
+        planner = make_planner(p["planner"], self.robot, self.control_dt_s)
+        self.server = MotionServer(GraphBackend(self), planner, executor=ControllerExecutor(self))
+        self._busy = threading.Lock()
+        self._server_ready = False
+
+        inputs = MutuallyExclusiveCallbackGroup()
+        self.create_subscription(JointState, topics.JOINT_STATES, self.state.on_joint_state, 50, callback_group=inputs)
+        self.create_subscription(
+            EpisodeStatus, topics.EPISODE_STATUS, self.state.on_status, LATCHED_QOS, callback_group=inputs
+        )
+        self.arm_pubs = {
+            a: self.create_publisher(JointTrajectory, topics.arm_controller(a), 10) for a in self.robot.arm_names
+        }
+        self.gripper_pubs = {
+            a: self.create_publisher(JointTrajectory, topics.gripper_controller(a), 10) for a in self.robot.arm_names
+        }
+        self.path_pub = self.create_publisher(MarkerArray, topics.PLANNED_PATH, LATCHED_QOS)
+        actions = ReentrantCallbackGroup()
+        # A short result retention: rclpy slows down by ~0.2 ms per finished goal kept (ROS_ON_PYPI.md).
+        self.action_server = ActionServer(
+            self, MoveEef, topics.MOVE_EEF, self._execute, goal_callback=self._on_goal,
+            cancel_callback=self._on_cancel, callback_group=actions, result_timeout=10,
+        )  # fmt: skip
+        self.create_service(Trigger, topics.HOME, self._on_home, callback_group=actions)
+        self.create_service(Trigger, topics.STOP, self._on_stop, callback_group=actions)
+        self.get_logger().info(f"{self.robot.name}: MoveEef on {topics.MOVE_EEF}, planner {p['planner']}")
+
+    # -- talking to the controllers ------------------------------------------------------------------------------
+    def send_plan(self, plan: Plan, points: int, start_s: float) -> None:
+        for arm, traj in plan.trajectories.items():
+            config = self.robot.arm(arm)
+            self.arm_pubs[arm].publish(
+                convert.joint_trajectory_msg(traj.joint_names, traj.positions_rad[1 : points + 1], plan.dt_s, start_s)
+            )
+            grip_m = traj.gripper[1 : points + 1, None] * config.gripper_max_m
+            self.gripper_pubs[arm].publish(
+                convert.joint_trajectory_msg((config.gripper_joint,), grip_m, plan.dt_s, start_s)
+            )
+        if self.params["planned_path_markers"]:
+            self.path_pub.publish(self._path_markers(plan, points, start_s))
+
+    def send_stop(self) -> None:
+        """An empty trajectory on every controller: they stop and hold where they are."""
+        for arm in self.robot.arms:
+            self.arm_pubs[arm.name].publish(convert.joint_trajectory_msg(arm.joints, np.zeros((0, 0)), 0.0, 0.0))
+            self.gripper_pubs[arm.name].publish(
+                convert.joint_trajectory_msg((arm.gripper_joint,), np.zeros((0, 0)), 0.0, 0.0)
+            )
+
+    def _path_markers(self, plan: Plan, points: int, start_s: float) -> MarkerArray:
+        markers = []
+        for i, (arm, traj) in enumerate(plan.trajectories.items()):
+            line = Marker(header=convert.header(start_s, topics.WORLD_FRAME), ns="planned_path", id=i)
+            line.type, line.action = Marker.LINE_STRIP, Marker.ADD
+            line.pose.orientation.w = 1.0
+            line.scale.x = 0.005
+            line.color = PATH_COLORS[i % len(PATH_COLORS)]
+            for q in traj.positions_rad[: points + 1]:
+                pos, _ = self._path_kinematics.tcp_pose(arm, q)
+                line.points.append(Point(x=float(pos[0]), y=float(pos[1]), z=float(pos[2])))
+            markers.append(line)
+        return MarkerArray(markers=markers)
+
+    # -- the action ------------------------------------------------------------------------------------------------
+    def _on_goal(self, goal: MoveEef.Goal) -> GoalResponse:
+        if not self._busy.acquire(blocking=False):
+            self.get_logger().warning("MoveEef goal rejected: another motion is running")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_cancel(self, goal_handle) -> CancelResponse:
+        self.server.stop()
+        return CancelResponse.ACCEPT
+
+    def _success_check(self) -> SuccessCheck | None:
+        status = self.state.status
+        if status is None:
+            return None
+        episode = status.episode_id
+        return lambda: bool(self.state.status and self.state.status.episode_id == episode and self.state.status.success)
+
+    def _run(self, goal: MoveEef.Goal, on_progress: ProgressCallback | None) -> MoveReport:
+        """The goal on the library's MotionServer; a missing backend becomes a report, never an exception."""
+        success = self._success_check()
+        try:
+            if self.state.age_s() > self.params["joint_state_timeout_s"]:
+                raise BackendLostError(
+                    f"no joint states on {topics.JOINT_STATES} for {self.state.age_s():.1f} s: "
+                    "is the robot (simulator node or driver) running?"
+                )
+            if goal.mode == MoveEef.Goal.MOVE_EEF:
+                if len(goal.names) != len(goal.values):
+                    return self._rejected(f"{len(goal.names)} names but {len(goal.values)} values")
+                return self.server.move_eef(dict(zip(goal.names, goal.values, strict=True)), is_success=success)
+            if goal.mode == MoveEef.Goal.MOVE_TO:
+                p, q = goal.position, goal.orientation
+                return self.server.move_to(
+                    goal.arm, (p.x, p.y, p.z), (q.w, q.x, q.y, q.z) if goal.use_orientation else None,
+                    goal.gripper if goal.use_gripper else None, is_success=success,
+                )  # fmt: skip
+            if goal.mode == MoveEef.Goal.HOME:
+                return self.server.home(is_success=success)
+            return self._rejected(f"unknown mode {goal.mode}; use MOVE_EEF (0), MOVE_TO (1) or HOME (2)")
+        except BackendLostError as exc:
+            return self._rejected(str(exc), StopReason.BACKEND_LOST)
+
+    @staticmethod
+    def _rejected(text: str, reason: StopReason = StopReason.PLAN_FAILED) -> MoveReport:
+        return MoveReport(accepted=False, tool_text=text, arms={}, waypoints=0, steps_used=0, stop_reason=reason)
+
+    def _execute(self, goal_handle) -> MoveEef.Result:
+        try:
+            feedback = MoveEef.Feedback()
+            t0 = time.monotonic()
+
+            def progress(played: int) -> None:
+                if played != feedback.waypoints_played or feedback.waypoints == 0:
+                    feedback.waypoints_played, feedback.elapsed_s = played, time.monotonic() - t0
+                    goal_handle.publish_feedback(feedback)
+
+            report = self._run(goal_handle.request, progress)
+            result = MoveEef.Result()
+            convert.fill_move_result(result, report, self.control_dt_s, ArmArrival)
+            if goal_handle.is_cancel_requested:
+                goal_handle.canceled()
+            elif report.stop_reason is StopReason.BACKEND_LOST:
+                goal_handle.abort()
+            else:
+                goal_handle.succeed()
+            self.get_logger().info(
+                f"MoveEef {'accepted' if report.accepted else 'rejected'}: {report.stop_reason.value}, "
+                f"{report.steps_used}/{report.waypoints} points; {report.arrival_text or report.tool_text}"
+            )
+            return result
+        finally:
+            self._busy.release()
+
+    # -- services ----------------------------------------------------------------------------------------------
+    def _on_home(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if not self._busy.acquire(blocking=False):
+            response.success, response.message = False, "another motion is running; call stop first"
+            return response
+        try:
+            report = self._run(MoveEef.Goal(mode=MoveEef.Goal.HOME), None)
+        finally:
+            self._busy.release()
+        response.success = report.accepted and report.stop_reason is StopReason.COMPLETED
+        response.message = f"{report.tool_text} {report.arrival_text}".strip()
+        return response
+
+    def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        self.server.stop()
+        response.success, response.message = True, "stopped: every controller holds its position"
+        return response
+
+
+def main() -> int:
+    return run_node(MotionServerNode, NODE_NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

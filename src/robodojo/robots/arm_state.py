@@ -1,0 +1,31 @@
+"""An arm's agent-side state (TCP pose, gripper opening) from measured joint positions, by forward kinematics.
+
+Backends that only report joints (ROS /joint_states from a real arm, Isaac Sim) get the same ArmState the embedded
+world reports, computed on the model built from the URDF.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from robodojo.geometry import quat_from_matrix
+from robodojo.observation import ArmState
+from robodojo.robots.ik import ArmKinematics
+
+
+def arm_state_from_joints(
+    kinematics: ArmKinematics, arm: str, q: Sequence[float], gripper_position_m: float
+) -> ArmState:
+    """``arm`` at joint angles ``q`` [rad] with its driven finger joint at ``gripper_position_m``."""
+    config = kinematics.robot.arm(arm)
+    pos, R = kinematics.tcp_pose(arm, np.asarray(q, dtype=float))
+    return ArmState(
+        name=arm,
+        joint_names=config.joints,
+        joint_positions_rad=tuple(float(v) for v in q),
+        tcp_pos_m=(float(pos[0]), float(pos[1]), float(pos[2])),
+        tcp_quat_wxyz=tuple(float(v) for v in quat_from_matrix(R)),  # type: ignore[arg-type]
+        gripper_opening=float(np.clip(gripper_position_m / config.gripper_max_m, 0.0, 1.0)),
+    )
