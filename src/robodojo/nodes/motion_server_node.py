@@ -185,8 +185,9 @@ class MotionServerNode(GraphNode):
         self.control_dt_s = 1.0 / p["control_hz"]
         self.state = RobotState(self.robot, ArmKinematics(self.robot))
         self._path_kinematics = ArmKinematics(self.robot)  # the action thread's own (MjData is not thread-safe)
-        planner = make_planner(p["planner"], self.robot, self.control_dt_s)
-        self.server = MotionServer(GraphBackend(self), planner, executor=ControllerExecutor(self))
+        self.planner = make_planner(p["planner"], self.robot, self.control_dt_s)
+        self._server: MotionServer | None = None  # made at the first goal: it reads the grippers' state
+        self._episode_id: str | None = None
         self._busy = threading.Lock()
         self._server_ready = False
 
@@ -258,6 +259,24 @@ class MotionServerNode(GraphNode):
     def _on_cancel(self, goal_handle) -> CancelResponse:
         self.server.stop()
         return CancelResponse.ACCEPT
+
+    @property
+    def server(self) -> MotionServer:
+        """The library's motion server, re-synchronised with the grippers when a new episode started."""
+        status = self.state.status
+        episode = status.episode_id if status else None
+        if self._server is None:
+            self._server = MotionServer(GraphBackend(self), self.planner, executor=ControllerExecutor(self))
+        elif episode != self._episode_id:
+            self._server.reset()
+        self._episode_id = episode
+        return self._server
+
+    def _stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+        else:
+            self.send_stop()
 
     def _success_check(self) -> SuccessCheck | None:
         status = self.state.status
@@ -336,7 +355,7 @@ class MotionServerNode(GraphNode):
         return response
 
     def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        self.server.stop()
+        self._stop()
         response.success, response.message = True, "stopped: every controller holds its position"
         return response
 
