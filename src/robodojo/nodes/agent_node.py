@@ -71,7 +71,7 @@ class GraphView:
     def on_joint_state(self, msg: JointState) -> None:
         with self.changed:
             if self.joints is not None and not self.joints.update(msg.name, msg.position, time.monotonic()).error:
-                self.joint_stamp_s = max(self.joint_stamp_s, convert.seconds(msg.header.stamp))
+                self.joint_stamp_s = convert.seconds(msg.header.stamp)  # latest: a restarted robot starts over
                 self.joint_received_s = time.monotonic()
                 self.changed.notify_all()
 
@@ -327,6 +327,7 @@ class AgentNode(GraphNode):
         self._camera_subscriptions: set[str] = set()
         self.reset_client = self.create_client(ResetEpisode, topics.EPISODE_RESET)
         self.result: EndReason | None = None
+        self._hosts: list[GraphEpisodeHost] = []
         self._worker = threading.Thread(target=self._work, name="episode", daemon=True)
         self._worker.start()
 
@@ -353,6 +354,11 @@ class AgentNode(GraphNode):
                     raise BackendLostError(f"no episode status on {topics.EPISODE_STATUS}: is the simulator running?")
                 self.view.changed.wait(timeout=0.1)
             return status
+
+    def close(self) -> None:
+        self._worker.join(timeout=1.0)
+        for host in self._hosts:
+            host.motion.client.destroy()
 
     def _wait_for_robot(self, robot: RobotConfig) -> None:
         """Wait until every arm's joints and every camera's first frame arrived (new subscriptions need discovery)."""
@@ -391,6 +397,7 @@ class AgentNode(GraphNode):
             self._subscribe_robot(robot)
             self._wait_for_robot(robot)
             host = GraphEpisodeHost(self, robot)
+            self._hosts.append(host)
             agent = make_agent(self.params["agent"])
             with open_llm(self.params["llm"], base_url=self.params["base_url"] or None) as llm:
                 try:

@@ -63,7 +63,7 @@ class RobotState:
     def on_joint_state(self, msg: JointState) -> None:
         with self.lock:
             if not self.joints.update(msg.name, msg.position, time.monotonic()).error:
-                self.stamp_s = max(self.stamp_s, convert.seconds(msg.header.stamp))
+                self.stamp_s = convert.seconds(msg.header.stamp)  # latest, not max: a restarted robot starts over
                 self.received_s = time.monotonic()
 
     def on_status(self, msg: EpisodeStatus) -> None:

@@ -115,8 +115,16 @@ class SimNode(GraphNode):
         }
 
     # -- episode ------------------------------------------------------------------------------------------------
+    @property
+    def now_s(self) -> float:
+        """Simulation time on the graph: it keeps counting across resets, so /clock never runs backwards."""
+        return self._time_offset_s + self.world.data.time
+
     def _reset(self, task: str, variant: str, seed: int) -> None:
+        before = self.now_s if hasattr(self, "_time_offset_s") else 0.0
         self.world.reset(task, seed=seed, variant=variant or "standard")
+        # the new episode's time 0 continues one control period after the old episode's last step
+        self._time_offset_s = before + self.world.control_dt_s - self.world.data.time
         self.truth = self.world.privileged()
         self.episode_id = uuid.uuid4().hex[:12]
         self.episode = (task, variant or "standard", seed)
@@ -170,7 +178,7 @@ class SimNode(GraphNode):
 
     def _submit(self, player: TrajectoryPlayer, msg: JointTrajectory, commanded, what: str) -> None:
         try:
-            player.submit(self._command(msg), self.world.data.time, commanded, self.world.control_dt_s)
+            player.submit(self._command(msg), self.now_s, commanded, self.world.control_dt_s)
         except RobodojoError as exc:
             self.get_logger().error(f"{what} trajectory refused, nothing moves: {exc}")
 
@@ -193,14 +201,14 @@ class SimNode(GraphNode):
         camera_period = 1.0 / self.params["camera_rate_hz"]
         status_period = 1.0 / self.params["status_rate_hz"]
         slices = self.params["joint_state_slices"]
-        wall0, sim0 = time.monotonic(), self.world.data.time
+        wall0, sim0 = time.monotonic(), self.now_s
         next_camera, next_status = sim0, sim0
         while self._running:
             try:
                 with self._lock:
                     self._run_calls()
                     self._control_step(slices)
-                    now = self.world.data.time
+                    now = self.now_s
                     self._publish_tcp(now)
                     self._publish_status(force=now >= next_status)
                     if now >= next_status:
@@ -214,7 +222,7 @@ class SimNode(GraphNode):
                 if not self.context.ok():
                     return
                 self.get_logger().error(f"simulation step failed:\n{traceback.format_exc()}")
-                now = self.world.data.time
+                now = self.now_s
             delay = wall0 + (now - sim0) / rtf - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
@@ -223,7 +231,7 @@ class SimNode(GraphNode):
 
     def _control_step(self, slices: int) -> None:
         w, dt = self.world, self.world.control_dt_s
-        tick = w.data.time
+        tick = self.now_s
         joints, grippers = {}, {}
         for arm, c in self.controllers.items():
             q = c.joints.sample(tick, dt)
@@ -252,7 +260,7 @@ class SimNode(GraphNode):
     # -- publishing ---------------------------------------------------------------------------------------------
     def _publish_joint_state(self) -> None:
         d = self.world.data
-        t = d.time
+        t = self.now_s
         self.clock_pub.publish(Clock(clock=convert.time_msg(t)))
         self.joint_pub.publish(
             convert.joint_state_msg(self._joint_names, d.qpos[self._qpos_adr], d.qvel[self._dof_adr], t)
@@ -282,7 +290,7 @@ class SimNode(GraphNode):
         assert w.task is not None
         self.status_pub.publish(
             EpisodeStatus(
-                header=convert.header(w.data.time, topics.WORLD_FRAME),
+                header=convert.header(self.now_s, topics.WORLD_FRAME),
                 episode_id=self.episode_id, robot=self.robot.name, task=task, variant=variant, seed=seed,
                 instruction=w.instruction, recipe=w.task.recipe_text(), steps_used=w.step_count,
                 step_limit=w.task.step_limit, steps_left=w.steps_left, success=key[2], score=float(key[3]),
