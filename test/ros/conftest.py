@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 
 from robodojo import PACKAGE_ROOT
-from robodojo.nodes.process_graph import NodeProcess, build_interfaces, ros_environment, wait_until
+from robodojo.nodes.process_graph import (
+    NodeProcess,
+    build_interfaces,
+    ros_environment,
+    use_interfaces_here,
+    wait_until,
+)
 
 pytestmark = pytest.mark.ros
 
@@ -41,13 +47,8 @@ def ros_install(tmp_path_factory) -> Path:
     log = tmp_path_factory.mktemp("colcon") / "build.log"
     with log.open("w") as f:
         prefix = build_interfaces(PACKAGE_ROOT, log=f)
-    env = ros_environment(PACKAGE_ROOT)
-    os.environ["AMENT_PREFIX_PATH"] = env["AMENT_PREFIX_PATH"]
+    use_interfaces_here(PACKAGE_ROOT)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    os.environ["LD_LIBRARY_PATH"] = env["LD_LIBRARY_PATH"]
-    site = env["PYTHONPATH"].split(os.pathsep)[0]
-    if site not in sys.path:
-        sys.path.insert(0, site)
     return prefix
 
 

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from robodojo.agents.llm.types import ChatReply, Message
 from robodojo.motion.backend import RobotBackend
-from robodojo.motion.report import MoveReport
 from robodojo.motion.interface import Motion
+from robodojo.motion.report import MoveReport
 from robodojo.robots.config import RobotConfig
 
 

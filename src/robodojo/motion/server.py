@@ -23,7 +23,7 @@ from robodojo.motion.targets import MoveTarget, TargetError, arm_pose_target, pa
 from robodojo.observation import Observation
 
 SuccessCheck = Callable[[], bool]
-ProgressCallback = Callable[[int], None]  # points played so far
+ProgressCallback = Callable[[int, int], None]  # (points played so far, points to play)
 
 
 class TrajectoryExecutor(Protocol):
@@ -63,7 +63,7 @@ class StepExecutor:
             )
             played = k
             if on_progress is not None:
-                on_progress(played)
+                on_progress(played, points)
             if is_success is not None and is_success():
                 return played, StopReason.TASK_SUCCESS
         return played, StopReason.COMPLETED
@@ -95,13 +95,15 @@ class MotionServer:
         self.gripper_command = {a: obs.arm(a).gripper_opening for a in self.robot.arm_names}
 
     # -- entry points ------------------------------------------------------------------------------------------
-    def move_eef(self, targets: object, *, is_success: SuccessCheck | None = None) -> MoveReport:
+    def move_eef(
+        self, targets: object, *, is_success: SuccessCheck | None = None, on_progress: ProgressCallback | None = None
+    ) -> MoveReport:
         """A move_eef tool call: named dimensions -> validated, planned, executed, reported."""
         try:
             target = parse_move_eef(targets, self.robot, self._state().arms)
         except TargetError as exc:
             return self._rejected(str(exc), None)
-        return self.execute(self.plan(target), is_success=is_success)
+        return self.execute(self.plan(target), is_success=is_success, on_progress=on_progress)
 
     def move_to(
         self,
@@ -111,13 +113,14 @@ class MotionServer:
         gripper: float | None = None,
         *,
         is_success: SuccessCheck | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> MoveReport:
         """The robo API form: one arm's grasp point to ``xyz`` [m], optional orientation (w, x, y, z) and gripper."""
         try:
             target = arm_pose_target(self.robot, self._state().arms, arm, xyz, quat_wxyz, gripper)
         except TargetError as exc:
             return self._rejected(str(exc), None)
-        return self.execute(self.plan(target), is_success=is_success)
+        return self.execute(self.plan(target), is_success=is_success, on_progress=on_progress)
 
     def plan(self, target: MoveTarget) -> Plan:
         """Plan from the current state without moving."""
@@ -125,12 +128,15 @@ class MotionServer:
         joints = {a: obs.arm(a).joint_positions_rad for a in self.robot.arm_names}
         return self.planner.plan(target, joints, self.gripper_command)
 
-    def home(self, *, is_success: SuccessCheck | None = None) -> MoveReport:
+    def home(
+        self, *, is_success: SuccessCheck | None = None, on_progress: ProgressCallback | None = None
+    ) -> MoveReport:
         """Move every arm to its home joint angles (from the robot config); grippers keep their command."""
         obs = self._state()
         joints = {a: obs.arm(a).joint_positions_rad for a in self.robot.arm_names}
         goal = {a.name: a.home_joints_rad for a in self.robot.arms}
-        return self.execute(self.planner.plan_joints(goal, joints, self.gripper_command), is_success=is_success)
+        plan = self.planner.plan_joints(goal, joints, self.gripper_command)
+        return self.execute(plan, is_success=is_success, on_progress=on_progress)
 
     def stop(self) -> None:
         """Stop any execution in progress (from another thread) and hold the current position."""

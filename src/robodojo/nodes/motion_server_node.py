@@ -44,6 +44,7 @@ from robodojo.robots.joint_state import JointPositions
 NODE_NAME = "motion_server_node"
 UNLIMITED_STEPS = 2**31 - 1  # no episode status (a real robot outside a benchmark): no step budget
 POLL_S = 0.005
+FIRST_STATE_WAIT_S = 5.0  # a goal that arrives before any joint state waits this long for one
 LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=0.1, a=0.9))
 
@@ -144,7 +145,7 @@ class ControllerExecutor:
             now = state.stamp_s
             played = min(points, max(0, math.floor((now - start) / dt + 1e-6)))
             if on_progress is not None:
-                on_progress(played)
+                on_progress(played, points)
             if now >= end - 1e-6:
                 return points, StopReason.COMPLETED
             if stop.is_set():
@@ -287,9 +288,14 @@ class MotionServerNode(GraphNode):
 
     def _run(self, goal: MoveEef.Goal, on_progress: ProgressCallback | None) -> MoveReport:
         """The goal on the library's MotionServer; a missing backend becomes a report, never an exception."""
+        timeout = self.params["joint_state_timeout_s"]
+        if math.isinf(self.state.received_s):  # nothing yet: allow for discovery (a few seconds on a fresh graph)
+            deadline = time.monotonic() + FIRST_STATE_WAIT_S
+            while math.isinf(self.state.received_s) and time.monotonic() < deadline:
+                time.sleep(POLL_S)
         success = self._success_check()
         try:
-            if self.state.age_s() > self.params["joint_state_timeout_s"]:
+            if self.state.age_s() > timeout:
                 raise BackendLostError(
                     f"no joint states on {topics.JOINT_STATES} for {self.state.age_s():.1f} s: "
                     "is the robot (simulator node or driver) running?"
@@ -297,15 +303,16 @@ class MotionServerNode(GraphNode):
             if goal.mode == MoveEef.Goal.MOVE_EEF:
                 if len(goal.names) != len(goal.values):
                     return self._rejected(f"{len(goal.names)} names but {len(goal.values)} values")
-                return self.server.move_eef(dict(zip(goal.names, goal.values, strict=True)), is_success=success)
+                targets = dict(zip(goal.names, goal.values, strict=True))
+                return self.server.move_eef(targets, is_success=success, on_progress=on_progress)
             if goal.mode == MoveEef.Goal.MOVE_TO:
                 p, q = goal.position, goal.orientation
                 return self.server.move_to(
                     goal.arm, (p.x, p.y, p.z), (q.w, q.x, q.y, q.z) if goal.use_orientation else None,
-                    goal.gripper if goal.use_gripper else None, is_success=success,
+                    goal.gripper if goal.use_gripper else None, is_success=success, on_progress=on_progress,
                 )  # fmt: skip
             if goal.mode == MoveEef.Goal.HOME:
-                return self.server.home(is_success=success)
+                return self.server.home(is_success=success, on_progress=on_progress)
             return self._rejected(f"unknown mode {goal.mode}; use MOVE_EEF (0), MOVE_TO (1) or HOME (2)")
         except BackendLostError as exc:
             return self._rejected(str(exc), StopReason.BACKEND_LOST)
@@ -319,9 +326,10 @@ class MotionServerNode(GraphNode):
             feedback = MoveEef.Feedback()
             t0 = time.monotonic()
 
-            def progress(played: int) -> None:
-                if played != feedback.waypoints_played or feedback.waypoints == 0:
-                    feedback.waypoints_played, feedback.elapsed_s = played, time.monotonic() - t0
+            def progress(played: int, points: int) -> None:
+                if played != feedback.waypoints_played or feedback.waypoints != points:
+                    feedback.waypoints_played, feedback.waypoints = played, points
+                    feedback.elapsed_s = time.monotonic() - t0
                     goal_handle.publish_feedback(feedback)
 
             report = self._run(goal_handle.request, progress)
@@ -335,7 +343,8 @@ class MotionServerNode(GraphNode):
                 goal_handle.succeed()
             self.get_logger().info(
                 f"MoveEef {'accepted' if report.accepted else 'rejected'}: {report.stop_reason.value}, "
-                f"{report.steps_used}/{report.waypoints} points; {report.arrival_text or report.tool_text}"
+                f"{report.steps_used}/{report.waypoints} points; "
+                f"{report.arrival_text if report.accepted else report.tool_text}"
             )
             return result
         finally:

@@ -7,6 +7,7 @@ and this package's generated interfaces. Nothing here imports rclpy.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -106,6 +107,22 @@ def ros_environment(
         env["ROS_LOG_DIR"] = str(log_dir)
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
+
+
+def use_interfaces_here(root: Path = PACKAGE_ROOT) -> None:
+    """Make the built interfaces usable in this already running process (a test or benchmark client).
+
+    PYTHONPATH and LD_LIBRARY_PATH only reach processes started afterwards; here the package goes onto sys.path and
+    its type support libraries are loaded by path, so rclpy's later dlopen by name finds them already loaded.
+    """
+    env = ros_environment(root)
+    for key in ("AMENT_PREFIX_PATH", "LD_LIBRARY_PATH"):
+        os.environ[key] = env[key]
+    site = str(_site_packages(install_prefix(root)))
+    if site not in sys.path:
+        sys.path.insert(0, site)
+    for library in sorted((install_prefix(root) / "lib").glob("lib*.so")):
+        ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
 
 
 def ros_args(params: Mapping[str, object]) -> list[str]:

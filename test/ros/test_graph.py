@@ -1,0 +1,364 @@
+"""The ROS 2 graph end to end: simulator, motion server and agent nodes as separate processes, real rclpy and DDS.
+
+Covers the sim node's topics (rates, drops, TCP poses against forward kinematics, CameraInfo against the images),
+the MoveEef action (motion, arrival, rejection without motion, cancel), an agent-node episode against its in-process
+twin, and a simulator killed mid-episode.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import threading
+import time
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from robodojo import PACKAGE_ROOT
+from robodojo.nodes import topics
+
+pytestmark = pytest.mark.ros
+
+REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
+CAMERAS = ("head", "left_wrist", "right_wrist")
+DT_S = 0.04
+
+
+class Recorder:
+    """Every message of some topics, with the wall time it arrived."""
+
+    def __init__(self) -> None:
+        self.messages: dict[str, list[tuple[float, object]]] = collections.defaultdict(list)
+        self.lock = threading.Lock()
+
+    def callback(self, topic: str):
+        def on_message(msg: object) -> None:
+            with self.lock:
+                self.messages[topic].append((time.monotonic(), msg))
+
+        return on_message
+
+    def count(self, topic: str) -> int:
+        with self.lock:
+            return len(self.messages[topic])
+
+    def last(self, topic: str):
+        with self.lock:
+            return self.messages[topic][-1][1] if self.messages[topic] else None
+
+    def clear(self) -> None:
+        with self.lock:
+            self.messages.clear()
+
+    def snapshot(self) -> dict[str, list[tuple[float, object]]]:
+        with self.lock:
+            return {k: list(v) for k, v in self.messages.items()}
+
+
+def _stamp(msg: object) -> float:
+    s = msg.header.stamp  # type: ignore[attr-defined]
+    return s.sec + s.nanosec * 1e-9
+
+
+def _subscribe(graph, recorder: Recorder) -> None:
+    from agent_bringup.msg import EpisodeStatus
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    from sensor_msgs.msg import CameraInfo, Image, JointState
+
+    c = graph.client
+    for cam in CAMERAS:
+        c.create_subscription(Image, topics.camera_image(cam), recorder.callback(topics.camera_image(cam)), 20)
+        c.create_subscription(CameraInfo, topics.camera_info(cam), recorder.callback(topics.camera_info(cam)), 20)
+        c.create_subscription(PoseStamped, topics.camera_pose(cam), recorder.callback(topics.camera_pose(cam)), 20)
+    c.create_subscription(JointState, topics.JOINT_STATES, recorder.callback(topics.JOINT_STATES), 200)
+    for arm in ("left", "right"):
+        c.create_subscription(PoseStamped, topics.tcp_pose(arm), recorder.callback(topics.tcp_pose(arm)), 50)
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    c.create_subscription(EpisodeStatus, topics.EPISODE_STATUS, recorder.callback(topics.EPISODE_STATUS), latched)
+
+
+def _joints(msg) -> dict[str, float]:
+    return dict(zip(msg.name, msg.position, strict=True))
+
+
+# --- the simulator node ------------------------------------------------------------------------------------------
+
+
+def test_sim_node_topics_rates_and_consistency(graph):
+    from robodojo.robots.config import load_robot_config
+    from robodojo.robots.ik import ArmKinematics
+    from robodojo.sim.world import EmbeddedWorld
+
+    graph.start("sim_node", task="general_pickup", seed=1)
+    rec = Recorder()
+    _subscribe(graph, rec)
+    graph.wait(
+        lambda: all(rec.count(topics.camera_image(c)) for c in CAMERAS) and rec.count(topics.EPISODE_STATUS),
+        40,
+        "the first camera images and the episode status",
+    )
+    window_s = 20.0
+    rec.clear()
+    time.sleep(window_s)
+    got = rec.snapshot()
+
+    robot = load_robot_config("dual_arx_x5")
+    for cam in CAMERAS:
+        images = got[topics.camera_image(cam)]
+        rate = len(images) / window_s
+        assert 22.5 <= rate <= 27.5, f"{cam}: {rate:.1f} Hz, configured 25 Hz"
+        stamps = np.array([_stamp(m) for _, m in images])
+        gaps = np.diff(stamps)
+        assert np.all(np.abs(gaps - DT_S) < 1e-6), f"{cam}: frames dropped or repeated, gaps {set(gaps.round(3))}"
+        msg = images[-1][1]
+        assert (msg.width, msg.height, msg.encoding, msg.step) == (640, 480, "rgb8", 640 * 3)
+        assert msg.header.frame_id == robot.camera(cam).frame
+        assert np.frombuffer(msg.data, np.uint8).std() > 10  # a rendered scene, not a blank buffer
+    joint_msgs = got[topics.JOINT_STATES]
+    assert len(joint_msgs) / window_s >= 100.0, f"joint states at {len(joint_msgs) / window_s:.1f} Hz"
+
+    # TCP poses equal forward kinematics of the joint state with the same stamp.
+    kin = ArmKinematics(robot)
+    by_stamp = {_stamp(m): _joints(m) for _, m in joint_msgs}
+    checked = 0
+    for arm in ("left", "right"):
+        for _, pose in got[topics.tcp_pose(arm)][::25]:
+            joints = by_stamp.get(_stamp(pose))
+            if joints is None:
+                continue
+            q = [joints[j] for j in robot.arm(arm).joints]
+            pos, _ = kin.tcp_pose(arm, np.array(q))
+            p = pose.pose.position
+            assert np.allclose([p.x, p.y, p.z], pos, atol=1e-6), arm
+            assert pose.header.frame_id == topics.WORLD_FRAME
+            checked += 1
+    assert checked >= 20
+
+    # CameraInfo and optical-frame poses agree with the simulator's own calibration at that instant.
+    world = EmbeddedWorld("dual_arx_x5")
+    try:
+        for cam in CAMERAS:
+            infos = {_stamp(m): m for _, m in got[topics.camera_info(cam)]}
+            poses = {_stamp(m): m for _, m in got[topics.camera_pose(cam)]}
+            _, image = got[topics.camera_image(cam)][-1]
+            t = _stamp(image)
+            info, pose, joints = infos[t], poses[t], by_stamp[t]
+            for name, value in joints.items():
+                world.data.qpos[world.model.joint(name).qposadr[0]] = value
+            mujoco.mj_forward(world.model, world.data)
+            truth = world.calibration(cam)
+            assert (info.width, info.height) == (image.width, image.height)
+            assert info.header.frame_id == image.header.frame_id
+            assert np.allclose(np.array(info.k).reshape(3, 3), truth.K)
+            assert np.allclose(np.array(info.p).reshape(3, 4)[:, :3], truth.K)
+            p, q = pose.pose.position, pose.pose.orientation
+            from robodojo.geometry import matrix_from_quat
+
+            assert np.allclose([p.x, p.y, p.z], truth.T_world_cam[:3, 3], atol=1e-6), cam
+            assert np.allclose(matrix_from_quat((q.w, q.x, q.y, q.z)), truth.T_world_cam[:3, :3], atol=1e-6), cam
+    finally:
+        world.close()
+
+    status = got[topics.EPISODE_STATUS][-1][1]
+    assert (status.robot, status.task, status.seed) == ("dual_arx_x5", "general_pickup", 1)
+    assert status.instruction and status.recipe and status.step_limit == status.steps_left + status.steps_used
+    assert status.steps_used == 0 and not status.success  # nothing moved: idle time uses no steps
+
+
+# --- the motion server node --------------------------------------------------------------------------------------
+
+
+def _move_eef_client(graph):
+    from agent_bringup.action import MoveEef
+    from rclpy.action import ActionClient
+
+    client = ActionClient(graph.client, MoveEef, topics.MOVE_EEF)
+    graph.wait(lambda: client.wait_for_server(timeout_sec=0.5), 40, "the MoveEef action server")
+    return client
+
+
+def _wait_future(graph, future, timeout_s: float, what: str):
+    graph.wait(future.done, timeout_s, what)
+    return future.result()
+
+
+def _goal(names: list[str], values: list[float], mode: int = 0):
+    from agent_bringup.action import MoveEef
+
+    return MoveEef.Goal(mode=mode, names=names, values=values, note="test")
+
+
+def _send(graph, client, goal, timeout_s: float = 40.0, feedback: list | None = None):
+    on_feedback = feedback.append if feedback is not None else None
+    handle = _wait_future(graph, client.send_goal_async(goal, feedback_callback=on_feedback), 20, "goal acceptance")
+    assert handle.accepted
+    return _wait_future(graph, handle.get_result_async(), timeout_s, "the MoveEef result").result
+
+
+def _start_sim_and_motion(graph, **sim_params):
+    rec = Recorder()
+    _subscribe(graph, rec)
+    graph.start("sim_node", **sim_params)
+    graph.start("motion_server_node", use_sim_time=True)
+    client = _move_eef_client(graph)
+    graph.wait(lambda: rec.count(topics.JOINT_STATES) and rec.count(topics.EPISODE_STATUS), 30, "joint states")
+    return rec, client
+
+
+def test_move_eef_goal_moves_arm_invalid_goal_moves_nothing_cancel_stops(graph):
+    from action_msgs.msg import GoalStatus
+    from std_srvs.srv import Trigger
+
+    rec, client = _start_sim_and_motion(graph)
+    start_tcp = rec.last(topics.tcp_pose("right")).pose.position
+    steps_before = rec.last(topics.EPISODE_STATUS).steps_used
+
+    # A reachable goal: 5 cm down. The arm moves and the result reports how close it landed.
+    result = _send(graph, client, _goal(["right_z"], [start_tcp.z - 0.05]))
+    assert result.accepted and result.error == ""
+    assert result.tool_text.startswith(f"Accepted: playing {result.waypoints} waypoints")
+    assert result.stop_reason == "completed" and result.steps_used == result.waypoints > 5
+    assert [a.arm for a in result.arms] == ["right"]
+    arrival = result.arms[0]
+    assert arrival.reached and arrival.pos_error_mm < 5.0 and arrival.rot_error_deg < 2.0
+    graph.wait(lambda: abs(rec.last(topics.tcp_pose("right")).pose.position.z - (start_tcp.z - 0.05)) < 0.005, 5,
+               "the TCP pose to show the new height")  # fmt: skip
+    graph.wait(lambda: rec.last(topics.EPISODE_STATUS).steps_used == steps_before + result.waypoints, 5, "status")
+
+    # Invalid goals: the documented error, and nothing moves (once the servos have settled from the last move).
+    time.sleep(0.5)
+    before = _joints(rec.last(topics.JOINT_STATES))
+    steps = rec.last(topics.EPISODE_STATUS).steps_used
+    bad = _send(graph, client, _goal(["right_z"], [2.0]))
+    assert not bad.accepted and bad.error == "target for 'right_z' is outside [0.7, 1.565]"
+    assert bad.stop_reason == "plan_failed" and bad.steps_used == 0
+    assert _send(graph, client, _goal(["left_q"], [0.1])).error.startswith("unknown dimension 'left_q'")
+    assert _send(graph, client, _goal(["left_z"], [])).error == "1 names but 0 values"
+    assert _send(graph, client, _goal(["left_x"], [math.nan])).error == "'left_x' must be a finite number"
+    time.sleep(0.5)
+    after = _joints(rec.last(topics.JOINT_STATES))
+    moved = {j: after[j] - before[j] for j in before if abs(after[j] - before[j]) > 1e-4}
+    assert not moved
+    assert rec.last(topics.EPISODE_STATUS).steps_used == steps
+
+    # Cancel: a long two-dimension move reports progress, stops early and the arm holds where it stopped.
+    feedback: list = []
+    goal = _goal(["left_x", "left_y", "left_z"], [-0.12, -0.05, 0.85])
+    handle = _wait_future(graph, client.send_goal_async(goal, feedback_callback=feedback.append), 20, "acceptance")
+    graph.wait(lambda: rec.last(topics.EPISODE_STATUS).steps_used >= steps + 5, 10, "the long move to start")
+    _wait_future(graph, handle.cancel_goal_async(), 10, "the cancel response")
+    response = _wait_future(graph, handle.get_result_async(), 20, "the cancelled result")
+    assert response.status == GoalStatus.STATUS_CANCELED
+    stopped = response.result
+    assert stopped.accepted and stopped.stop_reason == "stopped"
+    assert 0 < stopped.steps_used < stopped.waypoints
+    played = [f.feedback.waypoints_played for f in feedback]
+    assert played and played == sorted(played) and 0 < played[-1] <= stopped.steps_used
+    assert {f.feedback.waypoints for f in feedback} == {stopped.waypoints}
+    time.sleep(0.3)
+    held = _joints(rec.last(topics.JOINT_STATES))
+    time.sleep(0.5)
+    still = _joints(rec.last(topics.JOINT_STATES))
+    assert max(abs(still[j] - held[j]) for j in held) < 2e-3
+    assert rec.last(topics.tcp_pose("left")).pose.position.x < -0.13  # short of the target x of -0.12
+
+    # The home service brings both arms back.
+    home = graph.client.create_client(Trigger, topics.HOME)
+    graph.wait(lambda: home.wait_for_service(timeout_sec=0.5), 20, "the home service")
+    answer = _wait_future(graph, home.call_async(Trigger.Request()), 40, "home")
+    assert answer.success, answer.message
+
+
+# --- the agent node ----------------------------------------------------------------------------------------------
+
+
+def _record(folder: Path) -> dict:
+    turns = [json.loads(line) for line in (folder / "turns.jsonl").read_text().splitlines()]
+    responses = [json.loads(line) for line in (folder / "responses.jsonl").read_text().splitlines()]
+    return {
+        "meta": json.loads((folder / "meta.json").read_text()),
+        "metrics": json.loads((folder / "metrics.json").read_text()),
+        "turns": turns,
+        "responses": responses,
+        "requests": (folder / "requests.jsonl").read_text().splitlines(),
+    }
+
+
+def _only_folder(root: Path) -> Path:
+    folders = [p for p in root.iterdir() if p.is_dir()]
+    assert len(folders) == 1, folders
+    return folders[0]
+
+
+def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path):
+    from robodojo.agents.episode import EpisodeSpec, run_episode
+    from robodojo.agents.factory import make_agent
+    from robodojo.agents.llm.client import open_llm
+    from robodojo.sim.world import EmbeddedWorld
+
+    _start_sim_and_motion(graph)
+    agent = graph.start(
+        "agent_node", agent="move_eef", llm=f"replay:{REPLAY}", out=str(tmp_path / "graph"), use_sim_time=True
+    )
+    code = agent.wait(180)
+    assert code == 0, agent.output()[-3000:]
+    on_graph = _record(_only_folder(tmp_path / "graph"))
+
+    world = EmbeddedWorld("dual_arx_x5")
+    try:
+        with open_llm(f"replay:{REPLAY}") as llm:
+            run_episode(world, make_agent("move_eef"), llm, EpisodeSpec("general_pickup", 0), tmp_path / "local")
+    finally:
+        world.close()
+    local = _record(_only_folder(tmp_path / "local"))
+
+    for key in ("task", "seed", "variant", "robot", "instruction", "agent", "llm_call_budget", "env_step_limit"):
+        assert on_graph["meta"][key] == local["meta"][key], key
+    for key in ("success", "score", "end_reason", "llm_calls"):
+        assert on_graph["metrics"][key] == local["metrics"][key], key
+    assert on_graph["metrics"]["end_reason"] == "success"
+    assert len(on_graph["requests"]) == len(local["requests"])
+    assert [r["tool_calls"] for r in on_graph["responses"]] == [r["tool_calls"] for r in local["responses"]]
+    assert len(on_graph["turns"]) == len(local["turns"])
+    for g, loc in zip(on_graph["turns"], local["turns"], strict=True):
+        assert g["action"] == loc["action"]
+        for key in ("accepted", "stop_reason"):
+            assert g["move"][key] == loc["move"][key], key
+        # The graph's arm has held still in real time between moves, so plans start a hair apart and may round to
+        # one more or one fewer 40 ms point.
+        assert abs(g["move"]["waypoints"] - loc["move"]["waypoints"]) <= 2
+        for arm, report in g["move"]["arms"].items():
+            assert abs(report["pos_error_mm"] - loc["move"]["arms"][arm]["pos_error_mm"]) < 3.0
+
+
+def test_sim_killed_mid_episode_ends_it_cleanly_and_the_motion_server_recovers(graph, tmp_path):
+    rec, client = _start_sim_and_motion(graph)
+    sim = graph.nodes[0]
+    agent = graph.start(
+        "agent_node", agent="move_eef", llm=f"replay:{REPLAY}", out=str(tmp_path / "graph"), use_sim_time=True
+    )
+    graph.wait(lambda: (s := rec.last(topics.EPISODE_STATUS)) is not None and s.steps_used > 0, 90, "the first move")
+    sim.kill()
+
+    code = agent.wait(60)  # the agent notices and ends the episode, it does not hang
+    assert code == 3, agent.output()[-3000:]
+    metrics = json.loads((_only_folder(tmp_path / "graph") / "metrics.json").read_text())
+    assert metrics["end_reason"] == "backend_lost"
+    assert "stopped answering" in metrics["error"] or "no joint states" in metrics["error"]
+    motion = graph.nodes[1]
+    assert motion.alive
+
+    # With no robot, a goal is refused with the reason; after a restart the same server moves the arm again.
+    lost = _send(graph, client, _goal(["left_z"], [0.85]))
+    assert not lost.accepted and lost.stop_reason == "backend_lost" and "joint states" in lost.error
+    rec.clear()
+    graph.start("sim_node", name="sim_node_restarted")
+    graph.wait(lambda: rec.count(topics.JOINT_STATES) > 10, 40, "the restarted simulator")
+    z = rec.last(topics.tcp_pose("left")).pose.position.z
+    result = _send(graph, client, _goal(["left_z"], [z - 0.03]))
+    assert result.accepted and result.stop_reason == "completed" and result.arms[0].reached
