@@ -323,7 +323,8 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
         assert on_graph["metrics"][key] == local["metrics"][key], key
     assert on_graph["metrics"]["end_reason"] == "success"
     assert len(on_graph["requests"]) == len(local["requests"])
-    assert [r["tool_calls"] for r in on_graph["responses"]] == [r["tool_calls"] for r in local["responses"]]
+    calls = [[(c["name"], c["arguments"]) for c in r["tool_calls"]] for r in on_graph["responses"]]
+    assert calls == [[(c["name"], c["arguments"]) for c in r["tool_calls"]] for r in local["responses"]]
     assert len(on_graph["turns"]) == len(local["turns"])
     for g, loc in zip(on_graph["turns"], local["turns"], strict=True):
         assert g["action"] == loc["action"]
@@ -332,6 +333,8 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
         # The graph's arm has held still in real time between moves, so plans start a hair apart and may round to
         # one more or one fewer 40 ms point.
         assert abs(g["move"]["waypoints"] - loc["move"]["waypoints"]) <= 2
+        if g["move"]["stop_reason"] != "completed":
+            continue  # a move that success ended stops wherever the signal caught it
         for arm, report in g["move"]["arms"].items():
             assert abs(report["pos_error_mm"] - loc["move"]["arms"][arm]["pos_error_mm"]) < 3.0
 

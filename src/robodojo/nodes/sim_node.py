@@ -60,8 +60,8 @@ class SimNode(GraphNode):
         self.params = p
         # The world and its GL context live in the loop thread: EGL contexts are bound to the thread that made them
         # current, so construction, rendering and resets all run there.
-        self._lock = threading.Lock()
         self._calls: queue.Queue[tuple[Callable[[], object], Future]] = queue.Queue()
+        self._trajectories: queue.Queue[tuple[str, str, JointTrajectory]] = queue.Queue()
         self._running = True
         self._thread = threading.Thread(target=self._loop, name="sim_loop", daemon=True)
         started: Future = Future()
@@ -162,25 +162,40 @@ class SimNode(GraphNode):
 
     def _on_arm_trajectory(self, arm: str):
         def callback(msg: JointTrajectory) -> None:
-            with self._lock:
-                commanded = self.world.data.ctrl[self.world.arm_ctrl_ids[arm]]
-                self._submit(self.controllers[arm].joints, msg, commanded, f"{arm} arm")
+            self._trajectories.put((arm, "arm", msg))
 
         return callback
 
     def _on_gripper_trajectory(self, arm: str):
         def callback(msg: JointTrajectory) -> None:
-            with self._lock:
-                commanded = [self.world.data.ctrl[self.world.gripper_ctrl_ids[arm]]]
-                self._submit(self.controllers[arm].gripper, msg, commanded, f"{arm} gripper")
+            self._trajectories.put((arm, "gripper", msg))
 
         return callback
 
+    def _take_trajectories(self) -> None:
+        """Hand the trajectories that arrived since the last tick to their players (in the loop thread, so a busy
+        loop never keeps a callback waiting for the lock)."""
+        while not self._trajectories.empty():
+            arm, kind, msg = self._trajectories.get_nowait()
+            c = self.controllers[arm]
+            if kind == "arm":
+                commanded = self.world.data.ctrl[self.world.arm_ctrl_ids[arm]]
+                self._submit(c.joints, msg, commanded, f"{arm} arm")
+            else:
+                commanded = [self.world.data.ctrl[self.world.gripper_ctrl_ids[arm]]]
+                self._submit(c.gripper, msg, commanded, f"{arm} gripper")
+
     def _submit(self, player: TrajectoryPlayer, msg: JointTrajectory, commanded, what: str) -> None:
+        cmd = self._command(msg)
         try:
-            player.submit(self._command(msg), self.now_s, commanded, self.world.control_dt_s)
+            player.submit(cmd, self.now_s, commanded, self.world.control_dt_s)
         except RobodojoError as exc:
             self.get_logger().error(f"{what} trajectory refused, nothing moves: {exc}")
+            return
+        if cmd.positions and 0.0 < cmd.start_s < self.now_s - 1e-6:
+            self.get_logger().warning(
+                f"{what} trajectory arrived {self.now_s - cmd.start_s:.3f} s after its start time; it starts now"
+            )
 
     # -- the real-time loop -------------------------------------------------------------------------------------
     def _run_calls(self) -> None:
@@ -205,19 +220,19 @@ class SimNode(GraphNode):
         next_camera, next_status = sim0, sim0
         while self._running:
             try:
-                with self._lock:
-                    self._run_calls()
-                    self._control_step(slices)
-                    now = self.now_s
-                    self._publish_tcp(now)
-                    self._publish_status(force=now >= next_status)
-                    if now >= next_status:
-                        next_status = now + status_period
-                    if now + 1e-9 >= next_camera:
-                        self._publish_cameras(now)
-                        next_camera += camera_period
-                        if next_camera < now:  # fell behind: skip rather than burst
-                            next_camera = now + camera_period
+                self._run_calls()
+                self._take_trajectories()
+                self._control_step(slices)
+                now = self.now_s
+                self._publish_tcp(now)
+                self._publish_status(force=now >= next_status)
+                if now >= next_status:
+                    next_status = now + status_period
+                if now + 1e-9 >= next_camera:
+                    self._publish_cameras(now)
+                    next_camera += camera_period
+                    if next_camera < now:  # fell behind: skip rather than burst
+                        next_camera = now + camera_period
             except Exception:  # the loop is the robot: log and go on, unless shutting down
                 if not self.context.ok():
                     return
