@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -25,8 +26,10 @@ from robodojo.nodes.process_graph import (
     use_interfaces_here,
     wait_until,
 )
+from robodojo.nodes.runtime import call_in_executor
 
 pytestmark = pytest.mark.ros
+T = TypeVar("T")
 
 # Fast DDS maps a domain to UDP ports 7400 + 250 * id; ids up to 101 are portable. Start from the pid so that two
 # suites running at once rarely collide.
@@ -58,7 +61,7 @@ class Graph:
     def __init__(self, tmp_path: Path) -> None:
         import rclpy
         from rclpy.context import Context
-        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.executors import SingleThreadedExecutor
 
         self.domain_id = _next_domain()
         self.tmp_path = tmp_path
@@ -67,7 +70,8 @@ class Graph:
         self.context = Context()
         rclpy.init(context=self.context, domain_id=self.domain_id)
         self.client = rclpy.create_node(f"test_client_{os.getpid()}", context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        # One thread: sends go through call_in_executor (rclpy's action client is not thread-safe)
+        self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.client)
         self._stop = threading.Event()
         self._spin = threading.Thread(target=self._spin_until_shutdown, daemon=True)
@@ -81,6 +85,10 @@ class Graph:
                 self.executor.spin_once(timeout_sec=0.05)
         except (ExternalShutdownException, RuntimeError):
             pass
+
+    def call(self, fn: Callable[[], T], timeout_s: float = 20.0) -> T:
+        """``fn`` run in the client's executor thread (for rclpy calls that are not thread-safe)."""
+        return call_in_executor(self.client, fn, timeout_s)
 
     def start(self, node: str, name: str | None = None, **params: object) -> NodeProcess:
         """Start ``robodojo.nodes.<node>`` with ``params``; output in tmp_path/<name>.log."""

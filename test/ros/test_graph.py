@@ -145,7 +145,7 @@ def test_sim_node_topics_rates_and_consistency(graph):
         for cam in CAMERAS:
             infos = {_stamp(m): m for _, m in got[topics.camera_info(cam)]}
             poses = {_stamp(m): m for _, m in got[topics.camera_pose(cam)]}
-            _, image = got[topics.camera_image(cam)][-1]
+            _, image = got[topics.camera_image(cam)][-10]  # not the last: its info or pose may still be on the way
             t = _stamp(image)
             info, pose, joints = infos[t], poses[t], by_stamp[t]
             for name, value in joints.items():
@@ -195,9 +195,10 @@ def _goal(names: list[str], values: list[float], mode: int = 0):
 
 def _send(graph, client, goal, timeout_s: float = 40.0, feedback: list | None = None):
     on_feedback = feedback.append if feedback is not None else None
-    handle = _wait_future(graph, client.send_goal_async(goal, feedback_callback=on_feedback), 20, "goal acceptance")
+    sent = graph.call(lambda: client.send_goal_async(goal, feedback_callback=on_feedback))
+    handle = _wait_future(graph, sent, 20, "goal acceptance")
     assert handle.accepted
-    return _wait_future(graph, handle.get_result_async(), timeout_s, "the MoveEef result").result
+    return _wait_future(graph, graph.call(handle.get_result_async), timeout_s, "the MoveEef result").result
 
 
 def _start_sim_and_motion(graph, **sim_params):
@@ -249,10 +250,11 @@ def test_move_eef_goal_moves_arm_invalid_goal_moves_nothing_cancel_stops(graph):
     # Cancel: a long two-dimension move reports progress, stops early and the arm holds where it stopped.
     feedback: list = []
     goal = _goal(["left_x", "left_y", "left_z"], [-0.12, -0.05, 0.85])
-    handle = _wait_future(graph, client.send_goal_async(goal, feedback_callback=feedback.append), 20, "acceptance")
+    sent = graph.call(lambda: client.send_goal_async(goal, feedback_callback=feedback.append))
+    handle = _wait_future(graph, sent, 20, "acceptance")
     graph.wait(lambda: rec.last(topics.EPISODE_STATUS).steps_used >= steps + 5, 10, "the long move to start")
-    _wait_future(graph, handle.cancel_goal_async(), 10, "the cancel response")
-    response = _wait_future(graph, handle.get_result_async(), 20, "the cancelled result")
+    _wait_future(graph, graph.call(handle.cancel_goal_async), 10, "the cancel response")
+    response = _wait_future(graph, graph.call(handle.get_result_async), 20, "the cancelled result")
     assert response.status == GoalStatus.STATUS_CANCELED
     stopped = response.result
     assert stopped.accepted and stopped.stop_reason == "stopped"

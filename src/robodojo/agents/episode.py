@@ -239,8 +239,12 @@ def run_episode(
             recorder.record_turn(record, host.state())
             reason = EndReason.RUNNING
             recorder.write_metrics(metrics())
-            if record.move is not None and record.move.stop_reason is StopReason.BACKEND_LOST:
-                raise BackendLostError(record.move.tool_text)
+            move = record.move
+            if move is not None and move.stop_reason is StopReason.BACKEND_LOST:
+                raise BackendLostError(
+                    f"the robot backend stopped answering during a motion ({move.steps_used} of {move.waypoints} "
+                    "points played)" if move.accepted else move.tool_text
+                )
             if host.success():
                 reason = EndReason.SUCCESS
                 break

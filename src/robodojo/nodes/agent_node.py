@@ -36,7 +36,7 @@ from robodojo.motion.report import MoveReport, StopReason
 from robodojo.motion.targets import TargetError, arm_pose_target, parse_move_eef
 from robodojo.nodes import convert, topics
 from robodojo.nodes.params import declare_parameters
-from robodojo.nodes.runtime import GraphNode, run_node
+from robodojo.nodes.runtime import GraphNode, call_in_executor, run_node
 from robodojo.observation import CameraFrame, Observation
 from robodojo.robots.arm_state import arm_state_from_joints
 from robodojo.robots.config import RobotConfig, load_robot_config
@@ -228,18 +228,20 @@ class MoveEefClient:
     def stop(self) -> None:
         handle = self._goal_handle
         if handle is not None:
-            handle.cancel_goal_async()
+            call_in_executor(self.node, handle.cancel_goal_async, self.node.params["status_timeout_s"])
 
     def _send(self, goal: MoveEef.Goal) -> MoveReport:
         timeout = self.node.params["motion_timeout_s"]
         if not self.client.wait_for_server(timeout_sec=self.node.params["status_timeout_s"]):
             raise BackendLostError(f"no MoveEef action server on {topics.MOVE_EEF}: is the motion server running?")
-        handle = _wait(self.client.send_goal_async(goal), timeout, "the MoveEef goal to be accepted")
+        sent = call_in_executor(self.node, lambda: self.client.send_goal_async(goal), timeout)
+        handle = _wait(sent, timeout, "the MoveEef goal to be accepted")
         if not handle.accepted:
             return self._rejected("the motion server refused the goal: another motion is running")
         self._goal_handle = handle
         try:
-            response = _wait(handle.get_result_async(), timeout, "the MoveEef result")
+            result = call_in_executor(self.node, handle.get_result_async, timeout)
+            response = _wait(result, timeout, "the MoveEef result")
         finally:
             self._goal_handle = None
         return convert.move_report(response.result)
@@ -436,7 +438,8 @@ def _wait(future: Future, timeout_s: float, what: str):
 
 
 def main() -> int:
-    return run_node(AgentNode, NODE_NAME)
+    # One executor thread: the action client must send from it (call_in_executor); the episode has its own thread.
+    return run_node(AgentNode, NODE_NAME, threads=1)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from robodojo.robots.joint_state import JointPositions
 NODE_NAME = "motion_server_node"
 UNLIMITED_STEPS = 2**31 - 1  # no episode status (a real robot outside a benchmark): no step budget
 POLL_S = 0.005
+ARRIVAL_TOLERANCE_RAD = 0.01  # servo lag at the end of a well-timed trajectory is far below this
 FIRST_STATE_WAIT_S = 5.0  # a goal that arrives before any joint state waits this long for one
 LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=0.1, a=0.9))
@@ -146,7 +147,7 @@ class ControllerExecutor:
             played = min(points, max(0, math.floor((now - start) / dt + 1e-6)))
             if on_progress is not None:
                 on_progress(played, points)
-            if now >= end - 1e-6:
+            if now >= end - 1e-6 and (self._arrived(plan, points) or now >= end + node.params["arrival_wait_s"]):
                 return points, StopReason.COMPLETED
             if stop.is_set():
                 return played, StopReason.STOPPED
@@ -161,6 +162,18 @@ class ControllerExecutor:
             if status is not None and status.steps_left == 0:
                 return played, StopReason.BUDGET_EXHAUSTED
             time.sleep(POLL_S)
+
+
+    def _arrived(self, plan: Plan, points: int) -> bool:
+        """Every arm within ARRIVAL_TOLERANCE_RAD of its last point: a trajectory the controller started late (it
+        arrived after its start time) is still playing when the planned end time has passed."""
+        joints = self.node.state.joints
+        with self.node.state.lock:
+            for arm, traj in plan.trajectories.items():
+                q = joints.arm_q(arm)
+                if q is None or np.max(np.abs(q - traj.positions_rad[points])) > ARRIVAL_TOLERANCE_RAD:
+                    return False
+        return True
 
 
 def make_planner(name: str, robot: RobotConfig, dt_s: float) -> Planner:
