@@ -480,3 +480,14 @@ def test_bad_llm_config(path, value, error):
 def test_local_profile_without_base_url_is_a_config_error():
     with pytest.raises(ConfigError, match="'replay' is for a local server: pass base_url"):
         LlmClient("replay", profile="replay")
+
+
+def test_replay_script_paths_fall_back_to_the_shipped_examples(tmp_path, monkeypatch):
+    """ros2 launch runs nodes from any directory; the default llm:=replay:examples/... must still load."""
+    from robodojo.agents.llm.replay_server import ReplayScript
+
+    monkeypatch.chdir(tmp_path)
+    script = ReplayScript.load("examples/replay/general_pickup_seed0.yaml")
+    assert script.replies and script.replies[0].tool_calls[0].name == "move_eef"
+    with pytest.raises(ConfigError, match="replay script not found: examples/nope.yaml"):
+        ReplayScript.load("examples/nope.yaml")

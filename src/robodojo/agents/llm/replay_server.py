@@ -61,6 +61,7 @@ from typing import Any
 
 import yaml
 
+from robodojo import PACKAGE_ROOT
 from robodojo.errors import ConfigError
 
 FAILURE_WORDS = ("timeout", "disconnect")
@@ -241,6 +242,8 @@ class ReplayScript:
         """Read a YAML or JSON script file (JSON is YAML), or a Python file of code cells (see
         :func:`cells_script`); errors name the file and the entry."""
         path = Path(path)
+        if not path.is_file() and not path.is_absolute() and (PACKAGE_ROOT / path).is_file():
+            path = PACKAGE_ROOT / path  # the shipped examples/, from any working directory (ros2 launch)
         if not path.is_file():
             raise ConfigError(f"replay script not found: {path}")
         if path.suffix == ".py":
