@@ -96,6 +96,15 @@ def _make_agent(args: argparse.Namespace):
     return make_agent(args.agent, image_horizon=args.image_horizon, probes=probes)
 
 
+def _cmd_graph(args: argparse.Namespace) -> int:
+    from robodojo.nodes.process_graph import run_graph
+
+    return run_graph(
+        robot=args.robot, task=args.task, seed=args.seed, variant=args.variant, agent=args.agent, llm=args.llm,
+        base_url=args.base_url or "", out=Path(args.out), log_dir=Path(args.log_dir), domain_id=args.domain_id,
+    )  # fmt: skip
+
+
 def _cmd_api(args: argparse.Namespace) -> int:
     from robodojo.agents.code_cell.robo import robo_api_reference
 
@@ -205,6 +214,20 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--budget", type=int, default=100, help="LLM-call budget per episode (default 100)")
     compare.add_argument("--out", default="out/compare", help="compare.json and episodes/ (default out/compare)")
     compare.set_defaults(func=_cmd_compare)
+    graph = sub.add_parser(
+        "graph", help="run the ROS 2 graph (simulator, motion server, agent nodes) as processes, without ros2 launch"
+    )
+    graph.add_argument("--robot", default="dual_arx_x5")
+    graph.add_argument("--task", default="general_pickup")
+    graph.add_argument("--seed", type=int, default=0)
+    graph.add_argument("--variant", default="standard", choices=("standard", "cluttered"))
+    graph.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell", "none"))
+    graph.add_argument("--llm", default="replay:examples/replay/general_pickup_seed0.yaml", help="as for run")
+    graph.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
+    graph.add_argument("--out", default="out/episodes", help="episode records go here (default out/episodes)")
+    graph.add_argument("--log-dir", default="out/graph", help="one log file per node (default out/graph)")
+    graph.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: the environment's)")
+    graph.set_defaults(func=_cmd_graph)
     api = sub.add_parser("api", help="print the robo API reference the code-cell agent's model sees")
     api.add_argument("--robot", default="dual_arx_x5")
     api.set_defaults(func=_cmd_api)

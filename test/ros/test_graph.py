@@ -367,3 +367,21 @@ def test_sim_killed_mid_episode_ends_it_cleanly_and_the_motion_server_recovers(g
     z = rec.last(topics.tcp_pose("left")).pose.position.z
     result = _send(graph, client, _goal(["left_z"], [z - 0.03]))
     assert result.accepted and result.stop_reason == "completed" and result.arms[0].reached
+
+
+def test_robodojo_graph_runs_a_code_cell_episode_without_ros2_launch(graph, tmp_path):
+    """`robodojo graph` starts what the launch file starts; here with the code-cell agent and its scripted cells."""
+    import subprocess
+    import sys
+
+    cells = PACKAGE_ROOT / "examples" / "cells" / "general_pickup.py"
+    cmd = [sys.executable, "-m", "robodojo.cli", "graph", "--agent", "code_cell", "--llm", f"replay:{cells}"]
+    cmd += ["--out", str(tmp_path / "episodes"), "--log-dir", str(tmp_path / "logs")]
+    cmd += ["--domain-id", str(graph.domain_id)]
+    proc = subprocess.run(cmd, env=graph.env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + (tmp_path / "logs" / "agent_node.log").read_text()
+    assert "success, score 1.00, ended by success" in proc.stdout
+    record = _record(_only_folder(tmp_path / "episodes"))
+    assert record["metrics"]["success"] and record["metrics"]["end_reason"] == "success"
+    assert record["metrics"]["steps_used"] > 0
+    assert {t["action"] for t in record["turns"]} <= {"python", "finish"}

@@ -162,7 +162,7 @@ class NodeProcess:
         self._log.flush()
         return self.log_path.read_text(errors="replace")
 
-    def wait(self, timeout_s: float) -> int:
+    def wait(self, timeout_s: float | None) -> int:
         return self.proc.wait(timeout=timeout_s)
 
     def stop(self, timeout_s: float = 10.0) -> int:
@@ -192,3 +192,51 @@ def wait_until(predicate, timeout_s: float, interval_s: float = 0.02) -> bool:
             return True
         time.sleep(interval_s)
     return bool(predicate())
+
+
+def run_graph(
+    *,
+    robot: str,
+    task: str,
+    seed: int,
+    variant: str,
+    agent: str,
+    llm: str,
+    base_url: str,
+    out: Path,
+    log_dir: Path,
+    domain_id: int | None = None,
+) -> int:
+    """``robodojo graph``: what robodojo.launch.py starts with sim:=mujoco, as processes, until the agent is done.
+
+    With ``agent`` "none" the simulator and motion server run until Ctrl-C (drive them with your own client). The
+    exit code is the agent node's (0: the episode ran to an end; 3: the robot stopped answering).
+    """
+    if domain_id is None and "ROS_DOMAIN_ID" in os.environ:
+        domain_id = int(os.environ["ROS_DOMAIN_ID"])
+    build_interfaces()
+    env = ros_environment(domain_id=domain_id, log_dir=log_dir / "ros")
+    nodes = [
+        NodeProcess("sim_node", {"robot": robot, "task": task, "seed": seed, "variant": variant}, env,
+                    log_dir / "sim_node.log"),
+        NodeProcess("motion_server_node", {"robot": robot, "use_sim_time": True}, env, log_dir / "motion_server.log"),
+    ]  # fmt: skip
+    print(f"graph: {robot}, task {task} seed {seed} ({variant}); node logs in {log_dir}/", flush=True)
+    try:
+        if agent == "none":
+            print("graph: simulator and motion server running; Ctrl-C stops them", flush=True)
+            while all(n.alive for n in nodes):
+                time.sleep(0.5)
+            return 1
+        params = {"agent": agent, "llm": llm, "base_url": base_url, "task": task, "seed": seed, "variant": variant}
+        params |= {"out": str(out.resolve()), "use_sim_time": True}
+        runner = NodeProcess("agent_node", params, env, log_dir / "agent_node.log")
+        nodes.append(runner)
+        code = runner.wait(timeout_s=None)
+        print(runner.output().strip().splitlines()[-1] if runner.output().strip() else "agent: no output", flush=True)
+        return code
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        for node in reversed(nodes):
+            node.stop()
