@@ -13,12 +13,13 @@ ifneq ($(origin MUJOCO_GL),undefined)
 export MUJOCO_GL
 endif
 
-.PHONY: help setup test demo bench lint colcon urdf clean
+.PHONY: help setup test demo graph bench lint colcon urdf clean
 
 help:
 	@echo "make setup   Debian packages, .venv, project (editable) and ROS 2 wheels (scripts/setup_env.sh)"
 	@echo "make test    pytest over test/ (PYTEST_ARGS='-k foo -m \"not slow\"' to narrow)"
 	@echo "make demo    robodojo demo --out out/demo"
+	@echo "make graph   the ROS 2 graph (simulator, motion server, agent nodes) as processes: robodojo graph"
 	@echo "make bench   run every benchmarks/*.py"
 	@echo "make lint    ruff check ."
 	@echo "make colcon  colcon build of the ROS package (build/ install/ log/); COLCON_ARGS passes options"
@@ -38,6 +39,9 @@ demo: setup
 	$(VENV)/bin/robodojo run --task general_pickup --seed 0 --agent code_cell \
 	  --llm replay:examples/cells/general_pickup.py --out out/demo/episodes
 
+graph: setup
+	$(VENV)/bin/robodojo graph
+
 bench: setup
 	@shopt -s nullglob; failed=(); files=(benchmarks/[!_]*.py); \
 	if (( $${#files[@]} == 0 )); then echo "no benchmarks in benchmarks/"; exit 0; fi; \
@@ -51,12 +55,13 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 # The ROS wheels need AMENT_PREFIX_PATH (and PATH) pointing at the venv; a sourced ROS install keeps its own.
+# The venv already has robodojo (editable), so the install gets only the interfaces and node launchers.
 colcon: setup
 	@export VIRTUAL_ENV="$(abspath $(VENV))"; export PATH="$$VIRTUAL_ENV/bin:$$PATH"; \
 	if [[ -d "$$VIRTUAL_ENV/share/ament_index" ]]; then \
 	  export AMENT_PREFIX_PATH="$$VIRTUAL_ENV$${AMENT_PREFIX_PATH:+:$$AMENT_PREFIX_PATH}"; \
 	fi; \
-	set -x; colcon build $(COLCON_ARGS)
+	set -x; colcon build $(COLCON_ARGS) --symlink-install --cmake-args -DINSTALL_ROBODOJO=OFF
 
 urdf: setup
 	$(PY) scripts/generate_urdf.py
