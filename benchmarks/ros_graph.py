@@ -53,7 +53,13 @@ from _common import cpu_model, nproc, table, version, write_figures
 
 from robodojo import PACKAGE_ROOT
 from robodojo.nodes import topics
-from robodojo.nodes.process_graph import InterfaceBuildError, NodeProcess, build_interfaces, ros_environment
+from robodojo.nodes.process_graph import (
+    InterfaceBuildError,
+    NodeProcess,
+    build_interfaces,
+    ros_environment,
+    use_interfaces_here,
+)
 
 ROBOT = "dual_arx_x5"
 TASK = "general_pickup"
@@ -68,8 +74,6 @@ LATE_FACTOR = 1.5
 DOMAIN_PROBE_S = 1.5  # listen this long for foreign nodes before using a domain
 DOMAIN_TRIES = 5
 STILL_MOVING_MM = 2.0  # a TCP that moves more than this after its goal's result had not arrived
-REEXEC_ENV = "_ROBODOJO_ROS_GRAPH_BENCH_ENV"  # set in the restarted process (see build_and_reexec)
-BUILD_TIME_ENV = "_ROBODOJO_ROS_GRAPH_BENCH_BUILD_S"
 
 
 class GraphDown(RuntimeError):
@@ -461,45 +465,25 @@ def jitter_row(label: str, periods_ms: np.ndarray) -> tuple[dict, tuple[str, ...
 
 
 # -- main ------------------------------------------------------------------------------------------------------
-def build_and_reexec() -> None:
-    """Build the interfaces, then restart this script in the environment that finds them (does not return).
-
-    The type support libraries of agent_bringup are dlopen()ed by their bare names, and the dynamic loader reads
-    LD_LIBRARY_PATH only when a process starts: setting it in os.environ afterwards is not enough for rclpy to
-    create a subscription or action client of an agent_bringup type in this process.
-    """
+def build(log_dir: Path) -> float:
+    """Build the interfaces and make them usable in this process; the build time [s]."""
     t0 = time.perf_counter()
-    with tempfile.NamedTemporaryFile("w", prefix="ros_graph_bench_colcon_", suffix=".log", delete=False) as log:
+    with (log_dir / "colcon.log").open("w") as log:
         try:
             build_interfaces(PACKAGE_ROOT, log=log)
         except (InterfaceBuildError, OSError, subprocess.TimeoutExpired) as exc:
             raise GraphDown(f"the package's interfaces could not be built (log {log.name}): {exc}") from exc
-    env = ros_environment(PACKAGE_ROOT)
-    env[REEXEC_ENV] = "1"
-    env[BUILD_TIME_ENV] = f"{time.perf_counter() - t0:.3f}"
-    sys.stdout.flush()
-    os.execve(sys.executable, sys.orig_argv, env)
-
-
-def setup_ros_in_process(env: dict[str, str]) -> None:
-    """As test/ros/conftest.py: the venv's ROS and the generated interfaces, importable in this process."""
-    os.environ["AMENT_PREFIX_PATH"] = env["AMENT_PREFIX_PATH"]
+    use_interfaces_here(PACKAGE_ROOT)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    os.environ["LD_LIBRARY_PATH"] = env["LD_LIBRARY_PATH"]
-    site = env["PYTHONPATH"].split(os.pathsep)[0]
-    if site not in sys.path:
-        sys.path.insert(0, site)
+    return time.perf_counter() - t0
 
 
 def run(args: argparse.Namespace, n_goals: int, window_s: float, log_dir: Path) -> dict:
     t_all = time.perf_counter()
     domain_id = args.domain_id if args.domain_id is not None else 60 + os.getpid() % 30
-    setup_ros_in_process(ros_environment(PACKAGE_ROOT))
+    build_s = build(log_dir)
     client, domain_id, skipped = free_domain(domain_id, args.executor, fixed=args.domain_id is not None)
-    build_s = float(os.environ.get(BUILD_TIME_ENV, "nan"))
     env = ros_environment(PACKAGE_ROOT, domain_id=domain_id, log_dir=log_dir / "ros_log")
-    setup_ros_in_process(env)
-
     import rclpy
     from agent_bringup.action import MoveEef
     from agent_bringup.msg import EpisodeStatus
@@ -827,8 +811,6 @@ def main(argv: list[str] | None = None) -> int:
     n_goals = args.goals or (6 if args.quick else 20)
     window_s = args.window or (4.0 if args.quick else 10.0)
     try:
-        if os.environ.get(REEXEC_ENV) != "1":
-            build_and_reexec()
         log_dir = Path(tempfile.mkdtemp(prefix="ros_graph_bench_"))
         figures = run(args, n_goals, window_s, log_dir)
     except GraphDown as exc:

@@ -79,9 +79,9 @@ def ros_environment(
     """The environment ROS_ON_PYPI.md asks for, plus this package's install on the paths.
 
     AMENT_PREFIX_PATH holds the install and the venv; the venv's bin leads PATH; PYTHONPATH gets the generated
-    ``agent_bringup`` interfaces and LD_LIBRARY_PATH their type support libraries (rclpy looks them up there when
-    it first uses a type, so setting it in a running process works too). Discovery stays on localhost, in
-    ``domain_id`` when given.
+    ``agent_bringup`` interfaces and LD_LIBRARY_PATH their type support libraries (for processes started with this
+    environment; a running process uses :func:`use_interfaces_here`). Discovery stays on localhost, in ``domain_id``
+    when given.
     """
     env = dict(os.environ if base is None else base)
     prefixes = []
