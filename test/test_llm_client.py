@@ -489,5 +489,5 @@ def test_replay_script_paths_fall_back_to_the_shipped_examples(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     script = ReplayScript.load("examples/replay/general_pickup_seed0.yaml")
     assert script.replies and script.replies[0].tool_calls[0].name == "move_eef"
-    with pytest.raises(ConfigError, match="replay script not found: examples/nope.yaml"):
+    with pytest.raises(ConfigError, match=r"replay script not found: examples/nope\.yaml"):
         ReplayScript.load("examples/nope.yaml")

@@ -395,6 +395,8 @@ class AgentNode(GraphNode):
             if self.params["reset"]:
                 self._reset()
             status = self.current_status()
+            # The record names the episode the simulator runs (without a reset it may not be the one in the params).
+            spec = EpisodeSpec(status.task, status.seed, status.variant, self.params["llm_call_budget"])
             robot = load_robot_config(status.robot)
             self._subscribe_robot(robot)
             self._wait_for_robot(robot)
@@ -403,7 +405,7 @@ class AgentNode(GraphNode):
             agent = make_agent(self.params["agent"])
             with open_llm(self.params["llm"], base_url=self.params["base_url"] or None) as llm:
                 try:
-                    result = run_episode(host, agent, llm, self.spec, Path(self.params["out"]), model=llm.model)
+                    result = run_episode(host, agent, llm, spec, Path(self.params["out"]), model=llm.model)
                 finally:
                     getattr(agent, "close", lambda: None)()
             self.result = result.end_reason
