@@ -1,7 +1,8 @@
 """Planners turn a validated target into a 25 Hz joint trajectory, or reject it with a reason.
 
 :class:`Planner` is the interface callers use (the motion server, benchmarks); :class:`NativePlanner` is the default
-everywhere. A MoveIt-backed planner (moveit_py, where ROS is installed) implements the same two methods.
+everywhere. The MoveIt-backed planner (robodojo.motion.moveit_planner, moveit_py where ROS is installed) implements
+the same two methods and ends in the same :class:`PlanFinisher`, so both are held to one set of final checks.
 
 The native planner: straight-line Cartesian interpolation of each moving grasp point with orientation slerp (spacing
 from config/motion.yaml), damped-least-squares IK warm-started along the path on the robot's MuJoCo model, one
@@ -67,15 +68,10 @@ class NativePlanner:
         self.dt_s = dt_s
         self.settings = settings or load_motion_settings()
         self.kinematics = ArmKinematics(robot)
-        urdf = load_urdf(robot.scene_urdf)
-        limits = robot.motion
-        self._velocity = {
-            a.name: np.array([urdf.joint(j).velocity for j in a.joints]) for a in robot.arms
-        }  # hard limits, for validation
-        self._planned_velocity = {a: v * limits.velocity_scale for a, v in self._velocity.items()}
-        self._accel = {a.name: np.array(limits.joint_accel_rad_s2) for a in robot.arms}
-        self._lower, self._upper = self.kinematics.lower, self.kinematics.upper
-        self._min_tcp_z = robot.table.top_z_m + self.settings.table_clearance_m
+        self.finisher = PlanFinisher(robot, dt_s, self.settings, self.kinematics)
+        f = self.finisher
+        self._velocity, self._planned_velocity, self._accel = f.velocity, f.planned_velocity, f.accel
+        self._lower, self._upper, self._min_tcp_z = f.lower, f.upper, f.min_tcp_z
 
     # -- Cartesian moves ---------------------------------------------------------------------------------------
     def plan(self, target: MoveTarget, joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]) -> Plan:
@@ -87,11 +83,9 @@ class NativePlanner:
             t = target.arms[arm]
             p0, R0 = self.kinematics.tcp_pose(arm, np.asarray(joints[arm], dtype=float))
             p1, R1 = np.array(t.pos_m), matrix_from_quat(t.quat_wxyz)
-            if p1[2] < self._min_tcp_z:
-                return Plan.failure(
-                    f"{arm} target z={p1[2]:.3f} m is below the table surface ({self._min_tcp_z:.3f} m); nothing moved",
-                    target,
-                )
+            low = self.finisher.target_below_table(arm, p1)
+            if low:
+                return Plan.failure(low, target)
             final = self._reachable(arm, p1, R1, np.asarray(joints[arm], dtype=float))
             if isinstance(final, str):
                 return Plan.failure(final, target)
@@ -184,9 +178,9 @@ class NativePlanner:
     ) -> Plan:
         moving = [a for a in self.robot.arm_names if a in goal]
         for arm in moving:
-            q = np.asarray(goal[arm], dtype=float)
-            if q.shape != self._lower[arm].shape or np.any(q < self._lower[arm]) or np.any(q > self._upper[arm]):
-                return Plan.failure(f"{arm} joint goal {np.round(q, 3).tolist()} is outside the joint limits")
+            outside = self.finisher.joint_goal_outside_limits(arm, goal[arm])
+            if outside:
+                return Plan.failure(outside)
         samples = parametrize(
             np.array([0.0, 1.0]),
             np.vstack(
@@ -203,18 +197,68 @@ class NativePlanner:
         for arm in moving:
             motion[arm] = samples[:, col : col + len(joints[arm])]
             col += len(joints[arm])
-        # The grasp-point pose the joint goal puts each arm at, so reports measure arrival as for Cartesian moves.
+        return self._finish(self.finisher.joint_goal_target(goal, moving), motion, gripper, dict.fromkeys(moving))
+
+    # -- shared tail (PlanFinisher) ---------------------------------------------------------------------------
+    def _finish(
+        self,
+        target: MoveTarget | None,
+        motion: dict[str, NDArray[np.float64]],
+        gripper_now: Mapping[str, float],
+        gripper_goal: Mapping[str, float | None],
+    ) -> Plan:
+        return self.finisher.finish(target, motion, gripper_now, gripper_goal)
+
+
+class PlanFinisher:
+    """What every planner shares: the checks before planning, the gripper phases, and the final validation.
+
+    ``finish`` turns each moving arm's joint samples (one per control period, sample 0 the current state) into a
+    :class:`Plan`: the gripper opens before and closes after the arm motion, arms are padded to one length, and
+    every sample is checked against the joint limits, the URDF velocity limits, the configured accelerations and
+    the table (the last line of defence before anything moves).
+    """
+
+    def __init__(self, robot: RobotConfig, dt_s: float, settings: MotionSettings, kinematics: ArmKinematics) -> None:
+        self.robot = robot
+        self.dt_s = dt_s
+        self.kinematics = kinematics
+        urdf = load_urdf(robot.scene_urdf)
+        limits = robot.motion
+        self.velocity = {
+            a.name: np.array([urdf.joint(j).velocity for j in a.joints]) for a in robot.arms
+        }  # hard limits [rad/s], for validation
+        self.planned_velocity = {a: v * limits.velocity_scale for a, v in self.velocity.items()}
+        self.accel = {a.name: np.array(limits.joint_accel_rad_s2) for a in robot.arms}  # [rad/s^2]
+        self.lower, self.upper = kinematics.lower, kinematics.upper
+        self.min_tcp_z = robot.table.top_z_m + settings.table_clearance_m
+
+    # -- checks before planning --------------------------------------------------------------------------------
+    def target_below_table(self, arm: str, pos_m: NDArray[np.float64]) -> str | None:
+        """The rejection text if a grasp-point target lies below the table surface, else None."""
+        if pos_m[2] < self.min_tcp_z:
+            return f"{arm} target z={pos_m[2]:.3f} m is below the table surface ({self.min_tcp_z:.3f} m); nothing moved"
+        return None
+
+    def joint_goal_outside_limits(self, arm: str, goal: Sequence[float]) -> str | None:
+        """The rejection text if a joint goal has the wrong length or leaves the joint limits, else None."""
+        q = np.asarray(goal, dtype=float)
+        if q.shape != self.lower[arm].shape or np.any(q < self.lower[arm]) or np.any(q > self.upper[arm]):
+            return f"{arm} joint goal {np.round(q, 3).tolist()} is outside the joint limits"
+        return None
+
+    def joint_goal_target(self, goal: Mapping[str, Sequence[float]], moving: Sequence[str]) -> MoveTarget:
+        """The grasp-point pose a joint goal puts each arm at, so reports measure arrival as for Cartesian moves."""
         poses = {a: self.kinematics.tcp_pose(a, np.asarray(goal[a], dtype=float)) for a in moving}
-        target = MoveTarget(
+        return MoveTarget(
             arms={
                 a: ArmTarget(a, tuple(float(v) for v in p), tuple(float(v) for v in quat_from_matrix(R)), None)
                 for a, (p, R) in poses.items()
             }
         )
-        return self._finish(target, motion, gripper, dict.fromkeys(moving))
 
-    # -- shared tail: gripper phases, padding, validation ------------------------------------------------------
-    def _finish(
+    # -- gripper phases, padding, validation -------------------------------------------------------------------
+    def finish(
         self,
         target: MoveTarget | None,
         motion: dict[str, NDArray[np.float64]],
@@ -239,7 +283,7 @@ class NativePlanner:
             length = 1 + pre + (len(q) - 1) + post
             positions = np.vstack([np.repeat(q[:1], 1 + pre, axis=0), q[1:], np.repeat(q[-1:], post, axis=0)])
             # Round-off can put a sample a few ulp past a limit the waypoints sit on; backends check limits exactly.
-            positions[1:] = np.clip(positions[1:], self._lower[arm], self._upper[arm])
+            positions[1:] = np.clip(positions[1:], self.lower[arm], self.upper[arm])
             grip = np.full(length, g0)
             if g1 > g0:
                 k = ramp_steps(arm, opening=True)
@@ -256,25 +300,25 @@ class NativePlanner:
                 positions_rad=positions,
                 gripper=np.clip(grip, 0.0, 1.0),
             )
-        problem = self._violation(trajectories)
+        problem = self.violation(trajectories)
         if problem:
             return Plan.failure(problem, target)
         return Plan(ok=True, target=target, trajectories=trajectories, dt_s=self.dt_s)
 
-    def _violation(self, trajectories: Mapping[str, ArmTrajectory]) -> str | None:
+    def violation(self, trajectories: Mapping[str, ArmTrajectory]) -> str | None:
         """The first limit a trajectory breaks, or None (the last line of defence before anything moves)."""
         dt = self.dt_s
         for arm, traj in trajectories.items():
             q = traj.positions_rad
-            if np.any(q < self._lower[arm] - 1e-9) or np.any(q > self._upper[arm] + 1e-9):
+            if np.any(q < self.lower[arm] - 1e-9) or np.any(q > self.upper[arm] + 1e-9):
                 return f"{arm} trajectory leaves the joint limits"
-            if len(q) > 1 and np.any(np.abs(np.diff(q, axis=0)) / dt > self._velocity[arm] * (1 + LIMIT_SLACK)):
+            if len(q) > 1 and np.any(np.abs(np.diff(q, axis=0)) / dt > self.velocity[arm] * (1 + LIMIT_SLACK)):
                 return f"{arm} trajectory exceeds a joint velocity limit"
-            if len(q) > 2 and np.any(np.abs(np.diff(q, 2, axis=0)) / dt**2 > self._accel[arm] * (1 + LIMIT_SLACK)):
+            if len(q) > 2 and np.any(np.abs(np.diff(q, 2, axis=0)) / dt**2 > self.accel[arm] * (1 + LIMIT_SLACK)):
                 return f"{arm} trajectory exceeds a joint acceleration limit"
             for k, qk in enumerate(q):
                 z = self.kinematics.tcp_pose(arm, qk)[0][2]
-                if z < self._min_tcp_z - 1e-4:
+                if z < self.min_tcp_z - 1e-4:
                     return (
                         f"{arm} grasp point would pass below the table surface (z={z:.3f} m at "
                         f"{k * dt:.2f} s); nothing moved"

@@ -180,10 +180,9 @@ def make_planner(name: str, robot: RobotConfig, dt_s: float) -> Planner:
     if name == "native":
         return NativePlanner(robot, dt_s, load_motion_settings())
     if name == "moveit":
-        raise ConfigError(
-            "planner 'moveit' is not available in this release: the MoveIt adapter (moveit_py) is not written yet; "
-            "use planner:=native"
-        )
+        from robodojo.motion.moveit_planner import MoveItPlanner  # needs moveit_py (a ROS 2 install with MoveIt)
+
+        return MoveItPlanner(robot, dt_s, load_motion_settings())
     raise ConfigError(f"parameter 'planner' must be native or moveit, got {name!r}")
 
 
