@@ -23,7 +23,7 @@ help:
 	@echo "make bench   run every benchmarks/*.py"
 	@echo "make lint    ruff check ."
 	@echo "make colcon  colcon build of the ROS package (build/ install/ log/); COLCON_ARGS passes options"
-	@echo "make urdf    regenerate the URDF (scripts/generate_urdf.py)"
+	@echo "make urdf    regenerate the scene URDFs and the MoveIt config (scripts/generate_urdf.py, generate_srdf.py)"
 	@echo "make clean   remove build/ install/ log/ out/ and caches (keeps .venv)"
 
 setup:
@@ -65,6 +65,7 @@ colcon: setup
 
 urdf: setup
 	$(PY) scripts/generate_urdf.py
+	$(PY) scripts/generate_srdf.py
 
 clean:
 	rm -rf build install log out .pytest_cache .ruff_cache
