@@ -102,7 +102,7 @@ class GraphView:
         return None
 
 
-class GraphBackend:
+class TopicObservationBackend:
     """The agent-side RobotBackend on the graph: observations from topics; it never commands the robot itself."""
 
     def __init__(self, view: GraphView, robot: RobotConfig, params: dict) -> None:
@@ -183,7 +183,7 @@ class GraphBackend:
 class MoveEefClient:
     """The Motion interface over the MoveEef action: the same calls and MoveReports as the in-process server."""
 
-    def __init__(self, node: AgentNode, backend: GraphBackend) -> None:
+    def __init__(self, node: AgentNode, backend: TopicObservationBackend) -> None:
         self.node = node
         self.backend = backend
         self.robot = backend.robot
@@ -260,7 +260,7 @@ class GraphEpisodeHost:
         self.node = node
         self.view = node.view
         self.robot = robot
-        self.backend = GraphBackend(self.view, robot, node.params)
+        self.backend = TopicObservationBackend(self.view, robot, node.params)
         self.motion = MoveEefClient(node, self.backend)
         self.episode_id = ""
 

@@ -93,7 +93,7 @@ class RobotState:
         )
 
 
-class GraphBackend:
+class ControllerTopicsBackend:
     """The RobotBackend the MotionServer sees on the graph: state from topics, hold by stopping the controllers."""
 
     def __init__(self, node: MotionServerNode) -> None:
@@ -279,7 +279,7 @@ class MotionServerNode(GraphNode):
         status = self.state.status
         episode = status.episode_id if status else None
         if self._server is None:
-            self._server = MotionServer(GraphBackend(self), self.planner, executor=ControllerExecutor(self))
+            self._server = MotionServer(ControllerTopicsBackend(self), self.planner, executor=ControllerExecutor(self))
         elif episode != self._episode_id:
             self._server.reset()
         self._episode_id = episode
