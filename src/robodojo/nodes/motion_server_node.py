@@ -163,7 +163,6 @@ class ControllerExecutor:
                 return played, StopReason.BUDGET_EXHAUSTED
             time.sleep(POLL_S)
 
-
     def _arrived(self, plan: Plan, points: int) -> bool:
         """Every arm within ARRIVAL_TOLERANCE_RAD of its last point: a trajectory the controller started late (it
         arrived after its start time) is still playing when the planned end time has passed."""
@@ -202,7 +201,6 @@ class MotionServerNode(GraphNode):
         self._server: MotionServer | None = None  # made at the first goal: it reads the grippers' state
         self._episode_id: str | None = None
         self._busy = threading.Lock()
-        self._server_ready = False
 
         inputs = MutuallyExclusiveCallbackGroup()
         self.create_subscription(JointState, topics.JOINT_STATES, self.state.on_joint_state, 50, callback_group=inputs)
@@ -270,7 +268,7 @@ class MotionServerNode(GraphNode):
         return GoalResponse.ACCEPT
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
-        self.server.stop()
+        self._stop()
         return CancelResponse.ACCEPT
 
     @property
@@ -353,10 +351,11 @@ class MotionServerNode(GraphNode):
                 goal_handle.abort()
             else:
                 goal_handle.succeed()
+            note = goal_handle.request.note
             self.get_logger().info(
                 f"MoveEef {'accepted' if report.accepted else 'rejected'}: {report.stop_reason.value}, "
                 f"{report.steps_used}/{report.waypoints} points; "
-                f"{report.arrival_text if report.accepted else report.tool_text}"
+                f"{report.arrival_text if report.accepted else report.tool_text}" + (f" (note: {note})" if note else "")
             )
             return result
         finally:
