@@ -128,11 +128,17 @@ _BAD = [
     pytest.param(_cmd(_ramp(1), times=(-DT,)), "positive", id="time-negative"),
     pytest.param(_cmd([(0.0, -0.5 - 1e-6)], times=(1.0,)), r"'j2' is -0\.5000, outside \[-0\.5, 2\.0\]", id="below"),
     pytest.param(_cmd([(1.2, 0.0)], times=(1.0,)), r"'j1' is 1\.2000, outside \[-1\.0, 1\.0\]", id="above"),
-    pytest.param(_cmd([(0.1, 0.0), (0.1 + 0.13, 0.0)]), "moves 'j1' at 3.25 per second before point 1", id="fast"),
-    pytest.param(_cmd([(0.0, 0.07)]), "moves 'j2' at 1.75 per second before point 0", id="fast-from-commanded"),
+    pytest.param(
+        _cmd([(0.1, 0.0), (0.1 + 0.13, 0.0)]),
+        r"moves 'j1' 0\.1300 in one 40 ms control step at 0\.080 s; its velocity limit allows 0\.1200",
+        id="fast",
+    ),
+    pytest.param(
+        _cmd([(0.0, 0.07)]), r"moves 'j2' 0\.0700 in one 40 ms control step at 0\.040 s", id="fast-from-commanded"
+    ),
     pytest.param(
         _cmd([(0.0, 0.07), (0.0, 0.1)], times=(DT / 2, 2 * DT)),
-        "'j2' at 1.75 per second before point 0",
+        r"moves 'j2' 0\.0800 in one 40 ms control step at 0\.040 s",
         id="fast-first-gap-shorter-than-dt",
     ),
 ]
@@ -226,15 +232,6 @@ def test_valid_trajectories_play_within_limits_and_velocity(trajectory):
     assert played == math.ceil(cmd.times_from_start_s[-1] / DT - 1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: submit() measures each gap as at least dt (max(spans, dt)), so points closer together than one control "
-        "period may each move MARGIN*velocity*dt; one tick then plays several of them and the sample jumps further "
-        "than the velocity limit allows (EmbeddedWorld.step refuses it mid-trajectory, though the trajectory was "
-        "'checked whole before it is accepted')"
-    ),
-)
 def test_points_closer_than_a_period_cannot_make_a_sample_jump():
     player = _player()
     # Ten points 4 ms apart, each 0.99 of the per-period step further than the last: accepted ...
@@ -249,15 +246,6 @@ def test_points_closer_than_a_period_cannot_make_a_sample_jump():
     assert abs(sample[1] - HOLD[1]) <= MAX_STEP[1] + 1e-9, sample
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bug: sample() returns None until a whole tick lies after the start (tau < dt), so a start between ticks "
-        "(a client stamping /clock time + lead) first plays the trajectory at up to 2*dt after its start; from the "
-        "held position that jumps up to twice the per-period step even at the plain velocity limit, which "
-        "EmbeddedWorld.step refuses (sampling from tau > 0 would keep the jump within one period)"
-    ),
-)
 def test_a_start_between_ticks_does_not_make_the_first_sample_jump():
     player = _player()
     velocity = LIMITS["j1"].velocity  # no margin used at all

@@ -90,39 +90,53 @@ class TrajectoryPlayer:
                 raise InvalidCommandError(
                     f"trajectory point for {name!r} is {bad:.4f}, outside [{limit.lower}, {limit.upper}]"
                 )
-            steps = np.diff(np.concatenate([[float(commanded[j])], col]))
-            spans = np.diff(np.concatenate([[0.0], times]))
-            # A tick can take one control period to reach its sample, so no gap counts as shorter than dt.
-            speeds = np.abs(steps) / np.maximum(spans, dt_s)
-            worst = int(np.argmax(speeds))
-            if speeds[worst] > self.velocity_margin * limit.velocity:
-                raise InvalidCommandError(
-                    f"trajectory moves {name!r} at {speeds[worst]:.2f} per second before point {worst}; "
-                    f"its velocity limit is {limit.velocity:.2f}"
-                )
-        self._times, self._points = times, points
-        self._start_s = cmd.start_s if cmd.start_s >= now_s - _TIME_EPS_S else now_s
-        self._from = np.asarray(commanded, dtype=float).copy()
+        start = cmd.start_s if cmd.start_s >= now_s - _TIME_EPS_S else now_s
+        start_q = np.asarray(commanded, dtype=float).copy()
+        self._check_ticks(times, points, start_q, start - now_s, dt_s)
+        self._times, self._points, self._start_s, self._from = times, points, start, start_q
         return len(times)
+
+    def _check_ticks(
+        self,
+        times: NDArray[np.float64],
+        points: NDArray[np.float64],
+        start_q: NDArray[np.float64],
+        delay_s: float,
+        dt_s: float,
+    ) -> None:
+        """Play the trajectory on paper, tick by tick from ``delay_s`` before its start, and refuse it if any tick
+        would move a joint faster than its limit allows: what the robot would be sent, not only the points."""
+        previous = start_q
+        k = 0
+        while True:
+            tau = (k + 1) * dt_s - delay_s
+            k += 1
+            if tau <= _TIME_EPS_S:
+                continue
+            q = _interpolate(times, points, start_q, tau)
+            for j, (name, limit) in enumerate(zip(self.joint_names, self.limits, strict=True)):
+                step = abs(q[j] - previous[j])
+                if step > self.velocity_margin * limit.velocity * dt_s + 1e-12:
+                    raise InvalidCommandError(
+                        f"trajectory moves {name!r} {step:.4f} in one {dt_s * 1e3:.0f} ms control step at "
+                        f"{tau:.3f} s; its velocity limit allows {self.velocity_margin * limit.velocity * dt_s:.4f}"
+                    )
+            previous = q
+            if tau >= times[-1] - _TIME_EPS_S:
+                return
 
     def sample(self, tick_s: float, dt_s: float) -> NDArray[np.float64] | None:
         """The position target for the tick starting at ``tick_s``; None before the start and when idle."""
         if self._times is None or self._points is None or self._from is None:
             return None
-        tau = tick_s + dt_s - self._start_s
-        if tau < dt_s - _TIME_EPS_S:
+        tau = tick_s + dt_s - self._start_s  # time from start at the end of this tick
+        if tau <= _TIME_EPS_S:
             return None  # not started yet
-        times, points = self._times, self._points
-        if tau >= times[-1] - _TIME_EPS_S:
-            last = points[-1].copy()
+        if tau >= self._times[-1] - _TIME_EPS_S:
+            last = self._points[-1].copy()
             self.stop()
             return last
-        k = int(np.searchsorted(times, tau - _TIME_EPS_S))
-        if abs(times[k] - tau) <= _TIME_EPS_S:
-            return points[k].copy()
-        t0, p0 = (0.0, self._from) if k == 0 else (times[k - 1], points[k - 1])
-        a = (tau - t0) / (times[k] - t0)
-        return p0 + a * (points[k] - p0)
+        return _interpolate(self._times, self._points, self._from, tau)
 
     def _column_order(self, names: Sequence[str]) -> list[int]:
         if sorted(names) != sorted(self.joint_names) or len(set(names)) != len(names):
@@ -132,3 +146,16 @@ class TrajectoryPlayer:
         index = {n: i for i, n in enumerate(names)}
         return [index[n] for n in self.joint_names]
 
+
+
+def _interpolate(
+    times: NDArray[np.float64], points: NDArray[np.float64], start_q: NDArray[np.float64], tau: float
+) -> NDArray[np.float64]:
+    """The trajectory at ``tau`` after its start: exact at points, linear between them (and from ``start_q``)."""
+    if tau >= times[-1] - _TIME_EPS_S:
+        return points[-1].copy()
+    k = int(np.searchsorted(times, tau - _TIME_EPS_S))
+    if abs(times[k] - tau) <= _TIME_EPS_S:
+        return points[k].copy()
+    t0, p0 = (0.0, start_q) if k == 0 else (times[k - 1], points[k - 1])
+    return p0 + (tau - t0) / (times[k] - t0) * (points[k] - p0)
