@@ -22,6 +22,7 @@ from robodojo import PACKAGE_ROOT, ROS_PACKAGE
 from robodojo.errors import RobodojoError
 
 INTERFACE_DIRS = ("action", "msg", "srv")
+BUILD_STAMP = ".robodojo-build-stamp"  # in the install prefix, touched after every successful build
 
 
 class InterfaceBuildError(RobodojoError):
@@ -41,11 +42,13 @@ def install_prefix(root: Path = PACKAGE_ROOT) -> Path:
 def interfaces_stale(root: Path = PACKAGE_ROOT) -> bool:
     """True when the generated Python interfaces are missing or older than an interface file or CMakeLists.txt."""
     generated = _site_packages(install_prefix(root)) / ROS_PACKAGE / "action" / "__init__.py"
-    if not generated.is_file():
+    stamp = install_prefix(root) / BUILD_STAMP
+    if not generated.is_file() or not stamp.is_file():
         return True
     sources = [root / "CMakeLists.txt", root / "package.xml"]
     sources += [f for d in INTERFACE_DIRS for f in (root / d).glob("*") if f.is_file()]
-    built = generated.stat().st_mtime
+    # The stamp, not the generated files: colcon leaves those untouched when nothing in them changed.
+    built = stamp.stat().st_mtime
     return any(f.stat().st_mtime > built for f in sources)
 
 
@@ -65,6 +68,7 @@ def build_interfaces(root: Path = PACKAGE_ROOT, *, log: IO[str] | None = None, t
         if proc.returncode != 0:
             output = (proc.stdout + proc.stderr)[-4000:]
             raise InterfaceBuildError(f"colcon build failed ({proc.returncode}):\n{output}")
+        (install_prefix(root) / BUILD_STAMP).touch()
     return install_prefix(root)
 
 
