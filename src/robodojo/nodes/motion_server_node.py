@@ -19,160 +19,28 @@ from agent_bringup.msg import ArmArrival, EpisodeStatus
 from geometry_msgs.msg import Point
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import ColorRGBA
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
-from robodojo.errors import BackendLostError, ConfigError, InvalidCommandError
+from robodojo.errors import BackendLostError, ConfigError
 from robodojo.motion.plan import Plan
 from robodojo.motion.planner import NativePlanner, Planner
 from robodojo.motion.report import MoveReport, StopReason
 from robodojo.motion.server import MotionServer, ProgressCallback, SuccessCheck
 from robodojo.motion.settings import load_motion_settings
 from robodojo.nodes import convert, topics
+from robodojo.nodes.controller_topics import POLL_S, ControllerExecutor, ControllerTopicsBackend, RobotState
 from robodojo.nodes.params import declare_parameters
-from robodojo.nodes.runtime import GraphNode, run_node
-from robodojo.observation import Observation
-from robodojo.robots.arm_state import arm_state_from_joints
+from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
 from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.ik import ArmKinematics
-from robodojo.robots.joint_state import JointPositions
 
 NODE_NAME = "motion_server_node"
-UNLIMITED_STEPS = 2**31 - 1  # no episode status (a real robot outside a benchmark): no step budget
-POLL_S = 0.005
-ARRIVAL_TOLERANCE_RAD = 0.01  # servo lag at the end of a well-timed trajectory is far below this
 FIRST_STATE_WAIT_S = 5.0  # a goal that arrives before any joint state waits this long for one
-LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=0.1, a=0.9))
-
-
-class RobotState:
-    """What the node knows of the robot: the latest joint positions and their stamp, and the episode status."""
-
-    def __init__(self, robot: RobotConfig, kinematics: ArmKinematics) -> None:
-        self.robot = robot
-        self.kinematics = kinematics
-        self.joints = JointPositions(robot)
-        self.stamp_s = -math.inf  # robot time of the latest joint state
-        self.received_s = -math.inf  # wall (monotonic) time it arrived
-        self.status: EpisodeStatus | None = None
-        self.lock = threading.Lock()
-
-    def on_joint_state(self, msg: JointState) -> None:
-        with self.lock:
-            if not self.joints.update(msg.name, msg.position, time.monotonic()).error:
-                self.stamp_s = convert.seconds(msg.header.stamp)  # latest, not max: a restarted robot starts over
-                self.received_s = time.monotonic()
-
-    def on_status(self, msg: EpisodeStatus) -> None:
-        self.status = msg
-
-    def age_s(self) -> float:
-        return time.monotonic() - self.received_s
-
-    def observation(self) -> Observation:
-        with self.lock:
-            arms = {}
-            for arm in self.robot.arms:
-                q = self.joints.arm_q(arm.name)
-                grip = self.joints.position(arm.gripper_joint)
-                if q is None or grip is None:
-                    raise BackendLostError(f"no joint states for the {arm.name} arm on {topics.JOINT_STATES} yet")
-                arms[arm.name] = arm_state_from_joints(self.kinematics, arm.name, q, grip)
-            stamp = self.stamp_s
-        status = self.status
-        return Observation(
-            step=status.steps_used if status else 0,
-            steps_left=status.steps_left if status else UNLIMITED_STEPS,
-            time_s=stamp,
-            arms=arms,
-        )
-
-
-class ControllerTopicsBackend:
-    """The RobotBackend the MotionServer sees on the graph: state from topics, hold by stopping the controllers."""
-
-    def __init__(self, node: MotionServerNode) -> None:
-        self.node = node
-        self.robot = node.robot
-
-    @property
-    def control_dt_s(self) -> float:
-        return self.node.control_dt_s
-
-    @property
-    def steps_left(self) -> int:
-        status = self.node.state.status
-        return status.steps_left if status else UNLIMITED_STEPS
-
-    def observe(self, cameras: object = None) -> Observation:
-        if cameras:
-            raise InvalidCommandError("the motion server reads joint states only; cameras come from the camera topics")
-        return self.node.state.observation()
-
-    def step(self, joint_targets: object = None, gripper_targets: object = None) -> None:
-        raise InvalidCommandError("on the graph, plans play through the trajectory controllers, not single steps")
-
-    def hold(self) -> None:
-        self.node.send_stop()
-
-
-class ControllerExecutor:
-    """Plays a plan through the joint_trajectory_controller topics and follows it by the joint states' stamps."""
-
-    def __init__(self, node: MotionServerNode) -> None:
-        self.node = node
-
-    def play(
-        self,
-        plan: Plan,
-        points: int,
-        stop: threading.Event,
-        is_success: SuccessCheck | None,
-        on_progress: ProgressCallback | None,
-    ) -> tuple[int, StopReason]:
-        node, state, dt = self.node, self.node.state, plan.dt_s
-        status = state.status
-        episode = status.episode_id if status else None
-        # Start on the controllers' tick grid, far enough ahead that every arm's trajectory arrives in time.
-        start = math.ceil((state.stamp_s + node.params["start_lead_s"]) / dt - 1e-6) * dt
-        node.send_plan(plan, points, start)
-        end, played = start + points * dt, 0
-        while True:
-            now = state.stamp_s
-            played = min(points, max(0, math.floor((now - start) / dt + 1e-6)))
-            if on_progress is not None:
-                on_progress(played, points)
-            if now >= end - 1e-6 and (self._arrived(plan, points) or now >= end + node.params["arrival_wait_s"]):
-                return points, StopReason.COMPLETED
-            if stop.is_set():
-                return played, StopReason.STOPPED
-            status = state.status
-            lost = state.age_s() > node.params["joint_state_timeout_s"]
-            if lost or (episode is not None and (status is None or status.episode_id != episode)):
-                node.send_stop()
-                return played, StopReason.BACKEND_LOST
-            if is_success is not None and is_success():
-                node.send_stop()
-                return played, StopReason.TASK_SUCCESS
-            if status is not None and status.steps_left == 0:
-                return played, StopReason.BUDGET_EXHAUSTED
-            time.sleep(POLL_S)
-
-    def _arrived(self, plan: Plan, points: int) -> bool:
-        """Every arm within ARRIVAL_TOLERANCE_RAD of its last point: a trajectory the controller started late (it
-        arrived after its start time) is still playing when the planned end time has passed."""
-        joints = self.node.state.joints
-        with self.node.state.lock:
-            for arm, traj in plan.trajectories.items():
-                q = joints.arm_q(arm)
-                if q is None or np.max(np.abs(q - traj.positions_rad[points])) > ARRIVAL_TOLERANCE_RAD:
-                    return False
-        return True
 
 
 def make_planner(name: str, robot: RobotConfig, dt_s: float) -> Planner:

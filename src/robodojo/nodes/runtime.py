@@ -14,10 +14,13 @@ from typing import TypeVar
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
 
 from robodojo.errors import BackendLostError, RobodojoError
 
 T = TypeVar("T")
+#: Status-like topics: late joiners get the last message (the episode status, the planned path).
+LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class GraphNode(Node):

@@ -23,7 +23,7 @@ import numpy as np
 from agent_bringup.msg import EpisodeStatus
 from agent_bringup.srv import ResetEpisode
 from geometry_msgs.msg import PoseStamped
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from trajectory_msgs.msg import JointTrajectory
@@ -33,13 +33,12 @@ from robodojo.errors import ConfigError, RobodojoError
 from robodojo.geometry import matrix_from_quat, transform
 from robodojo.nodes import convert, topics
 from robodojo.nodes.params import declare_parameters
-from robodojo.nodes.runtime import GraphNode, run_node
+from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
 from robodojo.sim.world import VELOCITY_MARGIN, EmbeddedWorld
 
 NODE_NAME = "sim_node"
 STATE_QOS = QoSProfile(depth=10)
 IMAGE_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
-LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 @dataclass
