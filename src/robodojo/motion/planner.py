@@ -148,7 +148,7 @@ class NativePlanner:
             width = len(joints[arm])
             motion[arm] = samples[:, col : col + width]
             col += width
-        return self._finish(target, motion, gripper, {a: target.arms[a].gripper for a in moving})
+        return self.finisher.finish(target, motion, gripper, {a: target.arms[a].gripper for a in moving})
 
     def _limit_note(self, arm: str, q: NDArray[np.float64]) -> str:
         """', with left_joint4 at its lower limit' for the joints an IK solution was stopped by."""
@@ -197,18 +197,8 @@ class NativePlanner:
         for arm in moving:
             motion[arm] = samples[:, col : col + len(joints[arm])]
             col += len(joints[arm])
-        return self._finish(self.finisher.joint_goal_target(goal, moving), motion, gripper, dict.fromkeys(moving))
-
-    # -- shared tail (PlanFinisher) ---------------------------------------------------------------------------
-    def _finish(
-        self,
-        target: MoveTarget | None,
-        motion: dict[str, NDArray[np.float64]],
-        gripper_now: Mapping[str, float],
-        gripper_goal: Mapping[str, float | None],
-    ) -> Plan:
-        return self.finisher.finish(target, motion, gripper_now, gripper_goal)
-
+        goal_target = self.finisher.joint_goal_target(goal, moving)
+        return self.finisher.finish(goal_target, motion, gripper, dict.fromkeys(moving))
 
 class PlanFinisher:
     """What every planner shares: the checks before planning, the gripper phases, and the final validation.

@@ -8,7 +8,6 @@ simulator publishes one, supplies the step budget and the success signal that en
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
@@ -39,7 +38,8 @@ from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.ik import ArmKinematics
 
 NODE_NAME = "motion_server_node"
-FIRST_STATE_WAIT_S = 5.0  # a goal that arrives before any joint state waits this long for one
+CONTROLLER_WAIT_S = 3.0  # how long a goal waits for discovery to match a (re)started controller's subscription
+STATE_WAIT_S = 4.0  # a goal that finds no fresh joint states waits this long for them (discovery) before refusing
 PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=0.1, a=0.9))
 
 
@@ -94,6 +94,17 @@ class MotionServerNode(GraphNode):
 
     # -- talking to the controllers ------------------------------------------------------------------------------
     def send_plan(self, plan: Plan, points: int, start_s: float) -> None:
+        """Publish each moving arm's and gripper's trajectory, once every one of them has a controller listening.
+
+        A trajectory published before discovery has matched the controller's subscription (a robot that just
+        (re)started) would be lost, and the arm would not move: better to refuse the goal and say why.
+        """
+        publishers = [p for arm in plan.trajectories for p in (self.arm_pubs[arm], self.gripper_pubs[arm])]
+        deadline = time.monotonic() + CONTROLLER_WAIT_S
+        while (silent := [p.topic_name for p in publishers if p.get_subscription_count() == 0]):
+            if time.monotonic() > deadline:
+                raise BackendLostError(f"no controller subscribes to {', '.join(silent)}: is the robot running?")
+            time.sleep(POLL_S)
         for arm, traj in plan.trajectories.items():
             config = self.robot.arm(arm)
             self.arm_pubs[arm].publish(
@@ -167,9 +178,9 @@ class MotionServerNode(GraphNode):
     def _run(self, goal: MoveEef.Goal, on_progress: ProgressCallback | None) -> MoveReport:
         """The goal on the library's MotionServer; a missing backend becomes a report, never an exception."""
         timeout = self.params["joint_state_timeout_s"]
-        if math.isinf(self.state.received_s):  # nothing yet: allow for discovery (a few seconds on a fresh graph)
-            deadline = time.monotonic() + FIRST_STATE_WAIT_S
-            while math.isinf(self.state.received_s) and time.monotonic() < deadline:
+        if self.state.age_s() > timeout:  # none yet, or a robot that restarted: allow for discovery (a few seconds)
+            deadline = time.monotonic() + STATE_WAIT_S
+            while self.state.age_s() > timeout and time.monotonic() < deadline:
                 time.sleep(POLL_S)
         success = self._success_check()
         try:

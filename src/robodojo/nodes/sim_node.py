@@ -195,6 +195,10 @@ class SimNode(GraphNode):
             self.get_logger().warning(
                 f"{what} trajectory arrived {self.now_s - cmd.start_s:.3f} s after its start time; it starts now"
             )
+        elif cmd.positions:
+            self.get_logger().info(
+                f"{what}: {len(cmd.positions)} points from t={cmd.start_s:.3f} s (now {self.now_s:.3f} s)"
+            )
 
     # -- the real-time loop -------------------------------------------------------------------------------------
     def _run_calls(self) -> None:
