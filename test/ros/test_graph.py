@@ -207,7 +207,12 @@ def _start_sim_and_motion(graph, **sim_params):
     graph.start("sim_node", **sim_params)
     graph.start("motion_server_node", use_sim_time=True)
     client = _move_eef_client(graph)
-    graph.wait(lambda: rec.count(topics.JOINT_STATES) and rec.count(topics.EPISODE_STATUS), 30, "joint states")
+    graph.wait(
+        lambda: all(rec.count(t) for t in (topics.JOINT_STATES, topics.EPISODE_STATUS, topics.tcp_pose("left"),
+                                            topics.tcp_pose("right"))),
+        30,
+        "joint states, TCP poses and the episode status",
+    )  # fmt: skip
     return rec, client
 
 

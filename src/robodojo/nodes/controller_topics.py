@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 UNLIMITED_STEPS = 2**31 - 1  # no episode status (a real robot outside a benchmark): no step budget
 POLL_S = 0.005
+START_CHECK_STEPS = 3  # the simulator must have counted a played point this many control steps after the start
+START_ATTEMPTS = 2  # sends of one trajectory before the controllers count as gone
 ARRIVAL_TOLERANCE_RAD = 0.01  # servo lag at the end of a well-timed trajectory is far below this
 
 
@@ -119,10 +121,38 @@ class ControllerExecutor:
         node, state, dt = self.node, self.node.state, plan.dt_s
         status = state.status
         episode = status.episode_id if status else None
-        # Start on the controllers' tick grid, far enough ahead that every arm's trajectory arrives in time.
-        start = math.ceil((state.stamp_s + node.params["start_lead_s"]) / dt - 1e-6) * dt
-        node.send_plan(plan, points, start)
-        end, played = start + points * dt, 0
+        # Steps counted by the simulator tell whether the controllers took the trajectory (a reader of a robot that
+        # was killed can stay matched for a while, so a publish may reach nobody); real drivers have no such count.
+        steps_at_send = status.steps_used if status else None
+        sends = 0
+        while True:
+            # Start on the controllers' tick grid, far enough ahead that every arm's trajectory arrives in time.
+            start = math.ceil((state.stamp_s + node.params["start_lead_s"]) / dt - 1e-6) * dt
+            node.send_plan(plan, points, start)
+            sends += 1
+            played, reason = self._follow(plan, points, start, episode, steps_at_send, stop, is_success, on_progress)
+            if reason is not None:
+                return played, reason
+            if sends == START_ATTEMPTS:
+                node.send_stop()
+                return 0, StopReason.BACKEND_LOST
+            node.get_logger().warning("the controllers did not start the trajectory; sending it again")
+
+    def _follow(
+        self,
+        plan: Plan,
+        points: int,
+        start: float,
+        episode: str | None,
+        steps_at_send: int | None,
+        stop: threading.Event,
+        is_success: SuccessCheck | None,
+        on_progress: ProgressCallback | None,
+    ) -> tuple[int, StopReason | None]:
+        """Follow one sent trajectory to its end; reason None means the controllers never started it."""
+        node, state, dt = self.node, self.node.state, plan.dt_s
+        end = start + points * dt
+        started = steps_at_send is None
         while True:
             now = state.stamp_s
             played = min(points, max(0, math.floor((now - start) / dt + 1e-6)))
@@ -135,6 +165,12 @@ class ControllerExecutor:
             status = state.status
             lost = state.age_s() > node.params["joint_state_timeout_s"]
             if lost or (episode is not None and (status is None or status.episode_id != episode)):
+                why = (
+                    f"no joint states for {state.age_s():.2f} s"
+                    if lost
+                    else f"the episode changed from {episode} to {status.episode_id if status else None}"
+                )
+                node.get_logger().error(f"motion ended after {played} of {points} points: {why}")
                 node.send_stop()
                 return played, StopReason.BACKEND_LOST
             if is_success is not None and is_success():
@@ -142,6 +178,10 @@ class ControllerExecutor:
                 return played, StopReason.TASK_SUCCESS
             if status is not None and status.steps_left == 0:
                 return played, StopReason.BUDGET_EXHAUSTED
+            if not started and status is not None and steps_at_send is not None:
+                started = status.steps_used > steps_at_send
+                if not started and now >= start + START_CHECK_STEPS * dt:
+                    return 0, None
             time.sleep(POLL_S)
 
     def _arrived(self, plan: Plan, points: int) -> bool:
