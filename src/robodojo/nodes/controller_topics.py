@@ -43,6 +43,7 @@ class RobotState:
         self.stamp_s = -math.inf  # robot time of the latest joint state
         self.received_s = -math.inf  # wall (monotonic) time it arrived
         self.status: EpisodeStatus | None = None
+        self.status_received_s = -math.inf
         self.lock = threading.Lock()
 
     def on_joint_state(self, msg: JointState) -> None:
@@ -52,7 +53,11 @@ class RobotState:
                 self.received_s = time.monotonic()
 
     def on_status(self, msg: EpisodeStatus) -> None:
-        self.status = msg
+        self.status, self.status_received_s = msg, time.monotonic()
+
+    def status_age_s(self) -> float:
+        """Wall time since the last episode status; 0 for a robot that publishes none (no simulator)."""
+        return 0.0 if self.status is None else time.monotonic() - self.status_received_s
 
     def age_s(self) -> float:
         return time.monotonic() - self.received_s

@@ -39,6 +39,7 @@ from robodojo.robots.ik import ArmKinematics
 
 NODE_NAME = "motion_server_node"
 CONTROLLER_WAIT_S = 3.0  # how long a goal waits for discovery to match a (re)started controller's subscription
+STATUS_STALE_S = 1.5  # three missed heartbeats of the simulator's 2 Hz episode status
 STATE_WAIT_S = 4.0  # a goal that finds no fresh joint states waits this long for them (discovery) before refusing
 PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=0.1, a=0.9))
 
@@ -178,9 +179,12 @@ class MotionServerNode(GraphNode):
     def _run(self, goal: MoveEef.Goal, on_progress: ProgressCallback | None) -> MoveReport:
         """The goal on the library's MotionServer; a missing backend becomes a report, never an exception."""
         timeout = self.params["joint_state_timeout_s"]
-        if self.state.age_s() > timeout:  # none yet, or a robot that restarted: allow for discovery (a few seconds)
+        def stale() -> bool:  # no fresh joint states, or a status from before the robot restarted
+            return self.state.age_s() > timeout or self.state.status_age_s() > STATUS_STALE_S
+
+        if stale():  # none yet, or a robot that restarted: allow for discovery (a few seconds)
             deadline = time.monotonic() + STATE_WAIT_S
-            while self.state.age_s() > timeout and time.monotonic() < deadline:
+            while stale() and time.monotonic() < deadline:
                 time.sleep(POLL_S)
         success = self._success_check()
         try:
