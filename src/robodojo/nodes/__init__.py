@@ -1,6 +1,10 @@
 """ROS 2 node adapters: the only part of robodojo that imports rclpy.
 
-Each module is one executable of the agent_bringup package (``ros2 run agent_bringup <module>``) and a thin adapter
-over the library: it turns messages into library calls and library results into messages. Topic names are in
-:mod:`robodojo.nodes.topics`; parameters and their defaults in config/nodes.yaml.
+The executables of the agent_bringup package (``ros2 run agent_bringup <node>``) are ``sim_node``,
+``motion_server_node``, ``agent_node``, ``camera_node`` and ``tcp_state_publisher``; each is a thin adapter over the
+library that turns messages into library calls and library results into messages. Around them: ``agent_graph`` and
+``controller_topics`` (what the agent and the motion server see of the graph), ``convert`` (messages <-> library
+types), ``params`` (defaults from config/nodes.yaml), ``runtime`` (start, spin, stop), ``topics`` (names, importable
+without ROS) and ``process_graph`` (nodes as processes where ``ros2 launch`` is missing: tests, benchmarks,
+``robodojo graph``).
 """
