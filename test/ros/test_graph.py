@@ -390,3 +390,22 @@ def test_robodojo_graph_runs_a_code_cell_episode_without_ros2_launch(graph, tmp_
     assert record["metrics"]["success"] and record["metrics"]["end_reason"] == "success"
     assert record["metrics"]["steps_used"] > 0
     assert {t["action"] for t in record["turns"]} <= {"python", "finish"}
+
+
+@pytest.mark.parametrize(
+    ("node", "params", "message"),
+    [
+        ("sim_node", {"task": "nope"}, "unknown task 'nope'; available: bowl_on_plate"),
+        ("sim_node", {"joint_state_slices": 3}, "'joint_state_slices' must divide the 20 physics steps"),
+        ("sim_node", {"camera_rate_hz": "fast"}, "parameter 'camera_rate_hz' must be a float (default 25.0)"),
+        ("motion_server_node", {"planner": "rrt"}, "parameter 'planner' must be native or moveit, got 'rrt'"),
+        ("motion_server_node", {"robot": "ur5"}, "ur5"),
+        ("agent_node", {"agent": "react"}, "unknown agent 'react'; available: code_cell, move_eef"),
+        ("agent_node", {"status_timeout_s": 0.0}, "parameter 'status_timeout_s' must be > 0"),
+    ],
+)
+def test_a_bad_parameter_ends_the_node_with_one_line_and_exit_code_2(graph, node, params, message):
+    proc = graph.start(node, **params)
+    assert proc.wait(60) == 2, proc.output()[-2000:]
+    out = proc.output()
+    assert message in out and "Traceback" not in out, out[-2000:]

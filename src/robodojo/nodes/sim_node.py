@@ -77,6 +77,12 @@ class SimNode(GraphNode):
         """Build the world, its controllers and publishers (in the loop thread)."""
         self.world = EmbeddedWorld(p["robot"])
         self.robot = self.world.robot
+        substeps, slices = self.world.settings.substeps, p["joint_state_slices"]
+        if slices < 1 or substeps % slices:
+            raise ConfigError(
+                f"parameter 'joint_state_slices' must divide the {substeps} physics steps of a control step, "
+                f"got {slices}"
+            )
         self._reset(p["task"], p["variant"], p["seed"])
         limits = {name: JointLimit(*limit) for name, limit in self.world.joint_limits.items()}
         self.controllers: dict[str, ArmControllers] = {}
