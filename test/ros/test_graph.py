@@ -409,3 +409,39 @@ def test_a_bad_parameter_ends_the_node_with_one_line_and_exit_code_2(graph, node
     assert proc.wait(60) == 2, proc.output()[-2000:]
     out = proc.output()
     assert message in out and "Traceback" not in out, out[-2000:]
+
+
+def test_bad_trajectories_on_the_controller_topics_move_nothing_and_the_simulator_survives(graph):
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from robodojo.nodes import convert
+    from robodojo.robots.config import load_robot_config
+
+    rec = Recorder()
+    _subscribe(graph, rec)
+    sim = graph.start("sim_node")
+    graph.wait(lambda: rec.count(topics.JOINT_STATES) > 10, 40, "joint states")
+    joints = load_robot_config("dual_arx_x5").arm("left").joints
+    home = [_joints(rec.last(topics.JOINT_STATES))[j] for j in joints]
+    pub = graph.client.create_publisher(JointTrajectory, topics.arm_controller("left"), 10)
+    graph.wait(lambda: pub.get_subscription_count() > 0, 20, "the simulator's controller subscription")
+
+    def trajectory(names, positions, t_s=0.04):
+        point = JointTrajectoryPoint(positions=positions, time_from_start=convert.duration_msg(t_s))
+        return JointTrajectory(joint_names=list(names), points=[point])
+
+    bad = [
+        trajectory(joints, [math.nan] + home[1:]),  # not a number
+        trajectory(joints[:-1], home[:-1]),  # a joint missing
+        trajectory(joints, [home[0] + 1.0] + home[1:]),  # 1 rad in one 40 ms step
+        trajectory(joints, [10.0] + home[1:], t_s=100.0),  # outside the joint limit
+        trajectory(joints, home, t_s=-1.0),  # time before the start
+    ]
+    for msg in bad:
+        pub.publish(msg)
+    time.sleep(1.0)
+    assert sim.alive
+    now = _joints(rec.last(topics.JOINT_STATES))
+    assert max(abs(now[j] - q) for j, q in zip(joints, home, strict=True)) < 1e-4
+    assert sim.output().count("trajectory refused, nothing moves") == len(bad), sim.output()[-3000:]
+    assert rec.last(topics.EPISODE_STATUS).steps_used == 0
