@@ -110,6 +110,7 @@ def ros_environment(
     if log_dir is not None:
         env["ROS_LOG_DIR"] = str(log_dir)
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "0")  # node logs reach their files line by line
     return env
 
 
