@@ -13,8 +13,11 @@ from robodojo.motion.report import MoveReport
 class Motion(Protocol):
     """The motion server's entry points, as both agents use them."""
 
-    def move_eef(self, targets: object, *, is_success: Callable[[], bool] | None = None) -> MoveReport:
-        """A move_eef tool call: named dimensions -> validated, planned, executed, reported."""
+    def move_eef(
+        self, targets: object, *, is_success: Callable[[], bool] | None = None, note: str = ""
+    ) -> MoveReport:
+        """A move_eef tool call: named dimensions -> validated, planned, executed, reported. ``note`` is the agent's
+        reason, for the motion server's log."""
         ...
 
     def move_to(

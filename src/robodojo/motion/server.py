@@ -96,9 +96,17 @@ class MotionServer:
 
     # -- entry points ------------------------------------------------------------------------------------------
     def move_eef(
-        self, targets: object, *, is_success: SuccessCheck | None = None, on_progress: ProgressCallback | None = None
+        self,
+        targets: object,
+        *,
+        is_success: SuccessCheck | None = None,
+        on_progress: ProgressCallback | None = None,
+        note: str = "",
     ) -> MoveReport:
-        """A move_eef tool call: named dimensions -> validated, planned, executed, reported."""
+        """A move_eef tool call: named dimensions -> validated, planned, executed, reported.
+
+        ``note`` (the agent's reason) is for logs; the in-process server keeps none, the episode record has it.
+        """
         try:
             target = parse_move_eef(targets, self.robot, self._state().arms)
         except TargetError as exc:

@@ -179,7 +179,9 @@ class MoveEefClient:
         self.client = ActionClient(node, MoveEef, topics.MOVE_EEF, callback_group=MutuallyExclusiveCallbackGroup())
         self._goal_handle = None
 
-    def move_eef(self, targets: object, *, is_success: Callable[[], bool] | None = None) -> MoveReport:
+    def move_eef(
+        self, targets: object, *, is_success: Callable[[], bool] | None = None, note: str = ""
+    ) -> MoveReport:
         if not isinstance(targets, Mapping):
             try:  # not encodable as a goal: the library's parser gives the in-process text
                 parse_move_eef(targets, self.robot, {})
@@ -188,7 +190,7 @@ class MoveEefClient:
         names = [str(k) for k in targets]  # type: ignore[union-attr]
         # Non-numbers travel as NaN: the server then rejects them with the same text as in process.
         values = [_number_or_nan(v) for v in targets.values()]  # type: ignore[union-attr]
-        return self._send(MoveEef.Goal(mode=MoveEef.Goal.MOVE_EEF, names=names, values=values))
+        return self._send(MoveEef.Goal(mode=MoveEef.Goal.MOVE_EEF, names=names, values=values, note=str(note)))
 
     def move_to(
         self,

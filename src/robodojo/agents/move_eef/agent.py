@@ -258,7 +258,7 @@ class MoveEefAgent:
                 details=details,
             )
 
-        report, details = self._move(valid.arguments["targets"])
+        report, details = self._move(valid.arguments["targets"], valid.arguments.get("note", ""))
         text = self.probes.text_to_model(report.tool_text, self.bounds)
         self.conversation.add_tool_result(call.id, text)
         details["note"] = valid.arguments.get("note", "")
@@ -283,7 +283,7 @@ class MoveEefAgent:
             details={"error": texts[0]},
         )
 
-    def _move(self, model_targets: Mapping[str, object]) -> tuple[MoveReport, dict[str, Any]]:
+    def _move(self, model_targets: Mapping[str, object], note: str) -> tuple[MoveReport, dict[str, Any]]:
         """Convert, optionally jitter, execute; remember the arrival check of an accepted move."""
         ctx = self.episode
         world_targets = self.probes.from_model(model_targets)
@@ -293,7 +293,7 @@ class MoveEefAgent:
             world_targets, requested, offsets = self._jittered(world_targets)
             details["world_targets"] = world_targets
             details["jitter_m"] = {arm: offset.tolist() for arm, offset in offsets.items()}
-        report = ctx.motion.move_eef(world_targets, is_success=ctx.is_success)
+        report = ctx.motion.move_eef(world_targets, is_success=ctx.is_success, note=note)
         if report.accepted:
             self.arrival = _arrival_text(report, requested) or None
         return report, details
