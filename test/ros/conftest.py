@@ -6,15 +6,17 @@ cannot answer. The package's interfaces are built once per session with colcon (
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import itertools
 import os
 import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import pytest
 
@@ -31,13 +33,23 @@ from robodojo.nodes.runtime import call_in_executor
 pytestmark = pytest.mark.ros
 T = TypeVar("T")
 
-# Fast DDS maps a domain to UDP ports 7400 + 250 * id; ids up to 101 are portable. Start from the pid so that two
-# suites running at once rarely collide.
-_DOMAINS = itertools.count(1 + (os.getpid() % 8) * 12)
+# Fast DDS maps a domain to UDP ports 7400 + 250 * id; ids up to 101 are portable. Each test claims a domain with a
+# lock file, so suites running at once on one machine (two checkouts, a benchmark) never share one.
+_DOMAINS = itertools.count(os.getpid() % 100)
 
 
-def _next_domain() -> int:
-    return next(_DOMAINS) % 100 + 1
+def _claim_domain() -> tuple[int, IO[str]]:
+    """A domain id no other process of this machine has claimed, and the open lock file that holds it."""
+    for _ in range(100):
+        domain = next(_DOMAINS) % 100 + 1
+        lock = open(Path(tempfile.gettempdir()) / f"robodojo-ros-domain-{domain}.lock", "w")  # noqa: SIM115
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        return domain, lock
+    pytest.fail("every ROS domain id from 1 to 100 is claimed by another process")
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +75,7 @@ class Graph:
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
 
-        self.domain_id = _next_domain()
+        self.domain_id, self._domain_lock = _claim_domain()
         self.tmp_path = tmp_path
         self.env = ros_environment(PACKAGE_ROOT, domain_id=self.domain_id, log_dir=tmp_path / "ros_log")
         self.nodes: list[NodeProcess] = []
@@ -111,6 +123,7 @@ class Graph:
         self.executor.shutdown()
         self.client.destroy_node()
         self.context.try_shutdown()
+        self._domain_lock.close()  # releases the domain for the next test
 
 
 @pytest.fixture
