@@ -491,3 +491,19 @@ def test_replay_script_paths_fall_back_to_the_shipped_examples(tmp_path, monkeyp
     assert script.replies and script.replies[0].tool_calls[0].name == "move_eef"
     with pytest.raises(ConfigError, match=r"replay script not found: examples/nope\.yaml"):
         ReplayScript.load("examples/nope.yaml")
+
+
+def test_cell_scripts_include_shared_helpers_as_sent_code(tmp_path):
+    from robodojo.agents.llm.replay_server import cells_script
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "helpers.py").write_text('"""Docs for readers."""\n\n\ndef twice(x):\n    return 2 * x\n')
+    replies = cells_script("# %% setup\n# include: lib/helpers.py\ny = twice(2)\n# %%\ny\n", tmp_path)
+    codes = [r["tool_calls"][0]["arguments"]["code"] for r in replies[:-1]]
+    assert codes == ["def twice(x):\n    return 2 * x\ny = twice(2)", "y"]
+    assert "Docs for readers" not in codes[0]
+    with pytest.raises(ConfigError, match="included file not found"):
+        cells_script("# %%\n# include: lib/nope.py\n", tmp_path)
+    (tmp_path / "lib" / "cells.py").write_text("# %%\nx = 1\n")
+    with pytest.raises(ConfigError, match="may not contain"):
+        cells_script("# %%\n# include: lib/cells.py\n", tmp_path)

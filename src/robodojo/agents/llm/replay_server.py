@@ -48,6 +48,7 @@ ServerBehaviour flags:
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import threading
@@ -247,7 +248,7 @@ class ReplayScript:
         if not path.is_file():
             raise ConfigError(f"replay script not found: {path}")
         if path.suffix == ".py":
-            return ReplayScript.parse(cells_script(path.read_text()), str(path))
+            return ReplayScript.parse(cells_script(path.read_text(), path.parent), str(path))
         try:
             data = yaml.safe_load(path.read_text())
         except yaml.YAMLError as exc:
@@ -256,18 +257,39 @@ class ReplayScript:
 
 
 CELL_MARKER = "# %%"
+INCLUDE_PREFIX = "# include: "
 
 
-def cells_script(source: str) -> list[dict[str, Any]]:
+def _included_code(name: str, folder: Path | None) -> list[str]:
+    """The lines of an included helper file, minus its module docstring (documentation for readers, not code)."""
+    if folder is None:
+        raise ConfigError(f"'{INCLUDE_PREFIX}{name}' needs the script's folder to resolve the path")
+    path = folder / name
+    if not path.is_file():
+        raise ConfigError(f"included file not found: {path}")
+    text = path.read_text()
+    if CELL_MARKER in text:
+        raise ConfigError(f"{path}: an included file is code for one cell and may not contain '{CELL_MARKER}'")
+    body = ast.parse(text, str(path)).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        text = "\n".join(text.splitlines()[body[0].end_lineno :])
+    return text.strip("\n").splitlines()
+
+
+def cells_script(source: str, folder: Path | None = None) -> list[dict[str, Any]]:
     """Replies that run a Python file's cells one per turn with the code-cell agent's python tool, then finish.
 
     Cells are separated by lines starting with ``# %%`` (the convention of Jupytext and editors); text before the
-    first marker is a header and is not sent. The finish summary is the first marker's text, if any.
+    first marker is a header and is not sent. The finish summary is the first marker's text, if any. A line
+    ``# include: PATH`` inside a cell stands for that file's code (relative to ``folder``, without its module
+    docstring), so scripts can share helpers while the model still sends every line it runs.
     """
     cells: list[list[str]] = []
     for line in source.splitlines():
         if line.startswith(CELL_MARKER):
             cells.append([])
+        elif cells and line.startswith(INCLUDE_PREFIX):
+            cells[-1].extend(_included_code(line[len(INCLUDE_PREFIX) :].strip(), folder))
         elif cells:
             cells[-1].append(line)
     codes = ["\n".join(c).strip("\n") for c in cells if "\n".join(c).strip()]
