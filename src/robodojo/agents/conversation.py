@@ -10,10 +10,14 @@ messages; the policy is applied when a request is built.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from robodojo.agents.llm.types import ChatReply, Message, ToolCall
-from robodojo.errors import ConfigError
+from robodojo.errors import ConfigError, InvalidCommandError
+
+V = TypeVar("V")
 
 OMITTED_IMAGE_TEXT = "[earlier camera image omitted to save context]"
 
@@ -47,17 +51,27 @@ class Conversation:
         """Append the result of one tool call (the chat API needs one per call id)."""
         self.add({"role": "tool", "tool_call_id": call_id, "content": text})
 
-    def only_tool_call(self, reply: ChatReply, *, no_call_text: str, several_text: str) -> ToolCall | None:
-        """The reply's single tool call; or None after answering the model that it must make exactly one (a user
-        message when it made none, a tool result for each call when it made several). Nothing is executed."""
+    def accept_tool_call(
+        self, reply: ChatReply, validate: Callable[[ToolCall], V], *, no_call_text: str, several_text: str
+    ) -> tuple[V | None, list[str]]:
+        """The reply's single tool call, validated; or None and the texts already answered to the model.
+
+        Exactly one call is allowed: none gets a user message, several get a tool result each. A call ``validate``
+        rejects (InvalidCommandError) gets its message as the tool result. Nothing is executed here.
+        """
         if not reply.tool_calls:
             self.add({"role": "user", "content": no_call_text})
-            return None
+            return None, [no_call_text]
         if len(reply.tool_calls) > 1:
             for call in reply.tool_calls:
                 self.add_tool_result(call.id, several_text)
-            return None
-        return reply.tool_calls[0]
+            return None, [several_text] * len(reply.tool_calls)
+        call = reply.tool_calls[0]
+        try:
+            return validate(call), []
+        except InvalidCommandError as exc:
+            self.add_tool_result(call.id, str(exc))
+            return None, [str(exc)]
 
     @property
     def history(self) -> list[Message]:

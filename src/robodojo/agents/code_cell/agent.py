@@ -21,7 +21,7 @@ from robodojo.agents.code_cell.robo import (
     robo_api_properties,
     robo_api_reference,
 )
-from robodojo.agents.code_cell.tools import FINISH, TOOLS, ToolCallError, validate_tool_call
+from robodojo.agents.code_cell.tools import FINISH, TOOLS, validate_tool_call
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import ChatReply, Message
@@ -103,15 +103,12 @@ class CodeCellAgent:
         reply = llm.chat(request, TOOLS, tool_choice="required")
         self.conversation.add(reply.assistant_message())
         several = SEVERAL_TOOL_CALLS_TEXT.format(n=len(reply.tool_calls))
-        call = self.conversation.only_tool_call(reply, no_call_text=NO_TOOL_CALL_TEXT, several_text=several)
-        if call is None:
-            texts = [several] * len(reply.tool_calls) if reply.tool_calls else [NO_TOOL_CALL_TEXT]
-            return self._error(turn, request, reply, texts)
-        try:
-            valid = validate_tool_call(call)
-        except ToolCallError as exc:
-            self.conversation.add_tool_result(call.id, str(exc))
-            return self._error(turn, request, reply, [str(exc)])
+        valid, errors = self.conversation.accept_tool_call(
+            reply, validate_tool_call, no_call_text=NO_TOOL_CALL_TEXT, several_text=several
+        )
+        if valid is None:
+            return self._error(turn, request, reply, errors)
+        call = reply.tool_calls[0]
         if valid.name == FINISH:
             text = (
                 f"finish received ({valid.arguments['status']}): the episode ends here. It does not change the score."

@@ -45,7 +45,6 @@ from robodojo.agents.move_eef.tools import (
     GIVE_UP_TEXT,
     NO_TOOL_CALL_TEXT,
     SEVERAL_TOOL_CALLS_TEXT,
-    ToolCallError,
     tool_schemas,
     validate_tool_call,
 )
@@ -235,15 +234,12 @@ class MoveEefAgent:
         several = SEVERAL_TOOL_CALLS_TEXT.format(
             n=len(reply.tool_calls), names=", ".join(c.name for c in reply.tool_calls)
         )
-        call = self.conversation.only_tool_call(reply, no_call_text=NO_TOOL_CALL_TEXT, several_text=several)
-        if call is None:
-            texts = [several] * len(reply.tool_calls) if reply.tool_calls else [NO_TOOL_CALL_TEXT]
-            return self._error(turn, request, reply, texts)
-        try:
-            valid = validate_tool_call(call)
-        except ToolCallError as exc:
-            self.conversation.add_tool_result(call.id, str(exc))
-            return self._error(turn, request, reply, [str(exc)])
+        valid, errors = self.conversation.accept_tool_call(
+            reply, validate_tool_call, no_call_text=NO_TOOL_CALL_TEXT, several_text=several
+        )
+        if valid is None:
+            return self._error(turn, request, reply, errors)
+        call = reply.tool_calls[0]
 
         if valid.name == GIVE_UP:
             self.conversation.add_tool_result(call.id, GIVE_UP_TEXT)
