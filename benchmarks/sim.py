@@ -37,7 +37,7 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from _common import cpu_model, gl_renderer_string, mark, nproc, write_figures
+from _common import cpu_model, gl_renderer_string, mark, nproc, table, write_figures
 
 from robodojo.sim.render import select_gl_backend
 from robodojo.sim.settings import RenderSettings, SimSettings, load_sim_settings
@@ -286,16 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
     ]
     header = ("loop", "rate", "RTF", "median ms", "p95 ms", "notes")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    aligns = ["<", ">", ">", ">", ">", "<"]
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(f"{c:{a}{w}}" for c, a, w in zip(cells, aligns, widths, strict=True)).rstrip()
-
-    print(line(header))
-    print(line(tuple("-" * w for w in widths)))
-    for row in rows:
-        print(line(row))
+    table(header, rows, "<>>>><")
     print(f"fast / baseline full-loop RTF: {ratio:.1f}x")
     print()
 
@@ -304,17 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     rrows = [
         (name, *(f"{render[k][name][s]:.2f}" for k in kinds for s in ("median_ms", "p95_ms"))) for name in render["rgb"]
     ]
-    rwidths = [max(len(r[i]) for r in [rheader, *rrows]) for i in range(len(rheader))]
-    raligns = ["<"] + [">"] * (len(rheader) - 1)
-
-    def rline(cells: tuple[str, ...]) -> str:
-        return "  ".join(f"{c:{a}{w}}" for c, a, w in zip(cells, raligns, rwidths, strict=True)).rstrip()
-
     print(f"render time per image [ms], {args.samples} samples per cell after {WARMUP_IMAGES} warm-up")
-    print(rline(rheader))
-    print(rline(tuple("-" * w for w in rwidths)))
-    for row in rrows:
-        print(rline(row))
+    table(rheader, rrows, "<" + ">" * (len(rheader) - 1))
     worst_rgb = max(s["median_ms"] for s in render["rgb"].values())
     rgb_ok = worst_rgb < RGB_TARGET_MS
     print(f"RGB median < {RGB_TARGET_MS:g} ms on every camera: {mark(rgb_ok)} (worst {worst_rgb:.2f} ms)")
