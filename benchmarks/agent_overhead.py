@@ -81,12 +81,12 @@ from _common import cpu_model, gl_renderer_string, mark, nproc, table, write_fig
 import robodojo.agents.move_eef.agent as agent_module
 import robodojo.agents.move_eef.observation as observation_module
 from robodojo.agents.conversation import Conversation
-from robodojo.agents.episode import EpisodeSpec, run_episode
 from robodojo.agents.llm.client import LlmClient, open_llm
 from robodojo.agents.llm.replay_server import _Handler
 from robodojo.agents.move_eef import MoveEefAgent, load_move_eef_config
 from robodojo.agents.move_eef.observation import state_values
-from robodojo.agents.recorder import DATA_URL_PREFIX, EpisodeRecorder
+from robodojo.episodes import EpisodeSpec, WorldHost, run_episode
+from robodojo.episodes.recorder import DATA_URL_PREFIX, EpisodeRecorder
 from robodojo.motion.server import MotionServer
 from robodojo.sim.render import select_gl_backend
 from robodojo.sim.world import EmbeddedWorld
@@ -298,7 +298,7 @@ def run(
     start = len(prof.turns)
     t0 = time.perf_counter()
     with open_llm(f"replay:{script}") as llm:
-        result = run_episode(world, MoveEefAgent(config), llm, spec, out, model=llm.model)
+        result = run_episode(WorldHost(world), MoveEefAgent(config), llm, spec, out, model=llm.model)
         assert llm.replay_server is not None
         bodies = list(llm.replay_server.requests)
     wall = time.perf_counter() - t0

@@ -64,8 +64,8 @@ from robodojo.agents.code_cell.robo import (
     robo_api_methods,
     robo_api_properties,
 )
-from robodojo.agents.episode import EpisodeSpec, episode_context, run_episode
 from robodojo.agents.llm.client import open_llm
+from robodojo.episodes import EpisodeSpec, WorldHost, episode_context, run_episode
 from robodojo.errors import ConfigError
 from robodojo.sim.tasks import get_task
 from robodojo.sim.world import EmbeddedWorld
@@ -216,7 +216,7 @@ def run_scripted(world: EmbeddedWorld, path: Path, task: str, variant: str, seed
     t0 = time.perf_counter()
     try:
         with open_llm(f"replay:{path}") as llm:
-            result = run_episode(world, agent, llm, EpisodeSpec(task, seed, variant), out, model=llm.model)
+            result = run_episode(WorldHost(world), agent, llm, EpisodeSpec(task, seed, variant), out, model=llm.model)
     except Exception as exc:
         wall = time.perf_counter() - t0
         return Episode(task, variant, seed, False, "crashed", 0, 0, wall, f"{type(exc).__name__}: {exc}"[:200])

@@ -493,7 +493,7 @@ def run(args: argparse.Namespace, n_goals: int, window_s: float, log_dir: Path) 
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import Image, JointState
 
-    from robodojo.nodes.params import node_defaults
+    from robodojo.nodes.parameters import node_defaults
 
     start_lead_ms = float(node_defaults("motion_server_node")["start_lead_s"]) * 1e3
     slices = int(node_defaults("sim_node")["joint_state_slices"])

@@ -14,8 +14,8 @@ from robodojo import PACKAGE_ROOT
 from robodojo.agents.code_cell.agent import NO_TOOL_CALL_TEXT, CodeCellAgent, cell_result_text
 from robodojo.agents.code_cell.kernel import CellResult, load_kernel_config
 from robodojo.agents.code_cell.robo import robo_api_methods
-from robodojo.agents.episode import episode_context
 from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
+from robodojo.episodes import episode_context
 
 CELLS = PACKAGE_ROOT / "examples" / "cells" / "general_pickup.py"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from robodojo.agents.code_cell.agent import CodeCellAgent
-from robodojo.agents.episode import EndReason, EpisodeSpec, run_episode
 from robodojo.agents.llm.client import open_llm
+from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
 
 HOSTILE_CELLS = [
     "import os\nos.kill(os.getppid(), 9)",
@@ -32,7 +32,7 @@ def test_hostile_cells_are_contained_and_recorded(dual_world, tmp_path, monkeypa
     agent = CodeCellAgent()
     try:
         with open_llm(f"replay:{script}") as llm:
-            result = run_episode(dual_world, agent, llm, EpisodeSpec("general_pickup", 0), tmp_path / "eps")
+            result = run_episode(WorldHost(dual_world), agent, llm, EpisodeSpec("general_pickup", 0), tmp_path / "eps")
     finally:
         agent.close()
     assert result.end_reason is EndReason.FINISHED and result.llm_calls == len(HOSTILE_CELLS) + 1

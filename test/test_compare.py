@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from robodojo import PACKAGE_ROOT
-from robodojo.agents.compare import Outcome, fill_spec, parse_seeds, summarize
 from robodojo.cli import main
+from robodojo.episodes.compare import Outcome, fill_spec, parse_seeds, summarize
 from robodojo.errors import ConfigError
 
 MOVE_EEF = f"replay:{PACKAGE_ROOT / 'examples' / 'replay'}/{{task}}_seed{{seed}}.yaml"

@@ -47,6 +47,7 @@ def test_shipped_robot_configs_load(robot):
         (("arms", "left", "base_xyz_m"), [0, "a", 0], r"arms\.left\.base_xyz_m: expected finite numbers, got 'a'"),
         (("arms",), {}, r"arms: at least one arm is required"),
         (("table", "top_z_m"), -1, r"table\.top_z_m: must be > 0"),
+        (("control_hz",), 0, r"r\.yaml\.control_hz: must be > 0, got 0"),
         (("cameras", "head", "fovy_deg"), "wide", r"cameras\.head\.fovy_deg: expected a finite number"),
         (("cameras", "left_wrist", "width"), 640.5, r"cameras\.left_wrist\.width: expected an integer"),
         (("sim", "joint_kp"), [1, 2], r"sim\.joint_kp: expected 6 numbers, got 2"),
@@ -61,7 +62,6 @@ def test_bad_robot_config_values(path, value, message):
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
-        (("physics", "timestep_s"), 0.003, r"1/\(control_hz \* timestep_s\) must be an integer"),
         (("physics", "integrator"), "verlet", "'verlet' is not one of euler, rk4, implicit, implicitfast"),
         (("physics", "cone"), "round", "'round' is not one of pyramidal, elliptic"),
         (("object_contact", "condim"), 5, "condim: must be 1, 3, 4 or 6, got 5"),
@@ -73,9 +73,13 @@ def test_bad_sim_settings(path, value, message):
         parse_sim_settings(_with(GOOD_SIM, path, value), "sim.yaml")
 
 
-def test_sim_settings_derive_the_control_period():
+def test_the_control_period_is_the_robots_in_whole_physics_steps():
     settings = parse_sim_settings(GOOD_SIM, "sim.yaml")
-    assert settings.substeps == 20 and settings.control_dt_s == pytest.approx(0.04)
+    assert settings.substeps(0.04) == 20 and settings.substeps(0.01) == 5
+    with pytest.raises(ConfigError, match=r"not a whole number of 2 ms physics steps \(1\.5000\)"):
+        settings.substeps(0.003)
+    robot = parse_robot_config(GOOD_ROBOT, "r.yaml")
+    assert robot.control_dt_s == pytest.approx(1 / robot.control_hz)
 
 
 def test_unreadable_files(tmp_path):

@@ -19,14 +19,11 @@ pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env
 from builtin_interfaces.msg import Time
 from sensor_msgs.msg import Image
 
-from robodojo.errors import ConfigError, InvalidCommandError
+from robodojo.errors import InvalidCommandError
 from robodojo.geometry import matrix_from_quat, transform
 from robodojo.motion.report import ArmReport, MoveReport, StopReason
 from robodojo.nodes import convert
-from robodojo.nodes.params import _coerce, node_defaults
 from robodojo.observation import CameraCalibration
-
-NODES = ("sim_node", "motion_server_node", "agent_node", "camera_node", "tcp_state_publisher")
 
 
 def _rgb(h=5, w=7, seed=0) -> np.ndarray:
@@ -249,40 +246,3 @@ def test_every_stop_reason_survives_the_message(interfaces):
         convert.fill_move_result(result, report, 0.04, ArmArrival)
         assert result.stop_reason == reason.value
         assert convert.move_report(result) == report
-
-
-# -- parameters -----------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("value", "default", "expected"),
-    [(30, 25.0, 30.0), (2.5, 1.0, 2.5), (7, 3, 7), ("x", "y", "x"), (False, True, False), (True, False, True)],
-)
-def test_coerce_accepts_the_default_type_and_int_for_float(value, default, expected):
-    out = _coerce("rate", value, default)
-    assert out == expected and type(out) is type(expected)
-
-
-@pytest.mark.parametrize(
-    ("value", "default"),
-    [("30", 25.0), (True, 25.0), (True, 3), (1, True), (0, False), (2.5, 3), ("true", True), (1.0, "x")],
-)
-def test_coerce_rejects_other_types_naming_the_parameter(value, default):
-    with pytest.raises(ConfigError, match=rf"parameter 'camera_rate_hz' must be a {type(default).__name__}"):
-        _coerce("camera_rate_hz", value, default)
-
-
-def test_node_defaults_of_an_unknown_node_lists_the_nodes():
-    with pytest.raises(ConfigError, match="no section for node 'nope'; nodes: ") as info:
-        node_defaults("nope")
-    for name in NODES:
-        assert name in str(info.value)
-
-
-@pytest.mark.parametrize("node", NODES)
-def test_node_defaults_of_every_node(node):
-    defaults = node_defaults(node)
-    assert isinstance(defaults, dict) and defaults
-    assert all(isinstance(k, str) and isinstance(v, bool | int | float | str) for k, v in defaults.items())
-    for name, value in defaults.items():
-        assert _coerce(name, value, value) == value  # every default is acceptable as its own override

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from robodojo.agents.base import EpisodeContext, TurnRecord
-from robodojo.agents.episode import EndReason, EpisodeSpec, run_episode
 from robodojo.agents.llm.types import ChatReply, LlmError, ToolCall, Usage
+from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
 from robodojo.errors import ConfigError
+from robodojo.geometry import quat_from_matrix
 from robodojo.sim.scripted import plan_top_down_grasp
 
 IMAGE_URL = "data:image/jpeg;base64,"
@@ -72,19 +73,21 @@ class PlanAgent:
         return TurnRecord(turn, request, reply, [report.tool_text if report else "noop"], "move_eef", move=report)
 
 
-def _pickup_moves(ctx, turn):
-    world = ctx.backend
-    grasp = plan_top_down_grasp(world, "target")  # privileged: this is a test agent
-    from robodojo.geometry import quat_from_matrix
+def _pickup_moves(world):
+    """A test agent's plan from ground truth: the agent's context has no path to it, so the test hands it the world."""
 
-    quat = quat_from_matrix(grasp.rotation)
-    steps = {
-        1: (grasp.arm, grasp.pregrasp_pos_m, quat, 1.0),
-        2: (grasp.arm, grasp.grasp_pos_m, quat, None),
-        3: (grasp.arm, grasp.grasp_pos_m, quat, 0.0),
-        4: (grasp.arm, grasp.grasp_pos_m + np.array([0, 0, 0.15]), quat, None),
-    }
-    return steps.get(turn)
+    def moves(ctx, turn):
+        grasp = plan_top_down_grasp(world, "target")
+        quat = quat_from_matrix(grasp.rotation)
+        steps = {
+            1: (grasp.arm, grasp.pregrasp_pos_m, quat, 1.0),
+            2: (grasp.arm, grasp.grasp_pos_m, quat, None),
+            3: (grasp.arm, grasp.grasp_pos_m, quat, 0.0),
+            4: (grasp.arm, grasp.grasp_pos_m + np.array([0, 0, 0.15]), quat, None),
+        }
+        return steps.get(turn)
+
+    return moves
 
 
 def _read(folder):
@@ -95,9 +98,8 @@ def _read(folder):
 
 
 def test_success_ends_the_episode_and_everything_is_recorded(dual_world, tmp_path):
-    result = run_episode(
-        dual_world, PlanAgent(_pickup_moves), ScriptedCaller(), EpisodeSpec("general_pickup", 0), tmp_path
-    )
+    agent = PlanAgent(_pickup_moves(dual_world))
+    result = run_episode(WorldHost(dual_world), agent, ScriptedCaller(), EpisodeSpec("general_pickup", 0), tmp_path)
     assert result.success and result.end_reason is EndReason.SUCCESS and result.llm_calls == 4
     records, metrics = _read(result.folder)
     assert len(records["requests.jsonl"]) == len(records["responses.jsonl"]) == len(records["turns.jsonl"]) == 4
@@ -115,7 +117,7 @@ def test_success_ends_the_episode_and_everything_is_recorded(dual_world, tmp_pat
 
 def test_llm_call_budget(dual_world, tmp_path):
     result = run_episode(
-        dual_world,
+        WorldHost(dual_world),
         PlanAgent(lambda c, t: None),
         ScriptedCaller(),
         EpisodeSpec("general_pickup", 1, llm_call_budget=3),
@@ -126,7 +128,7 @@ def test_llm_call_budget(dual_world, tmp_path):
 
 def test_give_up(dual_world, tmp_path):
     result = run_episode(
-        dual_world,
+        WorldHost(dual_world),
         PlanAgent(lambda c, t: None, give_up_at=2),
         ScriptedCaller(),
         EpisodeSpec("general_pickup", 1),
@@ -143,14 +145,20 @@ def test_step_budget(dual_world, tmp_path):
         return ("left", [x, -0.25 + 0.05 * (turn % 2), 0.85], quat, None)
 
     original = dual_world.task
-    result = run_episode(dual_world, PlanAgent(far_moves), ScriptedCaller(), EpisodeSpec("general_pickup", 2), tmp_path)
+    result = run_episode(
+        WorldHost(dual_world), PlanAgent(far_moves), ScriptedCaller(), EpisodeSpec("general_pickup", 2), tmp_path
+    )
     assert result.end_reason is EndReason.STEP_BUDGET and result.steps_used == dual_world.task.step_limit
     assert original is not None
 
 
 def test_unreachable_llm_ends_the_episode_with_a_record(dual_world, tmp_path):
     result = run_episode(
-        dual_world, PlanAgent(lambda c, t: None), ScriptedCaller(fail_at=3), EpisodeSpec("general_pickup", 0), tmp_path
+        WorldHost(dual_world),
+        PlanAgent(lambda c, t: None),
+        ScriptedCaller(fail_at=3),
+        EpisodeSpec("general_pickup", 0),
+        tmp_path,
     )
     assert result.end_reason is EndReason.LLM_ERROR and result.llm_calls == 3
     records, metrics = _read(result.folder)
@@ -161,8 +169,8 @@ def test_unreachable_llm_ends_the_episode_with_a_record(dual_world, tmp_path):
 def test_a_crash_still_leaves_a_complete_record(dual_world, tmp_path):
     with pytest.raises(RuntimeError, match="agent bug"):
         run_episode(
-            dual_world,
-            PlanAgent(_pickup_moves, crash_at=3),
+            WorldHost(dual_world),
+            PlanAgent(_pickup_moves(dual_world), crash_at=3),
             ScriptedCaller(),
             EpisodeSpec("general_pickup", 0),
             tmp_path,

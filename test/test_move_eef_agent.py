@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,7 +15,6 @@ import yaml
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.base import TurnRecord
 from robodojo.agents.conversation import OMITTED_IMAGE_TEXT, Conversation
-from robodojo.agents.episode import episode_context
 from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import ChatReply, Message, ToolCall, Usage
 from robodojo.agents.move_eef import MoveEefAgent, MoveEefConfig, Probes, load_move_eef_config
@@ -23,6 +23,7 @@ from robodojo.agents.move_eef.observation import observation_message
 from robodojo.agents.move_eef.probes import DemonstrationStep, load_demonstration, write_demonstration
 from robodojo.agents.move_eef.prompts import Embodiment
 from robodojo.agents.move_eef.tools import GIVE_UP_TEXT, NO_TOOL_CALL_TEXT
+from robodojo.episodes import episode_context
 from robodojo.errors import ConfigError
 from robodojo.geometry import quat_from_matrix
 from robodojo.motion.orientation import DownAngles, down_angles_from_rotation, rotation_from_down_angles
@@ -103,7 +104,7 @@ def start(world, probes: Probes | None = None, *, seed: int = 0, image_horizon: 
     """Reset general_pickup, build the episode context and an agent, call begin."""
     world.reset("general_pickup", seed=seed)
     backend = RecordingBackend(world)
-    ctx = episode_context(world, backend=backend)
+    ctx = dataclasses.replace(episode_context(world), backend=backend)  # the agent observes through the recorder
     cfg = MoveEefConfig(
         image_horizon=image_horizon,
         probes=probes or Probes(),

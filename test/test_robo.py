@@ -26,7 +26,7 @@ from robodojo.agents.code_cell.robo import (
     robo_api_properties,
     robo_api_reference,
 )
-from robodojo.agents.episode import episode_context
+from robodojo.episodes import episode_context
 from robodojo.perception.camera import CameraModel
 from robodojo.sim.world import EmbeddedWorld
 

@@ -9,8 +9,8 @@ import pytest
 
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.code_cell.agent import CodeCellAgent
-from robodojo.agents.episode import EndReason, EpisodeSpec, run_episode
 from robodojo.agents.llm.client import open_llm
+from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
 
 CELLS = PACKAGE_ROOT / "examples" / "cells"
 CASES = [
@@ -22,7 +22,7 @@ def _run(world, task: str, seed: int, out: Path):
     agent = CodeCellAgent()
     try:
         with open_llm(f"replay:{CELLS / f'{task}.py'}") as llm:
-            return run_episode(world, agent, llm, EpisodeSpec(task, seed, "standard"), out)
+            return run_episode(WorldHost(world), agent, llm, EpisodeSpec(task, seed, "standard"), out)
     finally:
         agent.close()
 

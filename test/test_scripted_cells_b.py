@@ -10,8 +10,8 @@ import pytest
 
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.code_cell.agent import CodeCellAgent
-from robodojo.agents.episode import EndReason, EpisodeSpec, run_episode
 from robodojo.agents.llm.client import open_llm
+from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
 
 CELLS = PACKAGE_ROOT / "examples" / "cells"
 
@@ -24,7 +24,7 @@ def test_scripted_cells_solve_the_task(dual_world, tmp_path, task, seed):
     agent = CodeCellAgent()
     try:
         with open_llm(f"replay:{CELLS / f'{task}.py'}") as llm:
-            result = run_episode(dual_world, agent, llm, EpisodeSpec(task, seed), tmp_path)
+            result = run_episode(WorldHost(dual_world), agent, llm, EpisodeSpec(task, seed), tmp_path)
     finally:
         agent.close()
     assert result.success and result.end_reason is EndReason.SUCCESS, (

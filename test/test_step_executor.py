@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from robodojo.agents.base import EpisodeContext, TurnRecord
-from robodojo.agents.episode import EndReason, EpisodeSpec, WorldHost, run_episode
 from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
+from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
 from robodojo.errors import BackendLostError
 from robodojo.motion.report import MoveReport, StopReason
 from robodojo.motion.server import MotionServer, StepExecutor
@@ -22,9 +22,9 @@ def _snapshot(world):
     return world.data.qpos.copy(), world.data.ctrl.copy(), world.step_count
 
 
-def _left_move(world, dz=0.05, gripper=0.0, dx=0.03):
+def _left_move(backend, dz=0.05, gripper=0.0, dx=0.03):
     """A short move of the left grasp point that also closes its gripper (after the arm motion)."""
-    s = world.arm_state("left")
+    s = backend.observe(cameras=()).arm("left")
     return "left", np.array(s.tcp_pos_m) + np.array([dx, 0.0, dz]), s.tcp_quat_wxyz, gripper
 
 
@@ -181,8 +181,7 @@ class MoveAgent:
         reply = llm.chat(request, [])
         report = self.report_for_turn.get(turn)
         if report is None:
-            world = self.ctx.backend
-            report = self.ctx.motion.move_to(*_left_move(world, dz=0.02 * (-1) ** turn, gripper=None))
+            report = self.ctx.motion.move_to(*_left_move(self.ctx.backend, dz=0.02 * (-1) ** turn, gripper=None))
         return TurnRecord(turn, request, reply, [report.tool_text], "move_eef", move=report)
 
 
@@ -245,7 +244,7 @@ def _lost_report(accepted: bool) -> MoveReport:
 )
 def test_a_move_that_lost_the_backend_ends_the_episode(dual_world, tmp_path, accepted, error):
     agent = MoveAgent({2: _lost_report(accepted)})
-    result = run_episode(dual_world, agent, Caller(), EpisodeSpec(TASK, 3), tmp_path)
+    result = run_episode(WorldHost(dual_world), agent, Caller(), EpisodeSpec(TASK, 3), tmp_path)
     assert result.end_reason is EndReason.BACKEND_LOST and result.llm_calls == 2 and result.error == error
     turns, metrics = _metrics(result.folder)
     assert metrics["end_reason"] == "backend_lost" and metrics["error"] == error and metrics["llm_calls"] == 2

@@ -128,7 +128,7 @@ def test_a_sliced_step_ends_exactly_where_an_unsliced_one_does(dual_world):
 
 @pytest.mark.parametrize("slices", [0, -1, 3, 7, 40])
 def test_slices_that_do_not_divide_the_substeps_are_refused_and_change_nothing(dual_world, slices):
-    assert dual_world.settings.substeps % 3 and dual_world.settings.substeps % 7
+    assert dual_world.substeps % 3 and dual_world.substeps % 7
     dual_world.reset(TASK, seed=0)
     before = _snapshot(dual_world)
     calls = []

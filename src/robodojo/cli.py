@@ -57,8 +57,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from robodojo.agents.episode import EpisodeSpec, run_episode
     from robodojo.agents.llm.client import open_llm
+    from robodojo.episodes import EpisodeSpec, WorldHost, run_episode
     from robodojo.sim.tasks import get_task
     from robodojo.sim.world import EmbeddedWorld
 
@@ -68,7 +68,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         with open_llm(args.llm, base_url=args.base_url) as llm:
             agent = _make_agent(args)
             try:
-                result = run_episode(world, agent, llm, spec, Path(args.out), model=llm.model)
+                result = run_episode(WorldHost(world), agent, llm, spec, Path(args.out), model=llm.model)
             finally:
                 getattr(agent, "close", lambda: None)()
     finally:
@@ -86,7 +86,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _make_agent(args: argparse.Namespace):
-    from robodojo.agents.factory import make_agent
+    from robodojo.episodes.factory import make_agent
 
     probes: dict[str, object] = {name: True for name in args.probe}
     if args.pose_jitter is not None:
@@ -113,7 +113,7 @@ def _cmd_api(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from robodojo.agents.compare import (
+    from robodojo.episodes.compare import (
         AGENTS,
         format_summary,
         outcome_line,

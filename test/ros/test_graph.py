@@ -303,9 +303,9 @@ def _only_folder(root: Path) -> Path:
 
 
 def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path):
-    from robodojo.agents.episode import EpisodeSpec, run_episode
-    from robodojo.agents.factory import make_agent
     from robodojo.agents.llm.client import open_llm
+    from robodojo.episodes import EpisodeSpec, WorldHost, run_episode
+    from robodojo.episodes.factory import make_agent
     from robodojo.sim.world import EmbeddedWorld
 
     _start_sim_and_motion(graph)
@@ -319,7 +319,8 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
     world = EmbeddedWorld("dual_arx_x5")
     try:
         with open_llm(f"replay:{REPLAY}") as llm:
-            run_episode(world, make_agent("move_eef"), llm, EpisodeSpec("general_pickup", 0), tmp_path / "local")
+            spec = EpisodeSpec("general_pickup", 0)
+            run_episode(WorldHost(world), make_agent("move_eef"), llm, spec, tmp_path / "local")
     finally:
         world.close()
     local = _record(_only_folder(tmp_path / "local"))

@@ -70,8 +70,8 @@ class NativePlanner:
         self.kinematics = ArmKinematics(robot)
         self.finisher = PlanFinisher(robot, dt_s, self.settings, self.kinematics)
         f = self.finisher
-        self._velocity, self._planned_velocity, self._accel = f.velocity, f.planned_velocity, f.accel
-        self._lower, self._upper, self._min_tcp_z = f.lower, f.upper, f.min_tcp_z
+        self._planned_velocity, self._accel = f.planned_velocity, f.accel
+        self._lower, self._upper = f.lower, f.upper
 
     # -- Cartesian moves ---------------------------------------------------------------------------------------
     def plan(self, target: MoveTarget, joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]) -> Plan:

@@ -19,11 +19,12 @@ from rclpy.task import Future
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
 from robodojo.agents.base import EpisodeContext
-from robodojo.agents.episode import EpisodeSpec
+from robodojo.episodes.spec import EpisodeSpec
 from robodojo.errors import BackendLostError, InvalidCommandError
 from robodojo.motion.report import MoveReport, StopReason
 from robodojo.motion.targets import TargetError, arm_pose_target, parse_move_eef
 from robodojo.nodes import convert, topics
+from robodojo.nodes.parameters import AgentNodeParams
 from robodojo.nodes.runtime import call_in_executor
 from robodojo.observation import CameraFrame, Observation
 from robodojo.robots.arm_state import arm_state_from_joints
@@ -34,7 +35,6 @@ from robodojo.robots.joint_state import JointPositions
 if TYPE_CHECKING:
     from robodojo.nodes.agent_node import AgentNode
 
-CONTROL_DT_S = 0.04  # 25 Hz: one trajectory point per env step (DESIGN.md section 5)
 
 
 class GraphView:
@@ -94,12 +94,12 @@ class GraphView:
 class TopicObservationBackend:
     """The agent-side RobotBackend on the graph: observations from topics; it never commands the robot itself."""
 
-    def __init__(self, view: GraphView, robot: RobotConfig, params: dict) -> None:
+    def __init__(self, view: GraphView, robot: RobotConfig, params: AgentNodeParams) -> None:
         self.view = view
         self.robot = robot
         self.params = params
         self.kinematics = ArmKinematics(robot)
-        self.control_dt_s = CONTROL_DT_S
+        self.control_dt_s = robot.control_dt_s
 
     @property
     def steps_left(self) -> int:
@@ -108,12 +108,12 @@ class TopicObservationBackend:
 
     def check_alive(self) -> None:
         age = time.monotonic() - self.view.status_received_s
-        if age > self.params["status_timeout_s"]:
+        if age > self.params.status_timeout_s:
             raise BackendLostError(
                 f"no {topics.EPISODE_STATUS} for {age:.1f} s: the simulator (or driver) stopped answering"
             )
         joint_age = time.monotonic() - self.view.joint_received_s
-        if joint_age > self.params["status_timeout_s"]:
+        if joint_age > self.params.status_timeout_s:
             raise BackendLostError(f"no {topics.JOINT_STATES} for {joint_age:.1f} s: the robot stopped answering")
 
     def observe(self, cameras: Sequence[str] | None = None) -> Observation:
@@ -123,7 +123,7 @@ class TopicObservationBackend:
             self.robot.camera(name)  # unknown names raise before waiting
         self.check_alive()
         view = self.view
-        deadline = time.monotonic() + self.params["image_timeout_s"]
+        deadline = time.monotonic() + self.params.image_timeout_s
         with view.changed:
             since = view.joint_stamp_s
             frames: dict[str, CameraFrame] = {}
@@ -138,7 +138,7 @@ class TopicObservationBackend:
                 view.changed.wait(timeout=min(remaining, 0.1))
             if missing:
                 raise BackendLostError(
-                    f"no frame from camera {', '.join(missing)} within {self.params['image_timeout_s']} s"
+                    f"no frame from camera {', '.join(missing)} within {self.params.image_timeout_s} s"
                 )
             arms = {}
             assert view.joints is not None
@@ -160,7 +160,7 @@ class TopicObservationBackend:
             raise InvalidCommandError("the agent moves the robot only through the MoveEef action")
         with self.view.changed:
             target = self.view.joint_stamp_s + self.control_dt_s - 1e-6
-            deadline = time.monotonic() + self.params["image_timeout_s"]
+            deadline = time.monotonic() + self.params.image_timeout_s
             while self.view.joint_stamp_s < target and time.monotonic() < deadline:
                 self.view.changed.wait(timeout=0.05)
         self.check_alive()
@@ -219,11 +219,11 @@ class MoveEefClient:
     def stop(self) -> None:
         handle = self._goal_handle
         if handle is not None:
-            call_in_executor(self.node, handle.cancel_goal_async, self.node.params["status_timeout_s"])
+            call_in_executor(self.node, handle.cancel_goal_async, self.node.params.status_timeout_s)
 
     def _send(self, goal: MoveEef.Goal) -> MoveReport:
-        timeout = self.node.params["motion_timeout_s"]
-        if not self.client.wait_for_server(timeout_sec=self.node.params["status_timeout_s"]):
+        timeout = self.node.params.motion_timeout_s
+        if not self.client.wait_for_server(timeout_sec=self.node.params.status_timeout_s):
             raise BackendLostError(f"no MoveEef action server on {topics.MOVE_EEF}: is the motion server running?")
         sent = call_in_executor(self.node, lambda: self.client.send_goal_async(goal), timeout)
         handle = wait_for(sent, timeout, "the MoveEef goal to be accepted")

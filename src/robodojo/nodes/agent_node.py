@@ -21,12 +21,13 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
-from robodojo.agents.episode import EndReason, EpisodeSpec, run_episode
-from robodojo.agents.factory import make_agent
 from robodojo.agents.llm.client import open_llm
+from robodojo.episodes import EndReason, EpisodeSpec, run_episode
+from robodojo.episodes.factory import make_agent
 from robodojo.errors import BackendLostError, ConfigError, RobodojoError
 from robodojo.nodes import topics
 from robodojo.nodes.agent_graph import GraphEpisodeHost, GraphView, wait_for
+from robodojo.nodes.parameters import AgentNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
 from robodojo.robots.config import RobotConfig, load_robot_config
@@ -38,13 +39,10 @@ NODE_NAME = "agent_node"
 class AgentNode(GraphNode):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        p = declare_parameters(self, NODE_NAME)
-        for key in ("status_timeout_s", "image_timeout_s", "motion_timeout_s"):
-            if p[key] <= 0:
-                raise ConfigError(f"parameter {key!r} must be > 0, got {p[key]}")
+        p = declare_parameters(self, AgentNodeParams)
         self.params = p
-        self.spec = EpisodeSpec(p["task"], p["seed"], p["variant"] or "standard", p["llm_call_budget"])
-        make_agent(p["agent"])  # an unknown agent name fails here, before anything runs
+        self.spec = EpisodeSpec(p.task, p.seed, p.variant or "standard", p.llm_call_budget)
+        make_agent(p.agent)  # an unknown agent name fails here, before anything runs
         self.view = GraphView()
         inputs = MutuallyExclusiveCallbackGroup()
         self.create_subscription(
@@ -74,7 +72,7 @@ class AgentNode(GraphNode):
 
     def current_status(self, *, newer_than: str = "") -> EpisodeStatus:
         """The latest episode status (one with another episode id than ``newer_than``), waiting for it."""
-        deadline = time.monotonic() + self.params["status_timeout_s"] * 10
+        deadline = time.monotonic() + self.params.status_timeout_s * 10
         with self.view.changed:
             while (status := self.view.status) is None or status.episode_id == newer_than:
                 if time.monotonic() > deadline:
@@ -89,7 +87,7 @@ class AgentNode(GraphNode):
 
     def _wait_for_robot(self, robot: RobotConfig) -> None:
         """Wait until every arm's joints and every camera's first frame arrived (new subscriptions need discovery)."""
-        timeout = self.params["status_timeout_s"] * 5
+        timeout = self.params.status_timeout_s * 5
         deadline = time.monotonic() + timeout
         joints = self.view.joints
         assert joints is not None
@@ -104,7 +102,7 @@ class AgentNode(GraphNode):
                 self.view.changed.wait(timeout=0.1)
 
     def _reset(self) -> None:
-        timeout = self.params["status_timeout_s"] * 10
+        timeout = self.params.status_timeout_s * 10
         if not self.reset_client.wait_for_service(timeout_sec=timeout):
             raise BackendLostError(f"no {topics.EPISODE_RESET} service: is the simulator running?")
         old = self.view.status.episode_id if self.view.status else ""
@@ -117,20 +115,20 @@ class AgentNode(GraphNode):
     def _work(self) -> None:
         code = 1
         try:
-            if self.params["reset"]:
+            if self.params.reset:
                 self._reset()
             status = self.current_status()
             # The record names the episode the simulator runs (without a reset it may not be the one in the params).
-            spec = EpisodeSpec(status.task, status.seed, status.variant, self.params["llm_call_budget"])
+            spec = EpisodeSpec(status.task, status.seed, status.variant, self.params.llm_call_budget)
             robot = load_robot_config(status.robot)
             self._subscribe_robot(robot)
             self._wait_for_robot(robot)
             host = GraphEpisodeHost(self, robot)
             self._hosts.append(host)
-            agent = make_agent(self.params["agent"])
-            with open_llm(self.params["llm"], base_url=self.params["base_url"] or None) as llm:
+            agent = make_agent(self.params.agent)
+            with open_llm(self.params.llm, base_url=self.params.base_url or None) as llm:
                 try:
-                    result = run_episode(host, agent, llm, spec, Path(self.params["out"]), model=llm.model)
+                    result = run_episode(host, agent, llm, spec, Path(self.params.out), model=llm.model)
                 finally:
                     getattr(agent, "close", lambda: None)()
             self.result = result.end_reason
@@ -144,7 +142,7 @@ class AgentNode(GraphNode):
             self.get_logger().error(f"episode not run: {exc}")
         except Exception:
             self.get_logger().error(f"episode crashed:\n{traceback.format_exc()}")
-        if self.params["exit_when_done"]:
+        if self.params.exit_when_done:
             self.finish(code)
 
 

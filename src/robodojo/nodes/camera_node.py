@@ -21,6 +21,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from robodojo.errors import ConfigError, InvalidCommandError
 from robodojo.geometry import transform
 from robodojo.nodes import convert, topics
+from robodojo.nodes.parameters import CameraNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import GraphNode, run_node
 from robodojo.perception.mounted_camera import load_mounted_camera
@@ -39,12 +40,10 @@ class CameraNode(GraphNode):
 
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        params = declare_parameters(self, NODE_NAME)
-        self.robot = load_robot_config(params["robot"])
-        self.camera = load_mounted_camera(self.robot, params["camera"], params["calibration_file"])
-        self.timeout_s = params["joint_state_timeout_s"]
-        if not self.timeout_s > 0:
-            raise ConfigError(f"parameter 'joint_state_timeout_s' must be > 0, got {self.timeout_s}")
+        params = declare_parameters(self, CameraNodeParams)
+        self.robot = load_robot_config(params.robot)
+        self.camera = load_mounted_camera(self.robot, params.camera, params.calibration_file)
+        self.timeout_s = params.joint_state_timeout_s
         name = self.camera.name
         self.image_pub = self.create_publisher(Image, topics.camera_image(name), 10)
         self.info_pub = self.create_publisher(CameraInfo, topics.camera_info(name), 10)
@@ -56,7 +55,7 @@ class CameraNode(GraphNode):
             self.kinematics = ArmKinematics(self.robot)
             self.joints = JointPositions(self.robot, self._model_joints())
             self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, JOINT_STATE_QOS)
-        self.input = self.create_subscription(Image, params["input_topic"], self._on_image, qos_profile_sensor_data)
+        self.input = self.create_subscription(Image, params.input_topic, self._on_image, qos_profile_sensor_data)
         if self.input.topic_name == self.image_pub.topic_name:
             # the node would feed its own output back to itself
             raise ConfigError(f"parameter 'input_topic' resolves to the output topic {self.image_pub.topic_name}")

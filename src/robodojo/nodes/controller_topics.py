@@ -132,7 +132,7 @@ class ControllerExecutor:
         sends = 0
         while True:
             # Start on the controllers' tick grid, far enough ahead that every arm's trajectory arrives in time.
-            start = math.ceil((state.stamp_s + node.params["start_lead_s"]) / dt - 1e-6) * dt
+            start = math.ceil((state.stamp_s + node.params.start_lead_s) / dt - 1e-6) * dt
             node.send_plan(plan, points, start)
             sends += 1
             played, reason = self._follow(plan, points, start, episode, steps_at_send, stop, is_success, on_progress)
@@ -163,12 +163,12 @@ class ControllerExecutor:
             played = min(points, max(0, math.floor((now - start) / dt + 1e-6)))
             if on_progress is not None:
                 on_progress(played, points)
-            if now >= end - 1e-6 and (self._arrived(plan, points) or now >= end + node.params["arrival_wait_s"]):
+            if now >= end - 1e-6 and (self._arrived(plan, points) or now >= end + node.params.arrival_wait_s):
                 return points, StopReason.COMPLETED
             if stop.is_set():
                 return played, StopReason.STOPPED
             status = state.status
-            lost = state.age_s() > node.params["joint_state_timeout_s"]
+            lost = state.age_s() > node.params.joint_state_timeout_s
             if lost or (episode is not None and (status is None or status.episode_id != episode)):
                 why = (
                     f"no joint states for {state.age_s():.2f} s"

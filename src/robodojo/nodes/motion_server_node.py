@@ -32,6 +32,7 @@ from robodojo.motion.server import MotionServer, ProgressCallback, SuccessCheck
 from robodojo.motion.settings import load_motion_settings
 from robodojo.nodes import convert, topics
 from robodojo.nodes.controller_topics import POLL_S, ControllerExecutor, ControllerTopicsBackend, RobotState
+from robodojo.nodes.parameters import MotionServerParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
 from robodojo.robots.config import RobotConfig, load_robot_config
@@ -57,16 +58,13 @@ def make_planner(name: str, robot: RobotConfig, dt_s: float) -> Planner:
 class MotionServerNode(GraphNode):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        p = declare_parameters(self, NODE_NAME)
-        for key in ("control_hz", "joint_state_timeout_s"):
-            if p[key] <= 0:
-                raise ConfigError(f"parameter {key!r} must be > 0, got {p[key]}")
+        p = declare_parameters(self, MotionServerParams)
         self.params = p
-        self.robot = load_robot_config(p["robot"])
-        self.control_dt_s = 1.0 / p["control_hz"]
+        self.robot = load_robot_config(p.robot)
+        self.control_dt_s = self.robot.control_dt_s
         self.state = RobotState(self.robot, ArmKinematics(self.robot))
         self._path_kinematics = ArmKinematics(self.robot)  # the action thread's own (MjData is not thread-safe)
-        self.planner = make_planner(p["planner"], self.robot, self.control_dt_s)
+        self.planner = make_planner(p.planner, self.robot, self.control_dt_s)
         self._server: MotionServer | None = None  # made at the first goal: it reads the grippers' state
         self._episode_id: str | None = None
         self._busy = threading.Lock()
@@ -91,7 +89,7 @@ class MotionServerNode(GraphNode):
         )  # fmt: skip
         self.create_service(Trigger, topics.HOME, self._on_home, callback_group=actions)
         self.create_service(Trigger, topics.STOP, self._on_stop, callback_group=actions)
-        self.get_logger().info(f"{self.robot.name}: MoveEef on {topics.MOVE_EEF}, planner {p['planner']}")
+        self.get_logger().info(f"{self.robot.name}: MoveEef on {topics.MOVE_EEF}, planner {p.planner}")
 
     # -- talking to the controllers ------------------------------------------------------------------------------
     def send_plan(self, plan: Plan, points: int, start_s: float) -> None:
@@ -115,7 +113,7 @@ class MotionServerNode(GraphNode):
             self.gripper_pubs[arm].publish(
                 convert.joint_trajectory_msg((config.gripper_joint,), grip_m, plan.dt_s, start_s)
             )
-        if self.params["planned_path_markers"]:
+        if self.params.planned_path_markers:
             self.path_pub.publish(self._path_markers(plan, points, start_s))
 
     def send_stop(self) -> None:
@@ -178,7 +176,7 @@ class MotionServerNode(GraphNode):
 
     def _run(self, goal: MoveEef.Goal, on_progress: ProgressCallback | None) -> MoveReport:
         """The goal on the library's MotionServer; a missing backend becomes a report, never an exception."""
-        timeout = self.params["joint_state_timeout_s"]
+        timeout = self.params.joint_state_timeout_s
         def stale() -> bool:  # no fresh joint states, or a status from before the robot restarted
             return self.state.age_s() > timeout or self.state.status_age_s() > STATUS_STALE_S
 

@@ -32,6 +32,7 @@ from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, Tr
 from robodojo.errors import ConfigError, RobodojoError
 from robodojo.geometry import matrix_from_quat, transform
 from robodojo.nodes import convert, topics
+from robodojo.nodes.parameters import SimNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
 from robodojo.sim.world import VELOCITY_MARGIN, EmbeddedWorld
@@ -52,10 +53,7 @@ class ArmControllers:
 class SimNode(GraphNode):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        p = declare_parameters(self, NODE_NAME)
-        for key in ("camera_rate_hz", "real_time_factor", "status_rate_hz"):
-            if p[key] <= 0:
-                raise ConfigError(f"parameter {key!r} must be > 0, got {p[key]}")
+        p = declare_parameters(self, SimNodeParams)
         self.params = p
         # The world and its GL context live in the loop thread: EGL contexts are bound to the thread that made them
         # current, so construction, rendering and resets all run there.
@@ -69,21 +67,21 @@ class SimNode(GraphNode):
         started.result()  # re-raises a bad robot, task or seed here, so the node exits with the message
         self.create_service(ResetEpisode, topics.EPISODE_RESET, self._on_reset)
         self.get_logger().info(
-            f"{self.robot.name}: task {p['task']} ({p['variant']}, seed {p['seed']}), "
-            f"real-time factor {p['real_time_factor']}, cameras at {p['camera_rate_hz']} Hz"
+            f"{self.robot.name}: task {p.task} ({p.variant}, seed {p.seed}), "
+            f"real-time factor {p.real_time_factor}, cameras at {p.camera_rate_hz} Hz"
         )
 
-    def _setup(self, p: dict) -> None:
+    def _setup(self, p: SimNodeParams) -> None:
         """Build the world, its controllers and publishers (in the loop thread)."""
-        self.world = EmbeddedWorld(p["robot"])
+        self.world = EmbeddedWorld(p.robot)
         self.robot = self.world.robot
-        substeps, slices = self.world.settings.substeps, p["joint_state_slices"]
+        substeps, slices = self.world.substeps, p.joint_state_slices
         if slices < 1 or substeps % slices:
             raise ConfigError(
                 f"parameter 'joint_state_slices' must divide the {substeps} physics steps of a control step, "
                 f"got {slices}"
             )
-        self._reset(p["task"], p["variant"], p["seed"])
+        self._reset(p.task, p.variant, p.seed)
         limits = {name: JointLimit(*limit) for name, limit in self.world.joint_limits.items()}
         self.controllers: dict[str, ArmControllers] = {}
         for arm in self.robot.arms:
@@ -221,10 +219,10 @@ class SimNode(GraphNode):
             self._run_calls()  # setup first; it may fail, and then the node ends
             time.sleep(0.01)
         dt = self.world.control_dt_s
-        rtf = self.params["real_time_factor"]
-        camera_period = 1.0 / self.params["camera_rate_hz"]
-        status_period = 1.0 / self.params["status_rate_hz"]
-        slices = self.params["joint_state_slices"]
+        rtf = self.params.real_time_factor
+        camera_period = 1.0 / self.params.camera_rate_hz
+        status_period = 1.0 / self.params.status_rate_hz
+        slices = self.params.joint_state_slices
         wall0, sim0 = time.monotonic(), self.now_s
         next_camera, next_status = sim0, sim0
         while self._running:

@@ -16,9 +16,9 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from robodojo.errors import ConfigError
 from robodojo.geometry import transform
 from robodojo.nodes import convert, topics
+from robodojo.nodes.parameters import TcpStatePublisherParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import GraphNode, run_node
 from robodojo.robots.config import load_robot_config
@@ -36,12 +36,9 @@ class TcpStatePublisher(GraphNode):
 
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        params = declare_parameters(self, NODE_NAME)
-        self.robot = load_robot_config(params["robot"])
-        rate = params["max_rate_hz"]
-        if not rate > 0:
-            raise ConfigError(f"parameter 'max_rate_hz' must be > 0, got {rate}")
-        self.min_period_s = 1.0 / rate
+        params = declare_parameters(self, TcpStatePublisherParams)
+        self.robot = load_robot_config(params.robot)
+        self.min_period_s = 1.0 / params.max_rate_hz
         self.kinematics = ArmKinematics(self.robot)
         m = self.kinematics.model
         self.joints = JointPositions(self.robot, (m.joint(i).name for i in range(m.njnt)))

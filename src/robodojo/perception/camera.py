@@ -6,7 +6,6 @@ cameras from the TCP pose plus a fixed hand-eye transform.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -217,11 +216,3 @@ def camera_file_data(model: CameraModel, *, T_tcp_cam: ArrayLike | None = None, 
         data["T_tcp_cam"] = pose(np.asarray(T_tcp_cam, dtype=float))
         data["arm"] = arm
     return data
-
-
-def fov_deg(model: CameraModel) -> tuple[float, float]:
-    """Horizontal and vertical field of view [deg] (ignoring distortion)."""
-    return (
-        math.degrees(2 * math.atan(model.width / 2 / model.K[0, 0])),
-        math.degrees(2 * math.atan(model.height / 2 / model.K[1, 1])),
-    )

@@ -95,6 +95,12 @@ class RobotConfig:
     head_mount: HeadMount | None
     sim: SimGains
     motion: MotionLimits
+    control_hz: float  # trajectory point rate of the arm controllers: one executed point per env step
+
+    @property
+    def control_dt_s(self) -> float:
+        """Control period [s]: the one source of the 25 Hz step for the simulator, the planners and the nodes."""
+        return 1.0 / self.control_hz
 
     def arm(self, name: str) -> ArmConfig:
         for arm in self.arms:
@@ -213,6 +219,7 @@ def parse_robot_config(data: dict, where: str) -> RobotConfig:
         head_mount=head_mount,
         sim=sim,
         motion=motion,
+        control_hz=root.number("control_hz", positive=True),
     )
 
 

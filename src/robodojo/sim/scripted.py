@@ -53,7 +53,7 @@ def move_joints(
 ) -> None:
     """Interpolate the arm's joint targets to ``q_goal`` at a safe speed, then hold for ``settle_steps``."""
     joints = world.robot.arm(arm).joints
-    vmax = np.array([world.joint_limits[j][2] for j in joints]) * SPEED_FRACTION * world.settings.control_dt_s
+    vmax = np.array([world.joint_limits[j][2] for j in joints]) * SPEED_FRACTION * world.control_dt_s
     q_start = world.data.ctrl[world.arm_ctrl_ids[arm]].copy()
     n = max(1, int(np.ceil(np.max(np.abs(q_goal - q_start) / vmax))))
     grip = {arm: gripper} if gripper is not None else None

@@ -27,7 +27,6 @@ class RenderSettings:
 @dataclass(frozen=True)
 class SimSettings:
     timestep_s: float
-    control_hz: float
     integrator: str
     cone: str
     impratio: float
@@ -38,23 +37,21 @@ class SimSettings:
     render: RenderSettings
     settle_steps: int
 
-    @property
-    def substeps(self) -> int:
-        """Physics steps per control step."""
-        return round(1.0 / (self.control_hz * self.timestep_s))
-
-    @property
-    def control_dt_s(self) -> float:
-        return self.substeps * self.timestep_s
+    def substeps(self, control_dt_s: float) -> int:
+        """Physics steps per control step of ``control_dt_s`` [s] (the robot's); it must be a whole number."""
+        ratio = control_dt_s / self.timestep_s
+        if abs(ratio - round(ratio)) > 1e-6 or round(ratio) < 1:
+            raise ConfigError(
+                f"a control step of {control_dt_s * 1e3:g} ms is not a whole number of {self.timestep_s * 1e3:g} ms "
+                f"physics steps ({ratio:.4f}); change physics.timestep_s in sim.yaml or the robot's control_hz"
+            )
+        return round(ratio)
 
 
 def parse_sim_settings(data: dict, where: str) -> SimSettings:
     root = Section(data, where)
     p = root.section("physics")
-    timestep, hz = p.number("timestep_s", positive=True), p.number("control_hz", positive=True)
-    ratio = 1.0 / (hz * timestep)
-    if abs(ratio - round(ratio)) > 1e-6:
-        raise ConfigError(f"{where}.physics: 1/(control_hz * timestep_s) must be an integer, got {ratio:.4f}")
+    timestep = p.number("timestep_s", positive=True)
     integrator, cone = p.str("integrator"), p.str("cone")
     if integrator not in INTEGRATORS:
         raise ConfigError(f"{where}.physics.integrator: {integrator!r} is not one of {', '.join(INTEGRATORS)}")
@@ -79,7 +76,6 @@ def parse_sim_settings(data: dict, where: str) -> SimSettings:
         raise ConfigError(f"{where}.object_contact.condim: must be 1, 3, 4 or 6, got {condim}")
     return SimSettings(
         timestep_s=timestep,
-        control_hz=hz,
         integrator=integrator,
         cone=cone,
         impratio=p.number("impratio", positive=True),

@@ -47,6 +47,8 @@ class EmbeddedWorld:
         self.robot: RobotConfig = load_robot_config(robot)
         self.scene_extras = tuple(scene_extras)
         self.settings = settings or load_sim_settings()
+        #: Physics steps per control step (the robot's control period over the physics time step).
+        self.substeps = self.settings.substeps(self.robot.control_dt_s)
         self._urdf = load_urdf(self.robot.scene_urdf)
         self._renderers: dict[tuple[int, int], CameraRenderer] = {}
         self.model: mujoco.MjModel | None = None
@@ -84,7 +86,8 @@ class EmbeddedWorld:
 
     @property
     def control_dt_s(self) -> float:
-        return self.settings.control_dt_s
+        """Control period [s]: the robot's, as a whole number of physics steps."""
+        return self.substeps * self.settings.timestep_s
 
     @property
     def steps_left(self) -> int:
@@ -141,7 +144,7 @@ class EmbeddedWorld:
         slices: int = 1,
         on_slice: Callable[[], None] | None = None,
     ) -> None:
-        """Advance one control step (1/control_hz s) after setting position targets.
+        """Advance one control step (the robot's control period) after setting position targets.
 
         ``joint_targets`` maps arm name -> joint angles [rad] in the arm's joint order; ``gripper_targets`` maps arm
         name -> opening in [0, 1] (0 closed). Arms not named keep their previous targets. Every value is checked
@@ -155,8 +158,8 @@ class EmbeddedWorld:
             raise EpisodeOverError(f"the episode's {self.task.step_limit} env steps are used up")
         if not counted and (joint_targets or gripper_targets):
             raise InvalidCommandError("an uncounted step only lets time pass; joint and gripper targets need a step")
-        if slices < 1 or self.settings.substeps % slices:
-            raise InvalidCommandError(f"{self.settings.substeps} physics substeps do not split into {slices} slices")
+        if slices < 1 or self.substeps % slices:
+            raise InvalidCommandError(f"{self.substeps} physics substeps do not split into {slices} slices")
         new_joint = self._validated_joint_targets(joint_targets or {})
         new_grip = self._validated_gripper_targets(gripper_targets or {})
         d = self.data
@@ -166,7 +169,7 @@ class EmbeddedWorld:
         for arm, opening in new_grip.items():
             self.set_gripper_target(arm, opening)
         for _ in range(slices):
-            self._advance(self.settings.substeps // slices)
+            self._advance(self.substeps // slices)
             if on_slice is not None:
                 on_slice()
         if not counted:
@@ -182,7 +185,7 @@ class EmbeddedWorld:
             self.data.ctrl[self.arm_ctrl_ids[arm]] = self.data.qpos[self.arm_qpos_adr[arm]]
 
     def _advance(self, substeps: int | None = None) -> None:
-        for _ in range(self.settings.substeps if substeps is None else substeps):
+        for _ in range(self.substeps if substeps is None else substeps):
             mujoco.mj_step(self.model, self.data)
 
     def set_gripper_target(self, arm: str, opening: float) -> None:
@@ -192,7 +195,7 @@ class EmbeddedWorld:
 
     def _validated_joint_targets(self, targets: Mapping[str, Sequence[float]]) -> dict[str, np.ndarray]:
         out = {}
-        dt = self.settings.control_dt_s
+        dt = self.control_dt_s
         for arm_name, values in targets.items():
             arm = self.robot.arm(arm_name) if arm_name in self.robot.arm_names else None
             if arm is None:

@@ -245,7 +245,7 @@ def _observation_images(folder: Path, messages: list[dict]) -> dict[str, NDArray
 
 
 def demonstration_from_episode(folder: str | Path) -> list[DemonstrationStep]:
-    """Demonstration steps from an episode folder written by the recorder (robodojo.agents.recorder).
+    """Demonstration steps from an episode folder written by the recorder (robodojo.episodes.recorder).
 
     One step per accepted move_eef call: the model's note and targets as text, the grasp-point pose after the move,
     and the camera images of the observation that followed it (none after the last move).

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robodojo.agents.episode import DEFAULT_LLM_CALL_BUDGET, EpisodeSpec, run_episode
-from robodojo.agents.factory import AGENTS, make_agent
+from robodojo.episodes.factory import AGENTS, make_agent
+from robodojo.episodes.hosts import WorldHost
+from robodojo.episodes.runner import run_episode
+from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EpisodeSpec
 from robodojo.errors import ConfigError
 
 VARIANTS = ("standard", "cluttered")
@@ -142,7 +144,7 @@ def run_one(
     started = time.perf_counter()
     try:
         with open_llm(spec_text, base_url=None if spec_text.startswith("replay:") else base_url) as llm:
-            result = run_episode(world, agent, llm, episode, out_root, model=llm.model)
+            result = run_episode(WorldHost(world), agent, llm, episode, out_root, model=llm.model)
     except ConfigError:
         raise  # a bad script or spec: the user's to fix, not an episode outcome
     except Exception as exc:  # the episode crashed (its record, if any, says where); the comparison goes on

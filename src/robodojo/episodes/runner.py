@@ -13,61 +13,16 @@ from __future__ import annotations
 
 import time
 import traceback
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from enum import Enum
 from pathlib import Path
-from typing import Protocol
 
-from robodojo.agents.base import Agent, EpisodeContext, LlmCaller
+from robodojo.agents.base import Agent, LlmCaller
 from robodojo.agents.llm.types import LlmError, Usage
-from robodojo.agents.recorder import EpisodeRecorder
-from robodojo.errors import BackendLostError, ConfigError, RobodojoError
-from robodojo.motion.backend import RobotBackend
+from robodojo.episodes.hosts import EpisodeHost
+from robodojo.episodes.recorder import EpisodeRecorder
+from robodojo.episodes.spec import EndReason, EpisodeResult, EpisodeSpec
+from robodojo.errors import BackendLostError
 from robodojo.motion.report import StopReason
-from robodojo.motion.server import MotionServer
-from robodojo.observation import Observation
-from robodojo.robots.config import RobotConfig
-from robodojo.sim.world import EmbeddedWorld
-
-DEFAULT_LLM_CALL_BUDGET = 100
-
-
-class EndReason(str, Enum):
-    RUNNING = "running"  # what metrics.json says while the episode is still going
-    SUCCESS = "success"
-    GIVE_UP = "give_up"
-    FINISHED = "finished"  # the agent declared it was done (code cells' finish tool) without success
-    LLM_CALL_BUDGET = "llm_call_budget"
-    STEP_BUDGET = "step_budget"
-    LLM_ERROR = "llm_error"
-    BACKEND_LOST = "backend_lost"  # the robot backend stopped answering or restarted (ROS graph)
-    CRASHED = "crashed"
-
-
-@dataclass(frozen=True)
-class EpisodeSpec:
-    task: str
-    seed: int = 0
-    variant: str = "standard"
-    llm_call_budget: int = DEFAULT_LLM_CALL_BUDGET
-
-    def __post_init__(self) -> None:
-        if self.llm_call_budget < 1:
-            raise ConfigError(f"llm_call_budget must be at least 1, got {self.llm_call_budget}")
-
-
-@dataclass(frozen=True)
-class EpisodeResult:
-    success: bool
-    score: float
-    end_reason: EndReason
-    llm_calls: int
-    usage: Usage
-    steps_used: int
-    wall_time_s: float
-    folder: Path
-    error: str = field(default="", repr=False)
 
 
 def episode_folder(out_root: Path, spec: EpisodeSpec, agent: str) -> Path:
@@ -75,95 +30,8 @@ def episode_folder(out_root: Path, spec: EpisodeSpec, agent: str) -> Path:
     return out_root / f"{spec.task}_{spec.variant}_seed{spec.seed}_{agent}_{stamp}"
 
 
-def episode_context(
-    world: EmbeddedWorld, *, llm_call_budget: int = DEFAULT_LLM_CALL_BUDGET, backend: RobotBackend | None = None
-) -> EpisodeContext:
-    """What an agent gets for the task loaded in ``world`` (after ``reset``). ``backend`` may wrap the world."""
-    if world.task is None:
-        raise RobodojoError("no task loaded; call world.reset(task, seed) first")
-    return EpisodeContext(
-        task=world.task.name,
-        instruction=world.instruction,
-        recipe=world.task.recipe_text(),
-        robot=world.robot,
-        backend=backend or world,
-        motion=MotionServer(world),
-        is_success=world.privileged().success,
-        llm_call_budget=llm_call_budget,
-    )
-
-
-class EpisodeHost(Protocol):
-    """Where an episode runs: starts it, and answers the benchmark's questions about it while it runs."""
-
-    robot: RobotConfig
-
-    def start(self, spec: EpisodeSpec) -> EpisodeContext:
-        """Begin the episode ``spec`` names (a reset, or joining one that runs) and give the agent its context."""
-        ...
-
-    def check(self) -> None:
-        """Raise BackendLostError when the robot backend is gone or restarted (never for the embedded world)."""
-        ...
-
-    def success(self) -> bool: ...
-
-    def score(self) -> float: ...
-
-    @property
-    def steps_used(self) -> int: ...
-
-    @property
-    def steps_left(self) -> int: ...
-
-    @property
-    def step_limit(self) -> int: ...
-
-    def state(self) -> Observation:
-        """The agent-side state without images, for the record after each turn."""
-        ...
-
-
-class WorldHost:
-    """The embedded world in this process; success and score come from its privileged view."""
-
-    def __init__(self, world: EmbeddedWorld) -> None:
-        self.world = world
-        self.robot = world.robot
-
-    def start(self, spec: EpisodeSpec) -> EpisodeContext:
-        self.world.reset(spec.task, seed=spec.seed, variant=spec.variant)
-        self._truth = self.world.privileged()
-        return episode_context(self.world, llm_call_budget=spec.llm_call_budget)
-
-    def check(self) -> None:
-        pass
-
-    def success(self) -> bool:
-        return self._truth.success()
-
-    def score(self) -> float:
-        return self._truth.score()
-
-    @property
-    def steps_used(self) -> int:
-        return self.world.step_count
-
-    @property
-    def steps_left(self) -> int:
-        return self.world.steps_left
-
-    @property
-    def step_limit(self) -> int:
-        assert self.world.task is not None
-        return self.world.task.step_limit
-
-    def state(self) -> Observation:
-        return self.world.observe(cameras=())
-
-
 def run_episode(
-    host: EpisodeHost | EmbeddedWorld,
+    host: EpisodeHost,
     agent: Agent,
     llm: LlmCaller,
     spec: EpisodeSpec,
@@ -173,11 +41,9 @@ def run_episode(
 ) -> EpisodeResult:
     """Run one episode of ``spec.task`` with ``agent`` talking to ``llm``; record it under ``out_root``.
 
-    ``host`` is where it runs; an EmbeddedWorld stands for ``WorldHost(world)``.
+    ``host`` is where it runs (:class:`~robodojo.episodes.hosts.WorldHost` for the embedded world).
     """
     start = time.perf_counter()
-    if isinstance(host, EmbeddedWorld):
-        host = WorldHost(host)
     context = host.start(spec)
     folder = episode_folder(out_root, spec, agent.name)
     recorder = EpisodeRecorder(
@@ -243,7 +109,9 @@ def run_episode(
             if move is not None and move.stop_reason is StopReason.BACKEND_LOST:
                 raise BackendLostError(
                     f"the robot backend stopped answering during a motion ({move.steps_used} of {move.waypoints} "
-                    "points played)" if move.accepted else move.tool_text
+                    "points played)"
+                    if move.accepted
+                    else move.tool_text
                 )
             if host.success():
                 reason = EndReason.SUCCESS

@@ -1,0 +1,114 @@
+"""Where an episode runs: the :class:`EpisodeHost` protocol, and :class:`WorldHost` for the embedded world.
+
+A host starts the episode and answers the benchmark's questions (success, score, steps) from ground truth the agent
+never sees. What the agent gets is an :class:`~robodojo.agents.base.EpisodeContext` built on the world's agent-side
+backend (:class:`~robodojo.sim.agent_side.AgentSideBackend`), so nothing handed to an agent leads to the simulator.
+The ROS agent node's host (robodojo.nodes.agent_graph) follows a simulator elsewhere on the graph.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from robodojo.agents.base import EpisodeContext
+from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EpisodeSpec
+from robodojo.errors import RobodojoError
+from robodojo.motion.server import MotionServer
+from robodojo.observation import Observation
+from robodojo.robots.config import RobotConfig
+from robodojo.sim.agent_side import AgentSideBackend
+from robodojo.sim.privileged import PrivilegedView
+from robodojo.sim.world import EmbeddedWorld
+
+
+def episode_context(world: EmbeddedWorld, *, llm_call_budget: int = DEFAULT_LLM_CALL_BUDGET) -> EpisodeContext:
+    """What an agent gets for the task loaded in ``world`` (after ``reset``): its agent-side backend, a motion server
+    on that backend, the task's texts and the benchmark's done signal."""
+    if world.task is None:
+        raise RobodojoError("no task loaded; call world.reset(task, seed) first")
+    backend = AgentSideBackend(world)
+    return EpisodeContext(
+        task=world.task.name,
+        instruction=world.instruction,
+        recipe=world.task.recipe_text(),
+        robot=world.robot,
+        backend=backend,
+        motion=MotionServer(backend),
+        is_success=world.privileged().success,
+        llm_call_budget=llm_call_budget,
+    )
+
+
+class EpisodeHost(Protocol):
+    """Where an episode runs: starts it, and answers the benchmark's questions about it while it runs."""
+
+    robot: RobotConfig
+
+    def start(self, spec: EpisodeSpec) -> EpisodeContext:
+        """Begin the episode ``spec`` names (a reset, or joining one that runs) and give the agent its context."""
+        ...
+
+    def check(self) -> None:
+        """Raise BackendLostError when the robot backend is gone or restarted (never for the embedded world)."""
+        ...
+
+    def success(self) -> bool: ...
+
+    def score(self) -> float: ...
+
+    @property
+    def steps_used(self) -> int: ...
+
+    @property
+    def steps_left(self) -> int: ...
+
+    @property
+    def step_limit(self) -> int: ...
+
+    def state(self) -> Observation:
+        """The agent-side state without images, for the record after each turn."""
+        ...
+
+
+class WorldHost:
+    """The embedded world in this process; success and score come from its privileged view."""
+
+    def __init__(self, world: EmbeddedWorld) -> None:
+        self.world = world
+        self.robot = world.robot
+        self._truth: PrivilegedView | None = None
+
+    def start(self, spec: EpisodeSpec) -> EpisodeContext:
+        self.world.reset(spec.task, seed=spec.seed, variant=spec.variant)
+        self._truth = self.world.privileged()
+        return episode_context(self.world, llm_call_budget=spec.llm_call_budget)
+
+    def check(self) -> None:
+        pass
+
+    def success(self) -> bool:
+        return self._ground_truth().success()
+
+    def score(self) -> float:
+        return self._ground_truth().score()
+
+    @property
+    def steps_used(self) -> int:
+        return self.world.step_count
+
+    @property
+    def steps_left(self) -> int:
+        return self.world.steps_left
+
+    @property
+    def step_limit(self) -> int:
+        assert self.world.task is not None
+        return self.world.task.step_limit
+
+    def state(self) -> Observation:
+        return self.world.observe(cameras=())
+
+    def _ground_truth(self) -> PrivilegedView:
+        if self._truth is None:
+            raise RobodojoError("the episode has not started; call start(spec) first")
+        return self._truth

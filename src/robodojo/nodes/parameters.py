@@ -1,0 +1,206 @@
+"""Every node's parameters as a typed, documented structure (no ROS here: the CLI, tests and benchmarks read it too).
+
+A node's parameters are one frozen dataclass: the field's type is the parameter's type, its ``description`` is what
+``ros2 param describe`` shows, and its rule (``positive``) is checked once, with a message naming the
+parameter. The default values live in config/nodes.yaml (the params file launch passes on), and a test keeps the two
+in step: every field has a default there and the file has nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, TypeVar
+
+from robodojo.config import CONFIG_DIR, Section, load_yaml
+from robodojo.errors import ConfigError
+
+NODES_CONFIG = CONFIG_DIR / "nodes.yaml"
+PARAMETER_TYPES = (bool, int, float, str)
+
+
+def parameter(description: str, *, positive: bool = False) -> Any:
+    """A dataclass field that is a node parameter: ``description`` for ``ros2 param describe``; ``positive`` numbers
+    must be > 0. (Names such as robot, task or planner are checked by what loads them, with the valid ones listed.)"""
+    return field(metadata={"description": description, "positive": positive})
+
+
+@dataclass(frozen=True)
+class SimNodeParams:
+    """sim_node: the embedded MuJoCo world as a ROS robot (joint states, controllers, cameras, episode status)."""
+
+    robot: str = parameter("robot configuration (config/robots/<robot>.yaml)")
+    task: str = parameter("task loaded at start (robodojo tasks lists them)")
+    variant: str = parameter("task layout variant")
+    seed: int = parameter("layout seed of the first episode")
+    camera_rate_hz: float = parameter(
+        "rate of every camera, rendered and published as rgb8 with CameraInfo [Hz]", positive=True
+    )
+    joint_state_slices: int = parameter(
+        "/joint_states messages per control step, each after its slice of the physics steps (5 -> 125 Hz)",
+        positive=True,
+    )
+    status_rate_hz: float = parameter(
+        "/episode/status heartbeat [Hz]; it is also published on every change", positive=True
+    )
+    real_time_factor: float = parameter("simulated seconds per wall-clock second", positive=True)
+    trajectory_lead_s: float = parameter("extra delay before a trajectory stamped 'now' (0) starts [s]")
+
+
+@dataclass(frozen=True)
+class MotionServerParams:
+    """motion_server_node: the MoveEef action over the robot's controller topics."""
+
+    robot: str = parameter("robot configuration (config/robots/<robot>.yaml); its control_hz sets the point rate")
+    planner: str = parameter("native, or moveit (moveit_py, where a ROS 2 install with MoveIt exists)")
+    start_lead_s: float = parameter(
+        "trajectories start this long after the latest joint state, so that both arms start together [s]"
+    )
+    joint_state_timeout_s: float = parameter(
+        "no /joint_states for this long (wall clock): the backend is gone and goals abort [s]", positive=True
+    )
+    arrival_wait_s: float = parameter("past the planned end, wait up to this long (robot time) for the arms [s]")
+    planned_path_markers: bool = parameter("publish the planned grasp-point paths for RViz")
+
+
+@dataclass(frozen=True)
+class AgentNodeParams:
+    """agent_node: runs one agent's episode against the graph (MoveEef action, cameras, episode status)."""
+
+    agent: str = parameter("agent style")
+    llm: str = parameter("LLM spec: profile:model (openai:, vllm:, ollama:, llamacpp:) or replay:FILE")
+    base_url: str = parameter("OpenAI-compatible endpoint; empty: the llm profile's own")
+    out: str = parameter("folder of the episode records (relative to the working directory)")
+    llm_call_budget: int = parameter("LLM calls the episode may make", positive=True)
+    reset: bool = parameter("ask the simulator for a fresh episode (task, variant, seed) before starting")
+    task: str = parameter("task of the episode (with reset)")
+    variant: str = parameter("layout variant (with reset)")
+    seed: int = parameter("layout seed (with reset)")
+    status_timeout_s: float = parameter(
+        "no /episode/status for this long: the backend is gone, the episode ends [s]", positive=True
+    )
+    image_timeout_s: float = parameter(
+        "wait at most this long for camera frames newer than the request [s]", positive=True
+    )
+    motion_timeout_s: float = parameter(
+        "upper bound on one MoveEef goal (the server reports long before) [s]", positive=True
+    )
+    exit_when_done: bool = parameter("shut the node down after the episode (launch then ends the graph)")
+
+
+@dataclass(frozen=True)
+class CameraNodeParams:
+    """camera_node: republishes a camera driver's frames with calibration and the optical frame's pose."""
+
+    robot: str = parameter("robot configuration (config/robots/<robot>.yaml)")
+    camera: str = parameter("config/cameras/<camera>.yaml: intrinsics, and a fixed pose or a hand-eye transform")
+    calibration_file: str = parameter("calibration file; empty: config/cameras/<camera>.yaml")
+    input_topic: str = parameter("the driver's image topic (remap it); republished under /cameras/<camera>/")
+    joint_state_timeout_s: float = parameter(
+        "wrist cameras: frames are dropped when the arm state is older than this [s]", positive=True
+    )
+
+
+@dataclass(frozen=True)
+class TcpStatePublisherParams:
+    """tcp_state_publisher: each arm's grasp-point pose from /joint_states."""
+
+    robot: str = parameter("robot configuration (config/robots/<robot>.yaml)")
+    max_rate_hz: float = parameter("publish at most this often, on /joint_states arrival [Hz]", positive=True)
+
+
+NODE_PARAMS: dict[str, type] = {
+    "sim_node": SimNodeParams,
+    "motion_server_node": MotionServerParams,
+    "agent_node": AgentNodeParams,
+    "camera_node": CameraNodeParams,
+    "tcp_state_publisher": TcpStatePublisherParams,
+}
+
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One parameter as ROS declares it: name, Python type, default (config/nodes.yaml), description, rule."""
+
+    name: str
+    type: type
+    default: bool | int | float | str
+    description: str
+    positive: bool
+
+
+@cache
+def node_defaults(node_name: str) -> dict[str, Any]:
+    """The ``ros__parameters`` of ``node_name`` in config/nodes.yaml."""
+    root = Section(load_yaml(NODES_CONFIG), str(NODES_CONFIG))
+    if node_name not in root.data:
+        raise ConfigError(f"{NODES_CONFIG}: no section for node {node_name!r}; nodes: {', '.join(root.names())}")
+    params = root.section(node_name).section("ros__parameters")
+    for key, value in params.data.items():
+        if not isinstance(value, PARAMETER_TYPES):
+            raise ConfigError(f"{params.where}.{key}: expected a bool, number or string, got {value!r}")
+    return dict(params.data)
+
+
+def node_name_of(params_type: type) -> str:
+    """The node whose parameters ``params_type`` holds (its section in config/nodes.yaml)."""
+    for name, cls in NODE_PARAMS.items():
+        if cls is params_type:
+            return name
+    raise ConfigError(f"{params_type.__name__} is not a node's parameters; known: {', '.join(NODE_PARAMS)}")
+
+
+def parameter_specs(params_type: type) -> list[ParameterSpec]:
+    """The parameters of one node, in declaration order, with their defaults from config/nodes.yaml."""
+    cls = params_type
+    node_name = node_name_of(cls)
+    defaults = node_defaults(node_name)
+    hints = typing.get_type_hints(cls)
+    specs = []
+    for f in dataclasses.fields(cls):
+        if f.name not in defaults:
+            raise ConfigError(f"{NODES_CONFIG}: {node_name}.ros__parameters has no default for {f.name!r}")
+        kind = hints[f.name]
+        specs.append(
+            ParameterSpec(
+                name=f.name,
+                type=kind,
+                default=coerce(f.name, defaults[f.name], kind),
+                description=f.metadata["description"],
+                positive=f.metadata["positive"],
+            )
+        )
+    extra = defaults.keys() - {s.name for s in specs}
+    if extra:
+        raise ConfigError(f"{NODES_CONFIG}: {node_name} has unknown parameters: {', '.join(sorted(extra))}")
+    return specs
+
+
+def coerce(name: str, value: Any, kind: type) -> Any:
+    """``value`` as a ``kind`` parameter; an int may stand for a float, nothing else converts."""
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    elif isinstance(value, kind) and not isinstance(value, bool):
+        return value
+    article = "an" if kind is int else "a"
+    raise ConfigError(f"parameter {name!r} must be {article} {kind.__name__}, got {value!r}")
+
+
+def build_params(params_type: type[P], values: Mapping[str, Any]) -> P:
+    """A node's parameters from ``values`` (name -> value; missing names take their defaults), each value coerced
+    to its type and checked against its rule."""
+    out = {}
+    for spec in parameter_specs(params_type):
+        value = coerce(spec.name, values.get(spec.name, spec.default), spec.type)
+        if spec.positive and not value > 0:
+            raise ConfigError(f"parameter {spec.name!r} must be > 0, got {value!r}")
+        out[spec.name] = value
+    return params_type(**out)
