@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -63,7 +64,7 @@ class Section:
             raise ConfigError(f"{self.where}.{key}: expected a non-empty string, got {value!r}")
         return value
 
-    def number(self, key: str, default: Any = None, *, positive: bool = False) -> float:
+    def number(self, key: builtins.str, default: Any = None, *, positive: bool = False) -> float:
         value = self._get(key, _REQUIRED if default is None else default)
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise ConfigError(f"{self.where}.{key}: expected a finite number, got {value!r}")
@@ -71,7 +72,7 @@ class Section:
             raise ConfigError(f"{self.where}.{key}: must be > 0, got {value!r}")
         return float(value)
 
-    def integer(self, key: str, default: Any = None, *, positive: bool = False) -> int:
+    def integer(self, key: builtins.str, default: Any = None, *, positive: bool = False) -> int:
         value = self._get(key, _REQUIRED if default is None else default)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{self.where}.{key}: expected an integer, got {value!r}")
@@ -79,13 +80,13 @@ class Section:
             raise ConfigError(f"{self.where}.{key}: must be > 0, got {value!r}")
         return value
 
-    def boolean(self, key: str, default: Any = None) -> bool:
+    def boolean(self, key: builtins.str, default: Any = None) -> bool:
         value = self._get(key, _REQUIRED if default is None else default)
         if not isinstance(value, bool):
             raise ConfigError(f"{self.where}.{key}: expected true or false, got {value!r}")
         return value
 
-    def vector(self, key: str, length: int | None = None, default: Any = None) -> tuple[float, ...]:
+    def vector(self, key: builtins.str, length: int | None = None, default: Any = None) -> tuple[float, ...]:
         value = self._get(key, _REQUIRED if default is None else default)
         if not isinstance(value, Sequence) or isinstance(value, str):
             raise ConfigError(f"{self.where}.{key}: expected a list of numbers, got {value!r}")
@@ -96,13 +97,23 @@ class Section:
                 raise ConfigError(f"{self.where}.{key}: expected finite numbers, got {v!r}")
         return tuple(float(v) for v in value)
 
-    def strings(self, key: str) -> tuple[str, ...]:
+    def vector2(self, key: builtins.str, default: Any = None) -> tuple[float, float]:
+        """Two finite numbers (a 2D point or size)."""
+        a, b = self.vector(key, 2, default)
+        return a, b
+
+    def vector3(self, key: builtins.str, default: Any = None) -> tuple[float, float, float]:
+        """Three finite numbers (xyz, rpy, friction coefficients)."""
+        a, b, c = self.vector(key, 3, default)
+        return a, b, c
+
+    def strings(self, key: builtins.str) -> tuple[builtins.str, ...]:
         value = self._get(key, _REQUIRED)
         if not isinstance(value, Sequence) or isinstance(value, str) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{self.where}.{key}: expected a list of names, got {value!r}")
         return tuple(value)
 
-    def names(self) -> list[str]:
+    def names(self) -> list[builtins.str]:
         """The mapping's keys, in file order."""
         return list(self.data)
 

@@ -6,6 +6,20 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 Matrix = NDArray[np.float64]
+Xyz = tuple[float, float, float]
+Wxyz = tuple[float, float, float, float]
+
+
+def xyz_tuple(v: ArrayLike) -> Xyz:
+    """Three numbers as plain floats (positions in frozen results)."""
+    x, y, z = (float(c) for c in np.asarray(v, dtype=float).reshape(3))
+    return x, y, z
+
+
+def wxyz_tuple(q: ArrayLike) -> Wxyz:
+    """A quaternion (w, x, y, z) as plain floats."""
+    w, x, y, z = (float(c) for c in np.asarray(q, dtype=float).reshape(4))
+    return w, x, y, z
 
 
 def rotation_from_rpy(rpy: ArrayLike) -> Matrix:

@@ -16,6 +16,7 @@ on the episodes both solved, so that neither agent's mean is taken over easier e
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 import traceback
@@ -136,10 +137,12 @@ def run_one(
     """Run one agent on one episode; a missing replay script gives a skipped Outcome, a crash a failed one."""
     from robodojo.agents.llm.client import open_llm
 
-    base = {"agent": agent_name, "task": episode.task, "seed": episode.seed, "variant": episode.variant}
+    base = functools.partial(
+        Outcome, agent=agent_name, task=episode.task, seed=episode.seed, variant=episode.variant, llm=spec_text
+    )
     missing = missing_script(spec_text)
     if missing is not None:
-        return Outcome(**base, llm=spec_text, skipped=f"no script ({missing})")
+        return base(skipped=f"no script ({missing})")
     agent = make_agent(agent_name)
     started = time.perf_counter()
     try:
@@ -148,9 +151,7 @@ def run_one(
     except ConfigError:
         raise  # a bad script or spec: the user's to fix, not an episode outcome
     except Exception as exc:  # the episode crashed (its record, if any, says where); the comparison goes on
-        return Outcome(
-            **base,
-            llm=spec_text,
+        return base(
             end_reason="crashed",
             wall_time_s=time.perf_counter() - started,
             error="".join(traceback.format_exception_only(type(exc), exc)).strip(),
@@ -158,9 +159,7 @@ def run_one(
     finally:
         getattr(agent, "close", lambda: None)()
     u = result.usage
-    return Outcome(
-        **base,
-        llm=spec_text,
+    return base(
         success=result.success,
         end_reason=result.end_reason.value,
         llm_calls=result.llm_calls,

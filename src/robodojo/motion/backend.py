@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Protocol
+
+from numpy.typing import ArrayLike
 
 from robodojo.observation import Observation
 from robodojo.robots.config import RobotConfig
@@ -30,7 +32,7 @@ class RobotBackend(Protocol):
 
     def step(
         self,
-        joint_targets: Mapping[str, Sequence[float]] | None = None,
+        joint_targets: Mapping[str, ArrayLike] | None = None,
         gripper_targets: Mapping[str, float] | None = None,
     ) -> None:
         """Send position targets and advance one control step."""

@@ -82,7 +82,7 @@ def parametrize(
     slowed = steps * dt
     # Stretching time by k = slowed / duration keeps the shape: the same profile with accel / k^2.
     k = slowed / duration
-    t = np.arange(steps + 1) * dt
+    t = np.arange(steps + 1, dtype=np.float64) * dt
     s = trapezoid_position(t, slowed, accel / (k * k))
     s[-1] = 1.0
     return path(s)

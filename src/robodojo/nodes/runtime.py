@@ -78,4 +78,4 @@ def call_in_executor(node: Node, fn: Callable[[], T], timeout_s: float) -> T:
     task.add_done_callback(lambda _: done.set())
     if not done.wait(timeout_s):
         raise BackendLostError(f"the node's executor did not run a call within {timeout_s:.0f} s")
-    return task.result()  # type: ignore[return-value]
+    return task.result()

@@ -509,7 +509,7 @@ def segment(
         best = float(heights[int(np.argmax(score))])
     fine = np.arange(max(best - COARSE_STEP_M, 0.0), best + COARSE_STEP_M + 1e-9, FINE_STEP_M)
     lifted = tops(fine)
-    fine_score = sum(v.ious(lifted, table_z_m) for v in views)
+    fine_score = np.sum([v.ious(lifted, table_z_m) for v in views], axis=0)
     k = int(np.argmax(fine_score))
     height, fit = float(fine[k]), float(fine_score[k]) / len(views)
     if second_mask is not None and views[1].ious(lifted[k : k + 1], table_z_m)[0] < MIN_SECOND_VIEW_IOU:

@@ -143,8 +143,8 @@ class _Stage:
         img_a, self.img_b = a.levels[level], b.levels[level]
         cam_a, self.cam_b = a.camera, b.camera
         ty, tx = img_a.shape[0] // TILE_PX, img_a.shape[1] // TILE_PX
-        tiles_a = img_a[: ty * TILE_PX, : tx * TILE_PX].reshape(ty, TILE_PX, tx, TILE_PX).transpose(0, 2, 1, 3)
-        tiles_a = tiles_a.reshape(ty * tx, TILE_PX * TILE_PX)
+        blocks = img_a[: ty * TILE_PX, : tx * TILE_PX].reshape(ty, TILE_PX, tx, TILE_PX).transpose(0, 2, 1, 3)
+        tiles_a = blocks.reshape(ty * tx, TILE_PX * TILE_PX)
         textured = tiles_a.std(axis=1) >= MIN_TILE_STD
         keep = textured if textured_only else np.ones(len(tiles_a), dtype=bool)
         self.tile_ids = np.flatnonzero(keep)

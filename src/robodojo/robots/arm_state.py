@@ -6,17 +6,16 @@ world reports, computed on the model built from the URDF.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
+from numpy.typing import ArrayLike
 
-from robodojo.geometry import quat_from_matrix
+from robodojo.geometry import quat_from_matrix, wxyz_tuple, xyz_tuple
 from robodojo.observation import ArmState
 from robodojo.robots.ik import ArmKinematics
 
 
 def arm_state_from_joints(
-    kinematics: ArmKinematics, arm: str, q: Sequence[float], gripper_position_m: float
+    kinematics: ArmKinematics, arm: str, q: ArrayLike, gripper_position_m: float
 ) -> ArmState:
     """``arm`` at joint angles ``q`` [rad] with its driven finger joint at ``gripper_position_m``."""
     config = kinematics.robot.arm(arm)
@@ -24,8 +23,8 @@ def arm_state_from_joints(
     return ArmState(
         name=arm,
         joint_names=config.joints,
-        joint_positions_rad=tuple(float(v) for v in q),
-        tcp_pos_m=(float(pos[0]), float(pos[1]), float(pos[2])),
-        tcp_quat_wxyz=tuple(float(v) for v in quat_from_matrix(R)),  # type: ignore[arg-type]
+        joint_positions_rad=tuple(float(v) for v in np.asarray(q, dtype=float)),
+        tcp_pos_m=xyz_tuple(pos),
+        tcp_quat_wxyz=wxyz_tuple(quat_from_matrix(R)),
         gripper_opening=float(np.clip(gripper_position_m / config.gripper_max_m, 0.0, 1.0)),
     )

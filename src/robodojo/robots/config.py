@@ -152,8 +152,8 @@ def parse_robot_config(data: dict, where: str) -> RobotConfig:
             ArmConfig(
                 name=arm_name,
                 prefix=prefix,
-                base_xyz_m=a.vector("base_xyz_m", 3),  # type: ignore[arg-type]
-                base_rpy_deg=a.vector("base_rpy_deg", 3, default=[0, 0, 0]),  # type: ignore[arg-type]
+                base_xyz_m=a.vector3("base_xyz_m"),
+                base_rpy_deg=a.vector3("base_rpy_deg", default=[0, 0, 0]),
                 joints=tuple(prefix + j for j in joints),
                 gripper_joint=prefix + arm_model.str("gripper_joint"),
                 gripper_max_m=arm_model.number("gripper_max_m", positive=True),
@@ -168,8 +168,8 @@ def parse_robot_config(data: dict, where: str) -> RobotConfig:
     t = root.section("table")
     table = TableConfig(
         top_z_m=t.number("top_z_m", positive=True),
-        center_xy_m=t.vector("center_xy_m", 2),  # type: ignore[arg-type]
-        size_xy_m=t.vector("size_xy_m", 2),  # type: ignore[arg-type]
+        center_xy_m=t.vector2("center_xy_m"),
+        size_xy_m=t.vector2("size_xy_m"),
     )
 
     cams = root.section("cameras")
@@ -180,7 +180,7 @@ def parse_robot_config(data: dict, where: str) -> RobotConfig:
         mount = c.optional_section("mount")
         if mount is not None:
             head_mount = HeadMount(
-                xyz_m=mount.vector("xyz_m", 3),  # type: ignore[arg-type]
+                xyz_m=mount.vector3("xyz_m"),
                 pitch_down_deg=mount.number("pitch_down_deg"),
                 yaw_deg=mount.number("yaw_deg", default=90.0),
             )
@@ -234,10 +234,11 @@ def _parse_motion(m: Section, arm_names: list[str], n_joints: int) -> MotionLimi
             if not low < high:
                 raise ConfigError(f"{a.where}.{axis}: lower bound {low} must be below upper bound {high}")
             bounds[arm][axis] = (low, high)
-    axis = np.array(m.vector("zero_orientation_finger_axis", 3))
-    if abs(np.linalg.norm(axis) - 1.0) > 1e-6 or abs(axis[2]) > 1e-6:
+    fx, fy, fz = m.vector3("zero_orientation_finger_axis")
+    finger_axis = np.array([fx, fy, fz])
+    if abs(np.linalg.norm(finger_axis) - 1.0) > 1e-6 or abs(finger_axis[2]) > 1e-6:
         raise ConfigError(
-            f"{m.where}.zero_orientation_finger_axis: must be a horizontal unit vector, got {axis.tolist()}"
+            f"{m.where}.zero_orientation_finger_axis: must be a horizontal unit vector, got {finger_axis.tolist()}"
         )
     scale = m.number("velocity_scale", positive=True)
     if scale > 1.0:
@@ -247,7 +248,7 @@ def _parse_motion(m: Section, arm_names: list[str], n_joints: int) -> MotionLimi
         raise ConfigError(f"{m.where}.joint_accel_rad_s2: every limit must be > 0, got {list(accel)}")
     return MotionLimits(
         bounds_m=bounds,
-        zero_orientation_finger_axis=tuple(float(v) for v in axis),  # type: ignore[arg-type]
+        zero_orientation_finger_axis=(fx, fy, fz),
         velocity_scale=scale,
         joint_accel_rad_s2=accel,
         tcp_speed_m_s=m.number("tcp_speed_m_s", positive=True),

@@ -151,6 +151,33 @@ def _floats(text: str | None, default: tuple[float, ...], what: str) -> tuple[fl
     return values
 
 
+def _rgba(text: str | None, what: str) -> tuple[float, float, float, float]:
+    r, g, b, a = _floats(text, (0.0, 0.0, 0.0, 0.0), what)
+    return r, g, b, a
+
+
+def _child(elem: ET.Element, tag: str, what: str) -> ET.Element:
+    """The required child element ``tag`` of ``elem``; a missing one is a ConfigError naming it."""
+    child = elem.find(tag)
+    if child is None:
+        raise ConfigError(f"{what}: missing <{tag}>")
+    return child
+
+
+def _attribute(elem: ET.Element, key: str, what: str) -> str:
+    value = elem.get(key)
+    if value is None:
+        raise ConfigError(f"{what}: <{elem.tag}> has no {key!r} attribute")
+    return value
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigError(f"{what}: expected a number, got {text!r}") from None
+
+
 def _origin(elem: ET.Element | None, what: str) -> Origin:
     if elem is None:
         return Origin()
@@ -181,7 +208,7 @@ def _geometry(elem: ET.Element, materials: dict[str, tuple[float, float, float, 
     if material is not None:
         color = material.find("color")
         if color is not None:
-            rgba = _floats(color.get("rgba"), (0.0, 0.0, 0.0, 0.0), f"{what} material color")
+            rgba = _rgba(color.get("rgba"), f"{what} material color")
         elif name in materials:
             rgba = materials[name]
     return Geometry(kind=shape.tag, size=size, origin=_origin(elem.find("origin"), what), material=name, rgba=rgba)
@@ -199,7 +226,7 @@ def parse_urdf(text: str, source: str = "<string>") -> UrdfModel:
     for mat in root.findall("material"):
         color = mat.find("color")
         if color is not None and mat.get("name"):
-            materials[mat.get("name", "")] = _floats(color.get("rgba"), (0.0,) * 4, f"{source} material")  # type: ignore[assignment]
+            materials[mat.get("name", "")] = _rgba(color.get("rgba"), f"{source} material")
 
     links: dict[str, Link] = {}
     for elem in root.findall("link"):
@@ -208,10 +235,13 @@ def parse_urdf(text: str, source: str = "<string>") -> UrdfModel:
         inertial = None
         ie = elem.find("inertial")
         if ie is not None:
-            mass = float(ie.find("mass").get("value"))  # type: ignore[union-attr]
-            it = ie.find("inertia")
-            inertia = tuple(float(it.get(k, "0")) for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz"))  # type: ignore[union-attr]
-            inertial = Inertial(mass_kg=mass, origin=_origin(ie.find("origin"), what), inertia=inertia)  # type: ignore[arg-type]
+            mass = _number(_attribute(_child(ie, "mass", what), "value", what), f"{what} mass")
+            it = _child(ie, "inertia", what)
+            ixx, iyy, izz, ixy, ixz, iyz = (
+                _number(it.get(k, "0"), f"{what} inertia {k}") for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
+            )
+            inertia = (ixx, iyy, izz, ixy, ixz, iyz)
+            inertial = Inertial(mass_kg=mass, origin=_origin(ie.find("origin"), what), inertia=inertia)
         visuals = tuple(_geometry(v, materials, f"{what} visual") for v in elem.findall("visual"))
         collisions = tuple(_geometry(c, materials, f"{what} collision") for c in elem.findall("collision"))
         if name in links:
@@ -225,16 +255,16 @@ def parse_urdf(text: str, source: str = "<string>") -> UrdfModel:
         jtype = elem.get("type", "")
         if jtype not in (*MOVABLE_JOINT_TYPES, "fixed"):
             raise ConfigError(f"{what}: unsupported type {jtype!r}")
-        parent = elem.find("parent").get("link")  # type: ignore[union-attr]
-        child = elem.find("child").get("link")  # type: ignore[union-attr]
+        parent = _attribute(_child(elem, "parent", what), "link", what)
+        child = _attribute(_child(elem, "child", what), "link", what)
         for link in (parent, child):
             if link not in links:
                 raise ConfigError(f"{what}: refers to unknown link {link!r}")
         axis_elem = elem.find("axis")
-        axis = _floats(axis_elem.get("xyz") if axis_elem is not None else None, (1.0, 0.0, 0.0), f"{what} axis")
+        ax, ay, az = _floats(axis_elem.get("xyz") if axis_elem is not None else None, (1.0, 0.0, 0.0), f"{what} axis")
         limit = elem.find("limit")
         lim = {
-            k: float(limit.get(k))
+            k: _number(limit.get(k, ""), f"{what} limit {k}")
             for k in ("lower", "upper", "velocity", "effort")
             if limit is not None and limit.get(k)
         }
@@ -251,10 +281,10 @@ def parse_urdf(text: str, source: str = "<string>") -> UrdfModel:
         joints[name] = Joint(
             name=name,
             type=jtype,
-            parent=parent,  # type: ignore[arg-type]
-            child=child,  # type: ignore[arg-type]
+            parent=parent,
+            child=child,
             origin=_origin(elem.find("origin"), what),
-            axis=axis,  # type: ignore[arg-type]
+            axis=(ax, ay, az),
             lower=lim.get("lower", -math.inf),
             upper=lim.get("upper", math.inf),
             velocity=lim.get("velocity", math.inf),

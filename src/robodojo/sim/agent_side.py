@@ -8,8 +8,10 @@ a boundary for the project's code, not for hostile code: model-written cells run
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
+
+from numpy.typing import ArrayLike
 
 from robodojo.observation import Observation
 from robodojo.robots.config import RobotConfig
@@ -44,7 +46,7 @@ class AgentSideBackend:
 
     def step(
         self,
-        joint_targets: Mapping[str, Sequence[float]] | None = None,
+        joint_targets: Mapping[str, ArrayLike] | None = None,
         gripper_targets: Mapping[str, float] | None = None,
     ) -> None:
         """Send joint position targets [rad] and gripper openings (0..1) and advance one counted control step."""

@@ -28,7 +28,6 @@ class PrivilegedView:
         self.table_z_m = world.robot.table.top_z_m
         self.arm_names = world.robot.arm_names
         m = world.model
-        assert m is not None
         self._finger_bodies = {arm.name: self._fingers(m, arm.prefix) for arm in world.robot.arms}
         self._pad_geoms = {
             arm: {g for g in range(m.ngeom) if m.geom_bodyid[g] in bodies and m.geom_contype[g]}
@@ -48,17 +47,17 @@ class PrivilegedView:
     def _body(self, name: str) -> int:
         if name not in self.object_names:
             raise UnknownNameError("object", name, self.object_names)
-        return self.world.model.body(name).id  # type: ignore[union-attr]
+        return self.world.model.body(name).id
 
     @property
     def object_names(self) -> list[str]:
         return [o.name for o in self.layout.objects]
 
     def object_pos(self, name: str) -> np.ndarray:
-        return self.world.data.xpos[self._body(name)].copy()  # type: ignore[union-attr]
+        return self.world.data.xpos[self._body(name)].copy()
 
     def object_quat(self, name: str) -> np.ndarray:
-        return self.world.data.xquat[self._body(name)].copy()  # type: ignore[union-attr]
+        return self.world.data.xquat[self._body(name)].copy()
 
     def initial_pos(self, name: str) -> np.ndarray:
         self._body(name)
@@ -74,8 +73,8 @@ class PrivilegedView:
         m, d = self.world.model, self.world.data
         body = self._body(name)
         touching = set()
-        for c in d.contact[: d.ncon]:  # type: ignore[union-attr]
-            b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]  # type: ignore[union-attr]
+        for c in d.contact[: d.ncon]:
+            b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]
             if b1 == body:
                 touching.add(int(c.geom2))
             elif b2 == body:
@@ -97,22 +96,22 @@ class PrivilegedView:
     def set_object_pose(self, name: str, pos: Sequence[float], quat: Sequence[float] = (1, 0, 0, 0)) -> None:
         """Teleport a free object (velocity zeroed) and recompute positions and contacts."""
         m, d = self.world.model, self.world.data
-        joint = m.body(self._body(name)).jntadr[0]  # type: ignore[union-attr]
+        joint = m.body(self._body(name)).jntadr[0]
         if joint < 0:
             raise RobodojoError(f"object {name!r} is fixed and cannot be moved")
-        adr, vadr = m.jnt_qposadr[joint], m.jnt_dofadr[joint]  # type: ignore[union-attr]
-        d.qpos[adr : adr + 3] = pos  # type: ignore[union-attr]
-        d.qpos[adr + 3 : adr + 7] = np.asarray(quat, dtype=float) / np.linalg.norm(quat)  # type: ignore[union-attr]
-        d.qvel[vadr : vadr + 6] = 0.0  # type: ignore[union-attr]
+        adr, vadr = m.jnt_qposadr[joint], m.jnt_dofadr[joint]
+        d.qpos[adr : adr + 3] = pos
+        d.qpos[adr + 3 : adr + 7] = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
+        d.qvel[vadr : vadr + 6] = 0.0
         mujoco.mj_forward(m, d)
 
     def set_gripper_opening(self, arm: str, opening: float) -> None:
         """Teleport the fingers to ``opening`` (0..1) and command it; closed on an object, the fingers pinch it."""
         w = self.world
         q = opening * w.robot.arm(arm).gripper_max_m
-        for j in range(w.model.njnt):  # type: ignore[union-attr]
-            if w.model.jnt_bodyid[j] in self._finger_bodies[arm]:  # type: ignore[union-attr]
-                w.data.qpos[w.model.jnt_qposadr[j]] = q  # type: ignore[union-attr]
+        for j in range(w.model.njnt):
+            if w.model.jnt_bodyid[j] in self._finger_bodies[arm]:
+                w.data.qpos[w.model.jnt_qposadr[j]] = q
         w.set_gripper_target(arm, opening)
         mujoco.mj_forward(w.model, w.data)
 

@@ -80,9 +80,9 @@ def parse_sim_settings(data: dict, where: str) -> SimSettings:
         cone=cone,
         impratio=p.number("impratio", positive=True),
         iterations=p.integer("iterations", positive=True),
-        object_friction=c.vector("friction", 3),  # type: ignore[arg-type]
+        object_friction=c.vector3("friction"),
         object_condim=condim,
-        pad_friction=root.vector("gripper_pad_friction", 3),  # type: ignore[arg-type]
+        pad_friction=root.vector3("gripper_pad_friction"),
         render=render,
         settle_steps=root.integer("settle_steps", default=10),
     )

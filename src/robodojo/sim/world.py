@@ -12,9 +12,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import mujoco
 import numpy as np
+from numpy.typing import ArrayLike
 
 from robodojo.errors import ConfigError, InvalidCommandError, RobodojoError, UnknownNameError
-from robodojo.geometry import quat_from_matrix, transform
+from robodojo.geometry import quat_from_matrix, transform, wxyz_tuple, xyz_tuple
 from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Observation
 from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.urdf import load_urdf
@@ -37,6 +38,10 @@ class EpisodeOverError(RobodojoError):
 class EmbeddedWorld:
     """MuJoCo world for one robot; :meth:`reset` loads a task layout. Not thread-safe."""
 
+    # Compiled in the constructor and again by every reset (a new layout adds bodies), so always set.
+    model: mujoco.MjModel
+    data: mujoco.MjData
+
     def __init__(
         self,
         robot: str = "dual_arx_x5",
@@ -51,8 +56,6 @@ class EmbeddedWorld:
         self.substeps = self.settings.substeps(self.robot.control_dt_s)
         self._urdf = load_urdf(self.robot.scene_urdf)
         self._renderers: dict[tuple[int, int], CameraRenderer] = {}
-        self.model: mujoco.MjModel | None = None
-        self.data: mujoco.MjData | None = None
         self.task: Task | None = None
         self.layout: Layout | None = None
         self.step_count = 0
@@ -129,15 +132,15 @@ class EmbeddedWorld:
         mujoco.mj_forward(m, d)
         for renderer in self._renderers.values():
             renderer.bind(m)
-        if task is not None:
+        if layout is not None:
             for _ in range(self.settings.settle_steps):
                 self._advance()
-            self.initial_object_pos = {o.name: self.data.xpos[m.body(o.name).id].copy() for o in layout.objects}  # type: ignore[union-attr]
+            self.initial_object_pos = {o.name: d.xpos[m.body(o.name).id].copy() for o in layout.objects}
 
     # -- acting -------------------------------------------------------------------------------------------------
     def step(
         self,
-        joint_targets: Mapping[str, Sequence[float]] | None = None,
+        joint_targets: Mapping[str, ArrayLike] | None = None,
         gripper_targets: Mapping[str, float] | None = None,
         *,
         counted: bool = True,
@@ -163,7 +166,6 @@ class EmbeddedWorld:
         new_joint = self._validated_joint_targets(joint_targets or {})
         new_grip = self._validated_gripper_targets(gripper_targets or {})
         d = self.data
-        assert d is not None
         for arm, q in new_joint.items():
             d.ctrl[self.arm_ctrl_ids[arm]] = q
         for arm, opening in new_grip.items():
@@ -180,7 +182,6 @@ class EmbeddedWorld:
 
     def hold(self) -> None:
         """Command every arm to hold its measured joint positions (gripper commands stay); no step is consumed."""
-        assert self.data is not None
         for arm in self.robot.arm_names:
             self.data.ctrl[self.arm_ctrl_ids[arm]] = self.data.qpos[self.arm_qpos_adr[arm]]
 
@@ -190,10 +191,9 @@ class EmbeddedWorld:
 
     def set_gripper_target(self, arm: str, opening: float) -> None:
         """Command a gripper opening in [0, 1] as given (step() validates before calling this)."""
-        assert self.data is not None
         self.data.ctrl[self.gripper_ctrl_ids[arm]] = opening * self.robot.arm(arm).gripper_max_m
 
-    def _validated_joint_targets(self, targets: Mapping[str, Sequence[float]]) -> dict[str, np.ndarray]:
+    def _validated_joint_targets(self, targets: Mapping[str, ArrayLike]) -> dict[str, np.ndarray]:
         out = {}
         dt = self.control_dt_s
         for arm_name, values in targets.items():
@@ -208,7 +208,7 @@ class EmbeddedWorld:
                 ) from None
             if q.shape != (len(arm.joints),):
                 raise InvalidCommandError(f"{arm_name} joint targets must be {len(arm.joints)} numbers, got {q.size}")
-            current = self.data.ctrl[self.arm_ctrl_ids[arm_name]]  # type: ignore[union-attr]
+            current = self.data.ctrl[self.arm_ctrl_ids[arm_name]]
             for name, value, prev in zip(arm.joints, q, current, strict=True):
                 lower, upper, velocity = self.joint_limits[name]
                 if not math.isfinite(value):
@@ -240,14 +240,13 @@ class EmbeddedWorld:
     def arm_state(self, arm_name: str) -> ArmState:
         arm = self.robot.arm(arm_name)
         d = self.data
-        assert d is not None
         site = self.tcp_site_ids[arm_name]
         return ArmState(
             name=arm_name,
             joint_names=arm.joints,
             joint_positions_rad=tuple(float(v) for v in d.qpos[self.arm_qpos_adr[arm_name]]),
-            tcp_pos_m=tuple(float(v) for v in d.site_xpos[site]),  # type: ignore[arg-type]
-            tcp_quat_wxyz=tuple(float(v) for v in quat_from_matrix(d.site_xmat[site].reshape(3, 3))),  # type: ignore[arg-type]
+            tcp_pos_m=xyz_tuple(d.site_xpos[site]),
+            tcp_quat_wxyz=wxyz_tuple(quat_from_matrix(d.site_xmat[site].reshape(3, 3))),
             gripper_opening=float(np.clip(d.qpos[self.gripper_qpos_adr[arm_name]] / arm.gripper_max_m, 0.0, 1.0)),
         )
 
@@ -255,7 +254,6 @@ class EmbeddedWorld:
         """Intrinsics and camera-to-world pose (REP 103 optical frame) of ``camera`` now."""
         cam = self.robot.camera(camera)
         m, d = self.model, self.data
-        assert m is not None and d is not None
         cid = self.camera_ids[camera]
         fy = (cam.height / 2) / math.tan(math.radians(m.cam_fovy[cid]) / 2)
         K = np.array([[fy, 0.0, (cam.width - 1) / 2], [0.0, fy, (cam.height - 1) / 2], [0.0, 0.0, 1.0]])
@@ -289,7 +287,6 @@ class EmbeddedWorld:
         names = self.robot.camera_names if cameras is None else tuple(cameras)
         for name in names:
             self.robot.camera(name)  # unknown names raise before any rendering
-        assert self.data is not None
         return Observation(
             step=self.step_count,
             steps_left=self.steps_left,
