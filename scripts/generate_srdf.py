@@ -135,8 +135,9 @@ def disabled_collisions(robot: RobotConfig, urdf: UrdfModel) -> list[tuple[str, 
 
     Only the pairs no kinematic rule covers are decided by distance (link_contacts.contact_pairs, which raises on a
     pair too close to call). That is deliberate, not only economy: some kinematically paired shapes sit inside the
-    undecided band at home (fr3_hand and its wrist camera 1.7 mm apart, fr3_link0 3 mm above the table top, both
-    "Rigid"). The closed finger pads of each gripper touch by design (0 mm apart), well inside the contact distance.
+    undecided band at home (fr3_hand and its wrist camera 1.7 mm apart, "Adjacent"; fr3_link0 3 mm above the table
+    top, "Rigid"). The closed finger pads of each gripper touch by design (0 mm apart), well inside the contact
+    distance.
     """
     reasons = kinematic_reasons(urdf)
     links = [name for name, link in urdf.links.items() if link.collisions]
