@@ -21,6 +21,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.interpolate import PchipInterpolator
 
+# Knots all within this of the first [rad] are no motion: the profile is the one start sample.
+NO_MOTION_RAD = 1e-12
+
 
 @dataclass(frozen=True)
 class PathRateLimits:
@@ -61,7 +64,7 @@ def _derivative_bounds(path: PchipInterpolator) -> tuple[NDArray[np.float64], ND
     # Piece i: q(s) = c3 h^3 + c2 h^2 + c1 h + c0 with h = s - s_i in [0, width_i].
     c3, c2, c1 = path.c[0], path.c[1], path.c[2]
     width = np.diff(path.x)[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         vertex = np.where(c3 != 0.0, -c2 / (3.0 * c3), 0.0)  # where q'' = 0; clipped to the piece
     d1 = [np.abs(3.0 * c3 * h * h + 2.0 * c2 * h + c1) for h in (0.0, width, np.clip(vertex, 0.0, width))]
     d2 = [np.abs(6.0 * c3 * h + 2.0 * c2) for h in (0.0, width)]
@@ -78,11 +81,11 @@ def parametrize(
 ) -> NDArray[np.float64]:
     """Joint samples every ``dt`` from the first knot (at rest) to the last (at rest), including both."""
     knots_q = np.asarray(knots_q, dtype=float)
-    if np.all(np.abs(knots_q - knots_q[0]) < 1e-12):  # nothing moves
+    if np.all(np.abs(knots_q - knots_q[0]) < NO_MOTION_RAD):
         return knots_q[:1].copy()
     path = PchipInterpolator(knots_s, knots_q, axis=0)
     d1, d2 = _derivative_bounds(path)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # a joint that (all but) stays put sets no bound: inf
         rate = min(
             extra.max_rate,
             float(np.min(max_velocity / d1)),
