@@ -75,6 +75,18 @@ class ArmKinematics:
         body = self._tcp[arm]
         return self.data.xpos[body].copy(), self.data.xmat[body].reshape(3, 3).copy()
 
+    def _tcp_jacobian(self, arm: str) -> NDArray[np.float64]:
+        """The TCP's 6 x n world-frame Jacobian (linear [m/rad]; angular [rad/rad]) at the joint angles last set."""
+        mujoco.mj_comPos(self.model, self.data)
+        mujoco.mj_jacBody(self.model, self.data, self._jacp, self._jacr, self._tcp[arm])
+        dofs = self._dofs[arm]
+        return np.vstack([self._jacp[:, dofs], self._jacr[:, dofs]])
+
+    def jacobian(self, arm: str, q: NDArray[np.float64]) -> NDArray[np.float64]:
+        """d(TCP position; world rotation vector) / dq at ``q`` (6 x n): the matrix solve() steps with."""
+        self._set(arm, np.asarray(q, dtype=float))
+        return self._tcp_jacobian(arm)
+
     def solve(
         self,
         arm: str,
@@ -85,8 +97,8 @@ class ArmKinematics:
         max_iterations: int = 50,
     ) -> IkSolution:
         """Joint angles putting ``arm``'s TCP at (target_pos, target_R), starting from ``q_seed``."""
-        m, d = self.model, self.data
-        body, dofs = self._tcp[arm], self._dofs[arm]
+        d = self.data
+        body = self._tcp[arm]
         lower, upper = self.lower[arm], self.upper[arm]
         q = np.clip(np.asarray(q_seed, dtype=float), lower, upper)
         err = np.zeros(6)
@@ -97,9 +109,7 @@ class ArmKinematics:
             pos_err, rot_err = float(np.linalg.norm(err[:3])), float(np.linalg.norm(err[3:]))
             if (pos_err < POS_TOLERANCE_M and rot_err < ROT_TOLERANCE_RAD) or iteration == max_iterations:
                 break
-            mujoco.mj_comPos(m, d)
-            mujoco.mj_jacBody(m, d, self._jacp, self._jacr, body)
-            J = np.vstack([self._jacp[:, dofs], self._jacr[:, dofs]])
+            J = self._tcp_jacobian(arm)
             dq = J.T @ np.linalg.solve(J @ J.T + DAMPING * np.eye(6), err)
             biggest = np.max(np.abs(dq))
             if biggest > MAX_STEP_RAD:
