@@ -21,7 +21,7 @@ help:
 	@echo "make demo    robodojo demo --out out/demo"
 	@echo "make graph   the ROS 2 graph (simulator, motion server, agent nodes) as processes: robodojo graph"
 	@echo "make bench   run every benchmarks/*.py"
-	@echo "make lint    ruff check ."
+	@echo "make lint    ruff check, ruff format --check and mypy (what CI runs besides the tests)"
 	@echo "make colcon  colcon build of the ROS package (build/ install/ log/); COLCON_ARGS passes options"
 	@echo "make urdf    regenerate the scene URDFs and the MoveIt config (scripts/generate_urdf.py, generate_srdf.py)"
 	@echo "make clean   remove build/ install/ log/ out/ and caches (keeps .venv)"
@@ -53,6 +53,8 @@ bench: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # The ROS wheels need AMENT_PREFIX_PATH (and PATH) pointing at the venv; a sourced ROS install keeps its own.
 # The venv already has robodojo (editable), so the install gets only the interfaces and node launchers.
