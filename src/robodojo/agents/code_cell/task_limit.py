@@ -156,6 +156,8 @@ def create_pids_cgroup(parent: PidsCgroupParent, max_tasks: int) -> Path:
     path = parent.path / f"{CGROUP_PREFIX}{os.getpid()}-{next(_counter)}"
     path.mkdir(mode=0o755)
     try:
+        if not (path / "pids.max").is_file():  # an ordinary folder, or a cgroup without the pids controller
+            raise OSError(f"{parent.path} is not a cgroup with the pids controller")
         (path / "pids.max").write_text(str(max_tasks))
     except OSError:
         with contextlib.suppress(OSError):
@@ -186,6 +188,7 @@ class UidLease:
     until :meth:`release` (or the parent's exit)."""
 
     def __init__(self, first: int, last: int) -> None:
+        self._fd: int | None = None
         folder = _lock_folder()
         busy = _uids_in_use()
         for uid in range(first, last + 1):
@@ -201,7 +204,7 @@ class UidLease:
                 os.close(fd)
                 continue
             self.uid = uid
-            self._fd: int | None = fd
+            self._fd = fd
             return
         raise TaskLimitError(f"no free uid in uid_range [{first}, {last}]: every one is in use or locked")
 
