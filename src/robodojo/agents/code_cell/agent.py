@@ -29,6 +29,7 @@ from robodojo.agents.llm.types import ChatReply, Message
 NO_TOOL_CALL_TEXT = "Your reply called no tool; call exactly one tool per turn (python or finish); nothing ran"
 SEVERAL_TOOL_CALLS_TEXT = "Your reply called {n} tools; call exactly one tool per turn; none was run"
 NO_OUTPUT_TEXT = "(the cell printed nothing and ended without a value)"
+ROBO_RESULT_MODULES = ("robodojo.agents.code_cell.results",)  # loaded before the first cell, health-checked after each
 IMAGE_HORIZON = 2  # turns whose robo.show() images stay in the context
 JPEG_QUALITY = 85
 LIMIT_TEXTS = {
@@ -37,6 +38,8 @@ LIMIT_TEXTS = {
     "memory": "the cell exceeded the memory limit",
     "output": "the cell's output exceeded the output limit",
     "crashed": "the kernel process exited",
+    "threads": "the cell left threads running",
+    "broken": "the cell broke modules the kernel itself needs",
 }
 
 
@@ -83,7 +86,13 @@ class CodeCellAgent:
         self.episode = episode
         self.robo = Robo(episode)
         properties = {**robo_api_properties(), **{name: f"robo.{name}" for name in ROBO_CONSTANTS}}
-        self.kernel = Kernel(self._dispatch, api=robo_api_methods(), properties=properties, limits=self.kernel_limits)
+        self.kernel = Kernel(
+            self._dispatch,
+            api=robo_api_methods(),
+            properties=properties,
+            limits=self.kernel_limits,
+            preload=ROBO_RESULT_MODULES,
+        )
         self.kernel.start()
         self.conversation = Conversation(self.image_horizon)
         label = f"robodojo-{episode.robot.name.replace('_', '-')}"
