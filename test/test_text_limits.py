@@ -161,6 +161,18 @@ def test_free_text_arguments_are_cleaned_and_cut() -> None:
     assert plain.arguments == {"reason": "stuck"} and not plain.cleaned
 
 
+def test_the_tools_tell_the_model_the_limits() -> None:
+    move_eef, give_up = eef_tools.tool_schemas({"left_z": (0.7, 1.5)}, LIMITS)
+    assert (
+        "at most 20 characters; longer notes are cut"
+        in move_eef["function"]["parameters"]["properties"]["note"]["description"]
+    )
+    assert "at most 30 characters" in give_up["function"]["parameters"]["properties"]["reason"]["description"]
+    python, finish = cell_tools.tool_schemas(LIMITS)
+    assert "at most 1000 characters" in python["function"]["parameters"]["properties"]["code"]["description"]
+    assert "at most 40 characters" in finish["function"]["parameters"]["properties"]["summary"]["description"]
+
+
 # -- the conversation keeps what was used -------------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from robodojo.agents.code_cell.robo import (
     robo_api_properties,
     robo_api_reference,
 )
-from robodojo.agents.code_cell.tools import FINISH, TOOLS, validate_tool_call
+from robodojo.agents.code_cell.tools import FINISH, tool_schemas, validate_tool_call
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import ChatReply, Message
@@ -80,6 +80,7 @@ class CodeCellAgent:
     ) -> None:
         """``text_limits``: bounds on the model's free text and code (default: config/agents/text_limits.yaml)."""
         self.text_limits = text_limits or default_text_limits()
+        self.tools = tool_schemas(self.text_limits)
         self.image_horizon = image_horizon
         self.jpeg_quality = jpeg_quality
         self.kernel_limits = kernel_limits
@@ -113,7 +114,7 @@ class CodeCellAgent:
 
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         request = self.conversation.request()
-        reply = llm.chat(request, TOOLS, tool_choice="required")
+        reply = llm.chat(request, self.tools, tool_choice="required")
         self.conversation.add_reply(reply)
         several = SEVERAL_TOOL_CALLS_TEXT.format(n=len(reply.tool_calls))
         valid, errors = self.conversation.accept_tool_call(

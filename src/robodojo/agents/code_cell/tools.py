@@ -18,40 +18,52 @@ from robodojo.errors import InvalidCommandError
 PYTHON, FINISH = "python", "finish"
 FINISH_STATUSES = ("success", "failure")
 
-TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": PYTHON,
-            "description": "Run a Python cell in the persistent namespace (robo, np, math predefined). Returns what "
-            "the cell printed, the repr of its last expression, its traceback if it raised, and the images queued "
-            "with robo.show(camera).",
-            "parameters": {
-                "type": "object",
-                "properties": {"code": {"type": "string", "description": "Python source of the cell"}},
-                "required": ["code"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": FINISH,
-            "description": "End the episode: status 'success' if you believe the task is done, 'failure' if it "
-            "cannot be done. It does not change the score; the environment judges success.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "status": {"type": "string", "enum": list(FINISH_STATUSES)},
-                    "summary": {"type": "string", "description": "what was done, or why it cannot be done"},
+
+def tool_schemas(limits: TextLimits) -> list[dict[str, Any]]:
+    """python and finish, in the order the model sees them; the code and summary name their ``limits``."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": PYTHON,
+                "description": "Run a Python cell in the persistent namespace (robo, np, math predefined). Returns "
+                "what the cell printed, the repr of its last expression, its traceback if it raised, and the images "
+                "queued with robo.show(camera).",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "code": {
+                            "type": "string",
+                            "description": f"Python source of the cell (at most {limits.max_code_chars} characters)",
+                        }
+                    },
+                    "required": ["code"],
+                    "additionalProperties": False,
                 },
-                "required": ["status", "summary"],
-                "additionalProperties": False,
             },
         },
-    },
-]
+        {
+            "type": "function",
+            "function": {
+                "name": FINISH,
+                "description": "End the episode: status 'success' if you believe the task is done, 'failure' if it "
+                "cannot be done. It does not change the score; the environment judges success.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "status": {"type": "string", "enum": list(FINISH_STATUSES)},
+                        "summary": {
+                            "type": "string",
+                            "description": "what was done, or why it cannot be done (at most "
+                            f"{limits.max_summary_chars} characters)",
+                        },
+                    },
+                    "required": ["status", "summary"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+    ]
 
 
 class ToolCallError(InvalidCommandError):

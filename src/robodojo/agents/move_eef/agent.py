@@ -189,7 +189,7 @@ class MoveEefAgent:
         self._ctx = episode
         self.bounds = dimension_bounds(robot)
         self.model_bounds = self.probes.bounds_to_model(self.bounds)
-        self.tools = tool_schemas(self.model_bounds)
+        self.tools = tool_schemas(self.model_bounds, self.text_limits)
         self.cameras = self.probes.visible_cameras(robot)
         self.conversation = Conversation(self.config.image_horizon, self.text_limits)
         self.conversation.add(

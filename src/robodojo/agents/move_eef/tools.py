@@ -76,7 +76,7 @@ def _fmt(value: float) -> str:
     return f"{value:g}"
 
 
-def move_eef_schema(bounds: Mapping[str, tuple[float, float]]) -> ToolSchema:
+def move_eef_schema(bounds: Mapping[str, tuple[float, float]], limits: TextLimits) -> ToolSchema:
     """The move_eef tool; ``bounds`` are the dimension bounds as the model is told them (probe-transformed)."""
     listed = ", ".join(f"{name} [{_fmt(lo)}, {_fmt(hi)}]" for name, (lo, hi) in bounds.items())
     description = (
@@ -108,7 +108,8 @@ def move_eef_schema(bounds: Mapping[str, tuple[float, float]]) -> ToolSchema:
                     },
                     "note": {
                         "type": "string",
-                        "description": "What you observe now and why you make this motion.",
+                        "description": "What you observe now and why you make this motion "
+                        f"(at most {limits.max_note_chars} characters; longer notes are cut).",
                     },
                 },
                 "required": ["targets"],
@@ -118,7 +119,8 @@ def move_eef_schema(bounds: Mapping[str, tuple[float, float]]) -> ToolSchema:
     }
 
 
-def give_up_schema() -> ToolSchema:
+def give_up_schema(limits: TextLimits) -> ToolSchema:
+    most = f"(at most {limits.max_reason_chars} characters)"
     return {
         "type": "function",
         "function": {
@@ -129,8 +131,8 @@ def give_up_schema() -> ToolSchema:
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "reason": {"type": "string", "description": "Why the episode is unrecoverable."},
-                    "hindsight": {"type": "string", "description": "What would have been needed."},
+                    "reason": {"type": "string", "description": f"Why the episode is unrecoverable {most}."},
+                    "hindsight": {"type": "string", "description": f"What would have been needed {most}."},
                 },
                 "required": ["reason"],
                 "additionalProperties": False,
@@ -139,9 +141,9 @@ def give_up_schema() -> ToolSchema:
     }
 
 
-def tool_schemas(bounds: Mapping[str, tuple[float, float]]) -> list[ToolSchema]:
-    """Both tools, in the order the model sees them."""
-    return [move_eef_schema(bounds), give_up_schema()]
+def tool_schemas(bounds: Mapping[str, tuple[float, float]], limits: TextLimits) -> list[ToolSchema]:
+    """Both tools, in the order the model sees them; their free-text arguments name their ``limits``."""
+    return [move_eef_schema(bounds, limits), give_up_schema(limits)]
 
 
 def json_type(value: object) -> str:
