@@ -13,8 +13,8 @@ After each cell, before answering "done", the kernel waits up to ``thread_grace_
 and names those still alive (``threads_left``), then checks its own essentials (:mod:`.kernel_health`) and names what
 the cell broke (``broken``); the parent restarts the kernel for either.
 
-This module imports only the standard library at import time (the parent imports it for :func:`trim_text`); numpy is
-imported when the child starts.
+This module imports only the standard library (and :mod:`.kernel_health`, which does the same) at import time (the
+parent imports it for :func:`trim_text`); numpy is imported when the child starts.
 """
 
 from __future__ import annotations

@@ -184,15 +184,16 @@ def remove_pids_cgroup(path: Path) -> None:
 
 class UidLease:
     """A uid from ``[first, last]`` that no user in the password database has, no process runs as, and no other
-    kernel (of any parent process) holds: held with an exclusive lock on ``<tmp>/robodojo-kernel-uids/<uid>.lock``
-    until :meth:`release` (or the parent's exit)."""
+    kernel (of any parent process) holds, mapped as uid and gid in this user namespace: held with an exclusive lock
+    on ``<tmp>/robodojo-kernel-uids/<uid>.lock`` until :meth:`release` (or the parent's exit)."""
 
     def __init__(self, first: int, last: int) -> None:
         self._fd: int | None = None
         folder = _lock_folder()
         busy = _uids_in_use()
+        mapped = _mapped_ids("uid_map"), _mapped_ids("gid_map")
         for uid in range(first, last + 1):
-            if uid in busy or _has_passwd_entry(uid):
+            if uid in busy or _has_passwd_entry(uid) or not all(_inside(uid, ranges) for ranges in mapped):
                 continue
             fd = os.open(folder / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
@@ -225,6 +226,19 @@ def _lock_folder() -> Path:
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
         raise TaskLimitError(f"{folder} must be a folder owned by uid {os.geteuid()} with mode 0700")
     return folder
+
+
+def _mapped_ids(name: str) -> list[tuple[int, int]]:
+    """The id ranges [start, end) usable in this user namespace, from /proc/self/uid_map or gid_map."""
+    try:
+        lines = Path(f"/proc/self/{name}").read_text().splitlines()
+    except OSError:
+        return [(0, 2**32)]
+    return [(int(f[0]), int(f[0]) + int(f[2])) for f in (line.split() for line in lines) if len(f) == 3]
+
+
+def _inside(uid: int, ranges: list[tuple[int, int]]) -> bool:
+    return any(start <= uid < end for start, end in ranges)
 
 
 def _has_passwd_entry(uid: int) -> bool:
@@ -279,6 +293,7 @@ class TaskLimit:
         self._lease: UidLease | None = None
         self._cgroup: Path | None = None
         root = os.geteuid() == 0
+        self.cgroup_parent = find_pids_cgroup_parent(pids_cgroup)
         #: (uid, gid) the kernel drops to, None: it keeps the parent's user
         self.user: tuple[int, int] | None = None
         self.own_uid = False
@@ -291,7 +306,6 @@ class TaskLimit:
                 self.user = (entry.pw_uid, entry.pw_gid)
             except KeyError:
                 log.warning("kernel user %r does not exist; the kernel runs as root", drop_to_user)
-        self.cgroup_parent = find_pids_cgroup_parent(pids_cgroup)
         self._shared_rlimit = self.cgroup_parent is None and (self.user is not None or not root)
 
     def rlimit_nproc(self) -> int | None:
