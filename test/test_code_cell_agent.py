@@ -110,6 +110,31 @@ def test_finish_ends_the_episode(agent):
     assert record.finished and record.action == "finish"
 
 
+def test_code_is_run_as_sent_but_bounded(agent):
+    code = "s = 'a\u202eb\u200bc'\r\nif s:\r\n\tprint(len(s), s.encode('unicode_escape').decode())"
+    record = agent.turn(Caller([_reply(("python", {"code": code}))]), 1)
+    assert record.tool_results == ["5 a\\u202eb\\u200bc"] and record.details["code"] == code
+    assert "text_limits" not in record.details
+    pid = agent.kernel.pid
+    too_long = agent.turn(Caller([_reply(("python", {"code": "x = 1\n" * 20_000}))]), 2)
+    assert too_long.action == "error" and too_long.tool_results == [
+        "python 'code' is 120000 characters; a cell may have at most 100000: split it into smaller cells (functions "
+        "you define stay in the namespace); nothing ran"
+    ]
+    after = agent.turn(Caller([_reply(("python", {"code": "'x' in dir()"}))]), 3)
+    assert agent.kernel.pid == pid and after.tool_results == ["False"]  # nothing ran
+
+
+def test_finish_summary_is_bounded(agent):
+    summary = "done\x00\u202e " + "s" * 10_000
+    record = agent.turn(Caller([_reply(("finish", {"status": "success", "summary": summary}))]), 1)
+    assert record.finished and record.details["summary"] == ("done " + "s" * 10_000)[:4000]
+    assert record.details["text_limits"]["summary"] == {
+        "cut": True, "sent_chars": len(summary), "removed_chars": 2, "max_chars": 4000
+    }  # fmt: skip
+    assert record.tool_results[0].endswith("'summary' cut to 4000 characters (it had 10005)]")
+
+
 def test_cell_result_text_sections():
     result = CellResult(
         ok=False,

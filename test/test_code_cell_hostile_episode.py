@@ -21,6 +21,8 @@ HOSTILE_CELLS = [
     "robo.move_to('left', 'up')",
     "import sys\nsys.exit(3)",
     "import os\nos._exit(1)",
+    "import sys\nsys.modules['numpy'] = None",
+    "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()",
     "s = robo.state()\nprint('alive', round(s.left.tcp_pos[2], 2))",
 ]
 
@@ -47,7 +49,9 @@ def test_hostile_cells_are_contained_and_recorded(dual_world, tmp_path, monkeypa
     assert "TypeError" in texts[9] or "ValueError" in texts[9]
     assert "SystemExit" in texts[10] or "exit" in texts[10]
     assert "namespace was reset" in texts[11]
-    assert texts[12].startswith("alive ")  # the robot is still reachable after all of it
+    assert "broke modules the kernel itself needs" in texts[12] and "sys.modules['numpy']" in texts[12]
+    assert "left threads running" in texts[13] and "namespace was reset" in texts[13]
+    assert texts[14].startswith("alive ")  # the robot is still reachable after all of it
     assert dual_world.step_count == 0  # nothing moved the robot
     metrics = json.loads((result.folder / "metrics.json").read_text())
     assert metrics["end_reason"] == "finished" and metrics["llm_calls"] == len(HOSTILE_CELLS) + 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+import signal
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -346,11 +347,97 @@ def test_os_exit_and_segfault_crash_then_recover(kernel: Kernel) -> None:
 
 
 def test_kernel_dying_between_cells_is_reported(kernel: Kernel) -> None:
-    run(kernel, "import os, threading\nthreading.Timer(0.2, os._exit, (5,)).start()")
-    time.sleep(0.6)
+    run(kernel, "kept = 1")
+    assert kernel.pid is not None
+    os.kill(kernel.pid, signal.SIGKILL)  # from outside: a cell's own threads cannot outlive it
+    time.sleep(0.2)
     result = run(kernel, "1 + 1")
     assert result.ok and result.result_repr == "2" and result.namespace_reset
-    assert "exited (code 5)" in result.stderr
+    assert "exited (code -9)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("code", "named"),
+    [
+        ("import sys\nsys.modules['numpy'] = None", "sys.modules['numpy'] was replaced"),
+        ("import sys\ndel sys.modules['pickle']", "sys.modules['pickle'] was removed"),
+        ("import pickle\npickle.loads = lambda data: None", "pickle.loads was replaced"),
+        ("import builtins\nbuiltins.repr = lambda value: 'nope'", "builtins.repr was replaced"),
+        ("import os\ndel os.getpid", "os.getpid was deleted"),
+        ("import multiprocessing.connection as c\nc.Connection.recv_bytes = None", "Connection.recv_bytes"),
+        ("import sys\nsys.meta_path.pop(0)", "import blocker is no longer first in sys.meta_path"),
+        ("import numpy._core.numeric as n\nn._frombuffer = None", "robo results no longer load in the kernel"),
+    ],
+)
+def test_a_cell_that_breaks_the_kernel_gets_a_fresh_one(kernel: Kernel, code: str, named: str) -> None:
+    run(kernel, "kept = 1")
+    result = run(kernel, code + "\nprint('done')")
+    assert result.limit == "broken" and result.namespace_reset and result.ok, result
+    assert result.stdout == "done\n"  # the cell itself ran; its output is kept
+    assert named in result.stderr and "the kernel was restarted and its namespace reset" in result.stderr
+    assert "NameError" in run(kernel, "kept").error
+    arrays = run(kernel, "robo.state().tcp_pos_m * 2, robo.echo(np.arange(2))")  # numpy results load again
+    assert arrays.ok and arrays.result_repr == "(array([ 0.2, -0.4,  1.8]), ((array([0, 1]),), {}))", arrays
+    assert_usable(kernel)
+
+
+def test_a_builtin_the_kernel_uses_replaced(kernel: Kernel) -> None:
+    # len is needed to send the result: the kernel cannot even answer, exits, and the parent resets it.
+    result = run(kernel, "import builtins\nbuiltins.len = lambda value: 0")
+    assert result.limit in ("broken", "crashed") and result.namespace_reset
+    assert_usable(kernel)
+
+
+def test_harmless_changes_keep_the_namespace(kernel: Kernel) -> None:
+    run(kernel, "kept = 'yes'")
+    for code in (
+        "import threading\nthreading.excepthook = print",
+        "import json, sys\ndel sys.modules['json']\nimport json",  # not the kernel's: re-imported, nothing broken
+        "import warnings\nwarnings.simplefilter('ignore')",
+        "np.set_printoptions(precision=2)\nimport os\nos.environ['X'] = '1'",
+        "import sys\nsys.stdout = open('elsewhere.txt', 'w')\nsys.stdin = None",
+        "__builtins__ = {}",
+        "import cv2\ncv2.GaussianBlur(np.zeros((300, 300, 3), np.uint8), (5, 5), 0).shape",  # no native pool left
+    ):
+        result = run(kernel, code)
+        assert result.ok and not result.namespace_reset and result.limit is None, (code, result)
+    after = run(kernel, "print(len(kept))\nkept")
+    assert after.stdout == "3\n" and after.result_repr == "'yes'"  # stdout and builtins restored for every cell
+
+
+def test_threads_do_not_outlive_their_cell(kernel: Kernel) -> None:
+    leave = (
+        "import threading, time\nprint('before')\n"
+        "threading.Thread(target=time.sleep, args=(30,), name='sleeper', daemon=True).start()"
+    )
+    for code, named in (
+        (leave, "sleeper (daemon)"),
+        ("import threading, time\nthreading.Thread(target=time.sleep, args=(30,)).start()", "Thread-"),
+        ("import _thread, time\n_thread.start_new_thread(time.sleep, (30,))", "1 thread(s) started outside"),
+        ("from concurrent.futures import ThreadPoolExecutor\npool = ThreadPoolExecutor(2)\npool.submit(abs, 1)",
+         "ThreadPoolExecutor"),  # kept in the namespace: its idle workers wait for more
+    ):  # fmt: skip
+        run(kernel, "kept = 1")
+        pid = kernel.pid
+        result = run(kernel, code)
+        assert result.limit == "threads" and result.namespace_reset and result.ok, (code, result)
+        assert named in result.stderr and "a thread may not outlive its cell" in result.stderr
+        assert kernel.pid is None and not Path(f"/proc/{pid}").exists()  # the threads died with the process
+        assert "NameError" in run(kernel, "kept").error
+    assert run(kernel, leave).stdout == "before\n"  # the cell's output is kept
+
+
+def test_threads_that_end_with_their_cell_are_fine(kernel: Kernel) -> None:
+    run(kernel, "kept = 1")
+    for code in (
+        "import threading, time\nt = threading.Thread(target=time.sleep, args=(0.1,))\nt.start()\nt.join()",
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(0.1,)).start()",  # ends in the grace
+        "from concurrent.futures import ThreadPoolExecutor\nwith ThreadPoolExecutor(4) as ex:\n"
+        "    print(sum(ex.map(abs, range(-10, 0))))",
+    ):
+        result = run(kernel, code)
+        assert result.ok and not result.namespace_reset and result.limit is None, (code, result)
+    assert run(kernel, "kept").result_repr == "1"
 
 
 def test_replacing_robo_methods(kernel: Kernel, robot: FakeRobot) -> None:

@@ -446,6 +446,54 @@ def test_give_up_ends_the_turn_without_motion(dual_world):
     assert record.request == llm.requests[0]
 
 
+class RecordingMotion:
+    """The motion server, keeping the notes it was given."""
+
+    def __init__(self, motion) -> None:
+        self.motion = motion
+        self.notes: list[str] = []
+
+    def move_eef(self, targets, *, is_success=None, note=""):
+        self.notes.append(note)
+        return self.motion.move_eef(targets, is_success=is_success, note=note)
+
+
+def test_a_huge_note_is_cleaned_cut_and_the_model_told(dual_world):
+    agent, _ = start(dual_world)
+    motion = RecordingMotion(agent.episode.motion)
+    agent._ctx = dataclasses.replace(agent.episode, motion=motion)
+    note = "cube\u202e left\x00\x07 of the bowl " + "n" * 10_000_000
+    records, llm = run(agent, [move({"left_z": 0.95}, note=note), move({"left_z": 0.9}, note="short")])
+    used = ("cube left of the bowl " + "n" * 2000)[:2000]
+    assert motion.notes == [used, "short"]  # what reached the motion server
+    first = records[0]
+    assert first.details["note"] == used
+    assert first.details["text_limits"] == {
+        "note": {"cut": True, "sent_chars": len(note), "removed_chars": 3, "max_chars": 2000}
+    }
+    assert first.tool_results[0].startswith("Accepted") and first.tool_results[0].endswith(
+        "\n[3 control or invisible character(s) removed from 'note'; 'note' cut to 2000 characters (it had 10000022)]"
+    )
+    sent_again = llm.requests[1][3]
+    assert json.loads(sent_again["tool_calls"][0]["function"]["arguments"])["note"] == used
+    assert len(json.dumps(sent_again)) < 2500  # not 10 MB in every later request
+    assert llm.requests[1][4]["content"] == first.tool_results[0]
+    assert "text_limits" not in records[1].details and records[1].tool_results[0].startswith("Accepted")
+
+
+def test_give_up_reason_and_reply_text_are_bounded(dual_world):
+    agent, _ = start(dual_world)
+    reason = "\u2066stuck\u2069 " + "r" * 5000
+    bad = reply(("give_up", {"reason": reason, "hindsight": "grip lower\x00"}), content="x" * 9000)
+    records, _ = run(agent, [bad])
+    record = records[0]
+    assert record.details["reason"] == ("stuck " + "r" * 5000)[:2000] and record.details["hindsight"] == "grip lower"
+    assert set(record.details["text_limits"]) == {"content", "reason", "hindsight"}
+    assert record.tool_results[0].startswith(GIVE_UP_TEXT + "\n[your reply's text cut to 8000 characters")
+    assert "'reason' cut to 2000 characters" in record.tool_results[0]
+    assert agent.conversation.history[-2]["content"] == "x" * 8000
+
+
 # -- solving the task ---------------------------------------------------------------------------------------------
 def _privileged_solution(world) -> list[dict[str, float]]:
     """move_eef targets from the target's privileged pose (allowed in tests): above, down, close, lift."""

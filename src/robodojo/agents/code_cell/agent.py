@@ -21,14 +21,16 @@ from robodojo.agents.code_cell.robo import (
     robo_api_properties,
     robo_api_reference,
 )
-from robodojo.agents.code_cell.tools import FINISH, TOOLS, validate_tool_call
+from robodojo.agents.code_cell.tools import FINISH, tool_schemas, validate_tool_call
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import ChatReply, Message
+from robodojo.agents.text_limits import TextLimits, default_text_limits
 
 NO_TOOL_CALL_TEXT = "Your reply called no tool; call exactly one tool per turn (python or finish); nothing ran"
 SEVERAL_TOOL_CALLS_TEXT = "Your reply called {n} tools; call exactly one tool per turn; none was run"
 NO_OUTPUT_TEXT = "(the cell printed nothing and ended without a value)"
+ROBO_RESULT_MODULES = ("robodojo.agents.code_cell.results",)  # loaded before the first cell, health-checked after each
 IMAGE_HORIZON = 2  # turns whose robo.show() images stay in the context
 JPEG_QUALITY = 85
 LIMIT_TEXTS = {
@@ -37,6 +39,8 @@ LIMIT_TEXTS = {
     "memory": "the cell exceeded the memory limit",
     "output": "the cell's output exceeded the output limit",
     "crashed": "the kernel process exited",
+    "threads": "the cell left threads running",
+    "broken": "the cell broke modules the kernel itself needs",
 }
 
 
@@ -72,7 +76,11 @@ class CodeCellAgent:
         image_horizon: int | None = IMAGE_HORIZON,
         jpeg_quality: int = JPEG_QUALITY,
         kernel_limits: KernelLimits | None = None,
+        text_limits: TextLimits | None = None,
     ) -> None:
+        """``text_limits``: bounds on the model's free text and code (default: config/agents/text_limits.yaml)."""
+        self.text_limits = text_limits or default_text_limits()
+        self.tools = tool_schemas(self.text_limits)
         self.image_horizon = image_horizon
         self.jpeg_quality = jpeg_quality
         self.kernel_limits = kernel_limits
@@ -83,9 +91,15 @@ class CodeCellAgent:
         self.episode = episode
         self.robo = Robo(episode)
         properties = {**robo_api_properties(), **{name: f"robo.{name}" for name in ROBO_CONSTANTS}}
-        self.kernel = Kernel(self._dispatch, api=robo_api_methods(), properties=properties, limits=self.kernel_limits)
+        self.kernel = Kernel(
+            self._dispatch,
+            api=robo_api_methods(),
+            properties=properties,
+            limits=self.kernel_limits,
+            preload=ROBO_RESULT_MODULES,
+        )
         self.kernel.start()
-        self.conversation = Conversation(self.image_horizon)
+        self.conversation = Conversation(self.image_horizon, self.text_limits)
         label = f"robodojo-{episode.robot.name.replace('_', '-')}"
         self.conversation.add(
             system_message(episode, robo_api_reference(episode.robot), self.kernel.limits.wall_s, label)
@@ -100,8 +114,8 @@ class CodeCellAgent:
 
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         request = self.conversation.request()
-        reply = llm.chat(request, TOOLS, tool_choice="required")
-        self.conversation.add(reply.assistant_message())
+        reply = llm.chat(request, self.tools, tool_choice="required")
+        self.conversation.add_reply(reply)
         several = SEVERAL_TOOL_CALLS_TEXT.format(n=len(reply.tool_calls))
         valid, errors = self.conversation.accept_tool_call(
             reply, validate_tool_call, no_call_text=NO_TOOL_CALL_TEXT, several_text=several
@@ -113,13 +127,13 @@ class CodeCellAgent:
             text = (
                 f"finish received ({valid.arguments['status']}): the episode ends here. It does not change the score."
             )
-            self.conversation.add_tool_result(call.id, text)
-            return TurnRecord(turn, request, reply, [text], FINISH, finished=True, details=dict(valid.arguments))
+            text = self.conversation.add_tool_result(call.id, text)
+            details = self.conversation.with_text_flags(dict(valid.arguments))
+            return TurnRecord(turn, request, reply, [text], FINISH, finished=True, details=details)
 
         assert self.kernel is not None
         result = self.kernel.run_cell(valid.arguments["code"])
-        text = cell_result_text(result)
-        self.conversation.add_tool_result(call.id, text)
+        text = self.conversation.add_tool_result(call.id, cell_result_text(result))
         shown = self.robo.take_shown()
         if shown:
             parts: list[dict] = [{"type": "text", "text": "Images from robo.show():"}]
@@ -135,7 +149,7 @@ class CodeCellAgent:
             "rpc_calls": result.rpc_calls,
             "images_shown": [camera for camera, _ in shown],
         }
-        return TurnRecord(turn, request, reply, [text], "python", details=details)
+        return TurnRecord(turn, request, reply, [text], "python", details=self.conversation.with_text_flags(details))
 
     def close(self) -> None:
         if self.kernel is not None:
@@ -143,4 +157,5 @@ class CodeCellAgent:
             self.kernel = None
 
     def _error(self, turn: int, request: list[Message], reply: ChatReply, texts: list[str]) -> TurnRecord:
-        return TurnRecord(turn, request, reply, texts, "error", details={"error": texts[0]})
+        details = self.conversation.with_text_flags({"error": texts[0]})
+        return TurnRecord(turn, request, reply, texts, "error", details=details)

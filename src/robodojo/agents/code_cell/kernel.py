@@ -26,17 +26,29 @@ What is a real boundary (enforced by the operating system or by the parent, what
     kernel is not restarted per cell (its namespace persists), so RLIMIT_CPU, which counts a process's whole life,
     is not used;
   * rlimits of the kernel: RLIMIT_AS (memory: allocations fail with MemoryError), RLIMIT_FSIZE (file size),
-    RLIMIT_CORE = 0, and RLIMIT_NPROC (tasks, threads included, counted over all processes of the user) once the
-    kernel runs unprivileged;
+    RLIMIT_CORE = 0;
+  * tasks (threads included) capped at ``max_tasks`` per kernel (:mod:`.task_limit`): ``pids.max`` of a cgroup of its
+    own when the machine allows it (cgroup v2 with pids delegated, or a writable v1 pids hierarchy), else
+    RLIMIT_NPROC of a uid of its own (root, ``uid_range``); only as a last resort RLIMIT_NPROC of a shared user, whose
+    count covers every process of that user, so that concurrent kernels can starve each other.
+    ``confinement["task_limit"]`` says which one a kernel got;
+  * threads end with their cell: after every cell the parent counts the kernel's tasks in ``/proc/<pid>/status``
+    against the count when it was ready (its main and parent-watch threads); a thread still alive ``thread_grace_s``
+    after the cell (Python or native, daemon or not) gets the kernel killed and restarted (limit ``"threads"``,
+    namespace reset, the cell's output kept). Python threads cannot be stopped safely from outside, so the process
+    is the unit that ends them. Native thread pools of numpy, OpenCV, numexpr are pinned to one thread (no workers)
+    through the environment;
   * the environment: only the variables of ``env_passthrough`` (PATH, LANG, ...) reach the kernel, with HOME and
     TMPDIR set to the scratch folder, so secrets such as OPENAI_API_KEY never enter it;
   * when the parent runs as root: a network namespace of its own (``unshare(CLONE_NEWNET)``: no interface but a down
-    loopback, so no TCP/UDP and no abstract Unix sockets), and the kernel drops to an unprivileged user (``nobody``)
-    that keeps only CAP_DAC_READ_SEARCH (to read the interpreter where it lives, e.g. under /root). Then the kernel
-    cannot write any file it does not own (only the scratch folder, chowned to that user, and world-writable places
-    such as /tmp), cannot signal the parent and cannot read ``/proc/<parent>/environ``; PR_SET_NO_NEW_PRIVS is set.
-    Not root: no network namespace and no user switch; then only the audit hook below blocks sockets, signals and
-    writes, and the kernel could read files its user may read.
+    loopback, so no TCP/UDP and no abstract Unix sockets), and the kernel drops to an unprivileged user (a uid of its
+    own from ``uid_range``, else ``drop_to_user``, ``nobody``) that keeps only CAP_DAC_READ_SEARCH (to read the
+    interpreter where it lives, e.g. under /root). Then the kernel cannot write any file it does not own (only the
+    scratch folder, chowned to that user, and world-writable places such as /tmp), cannot signal the parent and
+    cannot read ``/proc/<parent>/environ``; PR_SET_NO_NEW_PRIVS is set. With ``uid_range`` each kernel has a uid of
+    its own, so kernels cannot write each other's files or signal each other either (they can read them:
+    CAP_DAC_READ_SEARCH). Not root: no network namespace and no user switch; then only the audit hook below blocks
+    sockets, signals and writes, and the kernel could read files its user may read.
 
 What is best effort (an in-process allow-list, not a security boundary: code in the same interpreter, and above all
 native code, can get around it; it exists to give clear errors and to stop ordinary attempts):
@@ -52,10 +64,20 @@ native code, can get around it; it exists to give clear errors and to stop ordin
     ``_posixsubprocess.fork_exec``, ``os.pidfd_open`` and ``signal.pidfd_send_signal`` (no audit events) are
     replaced by functions that raise. ctypes is blocked precisely because native code could undo all of this;
   * a fresh ``robo`` proxy (new class, read-only instance) is put into the namespace before every cell, so a cell
-    that replaces robo's methods affects only itself.
+    that replaces robo's methods affects only itself; ``sys.stdout``/``stderr``/``stdin`` and the namespace's
+    ``__builtins__`` are reset before every cell as well;
+  * a self-check after every cell (:mod:`.kernel_health`): the modules loaded before the first cell are still the
+    same objects in ``sys.modules``, the functions and classes of the modules the kernel's runner, capture, RPC and
+    proxy use (builtins, pickle, os, threading, multiprocessing.connection, ... and the kernel's own) were not
+    replaced, the import blocker is still first in ``sys.meta_path``, and robo's kinds of results still load. A
+    finding (``sys.modules['numpy'] = None``, ``pickle.loads = ...``) restarts the kernel (limit ``"broken"``,
+    namespace reset, the cell's output kept) instead of leaving every later cell failing; a cell that breaks the
+    kernel so that it cannot even answer is a crash and is reset as well. The threads a cell leaves are named by
+    the kernel (``threads_left``); the parent's task count above is what cannot be talked around.
 
-Output of a cell that hits the wall or CPU limit, or crashes the kernel, is lost; files in the scratch folder survive
-a restart. The Kernel is not thread-safe: one cell at a time.
+Output of a cell that hits the wall or CPU limit, or crashes the kernel, is lost (a cell that leaves threads or breaks
+the kernel keeps its output); files in the scratch folder survive a restart. The Kernel is not thread-safe: one cell
+at a time.
 """
 
 from __future__ import annotations
@@ -65,7 +87,6 @@ import io
 import logging
 import os
 import pickle
-import pwd
 import shutil
 import signal
 import subprocess
@@ -85,6 +106,7 @@ import numpy as np
 
 import robodojo
 from robodojo.agents.code_cell.kernel_main import trim_text
+from robodojo.agents.code_cell.task_limit import TaskLimit, TaskLimitError
 from robodojo.config import CONFIG_DIR, Section, load_yaml, resolve_path
 from robodojo.errors import ConfigError, RobodojoError
 
@@ -94,9 +116,11 @@ CONFIG_PATH = CONFIG_DIR / "agents" / "kernel.yaml"
 KERNEL_MODULE = "robodojo.agents.code_cell.kernel_main"
 CRASH_STDERR_CHARS = 1500  # tail of the kernel's native stderr (faulthandler) appended to a crash message
 CLOSE_TIMEOUT_S = 2.0  # close() waits this long for the kernel to exit before SIGKILL
+TASK_SETTLE_S = 0.2  # after a cell, the kernel's task count may take this long to fall back (threads exiting)
+MAX_REPORTED_NAMES = 10  # leftover threads and health problems named in a reset notice
 
 Handler = Callable[[str, tuple, dict], Any]
-LimitName = Literal["wall_time", "cpu_time", "memory", "output", "crashed"]
+LimitName = Literal["wall_time", "cpu_time", "memory", "output", "crashed", "threads", "broken"]
 
 
 class EpisodeOver(RobodojoError):
@@ -118,9 +142,10 @@ class KernelLimits:
     max_result_chars: int  #: repr of the trailing expression [characters]
     max_error_chars: int  #: traceback text [characters]
     max_file_bytes: int  #: RLIMIT_FSIZE [bytes]
-    max_tasks: int  #: RLIMIT_NPROC (threads included) when the kernel runs as an unprivileged user
+    max_tasks: int  #: tasks (threads included) of one kernel: pids.max of its cgroup, or RLIMIT_NPROC (task_limit)
     max_message_bytes: int  #: largest pickled robo call the parent accepts [bytes]
     poll_interval_s: float  #: how often the parent checks the CPU time and the process while it waits [s]
+    thread_grace_s: float  #: a cell's threads get this long to end after the cell before the kernel is restarted [s]
     start_timeout_s: float  #: the kernel must be ready within this time [s]
 
 
@@ -129,7 +154,9 @@ class KernelContainment:
     """How the kernel process is confined (see the module docstring for what is a real boundary)."""
 
     network_namespace: bool  #: when root: unshare(CLONE_NEWNET)
-    drop_to_user: str | None  #: when root: run the kernel as this user (None: stay root)
+    drop_to_user: str | None  #: when root and uid_range is None: run the kernel as this user (None: stay root)
+    uid_range: tuple[int, int] | None  #: when root: each kernel runs as a uid of its own from [first, last]
+    pids_cgroup: str  #: 'auto', 'off' or a delegated cgroup folder: where each kernel gets a pids cgroup of its own
     blocked_modules: tuple[str, ...]  #: imports refused in cells (and their source folders unreadable)
     deny_read: tuple[Path, ...]  #: files and folders cells may not read (resolved against the package root)
     env_passthrough: tuple[str, ...]  #: environment variables copied from the parent when set
@@ -158,7 +185,7 @@ def load_kernel_config(path: str | Path = CONFIG_PATH) -> tuple[KernelLimits, Ke
     _no_unknown_keys(data, {"limits", "containment"}, where)
     limits = Section(data.get("limits", {}), f"{where}.limits")
     _no_unknown_keys(limits.data, set(KernelLimits.__dataclass_fields__), limits.where)
-    numbers = {"wall_s", "cpu_s", "poll_interval_s", "start_timeout_s"}
+    numbers = {"wall_s", "cpu_s", "poll_interval_s", "thread_grace_s", "start_timeout_s"}
     values = {
         name: limits.number(name, positive=True) if name in numbers else limits.integer(name, positive=True)
         for name in KernelLimits.__dataclass_fields__
@@ -168,9 +195,27 @@ def load_kernel_config(path: str | Path = CONFIG_PATH) -> tuple[KernelLimits, Ke
     user = c.data.get("drop_to_user")
     if user is not None and (not isinstance(user, str) or not user):
         raise ConfigError(f"{c.where}.drop_to_user: expected a user name or null, got {user!r}")
+    uid_range = c.data.get("uid_range")
+    if uid_range is not None:
+        if not (
+            isinstance(uid_range, list)
+            and len(uid_range) == 2
+            and all(isinstance(u, int) and not isinstance(u, bool) for u in uid_range)
+            and 0 < uid_range[0] <= uid_range[1] < 2**31 - 1
+        ):
+            raise ConfigError(f"{c.where}.uid_range: expected [first, last] uids (0 < first <= last) or null, "
+                              f"got {uid_range!r}")  # fmt: skip
+        uid_range = (uid_range[0], uid_range[1])
+    pids_cgroup = c.str("pids_cgroup")
+    if pids_cgroup not in ("auto", "off") and not os.path.isabs(pids_cgroup):
+        raise ConfigError(
+            f"{c.where}.pids_cgroup: expected auto, off or an absolute cgroup folder, got {pids_cgroup!r}"
+        )
     containment = KernelContainment(
         network_namespace=c.boolean("network_namespace"),
         drop_to_user=user,
+        uid_range=uid_range,
+        pids_cgroup=pids_cgroup,
         blocked_modules=c.strings("blocked_modules"),
         deny_read=tuple(resolve_path(p) for p in c.strings("deny_read")),
         env_passthrough=c.strings("env_passthrough"),
@@ -222,6 +267,26 @@ def _reconstruct_empty(subtype: Any, shape: Any, dtype: Any) -> np.ndarray:
     return core.multiarray._reconstruct(subtype, shape, dtype)
 
 
+# What the kernel must be able to load after every cell: the kinds of value robo calls return (kernel_health).
+_HEALTH_SAMPLE = pickle.dumps(
+    ("ok", (np.arange(3.0), np.zeros((2, 2), np.float32), np.float64(2.5), np.int64(3), np.bool_(True), {1, 2},
+            frozenset({3}), 1j, slice(1, 2), "text", b"bytes", None, [1.5], {"k": (1, 2)})),
+    protocol=pickle.HIGHEST_PROTOCOL,
+)  # fmt: skip
+
+
+def _names(value: Any, key: str) -> list[str]:
+    """A list of short texts from the kernel's report (None: empty); anything else is a protocol violation."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _ProtocolError(f"a result whose {key!r} is not a list of text")
+    names = [trim_text(v, 200) for v in value[:MAX_REPORTED_NAMES]]
+    if len(value) > MAX_REPORTED_NAMES:
+        names.append(f"{len(value) - MAX_REPORTED_NAMES} more")
+    return names
+
+
 def _loads_from_child(data: bytes) -> Any:
     return _ChildUnpickler(io.BytesIO(data)).load()
 
@@ -242,12 +307,14 @@ class Kernel:
         scratch_dir: Path | None = None,
         limits: KernelLimits | None = None,
         containment: KernelContainment | None = None,
+        preload: tuple[str, ...] = (),
     ) -> None:
         """``api``: method name -> docstring; ``properties``: read-only attribute name -> docstring (reading one calls
         ``handler(name, (), {})``, so the handler tells them apart by name). ``scratch_dir``: the kernel's cwd and only
         writable folder (default: a fresh temporary folder, removed by close()); when the kernel drops to an
         unprivileged user the folder is chowned to that user. ``limits``/``containment``: default from
-        config/agents/kernel.yaml."""
+        config/agents/kernel.yaml. ``preload``: modules the kernel imports before the first cell (those defining the
+        handler's return types), so that the health check after every cell covers them too."""
         properties = dict(properties or {})
         for name in [*api, *properties]:
             if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
@@ -260,15 +327,25 @@ class Kernel:
             limits = limits or default_limits
             containment = containment or default_containment
         self.handler = handler
+        self.preload = tuple(preload)
         self.api = {name: str(doc) for name, doc in api.items()}
         self.properties = {name: str(doc) for name, doc in properties.items()}
         self.limits = limits
         self.containment = containment
         #: what the running kernel reported about its confinement (network_namespace, uid, no_new_privs, notes)
         self.confinement: dict[str, Any] = {}
+        try:
+            self._tasks = TaskLimit(
+                max_tasks=limits.max_tasks,
+                pids_cgroup=containment.pids_cgroup,
+                uid_range=containment.uid_range,
+                drop_to_user=containment.drop_to_user,
+            )
+        except TaskLimitError as exc:
+            raise KernelError(str(exc)) from None
         self._owns_scratch = scratch_dir is None
         self.scratch_dir = Path(tempfile.mkdtemp(prefix="robodojo-cell-")) if scratch_dir is None else scratch_dir
-        self._user = self._resolve_user()
+        self._user = self._tasks.user
         if self._user is not None:
             os.chown(self.scratch_dir, *self._user)
         self._deny_read = self._deny_read_paths()
@@ -277,6 +354,7 @@ class Kernel:
         self._stderr_file: Any = None
         self._lock = threading.Lock()
         self._reset_pending: str | None = None  # why the next cell runs in a fresh namespace, if it does
+        self._baseline_tasks = 0  # tasks of the kernel process when it was ready (its main and watch threads)
         self._closed = False
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
@@ -304,6 +382,7 @@ class Kernel:
                 except (OSError, subprocess.TimeoutExpired):
                     pass
             self._kill()
+            self._tasks.close()
             if self._owns_scratch and not self._closed:
                 shutil.rmtree(self.scratch_dir, ignore_errors=True)
             self._closed = True
@@ -343,16 +422,6 @@ class Kernel:
             return result
 
     # -- internals ------------------------------------------------------------------------------------------------
-    def _resolve_user(self) -> tuple[int, int] | None:
-        if os.geteuid() != 0 or self.containment.drop_to_user is None:
-            return None
-        try:
-            entry = pwd.getpwnam(self.containment.drop_to_user)
-        except KeyError:
-            log.warning("kernel user %r does not exist; the kernel runs as root", self.containment.drop_to_user)
-            return None
-        return entry.pw_uid, entry.pw_gid
-
     def _deny_read_paths(self) -> tuple[str, ...]:
         paths = {os.path.realpath(p) for p in self.containment.deny_read}
         for name in self.containment.blocked_modules:
@@ -380,6 +449,8 @@ class Kernel:
             OPENBLAS_NUM_THREADS="1",
             OMP_NUM_THREADS="1",
             MKL_NUM_THREADS="1",
+            NUMEXPR_NUM_THREADS="1",
+            OPENCV_FOR_THREADS_NUM="1",  # no native worker pools: every task left after a cell is the cell's
         )
         return env
 
@@ -401,6 +472,11 @@ class Kernel:
         finally:
             child_conn.close()
         self._conn = parent_conn
+        try:
+            self._tasks.attach(self._proc.pid)  # before the settings: nothing runs outside the kernel's own cgroup
+        except TaskLimitError as exc:
+            self._kill()
+            raise KernelError(str(exc)) from None
         limits = self.limits
         settings = {
             "api": self.api,
@@ -408,7 +484,10 @@ class Kernel:
             "scratch": str(self.scratch_dir),
             "memory_bytes": limits.memory_bytes,
             "max_file_bytes": limits.max_file_bytes,
-            "max_tasks": limits.max_tasks,
+            "rlimit_nproc": self._tasks.rlimit_nproc(),
+            "thread_grace_s": limits.thread_grace_s,
+            "health_sample": _HEALTH_SAMPLE,
+            "preload": self.preload,
             "max_output_chars": limits.max_output_chars,
             "max_result_chars": limits.max_result_chars,
             "max_error_chars": limits.max_error_chars,
@@ -430,6 +509,8 @@ class Kernel:
             stderr = self._stderr_tail()
             raise KernelError(f"the kernel process did not start: {exc}" + (f"\n{stderr}" if stderr else "")) from None
         self.confinement = dict(message[1]) if isinstance(message[1], dict) else {}
+        self.confinement["task_limit"] = self._tasks.describe()
+        self._baseline_tasks = self._task_count()
         if self.confinement.get("notes"):
             log.warning("kernel confinement incomplete: %s", "; ".join(map(str, self.confinement["notes"])))
 
@@ -440,6 +521,7 @@ class Kernel:
                 self._proc.kill()
             self._proc.wait()
             self._proc = None
+        self._tasks.detach()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -462,6 +544,18 @@ class Kernel:
         if any(line.startswith("Fatal Python error") for line in lines):  # faulthandler: keep the cell's frames
             text = "\n".join(line for line in lines if line.startswith("Fatal Python error") or '"<cell ' in line)
         return text[-CRASH_STDERR_CHARS:]
+
+    def _task_count(self) -> int:
+        """Tasks (threads) of the kernel process now, from /proc/<pid>/status; 0 when it is gone."""
+        assert self._proc is not None
+        try:
+            with open(f"/proc/{self._proc.pid}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Threads:"):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return 0
 
     def _cpu_s(self) -> float:
         """User + system CPU time of the kernel process so far [s], from /proc/<pid>/stat."""
@@ -595,6 +689,11 @@ class _CellRun:
             limit = "memory"
         elif fields.get("output_trimmed") is True:
             limit = "output"
+        reset = self._reset_after_cell(fields)
+        if reset is not None:
+            limit, note = reset
+            self.kernel._kill()
+            stderr = f"{stderr}\n[{note}]".lstrip("\n")
         return CellResult(
             ok=error is None,
             stdout=stdout or "",
@@ -602,11 +701,39 @@ class _CellRun:
             result_repr=result_repr,
             error=error,
             limit=limit,
-            namespace_reset=False,
+            namespace_reset=reset is not None,
             episode_ended=self.episode_ended,
             wall_s=time.monotonic() - self.start,
             rpc_calls=self.calls,
         )
+
+    def _reset_after_cell(self, fields: Mapping[str, Any]) -> tuple[LimitName, str] | None:
+        """A cell that broke what the kernel needs, or left threads running, costs a restart: the limit and the note
+        for the model. The kernel's own report names what it saw; the task count in /proc catches threads it cannot
+        see (native ones, _thread.start_new_thread)."""
+        broken = _names(fields.get("broken"), "broken")
+        threads = _names(fields.get("threads_left"), "threads_left")
+        extra = self._extra_tasks()
+        after = "so the kernel was restarted and its namespace reset: variables, functions and imports of earlier " \
+                "cells are gone"  # fmt: skip
+        if broken:
+            return "broken", f"the cell changed what the kernel itself needs ({'; '.join(broken)}), {after}"
+        if threads or extra:
+            what = ", ".join(threads) if threads else f"{extra} thread(s) started outside the threading module"
+            return "threads", (
+                f"the cell left threads running ({what}): a thread may not outlive its cell, {after}; join your "
+                "threads before the cell ends"
+            )
+        return None
+
+    def _extra_tasks(self) -> int:
+        """Tasks of the kernel above its count when it was ready, after giving exiting threads a moment."""
+        deadline = time.monotonic() + TASK_SETTLE_S
+        while True:
+            extra = self.kernel._task_count() - self.kernel._baseline_tasks
+            if extra <= 0 or time.monotonic() >= deadline:
+                return max(0, extra)
+            time.sleep(self.limits.poll_interval_s / 5)
 
     def _stopped(self, limit: LimitName, what: str) -> CellResult:
         self.kernel._kill()

@@ -9,8 +9,12 @@ docstring for which of these are real boundaries), answers ``("ready", info)`` a
                       ("exit",)                                   ("call", name, args, kwargs)
     reply to a call:  ("ok", value) | ("error", base, type_name, message) | ("episode_over", message)
 
-This module imports only the standard library at import time (the parent imports it for :func:`trim_text`); numpy is
-imported when the child starts.
+After each cell, before answering "done", the kernel waits up to ``thread_grace_s`` for the threads the cell started
+and names those still alive (``threads_left``), then checks its own essentials (:mod:`.kernel_health`) and names what
+the cell broke (``broken``); the parent restarts the kernel for either.
+
+This module imports only the standard library (and :mod:`.kernel_health`, which does the same) at import time (the
+parent imports it for :func:`trim_text`); numpy is imported when the child starts.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import traceback
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
+
+from robodojo.agents.code_cell.kernel_health import KernelHealth, leftover_threads
 
 CLONE_NEWNET = 0x40000000
 PR_SET_KEEPCAPS = 8
@@ -224,10 +230,11 @@ def _confine_process(settings: Mapping[str, Any]) -> dict[str, Any]:
     set_limit(resource.RLIMIT_AS, settings["memory_bytes"])
     set_limit(resource.RLIMIT_FSIZE, settings["max_file_bytes"])
     set_limit(resource.RLIMIT_CORE, 0)
+    if settings["rlimit_nproc"] is not None:  # counts the threads of every process of the user; root is exempt
+        set_limit(resource.RLIMIT_NPROC, settings["rlimit_nproc"])
     user = settings["drop_to"]
     if user is not None and root:
         uid, gid = user
-        set_limit(resource.RLIMIT_NPROC, settings["max_tasks"])  # counts threads; not enforced for root
         try:
             os.setgroups([])
             os.setresgid(gid, gid, gid)
@@ -345,13 +352,15 @@ def _make_audit_hook(scratch: str, deny_read: tuple[str, ...], blocked: tuple[st
 
 
 def _watch_parent(parent_pid: int) -> None:
-    """Exit when the parent is gone (this process is then re-parented), even while a cell is still running."""
-    import time
+    """Exit when the parent is gone (this process is then re-parented), even while a cell is still running. The
+    functions are bound before any cell runs, so a cell that patches os or time does not stop the watch."""
+    from time import sleep
 
+    getppid, exit_now = os.getppid, os._exit
     while True:
-        time.sleep(PARENT_WATCH_INTERVAL_S)
-        if os.getppid() != parent_pid:
-            os._exit(70)
+        sleep(PARENT_WATCH_INTERVAL_S)
+        if getppid() != parent_pid:
+            exit_now(70)
 
 
 # -- cells ---------------------------------------------------------------------------------------------------------
@@ -477,6 +486,8 @@ class _CellRunner:
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         self.stdout.reset()
         self.stderr.reset()
+        sys.stdout, sys.stderr, sys.stdin = self.stdout, self.stderr, io.StringIO()  # whatever the last cell set
+        self.namespace["__builtins__"] = builtins
         self.namespace["robo"] = _make_robo(self.channel, self.api, self.properties)
         result_repr = error = None
         memory_error = episode_ended = False
@@ -553,22 +564,27 @@ def main(argv: list[str] | None = None) -> int:
     channel.max_message_bytes = settings["max_message_bytes"]
 
     import faulthandler
+    import importlib
 
     import numpy  # noqa: F401  (imported before the import blocker so that its own imports succeed)
 
     faulthandler.enable(all_threads=False)  # a segfault prints the cell's frames to the stderr file the parent keeps
+    for name in settings["preload"]:
+        importlib.import_module(name)
     info = _confine_process(settings)
     blocked = tuple(settings["blocked_modules"])
     _disarm_loaded_modules(blocked)
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), name="kernel-parent-watch", daemon=True).start()
+    watch = threading.Thread(target=_watch_parent, args=(os.getppid(),), name="kernel-parent-watch", daemon=True)
+    watch.start()
     runner = _CellRunner(channel, settings)
     scratch = os.path.realpath(settings["scratch"])
     os.chdir(scratch)
     _BlockedImportFinder.blocked = blocked
     sys.meta_path.insert(0, _BlockedImportFinder)  # type: ignore[arg-type]
     sys.addaudithook(_make_audit_hook(scratch, tuple(settings["deny_read"]), blocked))
-    sys.stdout, sys.stderr = runner.stdout, runner.stderr
-    sys.stdin = io.StringIO()
+    health = _health(settings["health_sample"])
+    own_threads = frozenset({threading.main_thread(), watch})
+    grace_s = settings["thread_grace_s"]
     channel.send(("ready", info))
     while True:
         try:
@@ -583,7 +599,42 @@ def main(argv: list[str] | None = None) -> int:
             fields = {"stdout": "", "stderr": "", "output_trimmed": False, "result_repr": None,
                       "error": f"the kernel could not finish the cell: {type(exc).__name__}",
                       "memory_error": isinstance(exc, MemoryError), "episode_ended": False}  # fmt: skip
+        try:
+            fields["threads_left"] = leftover_threads(own_threads, grace_s)
+        except BaseException as exc:
+            fields["broken"] = [f"the kernel could not list the cell's threads ({type(exc).__name__})"]
+        fields["broken"] = fields.get("broken", []) + health.problems()
         channel.send(("done", fields))
+
+
+def _health(sample: bytes) -> KernelHealth:
+    """The snapshot of what the kernel needs: the modules and classes its runner, capture, RPC and proxy use."""
+    import ast as ast_module
+    import copyreg
+    import multiprocessing.connection as connection
+    import struct
+
+    this = sys.modules[__name__]
+    objects: dict[str, object] = {
+        "builtins": builtins,
+        "pickle": pickle,
+        "copyreg": copyreg,
+        "io": io,
+        "ast": ast_module,
+        "linecache": linecache,
+        "traceback": traceback,
+        "os": os,
+        "os.path": os.path,
+        "struct": struct,
+        "threading": threading,
+        "threading.Thread": threading.Thread,
+        "multiprocessing.connection": connection,
+        "Connection": connection.Connection,
+        "kernel": this,
+        **{f"kernel.{cls.__name__}": cls for cls in (_Channel, _CellRunner, BoundedCapture, _BlockedImportFinder)},
+    }
+    mutable = frozenset({("threading", "excepthook")})  # cells may set it; the kernel does not use it
+    return KernelHealth(objects, sample=sample, first_meta_path=_BlockedImportFinder, mutable=mutable)
 
 
 if __name__ == "__main__":

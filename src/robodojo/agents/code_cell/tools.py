@@ -1,51 +1,69 @@
-"""The code-cell agent's tools: python(code) and finish(status, summary), and validation of the model's calls."""
+"""The code-cell agent's tools: python(code) and finish(status, summary), and validation of the model's calls.
+
+The code of a cell is used exactly as sent but refused beyond ``max_code_chars``; the finish summary is free text,
+cleaned and cut (:mod:`robodojo.agents.text_limits`).
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from robodojo.agents.llm.types import ToolCall
+from robodojo.agents.text_limits import CleanText, CodeTooLongError, TextLimits, check_code, clean_text, quote
 from robodojo.errors import InvalidCommandError
 
 PYTHON, FINISH = "python", "finish"
 FINISH_STATUSES = ("success", "failure")
 
-TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": PYTHON,
-            "description": "Run a Python cell in the persistent namespace (robo, np, math predefined). Returns what "
-            "the cell printed, the repr of its last expression, its traceback if it raised, and the images queued "
-            "with robo.show(camera).",
-            "parameters": {
-                "type": "object",
-                "properties": {"code": {"type": "string", "description": "Python source of the cell"}},
-                "required": ["code"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": FINISH,
-            "description": "End the episode: status 'success' if you believe the task is done, 'failure' if it "
-            "cannot be done. It does not change the score; the environment judges success.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "status": {"type": "string", "enum": list(FINISH_STATUSES)},
-                    "summary": {"type": "string", "description": "what was done, or why it cannot be done"},
+
+def tool_schemas(limits: TextLimits) -> list[dict[str, Any]]:
+    """python and finish, in the order the model sees them; the code and summary name their ``limits``."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": PYTHON,
+                "description": "Run a Python cell in the persistent namespace (robo, np, math predefined). Returns "
+                "what the cell printed, the repr of its last expression, its traceback if it raised, and the images "
+                "queued with robo.show(camera).",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "code": {
+                            "type": "string",
+                            "description": f"Python source of the cell (at most {limits.max_code_chars} characters)",
+                        }
+                    },
+                    "required": ["code"],
+                    "additionalProperties": False,
                 },
-                "required": ["status", "summary"],
-                "additionalProperties": False,
             },
         },
-    },
-]
+        {
+            "type": "function",
+            "function": {
+                "name": FINISH,
+                "description": "End the episode: status 'success' if you believe the task is done, 'failure' if it "
+                "cannot be done. It does not change the score; the environment judges success.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "status": {"type": "string", "enum": list(FINISH_STATUSES)},
+                        "summary": {
+                            "type": "string",
+                            "description": "what was done, or why it cannot be done (at most "
+                            f"{limits.max_summary_chars} characters)",
+                        },
+                    },
+                    "required": ["status", "summary"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+    ]
 
 
 class ToolCallError(InvalidCommandError):
@@ -55,16 +73,17 @@ class ToolCallError(InvalidCommandError):
 @dataclass(frozen=True)
 class ValidCall:
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any]  #: as used: the summary cleaned and cut, the code as sent
+    cleaned: Mapping[str, CleanText] = field(default_factory=dict)  #: free-text arguments that were changed
 
 
-def validate_tool_call(call: ToolCall) -> ValidCall:
-    """Check one call; raises ToolCallError with the text to return to the model."""
+def validate_tool_call(call: ToolCall, limits: TextLimits) -> ValidCall:
+    """Check one call against ``limits``; raises ToolCallError with the text to return to the model."""
     if call.name not in (PYTHON, FINISH):
-        raise ToolCallError(f"unknown tool {call.name!r}; the tools are python and finish; nothing ran")
+        raise ToolCallError(f"unknown tool {quote(call.name)}; the tools are python and finish; nothing ran")
     try:
         args = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, integers of > 4300 digits, nesting too deep
         raise ToolCallError(f"arguments of {call.name} are not valid JSON ({exc}); nothing ran") from None
     if not isinstance(args, dict):
         raise ToolCallError(f"arguments of {call.name} must be a JSON object; nothing ran")
@@ -79,5 +98,15 @@ def validate_tool_call(call: ToolCall) -> ValidCall:
             raise ToolCallError("finish 'summary' must be a string; the episode continues")
         extra = set(args) - {"status", "summary"}
     if extra:
-        raise ToolCallError(f"unexpected argument {sorted(extra)[0]!r} for {call.name}; nothing ran")
-    return ValidCall(call.name, args)
+        raise ToolCallError(f"unexpected argument {quote(sorted(extra)[0])} for {call.name}; nothing ran")
+    if call.name == PYTHON:
+        try:
+            check_code(args["code"], limits)
+        except CodeTooLongError as exc:
+            raise ToolCallError(str(exc)) from None
+        return ValidCall(call.name, args)
+    if "summary" not in args:
+        return ValidCall(call.name, args)
+    summary = clean_text(args["summary"], limits.max_summary_chars)
+    args["summary"] = summary.text
+    return ValidCall(call.name, args, {"summary": summary} if summary.changed else {})

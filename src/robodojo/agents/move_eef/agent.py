@@ -48,6 +48,7 @@ from robodojo.agents.move_eef.tools import (
     tool_schemas,
     validate_tool_call,
 )
+from robodojo.agents.text_limits import TextLimits, default_text_limits
 from robodojo.config import CONFIG_DIR, Section, load_yaml, resolve_path
 from robodojo.errors import ConfigError, RobodojoError, UnknownNameError
 from robodojo.motion.report import MoveReport
@@ -171,8 +172,10 @@ class MoveEefAgent:
 
     name = "move_eef"
 
-    def __init__(self, config: MoveEefConfig | None = None) -> None:
+    def __init__(self, config: MoveEefConfig | None = None, text_limits: TextLimits | None = None) -> None:
+        """``text_limits``: bounds on the model's free text (default: config/agents/text_limits.yaml)."""
         self.config = config or load_move_eef_config()
+        self.text_limits = text_limits or default_text_limits()
         self.probes = self.config.probes
         self.demonstration: list[DemonstrationStep] | None = (
             load_demonstration(self.probes.demonstration) if self.probes.demonstration is not None else None
@@ -186,9 +189,9 @@ class MoveEefAgent:
         self._ctx = episode
         self.bounds = dimension_bounds(robot)
         self.model_bounds = self.probes.bounds_to_model(self.bounds)
-        self.tools = tool_schemas(self.model_bounds)
+        self.tools = tool_schemas(self.model_bounds, self.text_limits)
         self.cameras = self.probes.visible_cameras(robot)
-        self.conversation = Conversation(self.config.image_horizon)
+        self.conversation = Conversation(self.config.image_horizon, self.text_limits)
         self.conversation.add(
             system_message(robot, self.config.embodiment(robot), episode.llm_call_budget, episode.backend.control_dt_s)
         )
@@ -229,7 +232,7 @@ class MoveEefAgent:
         )
         request = self.conversation.request()
         reply = llm.chat(request, self.tools, tool_choice=self.config.tool_choice)
-        self.conversation.add(reply.assistant_message())
+        self.conversation.add_reply(reply)
 
         several = SEVERAL_TOOL_CALLS_TEXT.format(
             n=len(reply.tool_calls), names=", ".join(c.name for c in reply.tool_calls)
@@ -242,22 +245,22 @@ class MoveEefAgent:
         call = reply.tool_calls[0]
 
         if valid.name == GIVE_UP:
-            self.conversation.add_tool_result(call.id, GIVE_UP_TEXT)
+            text = self.conversation.add_tool_result(call.id, GIVE_UP_TEXT)
             details = {"reason": valid.arguments["reason"], "hindsight": valid.arguments.get("hindsight", "")}
             return TurnRecord(
                 turn=turn,
                 request=request,
                 reply=reply,
-                tool_results=[GIVE_UP_TEXT],
+                tool_results=[text],
                 action=GIVE_UP,
                 gave_up=True,
-                details=details,
+                details=self.conversation.with_text_flags(details),
             )
 
-        report, details = self._move(valid.arguments["targets"], valid.arguments.get("note", ""))
-        text = self.probes.text_to_model(report.tool_text, self.bounds)
-        self.conversation.add_tool_result(call.id, text)
-        details["note"] = valid.arguments.get("note", "")
+        note = valid.arguments.get("note", "")  # cleaned and cut (text_limits)
+        report, details = self._move(valid.arguments["targets"], note)
+        text = self.conversation.add_tool_result(call.id, self.probes.text_to_model(report.tool_text, self.bounds))
+        details["note"] = note
         return TurnRecord(
             turn=turn,
             request=request,
@@ -265,7 +268,7 @@ class MoveEefAgent:
             tool_results=[text],
             action="move_eef",
             move=report,
-            details=details,
+            details=self.conversation.with_text_flags(details),
         )
 
     # -- helpers ------------------------------------------------------------------------------------------------
@@ -276,7 +279,7 @@ class MoveEefAgent:
             reply=reply,
             tool_results=texts,
             action="error",
-            details={"error": texts[0]},
+            details=self.conversation.with_text_flags({"error": texts[0]}),
         )
 
     def _move(self, model_targets: Mapping[str, object], note: str) -> tuple[MoveReport, dict[str, Any]]:

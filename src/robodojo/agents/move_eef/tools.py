@@ -11,18 +11,24 @@ validated by the motion server's parser (robodojo.motion.targets), whose message
 - ``'targets' must be an object mapping dimension names to numbers, got string; nothing moved``
 - ``'note' must be a string, got number; nothing moved``
 - ``unexpected argument 'speed' for move_eef; its arguments are targets and note; nothing moved``
+- ``'targets' has a name of 5000 characters; dimension names are like left_x or right_gripper; nothing moved``
 - ``give_up needs 'reason' (a string); the episode continues`` (and the same shapes for give_up's other errors)
 - replies without exactly one tool call: :data:`NO_TOOL_CALL_TEXT`, :data:`SEVERAL_TOOL_CALLS_TEXT`.
+
+Names the model sent are quoted cleaned and shortened (:func:`robodojo.agents.text_limits.quote`). The free-text
+arguments (note, reason, hindsight) are cleaned and cut to their limits (:mod:`robodojo.agents.text_limits`); the
+valid call carries what was used and, in ``cleaned``, what was changed.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from robodojo.agents.llm.types import ToolCall, ToolSchema
+from robodojo.agents.text_limits import CleanText, TextLimits, clean_text, quote
 from robodojo.errors import InvalidCommandError
 
 MOVE_EEF = "move_eef"
@@ -47,6 +53,9 @@ _ARGUMENTS: dict[str, dict[str, tuple[bool, str, str]]] = {
     },
 }
 _CONSEQUENCE = {MOVE_EEF: "nothing moved", GIVE_UP: "the episode continues"}
+# Free-text argument -> the TextLimits field that bounds it.
+_FREE_TEXT = {"note": "max_note_chars", "reason": "max_reason_chars", "hindsight": "max_reason_chars"}
+MAX_DIMENSION_NAME_CHARS = 40  # longer target names are refused here (the longest real one is 15 characters)
 
 
 class ToolCallError(InvalidCommandError):
@@ -59,14 +68,15 @@ class ValidCall:
 
     id: str
     name: str
-    arguments: Mapping[str, Any]
+    arguments: Mapping[str, Any]  #: as used: free text cleaned and cut
+    cleaned: Mapping[str, CleanText] = field(default_factory=dict)  #: free-text arguments that were changed
 
 
 def _fmt(value: float) -> str:
     return f"{value:g}"
 
 
-def move_eef_schema(bounds: Mapping[str, tuple[float, float]]) -> ToolSchema:
+def move_eef_schema(bounds: Mapping[str, tuple[float, float]], limits: TextLimits) -> ToolSchema:
     """The move_eef tool; ``bounds`` are the dimension bounds as the model is told them (probe-transformed)."""
     listed = ", ".join(f"{name} [{_fmt(lo)}, {_fmt(hi)}]" for name, (lo, hi) in bounds.items())
     description = (
@@ -98,7 +108,8 @@ def move_eef_schema(bounds: Mapping[str, tuple[float, float]]) -> ToolSchema:
                     },
                     "note": {
                         "type": "string",
-                        "description": "What you observe now and why you make this motion.",
+                        "description": "What you observe now and why you make this motion "
+                        f"(at most {limits.max_note_chars} characters; longer notes are cut).",
                     },
                 },
                 "required": ["targets"],
@@ -108,7 +119,8 @@ def move_eef_schema(bounds: Mapping[str, tuple[float, float]]) -> ToolSchema:
     }
 
 
-def give_up_schema() -> ToolSchema:
+def give_up_schema(limits: TextLimits) -> ToolSchema:
+    most = f"(at most {limits.max_reason_chars} characters)"
     return {
         "type": "function",
         "function": {
@@ -119,8 +131,8 @@ def give_up_schema() -> ToolSchema:
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "reason": {"type": "string", "description": "Why the episode is unrecoverable."},
-                    "hindsight": {"type": "string", "description": "What would have been needed."},
+                    "reason": {"type": "string", "description": f"Why the episode is unrecoverable {most}."},
+                    "hindsight": {"type": "string", "description": f"What would have been needed {most}."},
                 },
                 "required": ["reason"],
                 "additionalProperties": False,
@@ -129,9 +141,9 @@ def give_up_schema() -> ToolSchema:
     }
 
 
-def tool_schemas(bounds: Mapping[str, tuple[float, float]]) -> list[ToolSchema]:
-    """Both tools, in the order the model sees them."""
-    return [move_eef_schema(bounds), give_up_schema()]
+def tool_schemas(bounds: Mapping[str, tuple[float, float]], limits: TextLimits) -> list[ToolSchema]:
+    """Both tools, in the order the model sees them; their free-text arguments name their ``limits``."""
+    return [move_eef_schema(bounds, limits), give_up_schema(limits)]
 
 
 def json_type(value: object) -> str:
@@ -149,15 +161,16 @@ def json_type(value: object) -> str:
     return "object"
 
 
-def validate_tool_call(call: ToolCall) -> ValidCall:
-    """Check one call's name and arguments; raises ToolCallError with the message to return to the model."""
+def validate_tool_call(call: ToolCall, limits: TextLimits) -> ValidCall:
+    """Check one call's name and arguments and clean its free text (``limits``); raises ToolCallError with the message
+    to return to the model."""
     if call.name not in TOOL_NAMES:
-        raise ToolCallError(f"unknown tool {call.name!r}; the tools are {' and '.join(TOOL_NAMES)}; nothing moved")
+        raise ToolCallError(f"unknown tool {quote(call.name)}; the tools are {' and '.join(TOOL_NAMES)}; nothing moved")
     spec, consequence = _ARGUMENTS[call.name], _CONSEQUENCE[call.name]
     raw = call.arguments if call.arguments.strip() else "{}"
     try:
         arguments = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, integers of > 4300 digits, nesting too deep
         raise ToolCallError(f"arguments of {call.name} are not valid JSON ({exc}); {consequence}") from None
     if not isinstance(arguments, dict):
         raise ToolCallError(
@@ -166,7 +179,8 @@ def validate_tool_call(call: ToolCall) -> ValidCall:
     for key in arguments:
         if key not in spec:
             raise ToolCallError(
-                f"unexpected argument {key!r} for {call.name}; its arguments are {' and '.join(spec)}; {consequence}"
+                f"unexpected argument {quote(key)} for {call.name}; its arguments are {' and '.join(spec)}; "
+                f"{consequence}"
             )
     for key, (required, kind, what) in spec.items():
         if key not in arguments:
@@ -175,4 +189,17 @@ def validate_tool_call(call: ToolCall) -> ValidCall:
             continue
         if json_type(arguments[key]) != kind:
             raise ToolCallError(f"{key!r} must be {what}, got {json_type(arguments[key])}; {consequence}")
-    return ValidCall(id=call.id, name=call.name, arguments=arguments)
+    for name in arguments.get("targets", {}) if call.name == MOVE_EEF else ():
+        if len(name) > MAX_DIMENSION_NAME_CHARS:
+            raise ToolCallError(
+                f"'targets' has a name of {len(name)} characters; dimension names are like left_x or right_gripper; "
+                f"{consequence}"
+            )
+    cleaned = {}
+    for key, limit in _FREE_TEXT.items():
+        if key in arguments:
+            text = clean_text(arguments[key], getattr(limits, limit))
+            arguments[key] = text.text
+            if text.changed:
+                cleaned[key] = text
+    return ValidCall(id=call.id, name=call.name, arguments=arguments, cleaned=cleaned)
