@@ -11,16 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
-from robodojo.agents.code_cell.kernel import CellResult, EpisodeOver, Kernel, KernelLimits
-from robodojo.agents.code_cell.prompts import goal_message, system_message
-from robodojo.agents.code_cell.robo import (
+from robodojo.agents.code_cell.api_reference import (
     ROBO_CONSTANTS,
-    Robo,
     call_robo,
     robo_api_methods,
     robo_api_properties,
     robo_api_reference,
 )
+from robodojo.agents.code_cell.kernel import CellResult, EpisodeOver, Kernel, KernelLimits
+from robodojo.agents.code_cell.prompts import goal_message, system_message
+from robodojo.agents.code_cell.robo import Robo
 from robodojo.agents.code_cell.tools import FINISH, TOOLS, validate_tool_call
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.client import image_part
