@@ -3,7 +3,8 @@
 Each turn is one LLM call. A python(code) call runs the cell in the sandboxed kernel (a separate process that reaches
 the robot only through RPC to this process, where :class:`~robodojo.agents.code_cell.robo.Robo` executes it); the
 tool result is only what the cell printed, its last expression's repr, its traceback, and a notice if a limit was hit;
-images queued with robo.show() follow as a user message. finish(status, summary) ends the episode.
+images queued with robo.show() follow as a user message. finish(status, summary) ends the episode. Every robo call a
+cell makes is logged (:mod:`robodojo.agents.code_cell.call_log`) and handed to the record with its turn.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from robodojo.agents.code_cell.api_reference import (
     robo_api_properties,
     robo_api_reference,
 )
+from robodojo.agents.code_cell.call_log import RoboCallLog
 from robodojo.agents.code_cell.kernel import CellResult, EpisodeOver, Kernel, KernelLimits
 from robodojo.agents.code_cell.prompts import goal_message, system_message
 from robodojo.agents.code_cell.robo import Robo
@@ -30,6 +32,7 @@ NO_TOOL_CALL_TEXT = "Your reply called no tool; call exactly one tool per turn (
 SEVERAL_TOOL_CALLS_TEXT = "Your reply called {n} tools; call exactly one tool per turn; none was run"
 NO_OUTPUT_TEXT = "(the cell printed nothing and ended without a value)"
 IMAGE_HORIZON = 2  # turns whose robo.show() images stay in the context
+MOTION_METHODS = ("move_to", "grasp", "release", "home")  # robo calls that end the cell once no env steps are left
 JPEG_QUALITY = 85
 LIMIT_TEXTS = {
     "wall_time": "the cell exceeded the wall-clock limit",
@@ -82,6 +85,7 @@ class CodeCellAgent:
         self.close()
         self.episode = episode
         self.robo = Robo(episode)
+        self.call_log = RoboCallLog()
         properties = {**robo_api_properties(), **{name: f"robo.{name}" for name in ROBO_CONSTANTS}}
         self.kernel = Kernel(self._dispatch, api=robo_api_methods(), properties=properties, limits=self.kernel_limits)
         self.kernel.start()
@@ -93,10 +97,14 @@ class CodeCellAgent:
         self.conversation.add(goal_message(episode))
 
     def _dispatch(self, method: str, args: tuple, kwargs: dict) -> Any:
-        """Runs a robo call from the kernel. Motion calls end the cell once the env step budget is used up."""
-        if self.episode.backend.steps_left <= 0 and method in ("move_to", "grasp", "release", "home"):
-            raise EpisodeOver("the env step budget is used up")
-        return call_robo(self.robo, method, args, kwargs)
+        """Runs a robo call from the kernel, logged. Motion calls end the cell once the env step budget is used up."""
+
+        def call() -> Any:
+            if self.episode.backend.steps_left <= 0 and method in MOTION_METHODS:
+                raise EpisodeOver("the env step budget is used up")
+            return call_robo(self.robo, method, args, kwargs)
+
+        return self.call_log.run(method, args, kwargs, call)
 
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         request = self.conversation.request()
@@ -135,7 +143,7 @@ class CodeCellAgent:
             "rpc_calls": result.rpc_calls,
             "images_shown": [camera for camera, _ in shown],
         }
-        return TurnRecord(turn, request, reply, [text], "python", details=details)
+        return TurnRecord(turn, request, reply, [text], "python", details=details, robo_calls=self.call_log.drain())
 
     def close(self) -> None:
         if self.kernel is not None:
