@@ -12,8 +12,8 @@ import pytest
 
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.code_cell.agent import NO_TOOL_CALL_TEXT, CodeCellAgent, cell_result_text
+from robodojo.agents.code_cell.api_reference import robo_api_methods
 from robodojo.agents.code_cell.kernel import CellResult, load_kernel_config
-from robodojo.agents.code_cell.robo import robo_api_methods
 from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
 from robodojo.episodes import episode_context
 
@@ -105,6 +105,22 @@ def test_a_cell_that_loops_hits_the_limit_and_the_robot_holds_still(agent, dual_
     assert after.tool_results[0] == "False"  # a fresh namespace
 
 
+def test_robo_calls_are_logged_per_turn_with_results_and_errors(agent):
+    code = (
+        "try:\n    robo.move_to('left', (0, 0, 0.5))\nexcept ValueError as e:\n    print(e)\nrobo.image('head').shape"
+    )
+    record = agent.turn(Caller([_reply(("python", {"code": code}))]), 1)
+    bounds = "xyz z=0.5 is outside the left arm's workspace [0.7, 1.565] m"
+    assert record.tool_results == [f"{bounds}\n(480, 640, 3)"]
+    move, image = record.robo_calls
+    assert (move.method, move.args, move.kwargs, move.result) == ("move_to", ["left", [0, 0, 0.5]], {}, None)
+    assert move.error == f"ValueError: {bounds}"
+    assert (image.method, image.args, image.result, image.error) == ("image", ["head"], "<array 480x640x3 uint8>", "")
+    assert 0 <= move.duration_s < 1 and 0 <= image.duration_s < 1
+    later = agent.turn(Caller([_reply(("python", {"code": "robo.steps_left"}))]), 2)
+    assert [(c.method, c.result) for c in later.robo_calls] == [("steps_left", int(later.tool_results[0]))]
+
+
 def test_finish_ends_the_episode(agent):
     record = agent.turn(Caller([_reply(("finish", {"status": "failure", "summary": "cannot see it"}))]), 1)
     assert record.finished and record.action == "finish"
@@ -181,3 +197,21 @@ def test_scripted_cells_solve_general_pickup_through_the_cli(tmp_path):
     assert metrics["success"] and metrics["end_reason"] == "success"
     turns = [json.loads(line) for line in (folder / "turns.jsonl").read_text().splitlines()]
     assert all(t["action"] == "python" for t in turns) and "robo.grasp" in turns[-1]["details"]["code"]
+    # Every robo call, in order per turn: the motions add up to the episode's env steps, and each result is what the
+    # cell printed.
+    calls = [json.loads(line) for line in (folder / "robo_calls.jsonl").read_text().splitlines()]
+    for turn in turns:
+        mine = [c for c in calls if c["turn"] == turn["turn"]]
+        assert [c["index"] for c in mine] == list(range(len(mine))) == list(range(turn["details"]["rpc_calls"]))
+    assert all(c["error"] == "" and c["duration_s"] >= 0 for c in calls)
+    motions = [c for c in calls if c["method"] in ("move_to", "grasp", "release", "home")]
+    assert [c["method"] for c in motions] == ["move_to", "move_to", "grasp", "move_to"]
+    assert sum(c["result"]["steps_used"] for c in motions) == metrics["steps_used"]
+    above = motions[0]
+    assert above["args"][0] == "right" and len(above["args"][1]) == 3 and above["kwargs"] == {"gripper": 1.0}
+    assert motions[2]["result"]["type"] == "MoveResult" and motions[2]["result"]["holding"] is True
+    for motion in motions:
+        steps, reached = motion["result"]["steps_used"], motion["result"]["reached"]
+        assert f"steps_used={steps}" in turns[-1]["tool_results"][0] and isinstance(reached, bool)
+    segment = next(c for c in calls if c["method"] == "segment")
+    assert segment["result"]["found"] and segment["result"]["mask"].startswith("<mask 480x640, area ")

@@ -21,6 +21,7 @@ from sensor_msgs.msg import Image
 
 from robodojo.errors import InvalidCommandError
 from robodojo.geometry import matrix_from_quat, transform
+from robodojo.motion.rejection import OutOfReach, Refused
 from robodojo.motion.report import ArmReport, MoveReport, StopReason
 from robodojo.nodes import convert
 from robodojo.observation import CameraCalibration
@@ -220,22 +221,27 @@ def _arm(arm: str, reason: StopReason, offset: float) -> ArmReport:
 @pytest.mark.parametrize("accepted", [True, False])
 def test_move_report_round_trip(interfaces, accepted):
     MoveEef, ArmArrival = interfaces
-    report = MoveReport(
-        accepted=accepted,
-        tool_text="Accepted: playing 31 waypoints (1.24s)." if accepted else "left target is out of reach",
-        arms={"left": _arm("left", StopReason.COMPLETED, 0.0), "right": _arm("right", StopReason.STOPPED, 0.125)},
-        waypoints=31 if accepted else 0,
-        steps_used=17 if accepted else 0,
-        stop_reason=StopReason.STOPPED if accepted else StopReason.PLAN_FAILED,
-    )
+    arms = {"left": _arm("left", StopReason.COMPLETED, 0.0), "right": _arm("right", StopReason.STOPPED, 0.125)}
+    if accepted:
+        report = MoveReport(True, "Accepted: playing 31 waypoints (1.24s).", arms, 31, 17, StopReason.STOPPED)
+    else:
+        unreachable = OutOfReach("left", (0.35, -0.255, 0.885), 136.2, 13.3, ("left_joint4",), ("left_joint3",))
+        report = MoveReport.rejected(unreachable, arms)
     result = MoveEef.Result()
     convert.fill_move_result(result, report, 0.04, ArmArrival)
     assert result.error == ("" if accepted else report.tool_text)
     assert result.duration_s == pytest.approx(report.steps_used * 0.04)
     assert [a.arm for a in result.arms] == ["left", "right"]
+    assert (result.rejection == "") is accepted
     back = convert.move_report(result)
     assert back == report
     assert list(back.arms) == ["left", "right"]
+
+
+def test_a_rejection_without_facts_keeps_its_text(interfaces):
+    MoveEef, _ = interfaces
+    result = MoveEef.Result(accepted=False, error="busy", tool_text="busy", stop_reason="plan_failed")
+    assert convert.move_report(result).rejection == Refused("busy")
 
 
 def test_every_stop_reason_survives_the_message(interfaces):

@@ -27,6 +27,7 @@ from robodojo.episodes import episode_context
 from robodojo.errors import ConfigError
 from robodojo.geometry import quat_from_matrix
 from robodojo.motion.orientation import DownAngles, down_angles_from_rotation, rotation_from_down_angles
+from robodojo.motion.rejection import BelowTable, OutOfBounds
 from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Observation
 from robodojo.sim.scripted import plan_top_down_grasp
 
@@ -308,9 +309,12 @@ def test_observations_and_tool_results_golden_in_the_world(dual_world):
     assert "Arrival check for the previous move_eef target: right 1 mm and 0.1 deg away.\n" in text
     assert text.endswith("Env steps remaining before the episode ends: 388")
     assert second[5]["content"][1]["text"] == "camera 'head' (step 12):"
-    # A rejected target: the server's text, nothing moved, and the arrival check still reports the last accepted move.
-    assert records[1].action == "move_eef" and not records[1].move.accepted
-    assert records[1].tool_results == ["target for 'left_z' is outside [0.7, 1.565]"]
+    # An invalid target: an error turn with the target parser's text and its facts; nothing moved, and the arrival
+    # check still reports the last accepted move.
+    assert records[1].action == "error" and records[1].move is None
+    assert records[1].tool_results == ["target for 'left_z' is outside [0.7, 1.565]; nothing moved"]
+    assert records[1].details["rejection"] == OutOfBounds("left_z", 0.5, (0.7, 1.565))
+    assert records[1].details["error"] == records[1].tool_results[0]
     third = llm.requests[2][-1]["content"][0]["text"]
     assert "Arrival check for the previous move_eef target: right 1 mm and 0.1 deg away.\n" in third
     assert third.endswith("Env steps remaining before the episode ends: 388")
@@ -415,21 +419,34 @@ def test_malformed_replies_return_the_error_and_move_nothing(dual_world, case, b
 @pytest.mark.parametrize(
     ("targets", "text"),
     [
-        ({}, "targets must name at least one dimension"),
+        ({}, "targets must name at least one dimension; nothing moved"),
         ({"left_q": 1}, "unknown dimension 'left_q'; dimensions are {left,right}_{x,y,z,pitch_deg,roll_deg,yaw_deg,"
-                        "gripper}"),
-        ({"right_x": "0.2"}, "'right_x' must be a finite number"),
-        ({"left_z": 2.0}, "target for 'left_z' is outside [0.7, 1.565]"),
-        ({"right_z": 0.75}, "right target z=0.750 m is below the table surface (0.765 m); nothing moved"),
+                        "gripper}; nothing moved"),
+        ({"right_x": "0.2"}, "'right_x' must be a finite number; nothing moved"),
+        ({"left_z": 2.0}, "target for 'left_z' is outside [0.7, 1.565]; nothing moved"),
     ],
 )  # fmt: skip
-def test_invalid_targets_get_the_motion_servers_message_and_move_nothing(dual_world, targets, text):
+def test_invalid_targets_are_error_turns_with_the_target_parsers_message(dual_world, targets, text):
     agent, _ = start(dual_world)
     before = snapshot(dual_world)
     records, _ = run(agent, [move(targets)])
     assert_unmoved(dual_world, before)
+    assert records[0].action == "error" and records[0].move is None
+    assert records[0].tool_results == [text] and records[0].details["error"] == text
+    assert records[0].details["targets"] == targets and records[0].details["note"] == "test"
+    assert agent.arrival is None
+
+
+def test_a_refused_plan_is_a_move_with_the_planners_message(dual_world):
+    agent, _ = start(dual_world)
+    before = snapshot(dual_world)
+    records, _ = run(agent, [move({"right_z": 0.75})])
+    assert_unmoved(dual_world, before)
     assert records[0].action == "move_eef" and not records[0].move.accepted
-    assert records[0].tool_results == [text]
+    assert records[0].tool_results == ["right target z=0.750 m is below the table surface (0.765 m); nothing moved"]
+    rejection = records[0].move.rejection
+    assert isinstance(rejection, BelowTable) and rejection.arm == "right" and rejection.z_m == 0.75
+    assert rejection.table_z_m == pytest.approx(0.765, abs=5e-4)
     assert agent.arrival is None
 
 
@@ -577,8 +594,10 @@ def test_negate_xyz_transforms_state_targets_bounds_and_errors(dual_world):
     assert "right_x=-0.201 right_y=0.200 right_z=-0.850" in second
     assert "Arrival check for the previous move_eef target: right 1 mm and 0.1 deg away." in second
     assert records[0].tool_results == [ACCEPTED.format(n=18, s="0.72")]
-    assert records[1].tool_results == ["target for 'right_z' is outside [-1.565, -0.7]"]
+    assert records[1].action == "error"
+    assert records[1].tool_results == ["target for 'right_z' is outside [-1.565, -0.7]; nothing moved"]
     assert records[2].tool_results == ["right target z=-0.750 m is below the table surface (-0.765 m); nothing moved"]
+    assert records[2].move.tool_text == "right target z=0.750 m is below the table surface (0.765 m); nothing moved"
 
 
 @pytest.mark.parametrize(

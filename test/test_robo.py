@@ -1,4 +1,5 @@
-"""The robo API (robodojo.agents.code_cell.robo) on a real embedded world, motion server and episode context.
+"""The robo API (robodojo.agents.code_cell.robo, .api_reference, .flange) on a real embedded world, motion server
+and episode context.
 
 Privileged state is used only to choose test inputs and to check answers; the scripted pick at the end uses robo
 calls alone.
@@ -17,15 +18,15 @@ import numpy as np
 import pytest
 
 from robodojo.agents.code_cell import results as R
-from robodojo.agents.code_cell.robo import (
-    Robo,
+from robodojo.agents.code_cell.api_reference import (
     call_robo,
     check_documented,
-    flange_to_tcp,
     robo_api_methods,
     robo_api_properties,
     robo_api_reference,
 )
+from robodojo.agents.code_cell.flange import flange_to_tcp
+from robodojo.agents.code_cell.robo import Robo
 from robodojo.episodes import episode_context
 from robodojo.perception.camera import CameraModel
 from robodojo.sim.world import EmbeddedWorld
@@ -180,6 +181,8 @@ def test_unreachable_target_moves_nothing(robo: Robo):
     assert not result.planned and not result.reached and result.stop_reason == "plan_failed"
     assert result.steps_used == 0 and result.waypoints == 0
     assert result.reason.count("nothing moved") == 1 and "change the target" in result.reason
+    assert result.reason.startswith("left target z=0.750 m is below the table surface (")  # the planner's rejection
+    assert result.reason.endswith(" m); nothing moved: change the target, repeating it fails again")
     assert robo.steps_left == before.steps_left
     np.testing.assert_allclose(robo.state().left.joints, before.left.joints, atol=1e-6)
 

@@ -10,9 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from robodojo.motion.rejection import NotANumber, OutOfBounds, UnknownArm, WrongLength, WrongType
 from robodojo.motion.targets import (
     TargetError,
     arm_pose_target,
+    check_arm_pose,
     dimension_bounds,
     dimension_names,
     observed_dimensions,
@@ -27,11 +29,12 @@ STATE = {
     for arm in ("left", "right")
 }
 DOCUMENTED = [
-    r"targets must be an object mapping dimension names to numbers",
-    r"targets must name at least one dimension",
-    r"unknown dimension (['\"]).*\1; dimensions are \{left,right\}_\{x,y,z,pitch_deg,roll_deg,yaw_deg,gripper\}",
-    r"'(left|right)_[a-z_]+' must be a finite number",
-    r"target for '(left|right)_[a-z_]+' is outside \[-?[0-9.]+, -?[0-9.]+\]",
+    r"targets must be an object mapping dimension names to numbers; nothing moved",
+    r"targets must name at least one dimension; nothing moved",
+    r"unknown dimension (['\"]).*\1; dimensions are \{left,right\}_\{x,y,z,pitch_deg,roll_deg,yaw_deg,gripper\}; "
+    r"nothing moved",
+    r"'(left|right)_[a-z_]+' must be a finite number; nothing moved",
+    r"target for '(left|right)_[a-z_]+' is outside \[-?[0-9.]+, -?[0-9.]+\]; nothing moved",
 ]
 NAMES = dimension_names(ROBOT)
 
@@ -60,7 +63,16 @@ def test_fourteen_dimensions_with_the_documented_bounds():
 def test_examples_of_each_message(targets, message):
     with pytest.raises(TargetError) as err:
         parse_move_eef(targets, ROBOT, STATE)
-    assert str(err.value).startswith(message)
+    assert str(err.value).startswith(message) and str(err.value).endswith("; nothing moved")
+
+
+def test_rejections_carry_their_facts():
+    with pytest.raises(TargetError) as err:
+        parse_move_eef({"left_y": 0.2, "left_z": 0.5}, ROBOT, STATE)
+    assert err.value.rejection == OutOfBounds("left_z", 0.5, (0.7, 1.565))
+    with pytest.raises(TargetError) as err:
+        parse_move_eef({"right_x": "0.3"}, ROBOT, STATE)
+    assert err.value.rejection == NotANumber("right_x")
 
 
 def test_unnamed_dimensions_keep_their_observed_values():
@@ -114,15 +126,36 @@ def test_any_json_like_input_parses_or_gets_a_documented_message(targets):
 def test_per_arm_form():
     t = arm_pose_target(ROBOT, STATE, "right", [0.2, -0.2, 0.9], quat_wxyz=[2, 0, 0, 0], gripper=1)
     assert t.arms["right"].quat_wxyz == (1.0, 0.0, 0.0, 0.0) and t.arms["right"].gripper == 1.0
+    kept = arm_pose_target(ROBOT, STATE, "left", np.array([-0.2, -0.2, 0.9]))
+    assert kept.arms["left"].quat_wxyz == STATE["left"].tcp_quat_wxyz and kept.arms["left"].gripper is None
     for kwargs, message in [
-        ({"xyz": [0.1, 0.2]}, "xyz must be 3 finite numbers"),
-        ({"xyz": "abc"}, "xyz must be 3 finite numbers"),
-        ({"xyz": [0.1, 0.2, math.inf]}, "xyz must be 3 finite numbers"),
-        ({"xyz": [0.1, -0.2, 2.0]}, "target for 'right_z' is outside [0.7, 1.565]"),
-        ({"xyz": [0.1, -0.2, 0.9], "quat_wxyz": [0, 0, 0, 0]}, "quat must be 4 finite numbers"),
-        ({"xyz": [0.1, -0.2, 0.9], "gripper": 2}, "target for 'right_gripper' is outside [0, 1]"),
+        ({"xyz": [0.1, 0.2]}, "xyz must be 3 numbers [m], got 2: [0.1, 0.2]; nothing moved"),
+        ({"xyz": "abc"}, "xyz must be 3 numbers [m], got 'abc'; nothing moved"),
+        ({"xyz": [0.1, 0.2, math.inf]}, "xyz must be finite, got [0.1, 0.2, inf]; nothing moved"),
+        ({"xyz": [0.1, -0.2, 2.0]}, "xyz z=2 is outside the right arm's workspace [0.7, 1.565] m; nothing moved"),
+        ({"xyz": [0.1, -0.2, 0.9], "quat_wxyz": [0, 0, 0, 0]}, "quat must have a non-zero norm, got [0, 0, 0, 0]"),
+        ({"xyz": [0.1, -0.2, 0.9], "quat_wxyz": (1, 0, 0)}, "quat must be 4 numbers (w, x, y, z), got 3: (1, 0, 0)"),
+        ({"xyz": [0.1, -0.2, 0.9], "gripper": 2}, "gripper must be in [0, 1] (0 closed, 1 open), got 2"),
+        ({"xyz": [0.1, -0.2, 0.9], "gripper": True}, "gripper must be a number, got True"),
     ]:
         with pytest.raises(TargetError, match=re.escape(message)):
             arm_pose_target(ROBOT, STATE, "right", **kwargs)
-    with pytest.raises(TargetError, match="unknown arm 'middle'; arms are left, right"):
+    with pytest.raises(TargetError, match=re.escape("unknown arm 'middle'; arms: 'left', 'right'; nothing moved")):
         arm_pose_target(ROBOT, STATE, "middle", [0, 0, 1])
+
+
+def test_per_arm_form_facts_tell_type_errors_from_value_errors():
+    def rejection(*args):
+        with pytest.raises(TargetError) as err:
+            check_arm_pose(ROBOT, *args)
+        return err.value.rejection
+
+    assert rejection(3, (0, 0, 1)) == UnknownArm("3", ("left", "right"), not_a_string=True)
+    assert rejection(3, (0, 0, 1)).type_error and not rejection("middle", (0, 0, 1)).type_error
+    assert rejection("left", "up") == WrongType("xyz", "3 numbers [m]", "'up'") and rejection("left", "up").type_error
+    assert rejection("left", (0, 1)) == WrongLength("xyz", "3 numbers [m]", 2, "(0, 1)")
+    assert rejection("left", (0.0, -0.2, 0.5)) == OutOfBounds("left_z", 0.5, (0.7, 1.565), "xyz")
+    long = rejection("left", list(range(100)))
+    assert isinstance(long, WrongLength) and len(long.given) == 60 and long.given.endswith("...")
+    pose = check_arm_pose(ROBOT, "left", np.array([-0.2, -0.2, 0.9]), (2, 0, 0, 0), np.float32(0.5))
+    assert pose.quat_wxyz == (2.0, 0.0, 0.0, 0.0) and pose.gripper == 0.5  # normalised when the target is built

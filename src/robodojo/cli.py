@@ -106,7 +106,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 
 
 def _cmd_api(args: argparse.Namespace) -> int:
-    from robodojo.agents.code_cell.robo import robo_api_reference
+    from robodojo.agents.code_cell.api_reference import robo_api_reference
 
     print(robo_api_reference(args.robot))
     return 0

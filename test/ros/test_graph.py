@@ -241,11 +241,14 @@ def test_move_eef_goal_moves_arm_invalid_goal_moves_nothing_cancel_stops(graph):
     before = _joints(rec.last(topics.JOINT_STATES))
     steps = rec.last(topics.EPISODE_STATUS).steps_used
     bad = _send(graph, client, _goal(["right_z"], [2.0]))
-    assert not bad.accepted and bad.error == "target for 'right_z' is outside [0.7, 1.565]"
+    assert not bad.accepted and bad.error == "target for 'right_z' is outside [0.7, 1.565]; nothing moved"
     assert bad.stop_reason == "plan_failed" and bad.steps_used == 0
+    assert json.loads(bad.rejection) == {"kind": "out_of_bounds", "dimension": "right_z", "value": 2.0,
+                                         "bounds": [0.7, 1.565], "argument": ""}  # fmt: skip
     assert _send(graph, client, _goal(["left_q"], [0.1])).error.startswith("unknown dimension 'left_q'")
-    assert _send(graph, client, _goal(["left_z"], [])).error == "1 names but 0 values"
-    assert _send(graph, client, _goal(["left_x"], [math.nan])).error == "'left_x' must be a finite number"
+    assert _send(graph, client, _goal(["left_z"], [])).error == "1 names but 0 values; nothing moved"
+    not_a_number = _send(graph, client, _goal(["left_x"], [math.nan]))
+    assert not_a_number.error == "'left_x' must be a finite number; nothing moved"
     time.sleep(0.5)
     after = _joints(rec.last(topics.JOINT_STATES))
     moved = {j: after[j] - before[j] for j in before if abs(after[j] - before[j]) > 1e-4}

@@ -45,6 +45,7 @@ class TurnRecord:
     gave_up: bool = False
     finished: bool = False  # the agent declared the episode over (code-cell finish tool)
     details: dict[str, Any] = field(default_factory=dict)  # agent-specific extras for the record (e.g. give_up reason)
+    robo_calls: list[Any] = field(default_factory=list)  # code cells: the robo calls this turn made (robo_calls.jsonl)
 
 
 class LlmCaller(Protocol):

@@ -6,6 +6,8 @@ Folder layout (one per episode)::
     requests.jsonl    one line per LLM call: the full message list as sent, images replaced by file references
     responses.jsonl   one line per LLM call: the reply (content, tool calls, usage, latency, attempts, raw body)
     turns.jsonl       one line per turn: action, tool results, motion report, the agent-side state after acting
+    robo_calls.jsonl  code cells: one line per robo call (turn, index in the turn, method, arguments, result summary,
+                      error, duration), written once a call is made
     images/           every image sent, once, named by content hash (JPEG as sent)
     metrics.json      success, score, calls, tokens, cost, steps used, wall time, end reason (rewritten each turn)
 
@@ -22,7 +24,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -61,6 +63,7 @@ class EpisodeRecorder:
         self._requests = (folder / "requests.jsonl").open("a", encoding="utf-8")
         self._responses = (folder / "responses.jsonl").open("a", encoding="utf-8")
         self._turns = (folder / "turns.jsonl").open("a", encoding="utf-8")
+        self._robo_calls: TextIO | None = None  # opened at the first robo call
         # Data URL -> stored file. The history re-sends the same string objects every turn, and str caches its
         # hash, so a repeated image costs a dict lookup instead of a base64 decode and a SHA-1.
         self._stored: dict[str, str] = {}
@@ -131,6 +134,10 @@ class EpisodeRecorder:
                 "arms": state.arms,
             },
         )
+        for index, call in enumerate(record.robo_calls):
+            if self._robo_calls is None:
+                self._robo_calls = (self.folder / "robo_calls.jsonl").open("a", encoding="utf-8")
+            self._line(self._robo_calls, {"turn": record.turn, "index": index, **_jsonable(call)})
 
     def record_error(self, turn: int, error: BaseException) -> None:
         self._line(self._turns, {"turn": turn, "action": "error", "error": f"{type(error).__name__}: {error}"})
@@ -139,5 +146,6 @@ class EpisodeRecorder:
         self._write_json("metrics.json", metrics)
 
     def close(self) -> None:
-        for stream in (self._requests, self._responses, self._turns):
-            stream.close()
+        for stream in (self._requests, self._responses, self._turns, self._robo_calls):
+            if stream is not None:
+                stream.close()

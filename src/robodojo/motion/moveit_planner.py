@@ -37,6 +37,7 @@ from robodojo.errors import ConfigError
 from robodojo.geometry import rotation_angle_between
 from robodojo.motion.plan import Plan
 from robodojo.motion.planner import PlanFinisher
+from robodojo.motion.rejection import NoArmMoves, Refused
 from robodojo.motion.settings import MotionSettings, load_motion_settings
 from robodojo.motion.targets import ArmTarget, MoveTarget
 from robodojo.motion.timing import PathRateLimits, parametrize
@@ -250,7 +251,7 @@ class MoveItPlanner:
     def plan(self, target: MoveTarget, joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]) -> Plan:
         moving = [a for a in self.robot.arm_names if a in target.arms]
         if not moving:
-            return Plan.failure("the target moves no arm", target)
+            return Plan.failure(NoArmMoves(), target)
         for arm in moving:
             low = self.finisher.target_below_table(arm, np.array(target.arms[arm].pos_m))
             if low:
@@ -271,7 +272,7 @@ class MoveItPlanner:
             merged.orientation_constraints = [c for k in constraints for c in k.orientation_constraints]
             ok = component.set_goal_state(motion_plan_constraints=[merged])
         if ok is False:
-            return Plan.failure(f"MoveIt rejected the pose goal for {group}; nothing moved", target)
+            return Plan.failure(Refused(f"MoveIt rejected the pose goal for {group}"), target)
         return self._plan(component, group, target, moving, joints, gripper, goals)
 
     def plan_joints(
@@ -279,7 +280,7 @@ class MoveItPlanner:
     ) -> Plan:
         moving = [a for a in self.robot.arm_names if a in goal]
         if not moving:
-            return Plan.failure("the joint goal moves no arm")
+            return Plan.failure(Refused("the joint goal moves no arm"))
         for arm in moving:
             outside = self.finisher.joint_goal_outside_limits(arm, goal[arm])
             if outside:
@@ -291,7 +292,7 @@ class MoveItPlanner:
         ok = component.set_goal_state(robot_state=self._state({**joints, **goal}, gripper, goals))
         target = self.finisher.joint_goal_target(goal, moving)
         if ok is False:
-            return Plan.failure(f"MoveIt rejected the joint goal for {group}; nothing moved", target)
+            return Plan.failure(Refused(f"MoveIt rejected the joint goal for {group}"), target)
         return self._plan(component, group, target, moving, joints, gripper, goals)
 
     # -- moveit_py -----------------------------------------------------------------------------------------------
@@ -313,16 +314,16 @@ class MoveItPlanner:
         try:
             result = component.plan(single_plan_parameters=self._request)
         except (RuntimeError, ValueError) as exc:  # pybind11's translations of std::runtime_error, invalid_argument
-            return Plan.failure(f"MoveIt failed while planning for {group}: {exc}; nothing moved", target)
+            return Plan.failure(Refused(f"MoveIt failed while planning for {group}: {exc}"), target)
         if not result:
             return Plan.failure(
-                f"MoveIt found no plan for {group}: {error_code_name(result.error_code)}; nothing moved", target
+                Refused(f"MoveIt found no plan for {group}: {error_code_name(result.error_code)}"), target
             )
         msg = result.trajectory.get_robot_trajectory_msg().joint_trajectory
         positions = np.array([list(p.positions) for p in msg.points], dtype=float).reshape(len(msg.points), -1)
         motion = retime_path(self.finisher, moving, joints, list(msg.joint_names), positions)
         if isinstance(motion, str):
-            return Plan.failure(motion, target)
+            return Plan.failure(Refused(motion), target)
         return self.finisher.finish(target, motion, gripper, gripper_goal)
 
     def _state(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from robodojo.motion.rejection import Rejection, render_rejection
 from robodojo.motion.targets import MoveTarget
 
 
@@ -27,10 +28,10 @@ class ArmTrajectory:
 
 @dataclass(frozen=True)
 class Plan:
-    """A validated plan, or the reason there is none (``ok`` False; then nothing may move)."""
+    """A validated plan, or the rejection saying why there is none (``ok`` False; then nothing may move)."""
 
     ok: bool
-    reason: str = ""
+    rejection: Rejection | None = None
     target: MoveTarget | None = None
     trajectories: Mapping[str, ArmTrajectory] = field(default_factory=dict)
     dt_s: float = 0.04
@@ -49,6 +50,11 @@ class Plan:
     def duration_s(self) -> float:
         return self.waypoints * self.dt_s
 
+    @property
+    def reason(self) -> str:
+        """The rejection's text (world frame), or "" for a valid plan."""
+        return render_rejection(self.rejection) if self.rejection is not None else ""
+
     @classmethod
-    def failure(cls, reason: str, target: MoveTarget | None = None) -> Plan:
-        return cls(ok=False, reason=reason, target=target)
+    def failure(cls, rejection: Rejection, target: MoveTarget | None = None) -> Plan:
+        return cls(ok=False, rejection=rejection, target=target)

@@ -22,6 +22,17 @@ from numpy.typing import NDArray
 
 from robodojo.geometry import Matrix, matrix_from_quat, quat_from_matrix, rotation_angle_between
 from robodojo.motion.plan import ArmTrajectory, Plan
+from robodojo.motion.rejection import (
+    BelowTable,
+    JointGoalOutsideLimits,
+    NoArmMoves,
+    NoIkAlongLine,
+    OutOfReach,
+    PathBelowTable,
+    Rejection,
+    TrajectoryLimit,
+    WristFlip,
+)
 from robodojo.motion.settings import MotionSettings, load_motion_settings
 from robodojo.motion.targets import ArmTarget, MoveTarget
 from robodojo.motion.timing import PathRateLimits, parametrize
@@ -77,7 +88,7 @@ class NativePlanner:
     def plan(self, target: MoveTarget, joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]) -> Plan:
         moving = [a for a in self.robot.arm_names if a in target.arms]
         if not moving:
-            return Plan.failure("the target moves no arm", target)
+            return Plan.failure(NoArmMoves(), target)
         starts, goals, lengths, angles = {}, {}, {}, {}
         for arm in moving:
             t = target.arms[arm]
@@ -86,9 +97,9 @@ class NativePlanner:
             low = self.finisher.target_below_table(arm, p1)
             if low:
                 return Plan.failure(low, target)
-            final = self._reachable(arm, p1, R1, np.asarray(joints[arm], dtype=float))
-            if isinstance(final, str):
-                return Plan.failure(final, target)
+            unreachable = self._reachable(arm, p1, R1, np.asarray(joints[arm], dtype=float))
+            if unreachable:
+                return Plan.failure(unreachable, target)
             starts[arm], goals[arm] = (p0, quat_from_matrix(R0)), (p1, quat_from_matrix(R1))
             lengths[arm] = float(np.linalg.norm(p1 - p0))
             angles[arm] = rotation_angle_between(R0, R1)
@@ -112,19 +123,14 @@ class NativePlanner:
                 pos_tol_m = 1e-3 * s.path_tolerance_mm if i < n else math.inf
                 rot_tol = math.radians(s.path_tolerance_deg) if i < n else math.inf
                 if not (sol.converged or (sol.pos_error_m <= pos_tol_m and sol.rot_error_rad <= rot_tol)):
-                    return Plan.failure(
-                        f"no IK solution along the straight line for {arm} at point {i} of {n} ({_xyz(pos)}): the "
-                        f"nearest pose is {sol.pos_error_m * 1e3:.0f} mm and {math.degrees(sol.rot_error_rad):.1f} deg "
-                        f"off{self._limit_note(arm, sol.q)}; try an intermediate target",
-                        target,
+                    lower, upper = self._joints_at_limits(arm, sol.q)
+                    miss = NoIkAlongLine(
+                        arm, i, n, _point(pos), sol.pos_error_m * 1e3, math.degrees(sol.rot_error_rad), lower, upper
                     )
+                    return Plan.failure(miss, target)
                 jump = float(np.max(np.abs(sol.q - knots[arm][-1])))
                 if jump > s.max_joint_step_rad:
-                    return Plan.failure(
-                        f"the straight line for {arm} passes a singularity or wrist flip near point {i} of {n} "
-                        f"({_xyz(pos)}; a joint would jump {jump:.2f} rad); try an intermediate target",
-                        target,
-                    )
+                    return Plan.failure(WristFlip(arm, i, n, _point(pos), jump), target)
                 knots[arm].append(sol.q)
 
         rate, accel = math.inf, math.inf
@@ -150,15 +156,17 @@ class NativePlanner:
             col += width
         return self.finisher.finish(target, motion, gripper, {a: target.arms[a].gripper for a in moving})
 
-    def _limit_note(self, arm: str, q: NDArray[np.float64]) -> str:
-        """', with left_joint4 at its lower limit' for the joints an IK solution was stopped by."""
+    def _joints_at_limits(self, arm: str, q: NDArray[np.float64]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The joints an IK solution was stopped by: (at their lower limit, at their upper limit)."""
         joints = self.robot.arm(arm).joints
-        at = [f"{joints[j]} at its lower limit" for j in np.flatnonzero(q <= self._lower[arm] + 1e-6)]
-        at += [f"{joints[j]} at its upper limit" for j in np.flatnonzero(q >= self._upper[arm] - 1e-6)]
-        return f", with {' and '.join(at)}" if at else ""
+        lower = tuple(joints[j] for j in np.flatnonzero(q <= self._lower[arm] + 1e-6))
+        upper = tuple(joints[j] for j in np.flatnonzero(q >= self._upper[arm] - 1e-6))
+        return lower, upper
 
-    def _reachable(self, arm: str, pos: NDArray[np.float64], R: Matrix, q_now: NDArray[np.float64]) -> str | None:
-        """None if the target pose has an IK solution (from here or from home), else the rejection text."""
+    def _reachable(
+        self, arm: str, pos: NDArray[np.float64], R: Matrix, q_now: NDArray[np.float64]
+    ) -> OutOfReach | None:
+        """None if the target pose has an IK solution (from here or from home), else the rejection."""
         best = None
         for seed in (q_now, np.array(self.robot.arm(arm).home_joints_rad)):
             sol = self.kinematics.solve(arm, pos, R, seed, max_iterations=FINAL_IK_ITERATIONS)
@@ -167,10 +175,8 @@ class NativePlanner:
             if best is None or sol.pos_error_m < best.pos_error_m:
                 best = sol
         assert best is not None
-        return (
-            f"{arm} target ({_xyz(pos)}) is out of reach: the nearest pose is {best.pos_error_m * 1e3:.0f} mm and "
-            f"{math.degrees(best.rot_error_rad):.1f} deg away{self._limit_note(arm, best.q)}; nothing moved"
-        )
+        lower, upper = self._joints_at_limits(arm, best.q)
+        return OutOfReach(arm, _point(pos), best.pos_error_m * 1e3, math.degrees(best.rot_error_rad), lower, upper)
 
     # -- joint moves -------------------------------------------------------------------------------------------
     def plan_joints(
@@ -200,6 +206,7 @@ class NativePlanner:
         goal_target = self.finisher.joint_goal_target(goal, moving)
         return self.finisher.finish(goal_target, motion, gripper, dict.fromkeys(moving))
 
+
 class PlanFinisher:
     """What every planner shares: the checks before planning, the gripper phases, and the final validation.
 
@@ -224,17 +231,17 @@ class PlanFinisher:
         self.min_tcp_z = robot.table.top_z_m + settings.table_clearance_m
 
     # -- checks before planning --------------------------------------------------------------------------------
-    def target_below_table(self, arm: str, pos_m: NDArray[np.float64]) -> str | None:
-        """The rejection text if a grasp-point target lies below the table surface, else None."""
+    def target_below_table(self, arm: str, pos_m: NDArray[np.float64]) -> BelowTable | None:
+        """The rejection if a grasp-point target lies below the table surface, else None."""
         if pos_m[2] < self.min_tcp_z:
-            return f"{arm} target z={pos_m[2]:.3f} m is below the table surface ({self.min_tcp_z:.3f} m); nothing moved"
+            return BelowTable(arm, float(pos_m[2]), self.min_tcp_z)
         return None
 
-    def joint_goal_outside_limits(self, arm: str, goal: Sequence[float]) -> str | None:
-        """The rejection text if a joint goal has the wrong length or leaves the joint limits, else None."""
+    def joint_goal_outside_limits(self, arm: str, goal: Sequence[float]) -> JointGoalOutsideLimits | None:
+        """The rejection if a joint goal has the wrong length or leaves the joint limits, else None."""
         q = np.asarray(goal, dtype=float)
         if q.shape != self.lower[arm].shape or np.any(q < self.lower[arm]) or np.any(q > self.upper[arm]):
-            return f"{arm} joint goal {np.round(q, 3).tolist()} is outside the joint limits"
+            return JointGoalOutsideLimits(arm, tuple(float(v) for v in q.reshape(-1)))
         return None
 
     def joint_goal_target(self, goal: Mapping[str, Sequence[float]], moving: Sequence[str]) -> MoveTarget:
@@ -295,26 +302,23 @@ class PlanFinisher:
             return Plan.failure(problem, target)
         return Plan(ok=True, target=target, trajectories=trajectories, dt_s=self.dt_s)
 
-    def violation(self, trajectories: Mapping[str, ArmTrajectory]) -> str | None:
+    def violation(self, trajectories: Mapping[str, ArmTrajectory]) -> Rejection | None:
         """The first limit a trajectory breaks, or None (the last line of defence before anything moves)."""
         dt = self.dt_s
         for arm, traj in trajectories.items():
             q = traj.positions_rad
             if np.any(q < self.lower[arm] - 1e-9) or np.any(q > self.upper[arm] + 1e-9):
-                return f"{arm} trajectory leaves the joint limits"
+                return TrajectoryLimit(arm, "position")
             if len(q) > 1 and np.any(np.abs(np.diff(q, axis=0)) / dt > self.velocity[arm] * (1 + LIMIT_SLACK)):
-                return f"{arm} trajectory exceeds a joint velocity limit"
+                return TrajectoryLimit(arm, "velocity")
             if len(q) > 2 and np.any(np.abs(np.diff(q, 2, axis=0)) / dt**2 > self.accel[arm] * (1 + LIMIT_SLACK)):
-                return f"{arm} trajectory exceeds a joint acceleration limit"
+                return TrajectoryLimit(arm, "acceleration")
             for k, qk in enumerate(q):
                 z = self.kinematics.tcp_pose(arm, qk)[0][2]
                 if z < self.min_tcp_z - 1e-4:
-                    return (
-                        f"{arm} grasp point would pass below the table surface (z={z:.3f} m at "
-                        f"{k * dt:.2f} s); nothing moved"
-                    )
+                    return PathBelowTable(arm, float(z), k * dt)
         return None
 
 
-def _xyz(p: NDArray[np.float64]) -> str:
-    return f"{p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}"
+def _point(p: NDArray[np.float64]) -> tuple[float, float, float]:
+    return (float(p[0]), float(p[1]), float(p[2]))

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from robodojo.motion.rejection import BackendLost, Rejection, render_rejection
+
 
 class StopReason(str, Enum):
     COMPLETED = "completed"
@@ -45,7 +47,11 @@ class ArmReport:
 
 @dataclass(frozen=True)
 class MoveReport:
-    """The outcome of one move: the tool text sent before execution and, per moving arm, what happened."""
+    """The outcome of one move: the tool text sent before execution and, per moving arm, what happened.
+
+    A move that was not accepted carries its ``rejection`` (the facts; ``tool_text`` is their text in the world frame);
+    build it with :meth:`rejected`.
+    """
 
     accepted: bool
     tool_text: str
@@ -53,6 +59,22 @@ class MoveReport:
     waypoints: int
     steps_used: int
     stop_reason: StopReason
+    rejection: Rejection | None = None
+
+    @classmethod
+    def rejected(cls, rejection: Rejection, arms: Mapping[str, ArmReport] | None = None) -> MoveReport:
+        """A move refused before it started (or cut off by a lost backend): ``arms`` are the per-arm distances to
+        the target when it is known."""
+        lost = isinstance(rejection, BackendLost)
+        return cls(
+            accepted=False,
+            tool_text=render_rejection(rejection),
+            arms=arms or {},
+            waypoints=0,
+            steps_used=0,
+            stop_reason=StopReason.BACKEND_LOST if lost else StopReason.PLAN_FAILED,
+            rejection=rejection,
+        )
 
     @property
     def arrival_text(self) -> str:

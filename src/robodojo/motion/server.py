@@ -110,7 +110,7 @@ class MotionServer:
         try:
             target = parse_move_eef(targets, self.robot, self._state().arms)
         except TargetError as exc:
-            return self._rejected(str(exc), None)
+            return MoveReport.rejected(exc.rejection)
         return self.execute(self.plan(target), is_success=is_success, on_progress=on_progress)
 
     def move_to(
@@ -127,7 +127,7 @@ class MotionServer:
         try:
             target = arm_pose_target(self.robot, self._state().arms, arm, xyz, quat_wxyz, gripper)
         except TargetError as exc:
-            return self._rejected(str(exc), None)
+            return MoveReport.rejected(exc.rejection)
         return self.execute(self.plan(target), is_success=is_success, on_progress=on_progress)
 
     def plan(self, target: MoveTarget) -> Plan:
@@ -157,7 +157,7 @@ class MotionServer:
     ) -> MoveReport:
         """Play ``plan`` one point per env step; a failed plan moves nothing and reports why."""
         if not plan.ok:
-            return self._rejected(plan.reason, plan.target)
+            return self._rejected(plan)
         self._stop_requested.clear()
         budget = self.backend.steps_left
         to_play = min(plan.waypoints, budget)
@@ -229,14 +229,14 @@ class MotionServer:
             stop_reason=reason,
         )
 
-    def _rejected(self, reason: str, target: MoveTarget | None) -> MoveReport:
+    def _rejected(self, plan: Plan) -> MoveReport:
+        """A failed plan's report, with each arm's distance to the target it was not moved to."""
+        assert plan.rejection is not None
         obs = self._state()
         arms = {
             arm: self._arm_report(
                 arm, goal, obs, planned=False, waypoints=0, steps_used=0, stop_reason=StopReason.PLAN_FAILED
             )
-            for arm, goal in self._goal_poses(target).items()
+            for arm, goal in self._goal_poses(plan.target).items()
         }
-        return MoveReport(
-            accepted=False, tool_text=reason, arms=arms, waypoints=0, steps_used=0, stop_reason=StopReason.PLAN_FAILED
-        )
+        return MoveReport.rejected(plan.rejection, arms)

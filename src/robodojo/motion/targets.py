@@ -2,37 +2,62 @@
 
 Dimensions are ``<arm>_<suffix>`` for the robot's arms (``left``/``right`` on the dual-arm robot, so 14 in all)
 and the suffixes below. Unnamed dimensions keep their observed values; an arm with no named dimension does not move.
-Every invalid input raises :class:`TargetError` with one message naming the dimension and the rule; these are the
-only messages (see ``test_targets.py``):
+This module holds the one set of rules for both forms: every invalid input raises :class:`TargetError` carrying a
+:mod:`~robodojo.motion.rejection` (the facts: dimension, value, bounds) whose text names the dimension or argument and
+the rule. The move_eef messages (see ``test_targets.py``):
 
-- ``targets must be an object mapping dimension names to numbers``
-- ``targets must name at least one dimension``
-- ``unknown dimension 'left_q'; dimensions are ...``
-- ``'right_x' must be a finite number``
-- ``target for 'left_z' is outside [0.7, 1.565]``
+- ``targets must be an object mapping dimension names to numbers; nothing moved``
+- ``targets must name at least one dimension; nothing moved``
+- ``unknown dimension 'left_q'; dimensions are ...; nothing moved``
+- ``'right_x' must be a finite number; nothing moved``
+- ``target for 'left_z' is outside [0.7, 1.565]; nothing moved``
+
+The robo API form (one arm, ``xyz``, ``quat``, ``gripper``) quotes the bad value and lists the valid names, e.g.
+``xyz must be 3 numbers [m], got 'up'`` or ``xyz z=0.5 is outside the left arm's workspace [0.7, 1.565] m``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from robodojo.errors import InvalidCommandError
 from robodojo.motion.orientation import DownAngles, down_angles_from_quat, quat_from_down_angles
+from robodojo.motion.rejection import (
+    NoDimension,
+    NotANumber,
+    NotFinite,
+    OutOfBounds,
+    Rejection,
+    TargetsNotAMapping,
+    UnknownArm,
+    UnknownDimension,
+    WrongLength,
+    WrongType,
+    ZeroNorm,
+    render_rejection,
+)
 from robodojo.observation import ArmState
 from robodojo.robots.config import RobotConfig
 
 SUFFIXES = ("x", "y", "z", "pitch_deg", "roll_deg", "yaw_deg", "gripper")
 ANGLE_BOUNDS_DEG = {"pitch_deg": (-180.0, 180.0), "roll_deg": (-90.0, 90.0), "yaw_deg": (-180.0, 180.0)}
 GRIPPER_BOUNDS = (0.0, 1.0)
+MAX_QUOTED_CHARS = 60  # bad values are quoted in messages up to this many characters
+MIN_QUAT_NORM = 1e-6
 
 
 class TargetError(InvalidCommandError):
-    """An invalid target; nothing moved."""
+    """An invalid target; nothing moved. ``rejection`` holds the facts, the message is their text."""
+
+    def __init__(self, rejection: Rejection) -> None:
+        self.rejection = rejection
+        super().__init__(render_rejection(rejection))
 
 
 @dataclass(frozen=True)
@@ -81,38 +106,78 @@ def observed_dimensions(robot: RobotConfig, state: ArmState) -> dict[str, float]
     return {f"{state.name}_{k}": float(v) for k, v in values.items()}
 
 
-def _fmt(value: float) -> str:
-    return f"{value:g}"
+def quote(value: object) -> str:
+    """A short repr of a bad value for a message."""
+    text = repr(value)
+    return text if len(text) <= MAX_QUOTED_CHARS else text[: MAX_QUOTED_CHARS - 3] + "..."
 
 
-def _check_number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise TargetError(f"{name!r} must be a finite number")
-    return float(value)
+def is_number(value: object) -> TypeGuard[int | float | np.integer[Any] | np.floating[Any]]:
+    """An int or float (numpy's too), not a bool."""
+    return not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
 
 
-def _check_bounds(name: str, value: float, bounds: tuple[float, float]) -> None:
+def check_number(argument: str, value: object) -> float:
+    """``value`` as a float; TargetError (WrongType, NotFinite) naming ``argument`` otherwise."""
+    if not is_number(value):
+        raise TargetError(WrongType(argument, "a number", quote(value)))
+    number = float(value)
+    if not math.isfinite(number):
+        raise TargetError(NotFinite(argument, quote(value)))
+    return number
+
+
+def check_vector(argument: str, value: object, n: int, what: str) -> NDArray[np.float64]:
+    """``value`` as ``n`` finite floats (a sequence or array of numbers); TargetError naming ``argument`` otherwise.
+    ``what`` says what the numbers are, e.g. '[m]'."""
+    expected = f"{n} numbers {what}"
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+        raise TargetError(WrongType(argument, expected, quote(value)))
+    items = list(np.asarray(value).reshape(-1)) if isinstance(value, np.ndarray) else list(value)
+    if not all(is_number(v) for v in items):
+        raise TargetError(WrongType(argument, expected, quote(value)))
+    if len(items) != n:
+        raise TargetError(WrongLength(argument, expected, len(items), quote(value)))
+    out = np.array(items, dtype=float)
+    if not np.all(np.isfinite(out)):
+        raise TargetError(NotFinite(argument, quote(value)))
+    return out
+
+
+def check_arm(robot: RobotConfig, arm: object) -> str:
+    """``arm`` if it names one of the robot's arms; TargetError (UnknownArm) listing them otherwise."""
+    if not isinstance(arm, str):
+        raise TargetError(UnknownArm(quote(arm), robot.arm_names, not_a_string=True))
+    if arm not in robot.arm_names:
+        raise TargetError(UnknownArm(repr(arm), robot.arm_names))
+    return arm
+
+
+def _check_bounds(dimension: str, value: float, bounds: tuple[float, float], argument: str = "") -> None:
     low, high = bounds
     if not low <= value <= high:
-        raise TargetError(f"target for {name!r} is outside [{_fmt(low)}, {_fmt(high)}]")
+        raise TargetError(OutOfBounds(dimension, value, bounds, argument))
+
+
+def _dimension_value(name: str, value: object) -> float:
+    if not is_number(value) or not math.isfinite(float(value)):
+        raise TargetError(NotANumber(name))
+    return float(value)
 
 
 def parse_move_eef(targets: object, robot: RobotConfig, state: Mapping[str, ArmState]) -> MoveTarget:
     """Validate move_eef ``targets`` (a mapping of dimension names to numbers) against the observed ``state``."""
     if not isinstance(targets, Mapping):
-        raise TargetError("targets must be an object mapping dimension names to numbers")
+        raise TargetError(TargetsNotAMapping())
     if not targets:
-        raise TargetError("targets must name at least one dimension")
+        raise TargetError(NoDimension())
     names = dimension_names(robot)
     bounds = dimension_bounds(robot)
     values: dict[str, float] = {}
     for name, value in targets.items():
         if name not in names:
-            shown = repr(name) if isinstance(name, str) else repr(str(name))
-            raise TargetError(
-                f"unknown dimension {shown}; dimensions are {{{','.join(robot.arm_names)}}}_{{{','.join(SUFFIXES)}}}"
-            )
-        number = _check_number(name, value)
+            raise TargetError(UnknownDimension(name if isinstance(name, str) else str(name), robot.arm_names, SUFFIXES))
+        number = _dimension_value(name, value)
         _check_bounds(name, number, bounds[name])
         values[name] = number
 
@@ -138,51 +203,59 @@ def parse_move_eef(targets: object, robot: RobotConfig, state: Mapping[str, ArmS
     return MoveTarget(arms=arms)
 
 
+@dataclass(frozen=True)
+class ArmPose:
+    """Validated arguments of the robo API form: one arm's grasp point [m] inside its bounds, an orientation
+    (w, x, y, z) of non-zero norm as given (None keeps the observed one), a gripper opening 0..1 (None keeps the
+    current command)."""
+
+    arm: str
+    pos_m: tuple[float, float, float]
+    quat_wxyz: tuple[float, float, float, float] | None
+    gripper: float | None
+
+
+def check_arm_pose(
+    robot: RobotConfig, arm: object, xyz: object, quat_wxyz: object = None, gripper: object = None
+) -> ArmPose:
+    """Validate the robo API form (``robo.move_to`` and the motion server's ``move_to``); TargetError naming the
+    argument, quoting the bad value and listing the valid names."""
+    arm = check_arm(robot, arm)
+    pos = check_vector("xyz", xyz, 3, "[m]")
+    bounds = dimension_bounds(robot)
+    for axis, value in zip("xyz", pos, strict=True):
+        _check_bounds(f"{arm}_{axis}", float(value), bounds[f"{arm}_{axis}"], "xyz")
+    quat = None
+    if quat_wxyz is not None:
+        q = check_vector("quat", quat_wxyz, 4, "(w, x, y, z)")
+        if np.linalg.norm(q) < MIN_QUAT_NORM:
+            raise TargetError(ZeroNorm("quat", quote(quat_wxyz)))
+        quat = (float(q[0]), float(q[1]), float(q[2]), float(q[3]))
+    opening = None
+    if gripper is not None:
+        opening = check_number("gripper", gripper)
+        _check_bounds(f"{arm}_gripper", opening, GRIPPER_BOUNDS, "gripper")
+    return ArmPose(arm, (float(pos[0]), float(pos[1]), float(pos[2])), quat, opening)
+
+
 def arm_pose_target(
     robot: RobotConfig,
     state: Mapping[str, ArmState],
-    arm: str,
-    xyz: ArrayLike,
-    quat_wxyz: ArrayLike | None = None,
-    gripper: float | None = None,
+    arm: object,
+    xyz: object,
+    quat_wxyz: object = None,
+    gripper: object = None,
 ) -> MoveTarget:
-    """The robo API form: one arm to ``xyz`` [m], optionally orientation (w, x, y, z) and gripper 0..1.
+    """The robo API form as a target: one arm to ``xyz`` [m], optionally orientation (w, x, y, z) and gripper 0..1.
 
-    Unset orientation keeps the observed one, unset gripper the current command. Raises TargetError naming the
-    argument and the rule.
+    Unset orientation keeps the observed one, unset gripper the current command. Raises TargetError as
+    :func:`check_arm_pose`.
     """
-    if arm not in robot.arm_names:
-        raise TargetError(f"unknown arm {arm!r}; arms are {', '.join(robot.arm_names)}")
-    try:
-        pos = np.asarray(xyz, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise TargetError(f"xyz must be 3 finite numbers [m], got {xyz!r}") from None
-    if pos.shape != (3,) or not np.all(np.isfinite(pos)):
-        raise TargetError(f"xyz must be 3 finite numbers [m], got {xyz!r}")
-    bounds = dimension_bounds(robot)
-    for axis, value in zip("xyz", pos, strict=True):
-        _check_bounds(f"{arm}_{axis}", float(value), bounds[f"{arm}_{axis}"])
-    if quat_wxyz is None:
-        quat: NDArray[np.float64] = np.asarray(state[arm].tcp_quat_wxyz, dtype=float)
+    pose = check_arm_pose(robot, arm, xyz, quat_wxyz, gripper)
+    if pose.quat_wxyz is None:
+        quat: NDArray[np.float64] = np.asarray(state[pose.arm].tcp_quat_wxyz, dtype=float)
     else:
-        try:
-            quat = np.asarray(quat_wxyz, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            raise TargetError(f"quat must be 4 finite numbers (w, x, y, z), got {quat_wxyz!r}") from None
-        if quat.shape != (4,) or not np.all(np.isfinite(quat)) or np.linalg.norm(quat) < 1e-6:
-            raise TargetError(f"quat must be 4 finite numbers (w, x, y, z) with a non-zero norm, got {quat_wxyz!r}")
+        quat = np.asarray(pose.quat_wxyz, dtype=float)
         quat = quat / np.linalg.norm(quat)
-    opening = None
-    if gripper is not None:
-        opening = _check_number("gripper", gripper)
-        _check_bounds(f"{arm}_gripper", opening, GRIPPER_BOUNDS)
-    return MoveTarget(
-        arms={
-            arm: ArmTarget(
-                arm=arm,
-                pos_m=tuple(float(v) for v in pos),  # type: ignore[arg-type]
-                quat_wxyz=tuple(float(v) for v in quat),  # type: ignore[arg-type]
-                gripper=opening,
-            )
-        }
-    )
+    w, x, y, z = (float(v) for v in quat)
+    return MoveTarget(arms={pose.arm: ArmTarget(pose.arm, pose.pos_m, (w, x, y, z), pose.gripper)})

@@ -21,7 +21,8 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from robodojo.agents.base import EpisodeContext
 from robodojo.episodes.spec import EpisodeSpec
 from robodojo.errors import BackendLostError, InvalidCommandError
-from robodojo.motion.report import MoveReport, StopReason
+from robodojo.motion.rejection import Refused
+from robodojo.motion.report import MoveReport
 from robodojo.motion.targets import TargetError, arm_pose_target, parse_move_eef
 from robodojo.nodes import convert, topics
 from robodojo.nodes.parameters import AgentNodeParams
@@ -179,14 +180,12 @@ class MoveEefClient:
         self.client = ActionClient(node, MoveEef, topics.MOVE_EEF, callback_group=MutuallyExclusiveCallbackGroup())
         self._goal_handle = None
 
-    def move_eef(
-        self, targets: object, *, is_success: Callable[[], bool] | None = None, note: str = ""
-    ) -> MoveReport:
+    def move_eef(self, targets: object, *, is_success: Callable[[], bool] | None = None, note: str = "") -> MoveReport:
         if not isinstance(targets, Mapping):
             try:  # not encodable as a goal: the library's parser gives the in-process text
                 parse_move_eef(targets, self.robot, {})
             except TargetError as exc:
-                return self._rejected(str(exc))
+                return MoveReport.rejected(exc.rejection)
         names = [str(k) for k in targets]  # type: ignore[union-attr]
         # Non-numbers travel as NaN: the server then rejects them with the same text as in process.
         values = [_number_or_nan(v) for v in targets.values()]  # type: ignore[union-attr]
@@ -204,7 +203,7 @@ class MoveEefClient:
         try:  # the library's own validation first: same messages, and only well-formed goals go out
             target = arm_pose_target(self.robot, self.backend.observe(cameras=()).arms, arm, xyz, quat_wxyz, gripper)
         except TargetError as exc:
-            return self._rejected(str(exc))
+            return MoveReport.rejected(exc.rejection)
         t = target.arms[arm]
         goal = MoveEef.Goal(mode=MoveEef.Goal.MOVE_TO, arm=arm, use_orientation=quat_wxyz is not None)
         goal.position.x, goal.position.y, goal.position.z = t.pos_m
@@ -228,7 +227,7 @@ class MoveEefClient:
         sent = call_in_executor(self.node, lambda: self.client.send_goal_async(goal), timeout)
         handle = wait_for(sent, timeout, "the MoveEef goal to be accepted")
         if not handle.accepted:
-            return self._rejected("the motion server refused the goal: another motion is running")
+            return MoveReport.rejected(Refused("the motion server refused the goal: another motion is running"))
         self._goal_handle = handle
         try:
             result = call_in_executor(self.node, handle.get_result_async, timeout)
@@ -236,12 +235,6 @@ class MoveEefClient:
         finally:
             self._goal_handle = None
         return convert.move_report(response.result)
-
-    @staticmethod
-    def _rejected(text: str) -> MoveReport:
-        return MoveReport(
-            accepted=False, tool_text=text, arms={}, waypoints=0, steps_used=0, stop_reason=StopReason.PLAN_FAILED
-        )
 
 
 class GraphEpisodeHost:
@@ -315,5 +308,3 @@ def wait_for(future: Future, timeout_s: float, what: str):
         future.cancel()
         raise BackendLostError(f"timed out after {timeout_s:.0f} s waiting for {what}")
     return future.result()
-
-

@@ -15,6 +15,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robodojo.errors import InvalidCommandError
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform
+from robodojo.motion.rejection import Refused, rejection_from_json, rejection_to_json
 from robodojo.motion.report import ArmReport, MoveReport, StopReason
 from robodojo.observation import CameraCalibration
 
@@ -150,6 +151,7 @@ def fill_move_result(result, report: MoveReport, dt_s: float, arrival_type) -> N
     result.duration_s = report.steps_used * dt_s
     result.steps_used = report.steps_used
     result.stop_reason = report.stop_reason.value
+    result.rejection = rejection_to_json(report.rejection) if report.rejection is not None else ""
     result.arms = [
         arrival_type(
             arm=a.arm, planned=a.planned, reached=a.reached, pos_error_mm=a.pos_error_mm,
@@ -161,7 +163,10 @@ def fill_move_result(result, report: MoveReport, dt_s: float, arrival_type) -> N
 
 
 def move_report(result) -> MoveReport:
-    """A MoveEef result message as the MoveReport the in-process motion server would have returned."""
+    """A MoveEef result message as the MoveReport the in-process motion server would have returned.
+
+    A refusal without facts (a server that sends none) keeps its text as a :class:`Refused`.
+    """
     arms: Mapping[str, ArmReport] = {}
     for a in result.arms:
         position, quat = position_quat(a.final_pose)
@@ -170,6 +175,11 @@ def move_report(result) -> MoveReport:
             rot_error_deg=a.rot_error_deg, final_pos_m=position, final_quat_wxyz=quat, waypoints=a.waypoints,
             steps_used=a.steps_used, stop_reason=StopReason(a.stop_reason),
         )  # fmt: skip
+    rejection = None
+    if result.rejection:
+        rejection = rejection_from_json(result.rejection)
+    elif not result.accepted:
+        rejection = Refused(result.tool_text)
     return MoveReport(
         accepted=result.accepted,
         tool_text=result.tool_text,
@@ -177,4 +187,5 @@ def move_report(result) -> MoveReport:
         waypoints=result.waypoints,
         steps_used=result.steps_used,
         stop_reason=StopReason(result.stop_reason),
+        rejection=rejection,
     )

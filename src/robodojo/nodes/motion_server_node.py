@@ -27,6 +27,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from robodojo.errors import BackendLostError, ConfigError
 from robodojo.motion.plan import Plan
 from robodojo.motion.planner import NativePlanner, Planner
+from robodojo.motion.rejection import BackendLost, Refused
 from robodojo.motion.report import MoveReport, StopReason
 from robodojo.motion.server import MotionServer, ProgressCallback, SuccessCheck
 from robodojo.motion.settings import load_motion_settings
@@ -100,7 +101,7 @@ class MotionServerNode(GraphNode):
         """
         publishers = [p for arm in plan.trajectories for p in (self.arm_pubs[arm], self.gripper_pubs[arm])]
         deadline = time.monotonic() + CONTROLLER_WAIT_S
-        while (silent := [p.topic_name for p in publishers if p.get_subscription_count() == 0]):
+        while silent := [p.topic_name for p in publishers if p.get_subscription_count() == 0]:
             if time.monotonic() > deadline:
                 raise BackendLostError(f"no controller subscribes to {', '.join(silent)}: is the robot running?")
             time.sleep(POLL_S)
@@ -177,6 +178,7 @@ class MotionServerNode(GraphNode):
     def _run(self, goal: MoveEef.Goal, on_progress: ProgressCallback | None) -> MoveReport:
         """The goal on the library's MotionServer; a missing backend becomes a report, never an exception."""
         timeout = self.params.joint_state_timeout_s
+
         def stale() -> bool:  # no fresh joint states, or a status from before the robot restarted
             return self.state.age_s() > timeout or self.state.status_age_s() > STATUS_STALE_S
 
@@ -193,7 +195,7 @@ class MotionServerNode(GraphNode):
                 )
             if goal.mode == MoveEef.Goal.MOVE_EEF:
                 if len(goal.names) != len(goal.values):
-                    return self._rejected(f"{len(goal.names)} names but {len(goal.values)} values")
+                    return MoveReport.rejected(Refused(f"{len(goal.names)} names but {len(goal.values)} values"))
                 targets = dict(zip(goal.names, goal.values, strict=True))
                 return self.server.move_eef(targets, is_success=success, on_progress=on_progress)
             if goal.mode == MoveEef.Goal.MOVE_TO:
@@ -204,13 +206,9 @@ class MotionServerNode(GraphNode):
                 )  # fmt: skip
             if goal.mode == MoveEef.Goal.HOME:
                 return self.server.home(is_success=success, on_progress=on_progress)
-            return self._rejected(f"unknown mode {goal.mode}; use MOVE_EEF (0), MOVE_TO (1) or HOME (2)")
+            return MoveReport.rejected(Refused(f"unknown mode {goal.mode}; use MOVE_EEF (0), MOVE_TO (1) or HOME (2)"))
         except BackendLostError as exc:
-            return self._rejected(str(exc), StopReason.BACKEND_LOST)
-
-    @staticmethod
-    def _rejected(text: str, reason: StopReason = StopReason.PLAN_FAILED) -> MoveReport:
-        return MoveReport(accepted=False, tool_text=text, arms={}, waypoints=0, steps_used=0, stop_reason=reason)
+            return MoveReport.rejected(BackendLost(str(exc)))
 
     def _execute(self, goal_handle) -> MoveEef.Result:
         try:

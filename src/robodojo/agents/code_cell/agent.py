@@ -3,7 +3,8 @@
 Each turn is one LLM call. A python(code) call runs the cell in the sandboxed kernel (a separate process that reaches
 the robot only through RPC to this process, where :class:`~robodojo.agents.code_cell.robo.Robo` executes it); the
 tool result is only what the cell printed, its last expression's repr, its traceback, and a notice if a limit was hit;
-images queued with robo.show() follow as a user message. finish(status, summary) ends the episode.
+images queued with robo.show() follow as a user message. finish(status, summary) ends the episode. Every robo call a
+cell makes is logged (:mod:`robodojo.agents.code_cell.call_log`) and handed to the record with its turn.
 """
 
 from __future__ import annotations
@@ -11,16 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
-from robodojo.agents.code_cell.kernel import CellResult, EpisodeOver, Kernel, KernelLimits
-from robodojo.agents.code_cell.prompts import goal_message, system_message
-from robodojo.agents.code_cell.robo import (
+from robodojo.agents.code_cell.api_reference import (
     ROBO_CONSTANTS,
-    Robo,
     call_robo,
     robo_api_methods,
     robo_api_properties,
     robo_api_reference,
 )
+from robodojo.agents.code_cell.call_log import RoboCallLog
+from robodojo.agents.code_cell.kernel import CellResult, EpisodeOver, Kernel, KernelLimits
+from robodojo.agents.code_cell.prompts import goal_message, system_message
+from robodojo.agents.code_cell.robo import Robo
 from robodojo.agents.code_cell.tools import FINISH, tool_schemas, validate_tool_call
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.client import image_part
@@ -32,6 +34,7 @@ SEVERAL_TOOL_CALLS_TEXT = "Your reply called {n} tools; call exactly one tool pe
 NO_OUTPUT_TEXT = "(the cell printed nothing and ended without a value)"
 ROBO_RESULT_MODULES = ("robodojo.agents.code_cell.results",)  # loaded before the first cell, health-checked after each
 IMAGE_HORIZON = 2  # turns whose robo.show() images stay in the context
+MOTION_METHODS = ("move_to", "grasp", "release", "home")  # robo calls that end the cell once no env steps are left
 JPEG_QUALITY = 85
 LIMIT_TEXTS = {
     "wall_time": "the cell exceeded the wall-clock limit",
@@ -90,6 +93,7 @@ class CodeCellAgent:
         self.close()
         self.episode = episode
         self.robo = Robo(episode)
+        self.call_log = RoboCallLog()
         properties = {**robo_api_properties(), **{name: f"robo.{name}" for name in ROBO_CONSTANTS}}
         self.kernel = Kernel(
             self._dispatch,
@@ -107,10 +111,14 @@ class CodeCellAgent:
         self.conversation.add(goal_message(episode))
 
     def _dispatch(self, method: str, args: tuple, kwargs: dict) -> Any:
-        """Runs a robo call from the kernel. Motion calls end the cell once the env step budget is used up."""
-        if self.episode.backend.steps_left <= 0 and method in ("move_to", "grasp", "release", "home"):
-            raise EpisodeOver("the env step budget is used up")
-        return call_robo(self.robo, method, args, kwargs)
+        """Runs a robo call from the kernel, logged. Motion calls end the cell once the env step budget is used up."""
+
+        def call() -> Any:
+            if self.episode.backend.steps_left <= 0 and method in MOTION_METHODS:
+                raise EpisodeOver("the env step budget is used up")
+            return call_robo(self.robo, method, args, kwargs)
+
+        return self.call_log.run(method, args, kwargs, call)
 
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         request = self.conversation.request()
@@ -149,7 +157,15 @@ class CodeCellAgent:
             "rpc_calls": result.rpc_calls,
             "images_shown": [camera for camera, _ in shown],
         }
-        return TurnRecord(turn, request, reply, [text], "python", details=self.conversation.with_text_flags(details))
+        return TurnRecord(
+            turn,
+            request,
+            reply,
+            [text],
+            "python",
+            details=self.conversation.with_text_flags(details),
+            robo_calls=self.call_log.drain(),
+        )
 
     def close(self) -> None:
         if self.kernel is not None:

@@ -1,36 +1,33 @@
 """The robo API: the robot object a code cell drives (seed 000, PyRUA-Lean; DESIGN.md section 5).
 
 This is the parent side. It runs in the agent's process on an :class:`EpisodeContext` (the agent-side backend, the
-motion server and the benchmark's done signal, nothing privileged) and is called by the sandboxed kernel over RPC,
-or directly in tests. Each public method is one capability and returns a frozen result from
-:mod:`robodojo.agents.code_cell.results`.
+motion server and the benchmark's done signal, nothing privileged) and is called by the sandboxed kernel over RPC
+(:func:`robodojo.agents.code_cell.api_reference.call_robo`), or directly in tests. Each public method is one
+capability and returns a frozen result from :mod:`robodojo.agents.code_cell.results`.
 
 Errors: misuse (wrong types, unknown arm or camera names, targets outside the workspace bounds, pixels outside the
-image) raises a short TypeError or ValueError that quotes the bad value and lists the valid ones; nothing moves.
-Outcomes on the robot's side (unreachable targets, motions that stop short, nothing found in an image) are result
-fields with a ``reason``.
+image) raises a short TypeError or ValueError that quotes the bad value and lists the valid ones; nothing moves. The
+motion arguments (arm, xyz, quat, gripper) are checked by the motion targets' rules (:mod:`robodojo.motion.targets`),
+whose rejections become these errors. Outcomes on the robot's side (unreachable targets, motions that stop short,
+nothing found in an image) are result fields with a ``reason``; a refused motion's reason is its rejection's text.
 
-The docstrings are the API reference the model reads (:func:`robo_api_reference`); every parameter of every public
-method must be documented under ``Args:``, which is checked when this module is imported.
+The docstrings are the API reference the model reads (:mod:`robodojo.agents.code_cell.api_reference`); every parameter
+of every public method must be documented under ``Args:``, which is checked when that module is imported.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
-import re
-import textwrap
-from collections.abc import Callable, Iterable, Sequence
-from functools import cache
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
 
 import numpy as np
 from numpy.typing import NDArray
 
 from robodojo.agents.base import EpisodeContext
+from robodojo.agents.code_cell.flange import flange_to_tcp
 from robodojo.agents.code_cell.results import (
-    RESULT_TYPES,
     ArmState,
     CameraInfo,
     MoveResult,
@@ -42,16 +39,16 @@ from robodojo.agents.code_cell.results import (
     Triangulated,
     WorldMap,
 )
-from robodojo.geometry import Matrix, matrix_from_quat, quat_from_matrix, transform
+from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform
+from robodojo.motion.rejection import Refused, Rejection, render_rejection
 from robodojo.motion.report import MoveReport, StopReason
-from robodojo.motion.targets import GRIPPER_BOUNDS, dimension_bounds
+from robodojo.motion.targets import TargetError, check_arm, check_arm_pose, check_number, check_vector, quote
 from robodojo.observation import CameraFrame, Observation
 from robodojo.perception import geometry as pgeom
 from robodojo.perception import segmentation as pseg
 from robodojo.perception.camera import CameraModel
 from robodojo.perception.table_plane import measure_table_height
-from robodojo.robots.config import RobotConfig, load_robot_config
-from robodojo.robots.urdf import UrdfModel, load_urdf
+from robodojo.robots.config import RobotConfig
 
 OPEN = 1.0
 CLOSED = 0.0
@@ -59,79 +56,32 @@ HOLD_MIN_OPENING = 0.03  # a closed gripper that stops more open than this has s
 GRIP_SETTLE_MAX_STEPS = 8  # after a gripper command the fingers lag the trajectory by a few steps
 GRIP_SETTLE_EPS = 0.002  # the fingers have stopped when the opening changes less than this in one step
 TABLE_Z_RANGE_M = (0.5, 1.2)  # the table-height search range
-MAX_QUOTED_CHARS = 60  # bad values are quoted in errors up to this many characters
-AGENT_ONLY = ("take_shown",)  # public for the agent, not part of the model's API
-DEFAULT_REFERENCE_ROBOT = "dual_arx_x5"
-REFERENCE_WIDTH = 120  # the generated reference wraps its own lines at this width
+REFUSED_ADVICE = ": change the target, repeating it fails again"  # after a refused motion's rejection text
 
 
-# -- validation ------------------------------------------------------------------------------------------------------
-def _quote(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= MAX_QUOTED_CHARS else text[: MAX_QUOTED_CHARS - 3] + "..."
+# -- validation: the motion targets' rules, raised as TypeError or ValueError ------------------------------------------
+def _misuse(rejection: Rejection) -> NoReturn:
+    """Raise a rejected argument as the robo API's error: TypeError for a wrong type, ValueError otherwise."""
+    text = rejection.describe()
+    raise TypeError(text) if rejection.type_error else ValueError(text)
 
 
 def _names(names: Iterable[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
 
-def _is_number(value: object) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
-
-
 def _number(name: str, value: object) -> float:
-    if not _is_number(value):
-        raise TypeError(f"{name} must be a number, got {_quote(value)}")
-    if not math.isfinite(float(value)):  # type: ignore[arg-type]
-        raise ValueError(f"{name} must be finite, got {_quote(value)}")
-    return float(value)  # type: ignore[arg-type]
+    try:
+        return check_number(name, value)
+    except TargetError as exc:
+        _misuse(exc.rejection)
 
 
 def _vector(name: str, value: object, n: int, what: str) -> NDArray[np.float64]:
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
-        raise TypeError(f"{name} must be {n} numbers {what}, got {_quote(value)}")
-    items = list(np.asarray(value).reshape(-1)) if isinstance(value, np.ndarray) else list(value)
-    if not all(_is_number(v) for v in items):
-        raise TypeError(f"{name} must be {n} numbers {what}, got {_quote(value)}")
-    out = np.array(items, dtype=float)
-    if out.shape != (n,):
-        raise ValueError(f"{name} must be {n} numbers {what}, got {len(items)}: {_quote(value)}")
-    if not np.all(np.isfinite(out)):
-        raise ValueError(f"{name} must be finite, got {_quote(value)}")
-    return out
-
-
-# -- geometry of the flange ------------------------------------------------------------------------------------------
-def _parent_joints(urdf: UrdfModel) -> dict[str, Any]:
-    return {j.child: j for j in urdf.joints.values()}
-
-
-@cache
-def flange_to_tcp(robot_name: str, arm: str) -> Matrix:
-    """T_flange_tcp of one arm, from the URDF.
-
-    The flange is the mounting frame at the end of the last moving link: that link itself, or a frame-only link fixed
-    to it without rotation (the FR3's fr3_link8), before the gripper's own frames.
-    """
-    robot = load_robot_config(robot_name)
-    urdf = load_urdf(robot.scene_urdf)
-    parents = _parent_joints(urdf)
-    tcp = robot.arm(arm).tcp_link
-    chain = [tcp]  # tcp up to the last moving link
-    while not parents[chain[-1]].movable:
-        chain.append(parents[chain[-1]].parent)
-    chain.reverse()  # last moving link ... tcp
-    flange = 0
-    for i in range(1, len(chain) - 1):
-        joint, link = parents[chain[i]], urdf.links[chain[i]]
-        frame_only = not (link.visuals or link.collisions or link.inertial)
-        if joint.movable or any(joint.origin.rpy) or not frame_only:
-            break
-        flange = i
-    T = np.eye(4)
-    for link in chain[flange + 1 :]:
-        T = T @ parents[link].origin.matrix
-    return T
+    try:
+        return check_vector(name, value, n, what)
+    except TargetError as exc:
+        _misuse(exc.rejection)
 
 
 # -- the robot object ------------------------------------------------------------------------------------------------
@@ -155,7 +105,6 @@ class Robo:
         self._robot: RobotConfig = context.robot
         self._arm_names = self._robot.arm_names
         self._camera_names = self._robot.camera_names
-        self._bounds = dimension_bounds(self._robot)
         self._flange = {a: flange_to_tcp(self._robot.name, a) for a in self._arm_names}
         self._tcp_from_flange = {a: np.linalg.inv(T) for a, T in self._flange.items()}
         self._table_z: float | None = None
@@ -213,15 +162,13 @@ class Robo:
         Returns:
             MoveResult.
         """
-        arm = self._check_arm(arm)
-        target = self._check_xyz(arm, xyz)
-        q = None
-        if quat is not None:
-            q = _vector("quat", quat, 4, "(w, x, y, z)")
-            if np.linalg.norm(q) < 1e-6:
-                raise ValueError(f"quat must have a non-zero norm, got {_quote(quat)}")
-        opening = None if gripper is None else self._check_gripper(gripper)
-        report = self._ctx.motion.move_to(arm, target, q, opening, is_success=self._ctx.is_success)
+        try:
+            pose = check_arm_pose(self._robot, arm, xyz, quat, gripper)
+        except TargetError as exc:
+            _misuse(exc.rejection)
+        report = self._ctx.motion.move_to(
+            pose.arm, pose.pos_m, pose.quat_wxyz, pose.gripper, is_success=self._ctx.is_success
+        )
         return self._move_result(report)
 
     def grasp(self, arm: str) -> MoveResult:
@@ -374,13 +321,13 @@ class Robo:
             (``reprojection_px`` and ``ray_gap_mm`` say how far apart).
         """
         if isinstance(observations, str | bytes) or not isinstance(observations, Sequence):
-            raise TypeError(f"observations must be a list of (camera, row, col), got {_quote(observations)}")
+            raise TypeError(f"observations must be a list of (camera, row, col), got {quote(observations)}")
         if len(observations) < 2:
             raise ValueError(f"observations needs at least two views (camera, row, col), got {len(observations)}")
         parsed = []
         for obs in observations:
             if isinstance(obs, str | bytes) or not isinstance(obs, Sequence) or len(obs) != 3:
-                raise TypeError(f"each observation must be (camera, row, col), got {_quote(obs)}")
+                raise TypeError(f"each observation must be (camera, row, col), got {quote(obs)}")
             parsed.append((self._check_camera(obs[0]), obs[1], obs[2]))
         names = [p[0] for p in parsed]
         if len(set(names)) != len(names):
@@ -469,36 +416,17 @@ class Robo:
 
     # -- internals --------------------------------------------------------------------------------------------------
     def _check_arm(self, arm: object) -> str:
-        if not isinstance(arm, str):
-            raise TypeError(f"arm must be a string, one of {_names(self._arm_names)}; got {_quote(arm)}")
-        if arm not in self._arm_names:
-            raise ValueError(f"unknown arm {arm!r}; arms: {_names(self._arm_names)}")
-        return arm
+        try:
+            return check_arm(self._robot, arm)
+        except TargetError as exc:
+            _misuse(exc.rejection)
 
     def _check_camera(self, camera: object, what: str = "camera") -> str:
         if not isinstance(camera, str):
-            raise TypeError(f"{what} must be a string, one of {_names(self._camera_names)}; got {_quote(camera)}")
+            raise TypeError(f"{what} must be a string, one of {_names(self._camera_names)}; got {quote(camera)}")
         if camera not in self._camera_names:
             raise ValueError(f"unknown camera {camera!r}; cameras: {_names(self._camera_names)}")
         return camera
-
-    def _check_xyz(self, arm: str, xyz: object) -> NDArray[np.float64]:
-        target = _vector("xyz", xyz, 3, "[m]")
-        for axis, value in zip("xyz", target, strict=True):
-            low, high = self._bounds[f"{arm}_{axis}"]
-            if not low <= value <= high:
-                raise ValueError(
-                    f"xyz {axis}={value:g} is outside the {arm} arm's workspace [{low:g}, {high:g}] m; nothing moved"
-                )
-        return target
-
-    @staticmethod
-    def _check_gripper(gripper: object) -> float:
-        value = _number("gripper", gripper)
-        low, high = GRIPPER_BOUNDS
-        if not low <= value <= high:
-            raise ValueError(f"gripper must be in [{low:g}, {high:g}] (0 closed, 1 open), got {_quote(gripper)}")
-        return value
 
     @staticmethod
     def _check_pixel(row: object, col: object, model: CameraModel) -> tuple[float, float]:
@@ -550,10 +478,8 @@ class Robo:
         terminated = done or self.steps_left <= 0
         stop = report.stop_reason
         if not report.accepted:
-            text = report.tool_text.rstrip(". ")
-            if "nothing moved" not in text:
-                text += "; nothing moved"
-            reason = f"{text}: change the target, repeating it fails again"
+            rejection = report.rejection or Refused(report.tool_text)
+            reason = render_rejection(rejection) + (REFUSED_ADVICE if rejection.nothing_moved else "")
         elif stop is StopReason.TASK_SUCCESS:
             reason = "the task was solved during the motion, which stopped there: the episode is over"
         elif stop is StopReason.BUDGET_EXHAUSTED:
@@ -604,153 +530,3 @@ class Robo:
     @staticmethod
     def _replace(result: MoveResult, **changes: Any) -> MoveResult:
         return dataclasses.replace(result, **changes)
-
-
-# -- the API as the model sees it --------------------------------------------------------------------------------------
-_ARGS_HEADER = re.compile(r"^\s*Args:\s*$")
-_SECTION_HEADER = re.compile(r"^\s*(Returns|Raises|Examples?|Notes?):\s*$")
-_ARG_LINE = re.compile(r"^\s{4}(\w+):")
-
-
-def _documented_args(doc: str) -> list[str]:
-    """Parameter names listed under ``Args:`` in a Google-style docstring (after inspect.cleandoc)."""
-    names, inside = [], False
-    for line in doc.splitlines():
-        if _ARGS_HEADER.match(line):
-            inside = True
-            continue
-        if inside and (_SECTION_HEADER.match(line) or (line and not line.startswith(" "))):
-            inside = False
-        if inside:
-            m = _ARG_LINE.match(line)
-            if m:
-                names.append(m.group(1))
-    return names
-
-
-def _public_members(cls: type) -> dict[str, Any]:
-    """Public methods and properties in the order they are defined (the reference's order)."""
-    return {
-        name: member
-        for name, member in vars(cls).items()
-        if not name.startswith("_") and name not in AGENT_ONLY and (callable(member) or isinstance(member, property))
-    }
-
-
-def check_documented(cls: type) -> None:
-    """Raise TypeError if a public method or property of ``cls`` lacks a docstring, or a method has a parameter
-    not documented under ``Args:`` (or documents one it does not have)."""
-    for name, member in _public_members(cls).items():
-        doc = inspect.getdoc(member.fget if isinstance(member, property) else member)
-        if not doc:
-            raise TypeError(f"{cls.__name__}.{name} has no docstring")
-        if isinstance(member, property):
-            continue
-        params = [p for p in inspect.signature(member).parameters if p != "self"]
-        documented = _documented_args(doc)
-        for p in params:
-            if p not in documented:
-                raise TypeError(f"{cls.__name__}.{name}: parameter {p!r} is not documented under Args:")
-        for d in documented:
-            if d not in params:
-                raise TypeError(f"{cls.__name__}.{name}: documents {d!r}, which is not a parameter")
-
-
-check_documented(Robo)
-
-
-@cache
-def robo_api_methods() -> dict[str, str]:
-    """The methods the model may call on ``robo``: name -> docstring (what the kernel proxy forwards)."""
-    return {name: inspect.getdoc(m) or "" for name, m in _public_members(Robo).items() if not isinstance(m, property)}
-
-
-@cache
-def robo_api_properties() -> dict[str, str]:
-    """The read-only attributes of ``robo`` (done, steps_left, task): name -> docstring."""
-    return {name: inspect.getdoc(m.fget) or "" for name, m in _public_members(Robo).items() if isinstance(m, property)}
-
-
-ROBO_CONSTANTS = {"OPEN": OPEN, "CLOSED": CLOSED}  # plain attributes the kernel's proxy defines itself
-
-
-def call_robo(robo: Robo, name: str, args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None) -> Any:
-    """Run one call the kernel forwarded: a method with its arguments, or a property read (no arguments).
-
-    Names outside the model's API (private helpers, take_shown) raise AttributeError listing the valid ones.
-    """
-    kwargs = kwargs or {}
-    if name in robo_api_properties():
-        if args or kwargs:
-            raise TypeError(f"robo.{name} is an attribute, not a method: read it without ()")
-        return getattr(robo, name)
-    if name in robo_api_methods():
-        return getattr(robo, name)(*args, **kwargs)
-    if name in ROBO_CONSTANTS:
-        return ROBO_CONSTANTS[name]
-    valid = [*robo_api_methods(), *robo_api_properties(), *ROBO_CONSTANTS]
-    raise AttributeError(f"robo has no attribute {name!r}; it has: {', '.join(valid)}")
-
-
-def _signature(name: str, fn: Callable[..., Any]) -> str:
-    """``robo.move_to(arm, xyz, quat=None, *, gripper=None) -> MoveResult``: names and defaults, no annotations."""
-    sig = inspect.signature(fn)
-    parts: list[str] = []
-    star = False
-    for p in list(sig.parameters.values())[1:]:
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and not star:
-            parts.append("*")
-            star = True
-        parts.append(p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}")
-    ret = sig.return_annotation
-    ret_text = "" if ret is inspect.Signature.empty else f" -> {ret if isinstance(ret, str) else ret.__name__}"
-    return f"robo.{name}({', '.join(parts)}){ret_text}"
-
-
-def _indent(text: str, prefix: str = "    ") -> str:
-    return "\n".join(prefix + line if line else line for line in text.splitlines())
-
-
-def robo_api_reference(robot_config: RobotConfig | str | None = None) -> str:
-    """The robo API reference shown to the model (system message, ``robodojo api``), generated from the signatures
-    and docstrings of :class:`Robo` and the result types. ``robot_config`` (or a robot name) fills in its arm and
-    camera names; default: the dual-arm robot."""
-    if isinstance(robot_config, RobotConfig):
-        robot = robot_config
-    else:
-        robot = load_robot_config(robot_config or DEFAULT_REFERENCE_ROBOT)
-    arms = _names(robot.arm_names)
-    cameras = _names(robot.camera_names)
-    flange = ", ".join(
-        f"{arm} {float(np.linalg.norm(flange_to_tcp(robot.name, arm)[:3, 3])):.4g} m" for arm in robot.arm_names
-    )
-    lines = [
-        f"robo: the robot ({robot.name}: {robot.description}).",
-        f"Arms: {arms}. Cameras: {cameras}. Gripper: robo.CLOSED = 0.0 .. robo.OPEN = 1.0.",
-        "",
-        inspect.getdoc(Robo) or "",
-        "",
-        f"Flange (eef) to grasp point (TCP) along the approach vector: {flange}.",
-        "",
-        "Methods",
-        "-------",
-    ]
-    for name, member in _public_members(Robo).items():
-        if isinstance(member, property):
-            continue
-        lines += [_signature(name, member), _indent(inspect.getdoc(member) or ""), ""]
-    lines += ["Attributes", "----------"]
-    for name, doc in robo_api_properties().items():
-        ret = inspect.signature(getattr(Robo, name).fget).return_annotation
-        lines += [f"robo.{name} -> {ret}", _indent(doc), ""]
-    lines += ["Result types (frozen dataclasses; print them, read their fields)", "-----------------------------"]
-    for cls in RESULT_TYPES:
-        field_names = ", ".join(f for f in cls.__dataclass_fields__ if not f.startswith("_"))
-        header = textwrap.fill(f"{cls.__name__}({field_names})", REFERENCE_WIDTH, subsequent_indent="    ")
-        lines += [header, _indent(inspect.getdoc(cls) or ""), ""]
-    bounds = dimension_bounds(robot)
-    lines.append("Workspace bounds of the grasp point [m] (targets outside raise ValueError):")
-    for arm in robot.arm_names:
-        ranges = ", ".join(f"{ax} [{bounds[f'{arm}_{ax}'][0]:g}, {bounds[f'{arm}_{ax}'][1]:g}]" for ax in "xyz")
-        lines.append(f"    {arm}: {ranges}")
-    return "\n".join(lines).rstrip() + "\n"

@@ -6,10 +6,12 @@ Turn contract (robodojo.agents.base.Agent):
 2. one ``llm.chat(request, tools, tool_choice="required")`` call with the image horizon applied;
 3. act on the reply:
 
-   - exactly one valid ``move_eef`` call: the targets (converted from the model's frame, jittered when that probe is
-     on) go to ``ctx.motion.move_eef(..., is_success=ctx.is_success)``; the tool result is the motion server's text
-     (``Accepted: playing N waypoints (S.SSs). ...`` or its error); the next observations carry the arrival check of
-     this move once it was accepted;
+   - exactly one valid ``move_eef`` call: the targets are converted from the model's frame and checked by the target
+     parser (robodojo.motion.targets); an invalid one is an error turn (its rejection rendered in the model's frame,
+     ending "; nothing moved"). Valid targets (jittered when that probe is on) go to
+     ``ctx.motion.move_eef(..., is_success=ctx.is_success)``; the tool result is the motion server's text
+     (``Accepted: playing N waypoints (S.SSs). ...``) or its rejection rendered in the model's frame; the next
+     observations carry the arrival check of this move once it was accepted;
    - a valid ``give_up`` call: the tool result acknowledges it and the record says ``gave_up``;
    - anything else (no tool call, several calls, an unknown tool, invalid JSON, a schema violation): nothing moves and
      the error text goes back to the model, as one tool message per tool call id (the chat API needs an answer for
@@ -51,8 +53,9 @@ from robodojo.agents.move_eef.tools import (
 from robodojo.agents.text_limits import TextLimits, default_text_limits
 from robodojo.config import CONFIG_DIR, Section, load_yaml, resolve_path
 from robodojo.errors import ConfigError, RobodojoError, UnknownNameError
+from robodojo.motion.rejection import Rejection, render_rejection
 from robodojo.motion.report import MoveReport
-from robodojo.motion.targets import TargetError, dimension_bounds, parse_move_eef
+from robodojo.motion.targets import MoveTarget, TargetError, dimension_bounds, parse_move_eef
 from robodojo.robots.config import RobotConfig
 
 CONFIG_PATH = CONFIG_DIR / "agents" / "move_eef.yaml"
@@ -257,9 +260,19 @@ class MoveEefAgent:
                 details=self.conversation.with_text_flags(details),
             )
 
+        model_targets = valid.arguments["targets"]
         note = valid.arguments.get("note", "")  # cleaned and cut (text_limits)
-        report, details = self._move(valid.arguments["targets"], note)
-        text = self.conversation.add_tool_result(call.id, self.probes.text_to_model(report.tool_text, self.bounds))
+        world_targets = self.probes.from_model(model_targets)
+        details = {"targets": dict(model_targets), "world_targets": world_targets}
+        try:
+            target = parse_move_eef(world_targets, ctx.robot, obs.arms)
+        except TargetError as exc:  # nothing to send: an error turn, as for a malformed call
+            text = self.conversation.add_tool_result(call.id, self._rejection_text(exc.rejection))
+            details.update(note=note, rejection=exc.rejection)
+            return self._error(turn, request, reply, [text], details)
+        report = self._move(world_targets, target, note, details)
+        text = report.tool_text if report.rejection is None else self._rejection_text(report.rejection)
+        text = self.conversation.add_tool_result(call.id, text)
         details["note"] = note
         return TurnRecord(
             turn=turn,
@@ -272,42 +285,47 @@ class MoveEefAgent:
         )
 
     # -- helpers ------------------------------------------------------------------------------------------------
-    def _error(self, turn: int, request: list[Message], reply: ChatReply, texts: list[str]) -> TurnRecord:
+    def _error(
+        self,
+        turn: int,
+        request: list[Message],
+        reply: ChatReply,
+        texts: list[str],
+        details: Mapping[str, Any] | None = None,
+    ) -> TurnRecord:
         return TurnRecord(
             turn=turn,
             request=request,
             reply=reply,
             tool_results=texts,
             action="error",
-            details=self.conversation.with_text_flags({"error": texts[0]}),
+            details=self.conversation.with_text_flags({"error": texts[0], **(details or {})}),
         )
 
-    def _move(self, model_targets: Mapping[str, object], note: str) -> tuple[MoveReport, dict[str, Any]]:
-        """Convert, optionally jitter, execute; remember the arrival check of an accepted move."""
+    def _rejection_text(self, rejection: Rejection) -> str:
+        """A rejection as the model reads it: its facts rendered in the model's frame (negate_xyz)."""
+        return render_rejection(rejection, self.probes.frame)
+
+    def _move(
+        self, world_targets: dict[str, object], target: MoveTarget, note: str, details: dict[str, Any]
+    ) -> MoveReport:
+        """Optionally jitter, execute; remember the arrival check of an accepted move. Adds to ``details``."""
         ctx = self.episode
-        world_targets = self.probes.from_model(model_targets)
-        details: dict[str, Any] = {"targets": dict(model_targets), "world_targets": world_targets}
         requested: dict[str, np.ndarray] = {}
         if self.jitter is not None:
-            world_targets, requested, offsets = self._jittered(world_targets)
+            world_targets, requested, offsets = self._jittered(world_targets, target)
             details["world_targets"] = world_targets
             details["jitter_m"] = {arm: offset.tolist() for arm, offset in offsets.items()}
         report = ctx.motion.move_eef(world_targets, is_success=ctx.is_success, note=note)
         if report.accepted:
             self.arrival = _arrival_text(report, requested) or None
-        return report, details
+        return report
 
     def _jittered(
-        self, world_targets: dict[str, object]
+        self, world_targets: dict[str, object], target: MoveTarget
     ) -> tuple[dict[str, object], dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """Add one offset per arm whose target names a position; targets that do not parse are left to the server."""
+        """Add one offset per arm whose (parsed) target names a position."""
         assert self.jitter is not None
-        robot = self.episode.robot
-        state = self.episode.backend.observe(cameras=()).arms
-        try:
-            target = parse_move_eef(world_targets, robot, state)
-        except TargetError:
-            return world_targets, {}, {}
         out = dict(world_targets)
         requested, offsets = {}, {}
         for arm, arm_target in target.arms.items():

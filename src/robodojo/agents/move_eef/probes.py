@@ -8,8 +8,9 @@ Every probe is active from the first turn and is never explained to the model (D
 - ``right_wrist_only`` masks every camera but the right wrist one;
 - ``negate_xyz`` negates x, y and z in everything coordinate-valued the model exchanges: the state it is shown, the
   targets it sends (converted back before the motion server), the bounds in the move_eef tool description
-  (e.g. z in [-1.565, -0.7]) and the numbers in error texts. The system message is left unchanged, as in the seed;
-  the transformed bounds are the only stated cue;
+  (e.g. z in [-1.565, -0.7]) and the coordinates in rejections (rendered from their facts in this frame, see
+  :attr:`Probes.frame`). The system message is left unchanged, as in the seed; the transformed bounds are the only
+  stated cue;
 - ``pose_jitter_m`` > 0 adds a random horizontal offset to the position of every arm whose move_eef target names a
   position dimension, resampled on each move: uniform direction in the xy plane, magnitude uniform in
   [0, 2 * pose_jitter_m] (so its mean is ``pose_jitter_m``; the seed uses 0.10 m), seeded by ``pose_jitter_seed``.
@@ -37,9 +38,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robodojo.errors import ConfigError
+from robodojo.motion.rejection import WORLD, Frame
 from robodojo.robots.config import RobotConfig
 
-POSITION_AXES = ("x", "y", "z")
 DEMONSTRATION_MODES = ("images", "text")
 DEFAULT_JITTER_M = 0.10  # the seed's mean offset magnitude
 
@@ -89,54 +90,32 @@ class Probes:
         return np.ascontiguousarray(rgb)
 
     # -- coordinates --------------------------------------------------------------------------------------------
-    def _is_position(self, name: str) -> bool:
-        return self.negate_xyz and name.rsplit("_", 1)[-1] in POSITION_AXES
+    @property
+    def frame(self) -> Frame:
+        """The frame of every coordinate the model exchanges (targets, state, bounds, rejections)."""
+        return Frame(negate_xyz=True) if self.negate_xyz else WORLD
 
     def to_model(self, values: Mapping[str, float]) -> dict[str, float]:
         """World-frame dimension values -> the values the model sees."""
-        return {k: -v if self._is_position(k) else v for k, v in values.items()}
+        return {k: self.frame.value(k, v) for k, v in values.items()}
 
     def from_model(self, targets: Mapping[str, object]) -> dict[str, object]:
-        """Model targets -> world-frame targets. Non-numbers pass unchanged, so the motion server reports them."""
+        """Model targets -> world-frame targets. Non-numbers pass unchanged, so the target parser reports them."""
         out: dict[str, object] = {}
         for k, v in targets.items():
-            numeric = isinstance(v, int | float) and not isinstance(v, bool)
-            out[k] = -v if numeric and isinstance(k, str) and self._is_position(k) else v  # type: ignore[operator]
+            if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool):
+                out[k] = self.frame.value(k, v)
+            else:
+                out[k] = v
         return out
 
     def bounds_to_model(self, bounds: Mapping[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
         """Bounds as the model is told them: negated positions swap ends ([0.7, 1.565] -> [-1.565, -0.7])."""
-        return {k: (-hi, -lo) if self._is_position(k) else (lo, hi) for k, (lo, hi) in bounds.items()}
-
-    def text_to_model(self, text: str, bounds: Mapping[str, tuple[float, float]]) -> str:
-        """Rewrite world coordinates in a motion-server text (errors) into the model's frame."""
-        if not self.negate_xyz:
-            return text
-        model_bounds = self.bounds_to_model(bounds)
-
-        def bound(m: re.Match[str]) -> str:
-            name = m.group(1)
-            if name not in model_bounds or not self._is_position(name):
-                return m.group(0)
-            lo, hi = model_bounds[name]
-            return f"target for {name!r} is outside [{lo:g}, {hi:g}]"
-
-        text = re.sub(r"target for '([a-z_]+)' is outside \[[^\]]*\]", bound, text)
-        text = re.sub(
-            r"\((-?\d+\.\d+), (-?\d+\.\d+), (-?\d+\.\d+)\)",
-            lambda m: "(" + ", ".join(_negated(g) for g in m.groups()) + ")",
-            text,
-        )
-        text = re.sub(r"z=(-?\d+\.\d+) m", lambda m: f"z={_negated(m.group(1))} m", text)
-        return re.sub(r"table surface \((-?\d+\.\d+) m\)", lambda m: f"table surface ({_negated(m.group(1))} m)", text)
+        return {k: self.frame.bounds(k, b) for k, b in bounds.items()}
 
     @property
     def jitter_enabled(self) -> bool:
         return self.pose_jitter_m > 0
-
-
-def _negated(number: str) -> str:
-    return number[1:] if number.startswith("-") else "-" + number
 
 
 class PoseJitter:
