@@ -60,8 +60,13 @@ if [[ -n "$ROS_PYTHON" ]]; then MODE="ros-$ROS_DISTRO"; else MODE="wheels"; fi
 # --- (a) Debian packages -------------------------------------------------------------------------------------
 apt_step() {
   local pkgs=("${APT_PACKAGES[@]}") missing=() p
-  if [[ -n "$ROS_PYTHON" && ! -x "$VENV/bin/python" ]] && ! "$ROS_PYTHON" -c 'import ensurepip' >/dev/null 2>&1; then
-    pkgs+=(python3-venv)
+  # Debian's Python leaves out ensurepip (python3-venv), without which `python3 -m venv` fails; a minimal Debian 12
+  # has no Python at all until python3-dev brings 3.11.
+  if [[ ! -x "$VENV/bin/python" ]]; then
+    local py="${ROS_PYTHON:-${PYTHON:-python3.11}}"
+    if ! "$py" -c 'import ensurepip' >/dev/null 2>&1 </dev/null; then
+      pkgs+=(python3-venv)
+    fi
   fi
   if [[ "${SKIP_APT:-0}" == 1 ]]; then return 0; fi
   if ! command -v dpkg-query >/dev/null 2>&1; then
