@@ -120,8 +120,8 @@ class Conversation:
             valid = validate(call, self.text_limits)
         except InvalidCommandError as exc:
             return None, [self.add_tool_result(call.id, str(exc))]
-        for name, text in valid.cleaned.items():
-            self._record(name, text, f"'{name}'")
+        for name, cleaned in valid.cleaned.items():
+            self._record(name, cleaned, f"'{name}'")
         # Kept as used: re-serialized when free text changed, else exactly as sent (add_reply may have bounded it).
         self._use_arguments(call.id, json.dumps(dict(valid.arguments), ensure_ascii=False) if valid.cleaned
                             else call.arguments)  # fmt: skip

@@ -147,7 +147,6 @@ class TrajectoryPlayer:
         return [index[n] for n in self.joint_names]
 
 
-
 def _interpolate(
     times: NDArray[np.float64], points: NDArray[np.float64], start_q: NDArray[np.float64], tau: float
 ) -> NDArray[np.float64]:

@@ -13,9 +13,7 @@ from robodojo.motion.report import MoveReport
 class Motion(Protocol):
     """The motion server's entry points, as both agents use them."""
 
-    def move_eef(
-        self, targets: object, *, is_success: Callable[[], bool] | None = None, note: str = ""
-    ) -> MoveReport:
+    def move_eef(self, targets: object, *, is_success: Callable[[], bool] | None = None, note: str = "") -> MoveReport:
         """A move_eef tool call: named dimensions -> validated, planned, executed, reported. ``note`` is the agent's
         reason, for the motion server's log."""
         ...

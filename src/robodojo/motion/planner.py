@@ -20,7 +20,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from robodojo.geometry import Matrix, matrix_from_quat, quat_from_matrix, rotation_angle_between
+from robodojo.geometry import Matrix, matrix_from_quat, quat_from_matrix, rotation_angle_between, wxyz_tuple, xyz_tuple
 from robodojo.motion.plan import ArmTrajectory, Plan
 from robodojo.motion.rejection import (
     BelowTable,
@@ -248,10 +248,7 @@ class PlanFinisher:
         """The grasp-point pose a joint goal puts each arm at, so reports measure arrival as for Cartesian moves."""
         poses = {a: self.kinematics.tcp_pose(a, np.asarray(goal[a], dtype=float)) for a in moving}
         return MoveTarget(
-            arms={
-                a: ArmTarget(a, tuple(float(v) for v in p), tuple(float(v) for v in quat_from_matrix(R)), None)
-                for a, (p, R) in poses.items()
-            }
+            arms={a: ArmTarget(a, xyz_tuple(p), wxyz_tuple(quat_from_matrix(R)), None) for a, (p, R) in poses.items()}
         )
 
     # -- gripper phases, padding, validation -------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from agent_bringup.action import MoveEef
@@ -35,7 +35,6 @@ from robodojo.robots.joint_state import JointPositions
 
 if TYPE_CHECKING:
     from robodojo.nodes.agent_node import AgentNode
-
 
 
 class GraphView:
@@ -86,8 +85,8 @@ class GraphView:
             if len(parts) == 3:
                 return CameraFrame(
                     name=camera,
-                    rgb=convert.image_rgb(parts["image"]),  # type: ignore[arg-type]
-                    calibration=convert.calibration_from(parts["info"], parts["pose"]),  # type: ignore[arg-type]
+                    rgb=convert.image_rgb(parts["image"]),
+                    calibration=convert.calibration_from(parts["info"], parts["pose"]),
                 )
         return None
 
@@ -117,7 +116,7 @@ class TopicObservationBackend:
         if joint_age > self.params.status_timeout_s:
             raise BackendLostError(f"no {topics.JOINT_STATES} for {joint_age:.1f} s: the robot stopped answering")
 
-    def observe(self, cameras: Sequence[str] | None = None) -> Observation:
+    def observe(self, cameras: Iterable[str] | None = None) -> Observation:
         """Joint and grasp-point state now, and each camera's first frame taken no earlier than this call."""
         names = self.robot.camera_names if cameras is None else tuple(cameras)
         for name in names:
@@ -182,14 +181,19 @@ class MoveEefClient:
 
     def move_eef(self, targets: object, *, is_success: Callable[[], bool] | None = None, note: str = "") -> MoveReport:
         if not isinstance(targets, Mapping):
-            try:  # not encodable as a goal: the library's parser gives the in-process text
-                parse_move_eef(targets, self.robot, {})
-            except TargetError as exc:
-                return MoveReport.rejected(exc.rejection)
-        names = [str(k) for k in targets]  # type: ignore[union-attr]
+            return self._unencodable(targets)
+        names = [str(k) for k in targets]
         # Non-numbers travel as NaN: the server then rejects them with the same text as in process.
-        values = [_number_or_nan(v) for v in targets.values()]  # type: ignore[union-attr]
+        values = [_number_or_nan(v) for v in targets.values()]
         return self._send(MoveEef.Goal(mode=MoveEef.Goal.MOVE_EEF, names=names, values=values, note=str(note)))
+
+    def _unencodable(self, targets: object) -> MoveReport:
+        """Targets that are not a mapping cannot become a goal: the library's parser gives the in-process text."""
+        try:
+            parse_move_eef(targets, self.robot, {})
+        except TargetError as exc:
+            return MoveReport.rejected(exc.rejection)
+        raise InvalidCommandError(f"targets of type {type(targets).__name__} passed the parser")  # it refuses them
 
     def move_to(
         self,

@@ -199,5 +199,3 @@ class ControllerExecutor:
                 if q is None or np.max(np.abs(q - traj.positions_rad[points])) > ARRIVAL_TOLERANCE_RAD:
                     return False
         return True
-
-

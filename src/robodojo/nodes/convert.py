@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robodojo.errors import InvalidCommandError
-from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform
+from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform, wxyz_tuple, xyz_tuple
 from robodojo.motion.rejection import Refused, rejection_from_json, rejection_to_json
 from robodojo.motion.report import ArmReport, MoveReport, StopReason
 from robodojo.observation import CameraCalibration
@@ -94,9 +94,9 @@ def calibration_from(info: CameraInfo, pose: PoseStamped) -> CameraCalibration:
 # -- poses and joints ---------------------------------------------------------------------------------------------
 
 
-def pose(position_m: Sequence[float], quat_wxyz: Sequence[float]) -> Pose:
-    w, x, y, z = (float(v) for v in quat_wxyz)
-    px, py, pz = (float(v) for v in position_m)
+def pose(position_m: ArrayLike, quat_wxyz: ArrayLike) -> Pose:
+    w, x, y, z = wxyz_tuple(quat_wxyz)
+    px, py, pz = xyz_tuple(position_m)
     return Pose(position=Point(x=px, y=py, z=pz), orientation=Quaternion(x=x, y=y, z=z, w=w))
 
 
@@ -167,7 +167,7 @@ def move_report(result) -> MoveReport:
 
     A refusal without facts (a server that sends none) keeps its text as a :class:`Refused`.
     """
-    arms: Mapping[str, ArmReport] = {}
+    arms: dict[str, ArmReport] = {}
     for a in result.arms:
         position, quat = position_quat(a.final_pose)
         arms[a.arm] = ArmReport(

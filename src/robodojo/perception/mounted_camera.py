@@ -79,9 +79,7 @@ def load_mounted_camera(robot: RobotConfig, camera: str, calibration_file: str |
     describes a different mount (fixed vs wrist, another arm).
     """
     if camera not in robot.camera_names:
-        raise ConfigError(
-            f"robot {robot.name!r} has no camera {camera!r}; cameras: {', '.join(robot.camera_names)}"
-        )
+        raise ConfigError(f"robot {robot.name!r} has no camera {camera!r}; cameras: {', '.join(robot.camera_names)}")
     config = robot.camera(camera)
     # a given path is relative to the working directory, as on any command line
     path = Path(calibration_file).expanduser() if str(calibration_file) else CAMERAS_DIR / f"{camera}.yaml"

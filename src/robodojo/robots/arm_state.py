@@ -14,9 +14,7 @@ from robodojo.observation import ArmState
 from robodojo.robots.ik import ArmKinematics
 
 
-def arm_state_from_joints(
-    kinematics: ArmKinematics, arm: str, q: ArrayLike, gripper_position_m: float
-) -> ArmState:
+def arm_state_from_joints(kinematics: ArmKinematics, arm: str, q: ArrayLike, gripper_position_m: float) -> ArmState:
     """``arm`` at joint angles ``q`` [rad] with its driven finger joint at ``gripper_position_m``."""
     config = kinematics.robot.arm(arm)
     pos, R = kinematics.tcp_pose(arm, np.asarray(q, dtype=float))

@@ -42,6 +42,6 @@ def flange_to_tcp(robot_name: str, arm: str) -> Matrix:
             break
         flange = i
     T = np.eye(4)
-    for link in chain[flange + 1 :]:
-        T = T @ parents[link].origin.matrix
+    for name in chain[flange + 1 :]:
+        T = T @ parents[name].origin.matrix
     return T

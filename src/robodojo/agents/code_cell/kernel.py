@@ -186,7 +186,7 @@ def load_kernel_config(path: str | Path = CONFIG_PATH) -> tuple[KernelLimits, Ke
     limits = Section(data.get("limits", {}), f"{where}.limits")
     _no_unknown_keys(limits.data, set(KernelLimits.__dataclass_fields__), limits.where)
     numbers = {"wall_s", "cpu_s", "poll_interval_s", "thread_grace_s", "start_timeout_s"}
-    values = {
+    values: dict[str, Any] = {
         name: limits.number(name, positive=True) if name in numbers else limits.integer(name, positive=True)
         for name in KernelLimits.__dataclass_fields__
     }

@@ -249,7 +249,7 @@ def _confine_process(settings: Mapping[str, Any]) -> dict[str, Any]:
     return info
 
 
-def _keep_only_read_search(ctypes: ModuleType, libc: Any) -> bool:
+def _keep_only_read_search(ctypes: Any, libc: Any) -> bool:
     """After setresuid with KEEPCAPS: effective and permitted capabilities = CAP_DAC_READ_SEARCH only.
 
     The interpreter and its libraries may live where the unprivileged user cannot read (e.g. under /root); this one
@@ -264,7 +264,7 @@ def _keep_only_read_search(ctypes: ModuleType, libc: Any) -> bool:
         _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]  # noqa: RUF012
 
     header = Header(LINUX_CAPABILITY_VERSION_3, 0)
-    data = (Data * 2)()
+    data = (Data * 2)()  # type: ignore[operator]  # (ctypes is passed in, so mypy sees Data as deriving from Any)
     data[0].effective = data[0].permitted = 1 << CAP_DAC_READ_SEARCH
     return libc.capset(ctypes.byref(header), data) == 0
 
@@ -278,7 +278,7 @@ def _disarm_loaded_modules(blocked: tuple[str, ...]) -> None:
     def refused(*args: Any, **kwargs: Any) -> None:
         raise PermissionError("creating processes and sending signals are not allowed in a cell")
 
-    _posixsubprocess.fork_exec = refused
+    setattr(_posixsubprocess, "fork_exec", refused)  # noqa: B010 (a typed module attribute, replaced on purpose)
     for module, attr in ((os, "pidfd_open"), (signal, "pidfd_send_signal")):
         if hasattr(module, attr):
             setattr(module, attr, refused)
@@ -495,7 +495,11 @@ class _CellRunner:
             self.channel.in_cell = True
         try:
             tree = ast.parse(code, filename, "exec")
-            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            last = tree.body[-1] if tree.body else None
+            if isinstance(last, ast.Expr):
+                tree.body.pop()
+            else:
+                last = None
             exec(compile(tree, filename, "exec", dont_inherit=True), self.namespace)
             if last is not None:
                 expression = ast.Expression(last.value)
@@ -580,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = os.path.realpath(settings["scratch"])
     os.chdir(scratch)
     _BlockedImportFinder.blocked = blocked
-    sys.meta_path.insert(0, _BlockedImportFinder)  # type: ignore[arg-type]
+    sys.meta_path.insert(0, _BlockedImportFinder)
     sys.addaudithook(_make_audit_hook(scratch, tuple(settings["deny_read"]), blocked))
     health = _health(settings["health_sample"])
     own_threads = frozenset({threading.main_thread(), watch})

@@ -134,7 +134,7 @@ class State(_Result):
         """One arm's state; ``name`` may be left out on a single-arm robot."""
         if name is None and len(self.arms) == 1:
             return next(iter(self.arms.values()))
-        if name not in self.arms:
+        if name is None or name not in self.arms:
             raise ValueError(f"unknown arm {name!r}; arms: {', '.join(repr(a) for a in self.arms)}")
         return self.arms[name]
 

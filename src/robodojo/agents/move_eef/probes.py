@@ -32,6 +32,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -251,7 +252,8 @@ def demonstration_from_episode(folder: str | Path) -> list[DemonstrationStep]:
             continue
         pose: dict[str, float] = {}
         for arm in turn["arms"].values():
-            state = ArmState(**{k: tuple(v) if isinstance(v, list) else v for k, v in arm.items()})
+            fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in arm.items()}
+            state = ArmState(**fields)
             pose.update(observed_dimensions(robot, state))
         details = turn.get("details", {})
         text = f"{details.get('note', '')} -> move_eef {json.dumps(details.get('targets', {}))}".strip()
