@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
 import xml.etree.ElementTree as ET
 
 import mujoco
 import numpy as np
 import pytest
 
-from robodojo import PACKAGE_ROOT
 from robodojo.errors import ConfigError, UnknownNameError
 from robodojo.motion.moveit_planner import moveit_config_dir
 from robodojo.robots.config import available_robots, load_robot_config
@@ -26,18 +23,6 @@ from robodojo.robots.mujoco_model import COLLISION_GROUP, VISUAL_GROUP
 from robodojo.robots.urdf import load_urdf
 
 BOX_HALF_M = 0.02
-
-
-def _load_generator():
-    path = PACKAGE_ROOT / "scripts" / "generate_srdf.py"
-    spec = importlib.util.spec_from_file_location("generate_srdf", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("generate_srdf", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generator()
 
 
 def _two_boxes(gap_m: float) -> tuple[mujoco.MjModel, mujoco.MjData]:
@@ -90,13 +75,13 @@ def test_a_link_without_collision_geometry_is_named():
         contact_pairs(model, data, [("fixed", "nowhere")])
 
 
-def test_the_shipped_fr3_hand_and_wrist_camera_sit_in_the_dead_band():
+def test_the_shipped_fr3_hand_and_wrist_camera_sit_in_the_dead_band(generate_srdf):
     """Real geometry in the band (1.7 mm apart): why the generator leaves kinematically paired links to their rule."""
     robot = load_robot_config("fr3")
-    model, data = gen.home_pose_data(robot, load_urdf(robot.scene_urdf), 1.0)
+    model, data = generate_srdf.home_pose_data(robot, load_urdf(robot.scene_urdf), 1.0)
     with pytest.raises(ConfigError, match=r"fr3_hand and fr3_wrist_camera_link at 1\.\d{3} mm"):
         contact_pairs(model, data, [("fr3_wrist_camera_link", "fr3_hand"), ("fr3_link1", "table")])
-    assert ("fr3_hand", "fr3_wrist_camera_link") in gen.kinematic_reasons(load_urdf(robot.scene_urdf))
+    assert ("fr3_hand", "fr3_wrist_camera_link") in generate_srdf.kinematic_reasons(load_urdf(robot.scene_urdf))
 
 
 def _default_pairs_in_srdf(robot):
@@ -107,17 +92,17 @@ def _default_pairs_in_srdf(robot):
 
 
 @pytest.mark.parametrize("name", available_robots())
-def test_shipped_robots_classify_the_same_under_tiny_perturbations(name):
+def test_shipped_robots_classify_the_same_under_tiny_perturbations(name, generate_srdf):
     """Every sampled pose, repeated and nudged by 1e-9 rad or m per joint, gives the same pairs (the committed ones)."""
     robot = load_robot_config(name)
     urdf = load_urdf(robot.scene_urdf)
-    rules = gen.kinematic_reasons(urdf)
+    rules = generate_srdf.kinematic_reasons(urdf)
     links = sorted(link for link, spec in urdf.links.items() if spec.collisions)
     candidates = [pair for pair in itertools.combinations(links, 2) if pair not in rules]
     rng = np.random.default_rng(0)
     found = set()
-    for gripper in gen.CONTACT_SAMPLE_GRIPPERS:
-        model, data = gen.home_pose_data(robot, urdf, gripper)
+    for gripper in generate_srdf.CONTACT_SAMPLE_GRIPPERS:
+        model, data = generate_srdf.home_pose_data(robot, urdf, gripper)
         reference = contact_pairs(model, data, candidates)
         assert contact_pairs(model, data, candidates) == reference
         q_home = data.qpos.copy()

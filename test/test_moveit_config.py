@@ -19,7 +19,6 @@ import pytest
 import yaml
 from test_planner import DT, _check_trajectory
 
-from robodojo import PACKAGE_ROOT
 from robodojo.errors import ConfigError
 from robodojo.geometry import matrix_from_quat, quat_from_matrix
 from robodojo.motion.moveit_planner import (
@@ -41,18 +40,6 @@ from robodojo.robots.urdf import load_urdf
 HAVE_MOVEIT = importlib.util.find_spec("moveit") is not None
 MOVEIT_SKIP = "moveit_py is not installed (ROS 2 Jazzy with MoveIt: the docker image)"
 ROBOTS = available_robots()
-
-
-def _load_generator():
-    path = PACKAGE_ROOT / "scripts" / "generate_srdf.py"
-    spec = importlib.util.spec_from_file_location("generate_srdf", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("generate_srdf", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generator()
 
 
 def _srdf(robot):
@@ -107,9 +94,9 @@ def _yaml_leaves(value, path=()):
 
 # -- config files -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ROBOTS)
-def test_generated_files_are_up_to_date(name):
+def test_generated_files_are_up_to_date(name, generate_srdf):
     stale = f"is stale: run scripts/generate_srdf.py {name} and commit the result"
-    for path, text in gen.generated_files(load_robot_config(name)).items():
+    for path, text in generate_srdf.generated_files(load_robot_config(name)).items():
         if path.suffix == ".srdf":
             committed, generated = _srdf_content(path.read_text()), _srdf_content(text)
             states = committed.pop("states")
@@ -126,10 +113,10 @@ def test_generated_files_are_up_to_date(name):
             }, f"{path} {stale}"
 
 
-def test_up_to_date_check_sees_meaning_not_spelling():
+def test_up_to_date_check_sees_meaning_not_spelling(generate_srdf):
     """Reordered elements, another comment and another float spelling are the same SRDF; one reason more is not."""
     robot = load_robot_config("fr3")
-    text = gen.srdf_text(robot)
+    text = generate_srdf.srdf_text(robot)
     root = ET.fromstring(text)
     children = list(root)
     for child in children:
