@@ -61,7 +61,7 @@ Command = tuple[dict[str, np.ndarray], dict[str, float]]
 # -- workload ------------------------------------------------------------------------------------------------
 def sway_commands(world: EmbeddedWorld, n_steps: int) -> list[Command]:
     """Targets for ``n_steps`` control steps: a gentle sway about home, far below the speed limits."""
-    dt = world.settings.control_dt_s
+    dt = world.control_dt_s
     commands = []
     for k in range(1, n_steps + 1):
         t = k * dt
@@ -109,7 +109,7 @@ def stats_ms(samples_s: list[float]) -> dict[str, float]:
 def bench_physics(world: EmbeddedWorld, n_control: int) -> dict[str, float]:
     m, d = world.model, world.data
     ctrls = ctrl_vectors(world, sway_commands(world, n_control))
-    substeps = world.settings.substeps
+    substeps = world.substeps
     step = mujoco.mj_step
     t0 = time.perf_counter()
     for ctrl in ctrls:
@@ -132,7 +132,7 @@ def bench_control(world: EmbeddedWorld, n_control: int) -> dict[str, float]:
         "calls": n_control,
         "wall_s": wall,
         "calls_per_s": n_control / wall,
-        "rtf": n_control * world.settings.control_dt_s / wall,
+        "rtf": n_control * world.control_dt_s / wall,
     }
 
 
@@ -158,9 +158,9 @@ def bench_full_loop(world: EmbeddedWorld, n_control: int, budget_s: float = math
     n = len(times)
     return {
         "steps": n,
-        "sim_s": n * world.settings.control_dt_s,
+        "sim_s": n * world.control_dt_s,
         "wall_s": wall,
-        "rtf": n * world.settings.control_dt_s / wall,
+        "rtf": n * world.control_dt_s / wall,
         "step_median_ms": float(np.median(times) * 1e3),
         "step_p95_ms": float(np.percentile(times, 95) * 1e3),
     }
@@ -215,17 +215,16 @@ def main(argv: list[str] | None = None) -> int:
     world = EmbeddedWorld(args.robot, settings=settings)
     world.reset(args.task, seed=args.seed)  # also renders every camera once: creates the GL context
     gl_string = gl_renderer_string()
-    n_control = max(1, round(args.seconds / settings.control_dt_s))
-    sim_s = n_control * settings.control_dt_s
+    n_control = max(1, round(args.seconds / world.control_dt_s))
+    sim_s = n_control * world.control_dt_s
     m = world.model
-    assert m is not None
     cams = ", ".join(f"{c.name} {c.width}x{c.height}" for c in world.robot.cameras)
 
     print(f"robodojo sim benchmark: task {args.task} (seed {args.seed}), robot {args.robot}, {sim_s:g} s simulated")
     print(f"  machine  : {nproc()} CPUs (nproc), {cpu_model()}; Python {platform.python_version()}")
     print(
         f"  mujoco   : {mujoco.__version__}; timestep {settings.timestep_s * 1e3:g} ms, "
-        f"{settings.substeps} substeps per {settings.control_dt_s * 1e3:g} ms control step, "
+        f"{world.substeps} substeps per {world.control_dt_s * 1e3:g} ms control step, "
         f"{settings.integrator}, {settings.cone} cones, "
         f"{settings.iterations} iterations; nbody {m.nbody}, ngeom {m.ngeom}, nv {m.nv}"
     )

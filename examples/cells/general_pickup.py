@@ -22,6 +22,7 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 # include: lib/colour_objects.py
 # include: lib/wrist_views_dual_arm.py
 
+
 words = robo.task.instruction.lower().replace(".", "").split()
 colour = next(word for word in words if word in COLOUR_HSV)
 shape = next((word for word in words if word in ("block", "cylinder", "cube")), "object")

@@ -18,6 +18,7 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 # %% helpers: find the block by its colour word, orientations as quaternions
 # include: lib/colour_tops.py
 
+
 colour = next(word for word in robo.task.instruction.lower().replace(".", "").split() if word in COLOURS)
 print("instruction:", robo.task.instruction)
 print("looking for the", colour, "block; table at z =", robo.table_height())

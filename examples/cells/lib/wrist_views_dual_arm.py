@@ -4,7 +4,6 @@ Included after lib/colour_objects.py by the dual-arm scripted cells; needs ``HOM
 orientation) defined by the including cell before it is called.
 """
 
-
 def look_closer(colour, xy, heights=(0.015, 0.1), view_height=0.14):
     """Bring the wrist camera of the arm on that side over a table point (grasp point ``view_height`` above the
     table, lower if the arm cannot reach that high; the camera looks down and back, ~25 deg from vertical) and find
