@@ -29,6 +29,7 @@ from robodojo.geometry import quat_from_matrix
 from robodojo.motion.orientation import DownAngles, down_angles_from_rotation, rotation_from_down_angles
 from robodojo.motion.rejection import BelowTable, OutOfBounds
 from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Observation
+from robodojo.sim.agent_side import AgentSideBackend
 from robodojo.sim.scripted import plan_top_down_grasp
 
 REPLAY_FILE = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
@@ -74,31 +75,17 @@ def move(targets: object, note: str = "test") -> ChatReply:
     return reply(("move_eef", {"targets": targets, "note": note}))
 
 
-class RecordingBackend:
-    """The world as the agent's backend, keeping the last observation the agent took."""
+class RecordingBackend(AgentSideBackend):
+    """The world's agent-side backend, keeping the last observation the agent took (and the world, for checks)."""
 
     def __init__(self, world) -> None:
+        super().__init__(world)
         self.world = world
-        self.robot = world.robot
         self.last = None
 
-    @property
-    def control_dt_s(self) -> float:
-        return self.world.control_dt_s
-
-    @property
-    def steps_left(self) -> int:
-        return self.world.steps_left
-
-    def observe(self, cameras=None):
-        self.last = self.world.observe(cameras)
+    def observe(self, cameras=None, *, depth=False):
+        self.last = super().observe(cameras, depth=depth)
         return self.last
-
-    def step(self, joint_targets=None, gripper_targets=None) -> None:
-        self.world.step(joint_targets, gripper_targets)
-
-    def hold(self) -> None:
-        self.world.hold()
 
 
 def start(world, probes: Probes | None = None, *, seed: int = 0, image_horizon: int | None = 2, **config):

@@ -159,3 +159,11 @@ def test_per_arm_form_facts_tell_type_errors_from_value_errors():
     assert isinstance(long, WrongLength) and len(long.given) == 60 and long.given.endswith("...")
     pose = check_arm_pose(ROBOT, "left", np.array([-0.2, -0.2, 0.9]), (2, 0, 0, 0), np.float32(0.5))
     assert pose.quat_wxyz == (2.0, 0.0, 0.0, 0.0) and pose.gripper == 0.5  # normalised when the target is built
+
+
+def test_an_unknown_name_of_any_length_is_quoted_short():
+    """A ROS client or a model can send a name of any size; the message quotes a bounded, still quoted, head of it."""
+    with pytest.raises(TargetError) as info:
+        parse_move_eef({"q" * 100_000: 1.0}, ROBOT, STATE)
+    text = str(info.value)
+    assert len(text) < 250 and text.startswith("unknown dimension 'qqqq") and "...'; dimensions are" in text

@@ -21,9 +21,9 @@ from typing import Any
 
 from robodojo.config import CONFIG_DIR, Section, load_yaml
 from robodojo.errors import ConfigError, InvalidCommandError
+from robodojo.motion.rejection import MAX_QUOTED_CHARS  # one length for every name or value quoted in a message
 
 CONFIG_PATH = CONFIG_DIR / "agents" / "text_limits.yaml"
-MAX_QUOTED_CHARS = 60  # a model-sent name quoted in an error message (unknown tool, unexpected argument)
 
 #: Removed from free text: C0 controls but tab and newline, DEL, C1 controls, the Arabic letter mark, zero-width
 #: characters and left-to-right/right-to-left marks (U+200B-200F), bidi embeddings and overrides (U+202A-202E),

@@ -80,9 +80,6 @@ class NativePlanner:
         self.settings = settings or load_motion_settings()
         self.kinematics = ArmKinematics(robot)
         self.finisher = PlanFinisher(robot, dt_s, self.settings, self.kinematics)
-        f = self.finisher
-        self._planned_velocity, self._accel = f.planned_velocity, f.accel
-        self._lower, self._upper = f.lower, f.upper
 
     # -- Cartesian moves ---------------------------------------------------------------------------------------
     def plan(self, target: MoveTarget, joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]) -> Plan:
@@ -125,12 +122,12 @@ class NativePlanner:
                 if not (sol.converged or (sol.pos_error_m <= pos_tol_m and sol.rot_error_rad <= rot_tol)):
                     lower, upper = self._joints_at_limits(arm, sol.q)
                     miss = NoIkAlongLine(
-                        arm, i, n, _point(pos), sol.pos_error_m * 1e3, math.degrees(sol.rot_error_rad), lower, upper
+                        arm, i, n, xyz_tuple(pos), sol.pos_error_m * 1e3, math.degrees(sol.rot_error_rad), lower, upper
                     )
                     return Plan.failure(miss, target)
                 jump = float(np.max(np.abs(sol.q - knots[arm][-1])))
                 if jump > s.max_joint_step_rad:
-                    return Plan.failure(WristFlip(arm, i, n, _point(pos), jump), target)
+                    return Plan.failure(WristFlip(arm, i, n, xyz_tuple(pos), jump), target)
                 knots[arm].append(sol.q)
 
         rate, accel = math.inf, math.inf
@@ -144,8 +141,8 @@ class NativePlanner:
         samples = parametrize(
             np.linspace(0.0, 1.0, n + 1),
             np.hstack([np.array(knots[a]) for a in moving]),
-            np.concatenate([self._planned_velocity[a] for a in moving]),
-            np.concatenate([self._accel[a] for a in moving]),
+            np.concatenate([self.finisher.planned_velocity[a] for a in moving]),
+            np.concatenate([self.finisher.accel[a] for a in moving]),
             self.dt_s,
             PathRateLimits(max_rate=rate, max_accel=accel),
         )
@@ -159,8 +156,8 @@ class NativePlanner:
     def _joints_at_limits(self, arm: str, q: NDArray[np.float64]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The joints an IK solution was stopped by: (at their lower limit, at their upper limit)."""
         joints = self.robot.arm(arm).joints
-        lower = tuple(joints[j] for j in np.flatnonzero(q <= self._lower[arm] + 1e-6))
-        upper = tuple(joints[j] for j in np.flatnonzero(q >= self._upper[arm] - 1e-6))
+        lower = tuple(joints[j] for j in np.flatnonzero(q <= self.finisher.lower[arm] + 1e-6))
+        upper = tuple(joints[j] for j in np.flatnonzero(q >= self.finisher.upper[arm] - 1e-6))
         return lower, upper
 
     def _reachable(
@@ -176,7 +173,7 @@ class NativePlanner:
                 best = sol
         assert best is not None
         lower, upper = self._joints_at_limits(arm, best.q)
-        return OutOfReach(arm, _point(pos), best.pos_error_m * 1e3, math.degrees(best.rot_error_rad), lower, upper)
+        return OutOfReach(arm, xyz_tuple(pos), best.pos_error_m * 1e3, math.degrees(best.rot_error_rad), lower, upper)
 
     # -- joint moves -------------------------------------------------------------------------------------------
     def plan_joints(
@@ -195,8 +192,8 @@ class NativePlanner:
                     np.concatenate([np.asarray(goal[a], dtype=float) for a in moving]),
                 ]
             ),
-            np.concatenate([self._planned_velocity[a] for a in moving]),
-            np.concatenate([self._accel[a] for a in moving]),
+            np.concatenate([self.finisher.planned_velocity[a] for a in moving]),
+            np.concatenate([self.finisher.accel[a] for a in moving]),
             self.dt_s,
         )
         motion, col = {}, 0
@@ -315,7 +312,3 @@ class PlanFinisher:
                 if z < self.min_tcp_z - 1e-4:
                     return PathBelowTable(arm, float(z), k * dt)
         return None
-
-
-def _point(p: NDArray[np.float64]) -> tuple[float, float, float]:
-    return (float(p[0]), float(p[1]), float(p[2]))

@@ -23,6 +23,13 @@ import numpy as np
 
 POSITION_AXES = ("x", "y", "z")
 NOTHING_MOVED = "; nothing moved"
+MAX_QUOTED_CHARS = 60  # bad values and unknown names are quoted in messages up to this many characters
+
+
+def quote(value: object) -> str:
+    """A short repr of a bad value or name for a message."""
+    text = repr(value)
+    return text if len(text) <= MAX_QUOTED_CHARS else text[: MAX_QUOTED_CHARS - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -127,7 +134,9 @@ class UnknownDimension(Rejection):
 
     def describe(self, frame: Frame = WORLD) -> str:
         arms, suffixes = ",".join(self.arms), ",".join(self.suffixes)
-        return f"unknown dimension {self.name!r}; dimensions are {{{arms}}}_{{{suffixes}}}"
+        # The name cut (not its repr), so the quoted name stays quoted however long the model made it.
+        name = self.name if len(self.name) <= MAX_QUOTED_CHARS else self.name[:MAX_QUOTED_CHARS] + "..."
+        return f"unknown dimension {name!r}; dimensions are {{{arms}}}_{{{suffixes}}}"
 
 
 @dataclass(frozen=True)
@@ -396,31 +405,8 @@ def _kind(cls: type[Rejection]) -> str:
     return next(str(f.default) for f in dataclasses.fields(cls) if f.name == "kind")
 
 
-REJECTION_TYPES: dict[str, type[Rejection]] = {
-    _kind(cls): cls
-    for cls in (
-        TargetsNotAMapping,
-        NoDimension,
-        UnknownDimension,
-        NotANumber,
-        UnknownArm,
-        WrongType,
-        WrongLength,
-        NotFinite,
-        ZeroNorm,
-        OutOfBounds,
-        NoArmMoves,
-        BelowTable,
-        OutOfReach,
-        NoIkAlongLine,
-        WristFlip,
-        JointGoalOutsideLimits,
-        TrajectoryLimit,
-        PathBelowTable,
-        Refused,
-        BackendLost,
-    )
-}
+# Every kind by its name, for reading rejections back from JSON: all subclasses defined above.
+REJECTION_TYPES: dict[str, type[Rejection]] = {_kind(cls): cls for cls in Rejection.__subclasses__()}
 
 
 def _tuples(value: Any) -> Any:

@@ -40,6 +40,7 @@ from robodojo.motion.rejection import (
     WrongLength,
     WrongType,
     ZeroNorm,
+    quote,
     render_rejection,
 )
 from robodojo.observation import ArmState
@@ -48,7 +49,6 @@ from robodojo.robots.config import RobotConfig
 SUFFIXES = ("x", "y", "z", "pitch_deg", "roll_deg", "yaw_deg", "gripper")
 ANGLE_BOUNDS_DEG = {"pitch_deg": (-180.0, 180.0), "roll_deg": (-90.0, 90.0), "yaw_deg": (-180.0, 180.0)}
 GRIPPER_BOUNDS = (0.0, 1.0)
-MAX_QUOTED_CHARS = 60  # bad values are quoted in messages up to this many characters
 MIN_QUAT_NORM = 1e-6
 
 
@@ -104,12 +104,6 @@ def observed_dimensions(robot: RobotConfig, state: ArmState) -> dict[str, float]
     values.update(pitch_deg=angles.pitch_deg, roll_deg=angles.roll_deg, yaw_deg=angles.yaw_deg)
     values["gripper"] = state.gripper_opening
     return {f"{state.name}_{k}": float(v) for k, v in values.items()}
-
-
-def quote(value: object) -> str:
-    """A short repr of a bad value for a message."""
-    text = repr(value)
-    return text if len(text) <= MAX_QUOTED_CHARS else text[: MAX_QUOTED_CHARS - 3] + "..."
 
 
 def is_number(value: object) -> TypeGuard[int | float | np.integer[Any] | np.floating[Any]]:

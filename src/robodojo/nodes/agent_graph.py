@@ -21,9 +21,9 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from robodojo.agents.base import EpisodeContext
 from robodojo.episodes.spec import EpisodeSpec
 from robodojo.errors import BackendLostError, InvalidCommandError
-from robodojo.motion.rejection import Refused
+from robodojo.motion.rejection import Refused, TargetsNotAMapping
 from robodojo.motion.report import MoveReport
-from robodojo.motion.targets import TargetError, arm_pose_target, parse_move_eef
+from robodojo.motion.targets import TargetError, arm_pose_target
 from robodojo.nodes import convert, topics
 from robodojo.nodes.parameters import AgentNodeParams
 from robodojo.nodes.runtime import call_in_executor
@@ -180,20 +180,12 @@ class MoveEefClient:
         self._goal_handle = None
 
     def move_eef(self, targets: object, *, is_success: Callable[[], bool] | None = None, note: str = "") -> MoveReport:
-        if not isinstance(targets, Mapping):
-            return self._unencodable(targets)
+        if not isinstance(targets, Mapping):  # not encodable as a goal: the parser's own rejection, in process
+            return MoveReport.rejected(TargetsNotAMapping())
         names = [str(k) for k in targets]
         # Non-numbers travel as NaN: the server then rejects them with the same text as in process.
         values = [_number_or_nan(v) for v in targets.values()]
         return self._send(MoveEef.Goal(mode=MoveEef.Goal.MOVE_EEF, names=names, values=values, note=str(note)))
-
-    def _unencodable(self, targets: object) -> MoveReport:
-        """Targets that are not a mapping cannot become a goal: the library's parser gives the in-process text."""
-        try:
-            parse_move_eef(targets, self.robot, {})
-        except TargetError as exc:
-            return MoveReport.rejected(exc.rejection)
-        raise InvalidCommandError(f"targets of type {type(targets).__name__} passed the parser")  # it refuses them
 
     def move_to(
         self,

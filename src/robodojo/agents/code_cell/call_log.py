@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from robodojo.agents.code_cell.kernel_main import trim_text
 from robodojo.agents.code_cell.results import SMALL_ARRAY_SIZE
 
 MAX_STRING_CHARS = 400  # longer strings keep head and tail around an omission marker
@@ -38,10 +39,7 @@ class RoboCall:
 
 
 def _string(text: str) -> str:
-    if len(text) <= MAX_STRING_CHARS:
-        return text
-    half = MAX_STRING_CHARS // 2
-    return f"{text[:half]} [... {len(text) - 2 * half} characters omitted ...] {text[-half:]}"
+    return trim_text(text, MAX_STRING_CHARS)
 
 
 def summarize(value: Any) -> Any:

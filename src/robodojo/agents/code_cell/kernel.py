@@ -106,7 +106,7 @@ import numpy as np
 
 import robodojo
 from robodojo.agents.code_cell.kernel_main import trim_text
-from robodojo.agents.code_cell.task_limit import TaskLimit, TaskLimitError
+from robodojo.agents.code_cell.task_limit import TaskLimit, TaskLimitError, task_count
 from robodojo.config import CONFIG_DIR, Section, load_yaml, resolve_path
 from robodojo.errors import ConfigError, RobodojoError
 
@@ -548,14 +548,7 @@ class Kernel:
     def _task_count(self) -> int:
         """Tasks (threads) of the kernel process now, from /proc/<pid>/status; 0 when it is gone."""
         assert self._proc is not None
-        try:
-            with open(f"/proc/{self._proc.pid}/status", "rb") as f:
-                for line in f:
-                    if line.startswith(b"Threads:"):
-                        return int(line.split()[1])
-        except (OSError, ValueError):
-            pass
-        return 0
+        return task_count(self._proc.pid)
 
     def _cpu_s(self) -> float:
         """User + system CPU time of the kernel process so far [s], from /proc/<pid>/stat."""

@@ -39,10 +39,10 @@ from robodojo.agents.code_cell.results import (
     Triangulated,
     WorldMap,
 )
-from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform
-from robodojo.motion.rejection import Refused, Rejection, render_rejection
+from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform, wxyz_tuple, xyz_tuple
+from robodojo.motion.rejection import Refused, Rejection, quote, render_rejection
 from robodojo.motion.report import MoveReport, StopReason
-from robodojo.motion.targets import TargetError, check_arm, check_arm_pose, check_number, check_vector, quote
+from robodojo.motion.targets import TargetError, check_arm, check_arm_pose, check_number, check_vector
 from robodojo.observation import CameraFrame, Observation
 from robodojo.perception import geometry as pgeom
 from robodojo.perception import segmentation as pseg
@@ -455,12 +455,12 @@ class Robo:
         T_eef = transform(R, s.tcp_pos_m) @ self._tcp_from_flange[arm]
         return ArmState(
             name=arm,
-            tcp_pos=tuple(float(v) for v in s.tcp_pos_m),  # type: ignore[arg-type]
-            tcp_quat=tuple(float(v) for v in s.tcp_quat_wxyz),  # type: ignore[arg-type]
-            eef_pos=tuple(float(v) for v in T_eef[:3, 3]),  # type: ignore[arg-type]
-            eef_quat=tuple(float(v) for v in quat_from_matrix(T_eef[:3, :3])),  # type: ignore[arg-type]
+            tcp_pos=xyz_tuple(s.tcp_pos_m),
+            tcp_quat=wxyz_tuple(s.tcp_quat_wxyz),
+            eef_pos=xyz_tuple(T_eef[:3, 3]),
+            eef_quat=wxyz_tuple(quat_from_matrix(T_eef[:3, :3])),
             gripper=float(s.gripper_opening),
-            approach=tuple(float(v) for v in R[:, 2]),  # type: ignore[arg-type]
+            approach=xyz_tuple(R[:, 2]),
             joints=tuple(float(v) for v in s.joint_positions_rad),
         )
 

@@ -249,24 +249,34 @@ def _has_passwd_entry(uid: int) -> bool:
     return True
 
 
+def _status_fields(pid: int | str, wanted: tuple[str, ...]) -> dict[str, list[str]] | None:
+    """Selected lines of /proc/<pid>/status, split into fields; None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    fields = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key in wanted:
+            fields[key] = value.split()
+    return fields
+
+
 def _proc_status_fields(wanted: tuple[str, ...]) -> list[dict[str, list[str]]]:
     """Selected lines of /proc/<pid>/status of every process, split into fields."""
-    out = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as f:
-                lines = f.read().splitlines()
-        except OSError:
-            continue
-        fields = {}
-        for line in lines:
-            key, _, value = line.partition(":")
-            if key in wanted:
-                fields[key] = value.split()
-        out.append(fields)
-    return out
+    found = (_status_fields(entry.name, wanted) for entry in os.scandir("/proc") if entry.name.isdigit())
+    return [fields for fields in found if fields is not None]
+
+
+def task_count(pid: int) -> int:
+    """Tasks (threads) of one process now; 0 when it is gone."""
+    fields = _status_fields(pid, ("Threads",))
+    try:
+        return int(fields["Threads"][0]) if fields else 0
+    except (KeyError, IndexError, ValueError):
+        return 0
 
 
 def _uids_in_use() -> set[int]:
@@ -376,5 +386,6 @@ __all__ = [
     "create_pids_cgroup",
     "find_pids_cgroup_parent",
     "remove_pids_cgroup",
+    "task_count",
     "user_task_count",
 ]
