@@ -42,7 +42,7 @@ fi
 
 MOUNTS=()
 cleanup() {
-  local m
+  local i
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount -l "${MOUNTS[i]}" 2>/dev/null || true; done
   if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$RUN"; fi
 }
