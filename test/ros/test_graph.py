@@ -108,19 +108,26 @@ def test_sim_node_topics_rates_and_consistency(graph):
     got = rec.snapshot()
 
     robot = load_robot_config("dual_arx_x5")
+    # Rates are counted on the simulator's clock: under load it runs slower than real time (it slows down rather
+    # than skipping steps), so wall-clock rates are a benchmark figure (benchmarks/ros_graph.py), not a pass mark.
+    joint_msgs = got[topics.JOINT_STATES]
+    joint_stamps = np.array([_stamp(m) for _, m in joint_msgs])
+    sim_span_s = float(joint_stamps[-1] - joint_stamps[0])
+    assert sim_span_s > 0.2 * window_s, f"the simulator advanced {sim_span_s:.2f} s in {window_s:.0f} s of wall time"
+    assert np.all(np.diff(joint_stamps) > 0), "joint states out of order or repeated"
+    assert len(joint_msgs) / sim_span_s >= 100.0, f"joint states at {len(joint_msgs) / sim_span_s:.1f} Hz (sim time)"
     for cam in CAMERAS:
         images = got[topics.camera_image(cam)]
-        rate = len(images) / window_s
-        assert 22.5 <= rate <= 27.5, f"{cam}: {rate:.1f} Hz, configured 25 Hz"
         stamps = np.array([_stamp(m) for _, m in images])
         gaps = np.diff(stamps)
         assert np.all(np.abs(gaps - DT_S) < 1e-6), f"{cam}: frames dropped or repeated, gaps {set(gaps.round(3))}"
+        # Every 40 ms of the window's simulation time has its frame (+/- one at each edge of the window).
+        expected = sim_span_s / DT_S
+        assert abs(len(images) - expected) <= 2.0, f"{cam}: {len(images)} frames in {sim_span_s:.2f} s of sim time"
         msg = images[-1][1]
         assert (msg.width, msg.height, msg.encoding, msg.step) == (640, 480, "rgb8", 640 * 3)
         assert msg.header.frame_id == robot.camera(cam).frame
         assert np.frombuffer(msg.data, np.uint8).std() > 10  # a rendered scene, not a blank buffer
-    joint_msgs = got[topics.JOINT_STATES]
-    assert len(joint_msgs) / window_s >= 100.0, f"joint states at {len(joint_msgs) / window_s:.1f} Hz"
 
     # TCP poses equal forward kinematics of the joint state with the same stamp.
     kin = ArmKinematics(robot)
