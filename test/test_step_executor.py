@@ -11,7 +11,7 @@ from robodojo.agents.base import EpisodeContext, TurnRecord
 from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
 from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
 from robodojo.errors import BackendLostError
-from robodojo.motion.report import MoveReport, StopReason
+from robodojo.motion.report import MoveReport, PlayOutcome, StopReason
 from robodojo.motion.server import MotionServer, StepExecutor
 from robodojo.motion.targets import arm_pose_target
 
@@ -32,7 +32,7 @@ class RecordingExecutor:
     """Plays nothing; records what the server handed it and answers with a scripted outcome."""
 
     def __init__(self, played: int, reason: StopReason) -> None:
-        self.result = (played, reason)
+        self.result = PlayOutcome(played, reason)
         self.calls: list[tuple[object, int]] = []
 
     def play(self, plan, points, stop, is_success, on_progress):

@@ -50,6 +50,8 @@ class TrajectoryPlayer:
         self._points: NDArray[np.float64] | None = None
         self._start_s = 0.0
         self._from: NDArray[np.float64] | None = None
+        self.points = 0  # points of the latest accepted trajectory
+        self.played = 0  # of those, how many have played (kept after it ends, until the next one)
 
     @property
     def active(self) -> bool:
@@ -94,6 +96,7 @@ class TrajectoryPlayer:
         start_q = np.asarray(commanded, dtype=float).copy()
         self._check_ticks(times, points, start_q, start - now_s, dt_s)
         self._times, self._points, self._start_s, self._from = times, points, start, start_q
+        self.points, self.played = len(times), 0
         return len(times)
 
     def _check_ticks(
@@ -132,6 +135,7 @@ class TrajectoryPlayer:
         tau = tick_s + dt_s - self._start_s  # time from start at the end of this tick
         if tau <= _TIME_EPS_S:
             return None  # not started yet
+        self.played = int(np.searchsorted(self._times, tau + _TIME_EPS_S, side="right"))
         if tau >= self._times[-1] - _TIME_EPS_S:
             last = self._points[-1].copy()
             self.stop()

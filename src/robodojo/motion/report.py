@@ -15,7 +15,19 @@ class StopReason(str, Enum):
     BUDGET_EXHAUSTED = "budget_exhausted"  # the env step budget ran out (the plan was truncated)
     PLAN_FAILED = "plan_failed"  # rejected before anything moved
     STOPPED = "stopped"  # stop() was called during execution
+    ABORTED = "aborted"  # the controllers cut the trajectory (replaced, refused, lease expired; ROS graph)
     BACKEND_LOST = "backend_lost"  # the robot backend stopped answering (ROS: no joint states) mid-move
+
+
+@dataclass(frozen=True)
+class PlayOutcome:
+    """What an executor reports after playing a plan: points played, why it ended, and whether the arms were seen
+    holding still afterwards (in-process backends hold by construction; on a graph the joint states confirm it)."""
+
+    played: int
+    reason: StopReason
+    detail: str = ""  # why it ended early, in words (which controller, what happened)
+    holding: bool = True
 
 
 ACCEPTED_TEXT = (
@@ -60,6 +72,8 @@ class MoveReport:
     steps_used: int
     stop_reason: StopReason
     rejection: Rejection | None = None
+    stop_detail: str = ""  # why the motion ended early (PlayOutcome.detail)
+    holding: bool = True  # the arms were seen holding still when the report was made
 
     @classmethod
     def rejected(cls, rejection: Rejection, arms: Mapping[str, ArmReport] | None = None) -> MoveReport:

@@ -17,7 +17,7 @@ from robodojo.geometry import matrix_from_quat, rotation_angle_between
 from robodojo.motion.backend import RobotBackend
 from robodojo.motion.plan import Plan
 from robodojo.motion.planner import NativePlanner, Planner
-from robodojo.motion.report import ACCEPTED_TEXT, TRUNCATED_TEXT, ArmReport, MoveReport, StopReason
+from robodojo.motion.report import ACCEPTED_TEXT, TRUNCATED_TEXT, ArmReport, MoveReport, PlayOutcome, StopReason
 from robodojo.motion.settings import MotionSettings, load_motion_settings
 from robodojo.motion.targets import MoveTarget, TargetError, arm_pose_target, parse_move_eef
 from robodojo.observation import Observation
@@ -36,7 +36,7 @@ class TrajectoryExecutor(Protocol):
         stop: threading.Event,
         is_success: SuccessCheck | None,
         on_progress: ProgressCallback | None,
-    ) -> tuple[int, StopReason]: ...
+    ) -> PlayOutcome: ...
 
 
 class StepExecutor:
@@ -52,11 +52,11 @@ class StepExecutor:
         stop: threading.Event,
         is_success: SuccessCheck | None,
         on_progress: ProgressCallback | None,
-    ) -> tuple[int, StopReason]:
+    ) -> PlayOutcome:
         played = 0
         for k in range(1, points + 1):
             if stop.is_set():
-                return played, StopReason.STOPPED
+                return PlayOutcome(played, StopReason.STOPPED)
             self.backend.step(
                 {a: t.positions_rad[k] for a, t in plan.trajectories.items()},
                 {a: float(t.gripper[k]) for a, t in plan.trajectories.items()},
@@ -65,8 +65,8 @@ class StepExecutor:
             if on_progress is not None:
                 on_progress(played, points)
             if is_success is not None and is_success():
-                return played, StopReason.TASK_SUCCESS
-        return played, StopReason.COMPLETED
+                return PlayOutcome(played, StopReason.TASK_SUCCESS)
+        return PlayOutcome(points, StopReason.COMPLETED)
 
 
 class MotionServer:
@@ -163,14 +163,15 @@ class MotionServer:
         to_play = min(plan.waypoints, budget)
         truncated = TRUNCATED_TEXT.format(total=plan.waypoints) if to_play < plan.waypoints else ""
         tool_text = ACCEPTED_TEXT.format(n=to_play, s=to_play * plan.dt_s, truncated=truncated)
-        played, reason = self.executor.play(plan, to_play, self._stop_requested, is_success, on_progress)
+        outcome = self.executor.play(plan, to_play, self._stop_requested, is_success, on_progress)
+        played, reason = outcome.played, outcome.reason
         if reason is StopReason.COMPLETED and truncated:
             reason = StopReason.BUDGET_EXHAUSTED
         if played:
             self.gripper_command.update({a: float(t.gripper[played]) for a, t in plan.trajectories.items()})
         if reason is StopReason.STOPPED:
             self.backend.hold()
-        return self._report(plan, tool_text, played, reason)
+        return self._report(plan, tool_text, played, reason, outcome)
 
     # -- reporting ---------------------------------------------------------------------------------------------
     def _state(self) -> Observation:
@@ -212,7 +213,7 @@ class MotionServer:
             stop_reason=stop_reason,
         )
 
-    def _report(self, plan: Plan, tool_text: str, played: int, reason: StopReason) -> MoveReport:
+    def _report(self, plan: Plan, tool_text: str, played: int, reason: StopReason, outcome: PlayOutcome) -> MoveReport:
         obs = self._state()
         arms = {
             arm: self._arm_report(
@@ -227,6 +228,8 @@ class MotionServer:
             waypoints=plan.waypoints,
             steps_used=played,
             stop_reason=reason,
+            stop_detail=outcome.detail,
+            holding=outcome.holding,
         )
 
     def _rejected(self, plan: Plan) -> MoveReport:

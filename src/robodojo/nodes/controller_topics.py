@@ -9,12 +9,13 @@ import time
 from typing import TYPE_CHECKING
 
 import numpy as np
-from agent_bringup.msg import EpisodeStatus
+from agent_bringup.msg import EpisodeStatus, TrajectoryStatus
 from sensor_msgs.msg import JointState
 
+from robodojo.control.trajectory_controller import TrajectoryState, trajectory_key
 from robodojo.errors import BackendLostError, InvalidCommandError
 from robodojo.motion.plan import Plan
-from robodojo.motion.report import StopReason
+from robodojo.motion.report import PlayOutcome, StopReason
 from robodojo.motion.server import ProgressCallback, SuccessCheck
 from robodojo.nodes import convert, topics
 from robodojo.observation import Observation
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
 
 UNLIMITED_STEPS = 2**31 - 1  # no episode status (a real robot outside a benchmark): no step budget
 POLL_S = 0.005
-START_CHECK_STEPS = 3  # the simulator must have counted a played point this many control steps after the start
+START_CHECK_STEPS = 3  # every controller must have reported the trajectory this many control steps after its start
 START_ATTEMPTS = 2  # sends of one trajectory before the controllers count as gone
+STOP_RESEND_S = 0.25  # while a stop is unconfirmed, it is sent again this often (wall clock)
 ARRIVAL_TOLERANCE_RAD = 0.01  # servo lag at the end of a well-timed trajectory is far below this
 
 
@@ -44,13 +46,30 @@ class RobotState:
         self.received_s = -math.inf  # wall (monotonic) time it arrived
         self.status: EpisodeStatus | None = None
         self.status_received_s = -math.inf
+        # The fastest arm joint between the last two joint states (from positions and stamps, which every driver
+        # publishes; velocity fields are optional): how the server sees that the arms hold still.
+        self.arm_speed_rad_s = math.inf
+        self._previous: dict[str, tuple[float, np.ndarray]] = {}
+        self._speeds: dict[str, float] = {}
         self.lock = threading.Lock()
 
     def on_joint_state(self, msg: JointState) -> None:
         with self.lock:
-            if not self.joints.update(msg.name, msg.position, time.monotonic()).error:
-                self.stamp_s = convert.seconds(msg.header.stamp)  # latest, not max: a restarted robot starts over
-                self.received_s = time.monotonic()
+            update = self.joints.update(msg.name, msg.position, time.monotonic())
+            if update.error:
+                return
+            stamp = convert.seconds(msg.header.stamp)
+            self.stamp_s = stamp  # latest, not max: a restarted robot starts over
+            self.received_s = time.monotonic()
+            for arm in update.arms:
+                q = self.joints.arm_q(arm)
+                if q is None:
+                    continue
+                before = self._previous.get(arm)
+                if before is not None and stamp > before[0]:
+                    self._speeds[arm] = float(np.max(np.abs(q - before[1]))) / (stamp - before[0])
+                    self.arm_speed_rad_s = max(self._speeds.values())
+                self._previous[arm] = (stamp, q.copy())
 
     def on_status(self, msg: EpisodeStatus) -> None:
         self.status, self.status_received_s = msg, time.monotonic()
@@ -109,8 +128,49 @@ class ControllerTopicsBackend:
         self.node.send_stop()
 
 
+class TrajectoryBoard:
+    """The controllers' latest report on each trajectory, by controller and trajectory start (TrajectoryStatus.msg)."""
+
+    def __init__(self) -> None:
+        self._reports: dict[tuple[str, int], TrajectoryStatus] = {}
+        self._holding: dict[str, tuple[bool, float]] = {}  # controller -> (holding, wall time received)
+        self.lock = threading.Lock()
+
+    def on_status(self, msg: TrajectoryStatus) -> None:
+        key = (msg.controller, trajectory_key(convert.seconds(msg.start)))
+        with self.lock:
+            if len(self._reports) > 256:  # bounded: only the running goal's trajectories matter
+                self._reports.clear()
+            latest = self._reports.get(key)
+            # an end is final: a late progress report never turns it back into PLAYING
+            if latest is None or latest.state == TrajectoryState.PLAYING:
+                self._reports[key] = msg
+            self._holding[msg.controller] = (msg.holding, time.monotonic())
+
+    def reports(self, controllers: list[str], start_s: float) -> dict[str, TrajectoryStatus]:
+        key = trajectory_key(start_s)
+        with self.lock:
+            return {c: self._reports[(c, key)] for c in controllers if (c, key) in self._reports}
+
+    def holding_since(self, controllers: list[str], since_s: float) -> bool:
+        """Every controller reported holding in a message received after ``since_s`` (monotonic)."""
+        with self.lock:
+            return all(
+                (entry := self._holding.get(c)) is not None and entry[0] and entry[1] > since_s for c in controllers
+            )
+
+
+_ENDED_WORDS = {
+    TrajectoryState.STOPPED: "stopped",
+    TrajectoryState.REPLACED: "replaced",
+    TrajectoryState.EXPIRED: "dropped (lease expired)",
+    TrajectoryState.REFUSED: "refused",
+}
+
+
 class ControllerExecutor:
-    """Plays a plan through the joint_trajectory_controller topics and follows it by the joint states' stamps."""
+    """Plays a plan through the joint_trajectory_controller topics, leased, and follows it by the controllers'
+    reports of what they played; whatever ends it early, the arms are seen holding before it returns."""
 
     def __init__(self, node: MotionServerNode) -> None:
         self.node = node
@@ -122,51 +182,78 @@ class ControllerExecutor:
         stop: threading.Event,
         is_success: SuccessCheck | None,
         on_progress: ProgressCallback | None,
-    ) -> tuple[int, StopReason]:
+    ) -> PlayOutcome:
         node, state, dt = self.node, self.node.state, plan.dt_s
         status = state.status
         episode = status.episode_id if status else None
-        # Steps counted by the simulator tell whether the controllers took the trajectory (a reader of a robot that
-        # was killed can stay matched for a while, so a publish may reach nobody); real drivers have no such count.
-        steps_at_send = status.steps_used if status else None
-        sends = 0
-        while True:
+        controllers = [
+            c
+            for arm in plan.trajectories
+            for c in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm))
+        ]
+        outcome: PlayOutcome | None = None
+        for attempt in range(1, START_ATTEMPTS + 1):
             # Start on the controllers' tick grid, far enough ahead that every arm's trajectory arrives in time.
             start = math.ceil((state.stamp_s + node.params.start_lead_s) / dt - 1e-6) * dt
+            node.send_lease(start)  # before the trajectories: a controller knows it is leased before it plays
             node.send_plan(plan, points, start)
-            sends += 1
-            played, reason = self._follow(plan, points, start, episode, steps_at_send, stop, is_success, on_progress)
-            if reason is not None:
-                return played, reason
-            if sends == START_ATTEMPTS:
-                node.send_stop()
-                return 0, StopReason.BACKEND_LOST
-            node.get_logger().warning("the controllers did not start the trajectory; sending it again")
+            outcome = self._follow(plan, points, start, controllers, episode, stop, is_success, on_progress)
+            if outcome is not None:
+                break
+            node.send_stop()  # in order behind the lost trajectory on each topic: should it still arrive, it stops
+            if attempt < START_ATTEMPTS:
+                node.get_logger().warning("the controllers did not report the trajectory; sending it again")
+        if outcome is None:
+            outcome = PlayOutcome(0, StopReason.BACKEND_LOST, "the controllers never reported the trajectory")
+        if outcome.reason is not StopReason.COMPLETED:
+            outcome = self._hold(outcome, controllers)
+        return outcome
 
     def _follow(
         self,
         plan: Plan,
         points: int,
         start: float,
+        controllers: list[str],
         episode: str | None,
-        steps_at_send: int | None,
         stop: threading.Event,
         is_success: SuccessCheck | None,
         on_progress: ProgressCallback | None,
-    ) -> tuple[int, StopReason | None]:
-        """Follow one sent trajectory to its end; reason None means the controllers never started it."""
+    ) -> PlayOutcome | None:
+        """Follow one sent trajectory to its end, renewing its lease; None: no controller ever reported it."""
         node, state, dt = self.node, self.node.state, plan.dt_s
+        board = node.trajectory_board
+        arms = [topics.arm_controller_name(arm) for arm in plan.trajectories]
         end = start + points * dt
-        started = steps_at_send is None
+        leased_at = time.monotonic()
         while True:
+            if time.monotonic() - leased_at >= node.params.lease_period_s:
+                node.send_lease(start)
+                leased_at = time.monotonic()
             now = state.stamp_s
-            played = min(points, max(0, math.floor((now - start) / dt + 1e-6)))
+            reports = board.reports(controllers, start)
+            played = min((reports[a].points_played if a in reports else 0) for a in arms)
             if on_progress is not None:
                 on_progress(played, points)
-            if now >= end - 1e-6 and (self._arrived(plan, points) or now >= end + node.params.arrival_wait_s):
-                return points, StopReason.COMPLETED
+            ended = [r for r in reports.values() if r.state not in (TrajectoryState.PLAYING, TrajectoryState.FINISHED)]
+            if ended:
+                r = ended[0]
+                status = state.status
+                if r.state == TrajectoryState.STOPPED and status is not None and status.steps_left == 0:
+                    return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, r.reason)
+                why = (
+                    f"{r.controller} {_ENDED_WORDS.get(TrajectoryState(r.state), 'ended')} the trajectory after "
+                    f"{r.points_played} of {r.points} points: {r.reason}"
+                )
+                node.log_motion_error(f"motion aborted: {why}")
+                return PlayOutcome(played, StopReason.ABORTED, why, holding=False)
+            finished = len(reports) == len(controllers) and all(
+                r.state == TrajectoryState.FINISHED for r in reports.values()
+            )
+            if finished and (self._arrived(plan, points) or now >= end + node.params.arrival_wait_s):
+                return PlayOutcome(points, StopReason.COMPLETED)
             if stop.is_set():
-                return played, StopReason.STOPPED
+                return PlayOutcome(played, StopReason.STOPPED, node.stop_detail, holding=False)
             status = state.status
             lost = state.age_s() > node.params.joint_state_timeout_s
             if lost or (episode is not None and (status is None or status.episode_id != episode)):
@@ -175,23 +262,42 @@ class ControllerExecutor:
                     if lost
                     else f"the episode changed from {episode} to {status.episode_id if status else None}"
                 )
-                node.get_logger().error(f"motion ended after {played} of {points} points: {why}")
-                node.send_stop()
-                return played, StopReason.BACKEND_LOST
+                node.log_motion_error(f"motion ended after {played} of {points} points: {why}")
+                return PlayOutcome(played, StopReason.BACKEND_LOST, why, holding=False)
             if is_success is not None and is_success():
-                node.send_stop()
-                return played, StopReason.TASK_SUCCESS
+                return PlayOutcome(played, StopReason.TASK_SUCCESS, holding=False)
             if status is not None and status.steps_left == 0:
-                return played, StopReason.BUDGET_EXHAUSTED
-            if not started and status is not None and steps_at_send is not None:
-                started = status.steps_used > steps_at_send
-                if not started and now >= start + START_CHECK_STEPS * dt:
-                    return 0, None
+                return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, holding=False)
+            if not reports and now >= start + START_CHECK_STEPS * dt:
+                return None
             time.sleep(POLL_S)
 
+    def _hold(self, outcome: PlayOutcome, controllers: list[str]) -> PlayOutcome:
+        """Command the stop until the controllers report holding and the joint states show the arms still (or
+        stop_confirm_timeout_s passes); the outcome says whether that was seen."""
+        node, state = self.node, self.node.state
+        params = node.params
+        deadline = time.monotonic() + params.stop_confirm_timeout_s
+        sent_at = -math.inf
+        first_sent = time.monotonic()
+        while time.monotonic() < deadline:
+            if time.monotonic() - sent_at >= STOP_RESEND_S:
+                node.send_stop()
+                sent_at = time.monotonic()
+            if (
+                node.trajectory_board.holding_since(controllers, first_sent)
+                and state.received_s > first_sent
+                and state.arm_speed_rad_s <= params.hold_speed_rad_s
+            ):
+                return PlayOutcome(outcome.played, outcome.reason, outcome.detail, holding=True)
+            time.sleep(POLL_S)
+        why = f"stop not confirmed within {params.stop_confirm_timeout_s:.1f} s: the robot does not answer"
+        node.log_motion_error(why)
+        detail = f"{outcome.detail}; {why}" if outcome.detail else why
+        return PlayOutcome(outcome.played, outcome.reason, detail, holding=False)
+
     def _arrived(self, plan: Plan, points: int) -> bool:
-        """Every arm within ARRIVAL_TOLERANCE_RAD of its last point: a trajectory the controller started late (it
-        arrived after its start time) is still playing when the planned end time has passed."""
+        """Every arm within ARRIVAL_TOLERANCE_RAD of its last point: servo lag after the last point played."""
         joints = self.node.state.joints
         with self.node.state.lock:
             for arm, traj in plan.trajectories.items():

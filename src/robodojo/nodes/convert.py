@@ -151,6 +151,8 @@ def fill_move_result(result, report: MoveReport, dt_s: float, arrival_type) -> N
     result.duration_s = report.steps_used * dt_s
     result.steps_used = report.steps_used
     result.stop_reason = report.stop_reason.value
+    result.stop_detail = report.stop_detail
+    result.holding = report.holding
     result.rejection = rejection_to_json(report.rejection) if report.rejection is not None else ""
     result.arms = [
         arrival_type(
@@ -188,4 +190,6 @@ def move_report(result) -> MoveReport:
         steps_used=result.steps_used,
         stop_reason=StopReason(result.stop_reason),
         rejection=rejection,
+        stop_detail=result.stop_detail,
+        holding=result.holding,
     )

@@ -8,16 +8,18 @@ simulator publishes one, supplies the step budget and the success signal that en
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 import time
 
 import numpy as np
 from agent_bringup.action import MoveEef
-from agent_bringup.msg import ArmArrival, EpisodeStatus
+from agent_bringup.msg import ArmArrival, EpisodeStatus, TrajectoryLease, TrajectoryStatus
 from geometry_msgs.msg import Point
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import ColorRGBA
 from std_srvs.srv import Trigger
@@ -32,7 +34,13 @@ from robodojo.motion.report import MoveReport, StopReason
 from robodojo.motion.server import MotionServer, ProgressCallback, SuccessCheck
 from robodojo.motion.settings import load_motion_settings
 from robodojo.nodes import convert, topics
-from robodojo.nodes.controller_topics import POLL_S, ControllerExecutor, ControllerTopicsBackend, RobotState
+from robodojo.nodes.controller_topics import (
+    POLL_S,
+    ControllerExecutor,
+    ControllerTopicsBackend,
+    RobotState,
+    TrajectoryBoard,
+)
 from robodojo.nodes.parameters import MotionServerParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
@@ -40,10 +48,22 @@ from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.ik import ArmKinematics
 
 NODE_NAME = "motion_server_node"
+# Goals that moved and ended for these reasons end SUCCEEDED; the others end ABORTED (CANCELED when cancelled).
+SUCCEEDING = frozenset({StopReason.COMPLETED, StopReason.TASK_SUCCESS, StopReason.BUDGET_EXHAUSTED})
 CONTROLLER_WAIT_S = 3.0  # how long a goal waits for discovery to match a (re)started controller's subscription
 STATUS_STALE_S = 1.5  # three missed heartbeats of the simulator's 2 Hz episode status
 STATE_WAIT_S = 4.0  # a goal that finds no fresh joint states waits this long for them (discovery) before refusing
 PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=0.1, a=0.9))
+# Goal, cancel and result requests queue this deep: a burst of goals is answered (busy ones aborted with the reason),
+# never dropped by a full service queue (rclpy's default keeps 10).
+REQUEST_QOS = QoSProfile(depth=1000)
+SHUTDOWN_DETAIL = "the motion server is shutting down"
+CANCEL_DETAIL = "the goal was cancelled"
+STOP_SERVICE_DETAIL = f"stopped by a call of {topics.STOP}"
+BUSY_TEXT = (
+    "busy: another MoveEef goal is moving the arms. Goals are not queued or preempted: cancel the running goal "
+    "(or call {stop}) and send this one again."
+)
 
 
 def make_planner(name: str, robot: RobotConfig, dt_s: float) -> Planner:
@@ -69,6 +89,9 @@ class MotionServerNode(GraphNode):
         self._server: MotionServer | None = None  # made at the first goal: it reads the grippers' state
         self._episode_id: str | None = None
         self._busy = threading.Lock()
+        self._shutting_down = False
+        self.stop_detail = ""  # why the running motion was told to stop (cancel, stop service, shutdown)
+        self.trajectory_board = TrajectoryBoard()
 
         inputs = MutuallyExclusiveCallbackGroup()
         self.create_subscription(JointState, topics.JOINT_STATES, self.state.on_joint_state, 50, callback_group=inputs)
@@ -81,12 +104,21 @@ class MotionServerNode(GraphNode):
         self.gripper_pubs = {
             a: self.create_publisher(JointTrajectory, topics.gripper_controller(a), 10) for a in self.robot.arm_names
         }
+        for arm in self.robot.arm_names:
+            for controller in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm)):
+                self.create_subscription(
+                    TrajectoryStatus, topics.trajectory_status(controller), self.trajectory_board.on_status, 50,
+                    callback_group=inputs,
+                )  # fmt: skip
+        self.lease_pub = self.create_publisher(TrajectoryLease, topics.MOTION_LEASE, 10)
         self.path_pub = self.create_publisher(MarkerArray, topics.PLANNED_PATH, LATCHED_QOS)
         actions = ReentrantCallbackGroup()
-        # A short result retention: rclpy slows down by ~0.2 ms per finished goal kept (ROS_ON_PYPI.md).
+        # Results are kept for minutes (result_timeout_s), not rclpy's 900 s: each kept goal slows rclpy by ~0.2 ms.
         self.action_server = ActionServer(
             self, MoveEef, topics.MOVE_EEF, self._execute, goal_callback=self._on_goal,
-            cancel_callback=self._on_cancel, callback_group=actions, result_timeout=10,
+            cancel_callback=self._on_cancel, callback_group=actions, result_timeout=round(p.result_timeout_s),
+            goal_service_qos_profile=REQUEST_QOS, result_service_qos_profile=REQUEST_QOS,
+            cancel_service_qos_profile=REQUEST_QOS,
         )  # fmt: skip
         self.create_service(Trigger, topics.HOME, self._on_home, callback_group=actions)
         self.create_service(Trigger, topics.STOP, self._on_stop, callback_group=actions)
@@ -117,6 +149,19 @@ class MotionServerNode(GraphNode):
         if self.params.planned_path_markers:
             self.path_pub.publish(self._path_markers(plan, points, start_s))
 
+    def send_lease(self, start_s: float) -> None:
+        """Renew the lease of the trajectories starting at ``start_s`` (TrajectoryLease.msg)."""
+        self.lease_pub.publish(
+            TrajectoryLease(
+                sent=convert.time_msg(time.time()),
+                start=convert.time_msg(start_s),
+                timeout_s=self.params.lease_timeout_s,
+            )
+        )
+
+    def log_motion_error(self, text: str) -> None:
+        self.get_logger().error(text)
+
     def send_stop(self) -> None:
         """An empty trajectory on every controller: they stop and hold where they are."""
         for arm in self.robot.arms:
@@ -141,13 +186,11 @@ class MotionServerNode(GraphNode):
 
     # -- the action ------------------------------------------------------------------------------------------------
     def _on_goal(self, goal: MoveEef.Goal) -> GoalResponse:
-        if not self._busy.acquire(blocking=False):
-            self.get_logger().warning("MoveEef goal rejected: another motion is running")
-            return GoalResponse.REJECT
+        # Every goal is accepted, so that every client gets a result with a reason: busy or refused ones end ABORTED.
         return GoalResponse.ACCEPT
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
-        self._stop()
+        self._stop(CANCEL_DETAIL)
         return CancelResponse.ACCEPT
 
     @property
@@ -162,7 +205,8 @@ class MotionServerNode(GraphNode):
         self._episode_id = episode
         return self._server
 
-    def _stop(self) -> None:
+    def _stop(self, detail: str) -> None:
+        self.stop_detail = detail
         if self._server is not None:
             self._server.stop()
         else:
@@ -211,7 +255,17 @@ class MotionServerNode(GraphNode):
             return MoveReport.rejected(BackendLost(str(exc)))
 
     def _execute(self, goal_handle) -> MoveEef.Result:
+        if self._shutting_down or not self._busy.acquire(blocking=False):
+            text = SHUTDOWN_DETAIL if self._shutting_down else BUSY_TEXT.format(stop=topics.STOP)
+            result = MoveEef.Result(
+                accepted=False, error=text, tool_text=text, stop_reason=StopReason.PLAN_FAILED.value
+            )
+            result.holding = True  # nothing of this goal moved
+            goal_handle.abort()
+            self.get_logger().warning(f"MoveEef goal refused: {text}", throttle_duration_sec=1.0)
+            return result
         try:
+            self.stop_detail = ""
             feedback = MoveEef.Feedback()
             t0 = time.monotonic()
 
@@ -222,14 +276,16 @@ class MotionServerNode(GraphNode):
                     goal_handle.publish_feedback(feedback)
 
             report = self._run(goal_handle.request, progress)
+            if report.stop_reason is StopReason.STOPPED and self._shutting_down:
+                report = dataclasses.replace(report, stop_detail=SHUTDOWN_DETAIL)
             result = MoveEef.Result()
             convert.fill_move_result(result, report, self.control_dt_s, ArmArrival)
-            if goal_handle.is_cancel_requested:
+            if goal_handle.is_cancel_requested and report.stop_reason is StopReason.STOPPED:
                 goal_handle.canceled()
-            elif report.stop_reason is StopReason.BACKEND_LOST:
-                goal_handle.abort()
-            else:
+            elif report.accepted and report.stop_reason in SUCCEEDING:
                 goal_handle.succeed()
+            else:
+                goal_handle.abort()
             note = goal_handle.request.note
             self.get_logger().info(
                 f"MoveEef {'accepted' if report.accepted else 'rejected'}: {report.stop_reason.value}, "
@@ -254,9 +310,18 @@ class MotionServerNode(GraphNode):
         return response
 
     def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        self._stop()
+        self._stop(STOP_SERVICE_DETAIL)
         response.success, response.message = True, "stopped: every controller holds its position"
         return response
+
+    def close(self) -> None:
+        """Finish the running goal before the node goes: stop, confirm the arms hold, send its result (ABORTED)."""
+        self._shutting_down = True
+        if self._busy.locked():
+            self._stop(SHUTDOWN_DETAIL)
+            deadline = time.monotonic() + self.params.stop_confirm_timeout_s + 2.0
+            while self._busy.locked() and time.monotonic() < deadline:
+                time.sleep(POLL_S)
 
 
 def main() -> int:

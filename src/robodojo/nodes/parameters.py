@@ -64,6 +64,23 @@ class MotionServerParams:
     )
     arrival_wait_s: float = parameter("past the planned end, wait up to this long (robot time) for the arms [s]")
     planned_path_markers: bool = parameter("publish the planned grasp-point paths for RViz")
+    lease_timeout_s: float = parameter(
+        "controllers drop a trajectory whose lease (this server's heartbeat) is older than this (wall clock) [s]",
+        positive=True,
+    )
+    lease_period_s: float = parameter(
+        "the lease is renewed this often while a goal moves (wall clock) [s]", positive=True
+    )
+    stop_confirm_timeout_s: float = parameter(
+        "after a motion ends early, command the stop for up to this long until the arms are seen holding [s]",
+        positive=True,
+    )
+    hold_speed_rad_s: float = parameter(
+        "the arms count as holding still when no arm joint moves faster than this [rad/s]", positive=True
+    )
+    result_timeout_s: float = parameter(
+        "finished goals' results stay available this long for slow clients (wall clock) [s]", positive=True
+    )
 
 
 @dataclass(frozen=True)

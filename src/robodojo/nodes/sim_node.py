@@ -20,14 +20,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
-from agent_bringup.msg import EpisodeStatus
+from agent_bringup.msg import EpisodeStatus, TrajectoryLease, TrajectoryStatus
 from agent_bringup.srv import ResetEpisode
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from trajectory_msgs.msg import JointTrajectory
 
+from robodojo.control.trajectory_controller import Lease, TrajectoryController, TrajectoryReport, TrajectoryState
 from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, TrajectoryPlayer
 from robodojo.errors import ConfigError, RobodojoError
 from robodojo.geometry import matrix_from_quat, transform
@@ -40,14 +42,20 @@ from robodojo.sim.world import VELOCITY_MARGIN, EmbeddedWorld
 NODE_NAME = "sim_node"
 STATE_QOS = QoSProfile(depth=10)
 IMAGE_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)  # every end reaches its commander
+RTF_WINDOW_S = 1.0  # wall time over which the real-time factor is measured and reported on /diagnostics
+RTF_WARN_RATIO = 0.9  # below this fraction of real_time_factor, the diagnostic is a warning
 
 
 @dataclass
 class ArmControllers:
     arm: str
-    joints: TrajectoryPlayer
-    gripper: TrajectoryPlayer
+    joints: TrajectoryController
+    gripper: TrajectoryController
     gripper_max_m: float
+
+    def both(self) -> tuple[TrajectoryController, TrajectoryController]:
+        return self.joints, self.gripper
 
 
 class SimNode(GraphNode):
@@ -58,7 +66,7 @@ class SimNode(GraphNode):
         # The world and its GL context live in the loop thread: EGL contexts are bound to the thread that made them
         # current, so construction, rendering and resets all run there.
         self._calls: queue.Queue[tuple[Callable[[], object], Future]] = queue.Queue()
-        self._trajectories: queue.Queue[tuple[str, str, JointTrajectory]] = queue.Queue()
+        self._trajectories: queue.Queue[tuple[str, str, JointTrajectory] | TrajectoryLease] = queue.Queue()
         self._running = True
         self._thread = threading.Thread(target=self._loop, name="sim_loop", daemon=True)
         started: Future = Future()
@@ -84,19 +92,30 @@ class SimNode(GraphNode):
         self._reset(p.task, p.variant, p.seed)
         limits = {name: JointLimit(*limit) for name, limit in self.world.joint_limits.items()}
         self.controllers: dict[str, ArmControllers] = {}
+        self.status_pubs = {}
         for arm in self.robot.arms:
             self.controllers[arm.name] = ArmControllers(
                 arm.name,
-                TrajectoryPlayer(arm.joints, limits, VELOCITY_MARGIN),
-                TrajectoryPlayer((arm.gripper_joint,), limits, VELOCITY_MARGIN),
+                TrajectoryController(
+                    topics.arm_controller_name(arm.name), TrajectoryPlayer(arm.joints, limits, VELOCITY_MARGIN)
+                ),
+                TrajectoryController(
+                    topics.gripper_controller_name(arm.name),
+                    TrajectoryPlayer((arm.gripper_joint,), limits, VELOCITY_MARGIN),
+                ),
                 arm.gripper_max_m,
             )
+            for c in self.controllers[arm.name].both():
+                self.status_pubs[c.name] = self.create_publisher(
+                    TrajectoryStatus, topics.trajectory_status(c.name), REPORT_QOS
+                )
             self.create_subscription(
                 JointTrajectory, topics.arm_controller(arm.name), self._on_arm_trajectory(arm.name), 10
             )
             self.create_subscription(
                 JointTrajectory, topics.gripper_controller(arm.name), self._on_gripper_trajectory(arm.name), 10
             )
+        self.create_subscription(TrajectoryLease, topics.MOTION_LEASE, self._trajectories.put, 10)
         self._joint_names = [j for a in self.robot.arms for j in (*a.joints, a.gripper_joint)]
         m = self.world.model
         self._qpos_adr = np.array([m.joint(j).qposadr[0] for j in self._joint_names])
@@ -105,6 +124,7 @@ class SimNode(GraphNode):
         self.clock_pub = self.create_publisher(Clock, "/clock", STATE_QOS)
         self.joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, STATE_QOS)
         self.status_pub = self.create_publisher(EpisodeStatus, topics.EPISODE_STATUS, LATCHED_QOS)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, STATE_QOS)
         self.tcp_pubs = {
             a: self.create_publisher(PoseStamped, topics.tcp_pose(a), STATE_QOS) for a in self.robot.arm_names
         }
@@ -135,9 +155,7 @@ class SimNode(GraphNode):
 
     def _on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
         def reset() -> None:
-            for c in self.controllers.values():
-                c.joints.stop()
-                c.gripper.stop()
+            self._stop_all(TrajectoryState.STOPPED, "a new episode started")
             self._reset(request.task, request.variant, request.seed)
             self._publish_status(force=True)
 
@@ -176,10 +194,17 @@ class SimNode(GraphNode):
         return callback
 
     def _take_trajectories(self) -> None:
-        """Hand the trajectories that arrived since the last tick to their players (in the loop thread, so a busy
-        loop never keeps a callback waiting for the lock)."""
+        """Hand the trajectories and leases that arrived since the last tick to their controllers (in the loop
+        thread, so a busy loop never keeps a callback waiting for the lock)."""
         while not self._trajectories.empty():
-            arm, kind, msg = self._trajectories.get_nowait()
+            item = self._trajectories.get_nowait()
+            if isinstance(item, TrajectoryLease):
+                lease = Lease(convert.seconds(item.start), convert.seconds(item.sent), item.timeout_s)
+                for arm_controllers in self.controllers.values():
+                    for controller in arm_controllers.both():
+                        controller.renew(lease)
+                continue
+            arm, kind, msg = item
             c = self.controllers[arm]
             if kind == "arm":
                 commanded = self.world.data.ctrl[self.world.arm_ctrl_ids[arm]]
@@ -188,10 +213,10 @@ class SimNode(GraphNode):
                 commanded = [self.world.data.ctrl[self.world.gripper_ctrl_ids[arm]]]
                 self._submit(c.gripper, msg, commanded, f"{arm} gripper")
 
-    def _submit(self, player: TrajectoryPlayer, msg: JointTrajectory, commanded, what: str) -> None:
+    def _submit(self, controller: TrajectoryController, msg: JointTrajectory, commanded, what: str) -> None:
         cmd = self._command(msg)
         try:
-            player.submit(cmd, self.now_s, commanded, self.world.control_dt_s)
+            controller.submit(cmd, self.now_s, commanded, self.world.control_dt_s)
         except RobodojoError as exc:
             self.get_logger().error(f"{what} trajectory refused, nothing moves: {exc}")
             return
@@ -225,6 +250,7 @@ class SimNode(GraphNode):
         slices = self.params.joint_state_slices
         wall0, sim0 = time.monotonic(), self.now_s
         next_camera, next_status = sim0, sim0
+        rtf_wall0, rtf_sim0 = wall0, sim0
         while self._running:
             try:
                 self._run_calls()
@@ -232,9 +258,13 @@ class SimNode(GraphNode):
                 self._control_step(slices)
                 now = self.now_s
                 self._publish_tcp(now)
+                self._publish_trajectory_reports(now, holding_too=now >= next_status)
                 self._publish_status(force=now >= next_status)
                 if now >= next_status:
                     next_status = now + status_period
+                if time.monotonic() - rtf_wall0 >= RTF_WINDOW_S:
+                    self._publish_real_time_factor((now - rtf_sim0) / (time.monotonic() - rtf_wall0), rtf)
+                    rtf_wall0, rtf_sim0 = time.monotonic(), now
                 if now + 1e-9 >= next_camera:
                     self._publish_cameras(now)
                     next_camera += camera_period
@@ -265,21 +295,69 @@ class SimNode(GraphNode):
         counted = bool(joints or grippers)
         if counted and w.steps_left <= 0:
             self.get_logger().warning("the episode's env steps are used up: trajectories stopped, arms hold")
-            for c in self.controllers.values():
-                c.joints.stop()
-                c.gripper.stop()
+            self._stop_all(TrajectoryState.STOPPED, "the episode's env steps are used up")
             joints, grippers, counted = {}, {}, False
         try:
             w.step(joints, grippers, counted=counted, slices=slices, on_slice=self._publish_joint_state)
         except RobodojoError as exc:
             self.get_logger().error(f"control step refused, trajectories stopped: {exc}")
-            for c in self.controllers.values():
-                c.joints.stop()
-                c.gripper.stop()
+            self._stop_all(TrajectoryState.STOPPED, f"the simulator refused the control step: {exc}")
             w.hold()
             w.step(counted=False, slices=slices, on_slice=self._publish_joint_state)
 
+    def _stop_all(self, state: TrajectoryState, reason: str) -> None:
+        for arm_controllers in self.controllers.values():
+            for controller in arm_controllers.both():
+                controller.stop(state, reason)
+
     # -- publishing ---------------------------------------------------------------------------------------------
+    def _publish_trajectory_reports(self, t: float, *, holding_too: bool) -> None:
+        """Every end and refusal since the last tick; the running trajectories' progress every tick; the holding
+        controllers' state at the status rate (a commander confirming a stop sees it)."""
+        for arm_controllers in self.controllers.values():
+            for controller in arm_controllers.both():
+                reports = controller.take_reports()
+                if controller.playing or holding_too:
+                    reports.append(controller.status())
+                for report in reports:
+                    self.status_pubs[controller.name].publish(self._trajectory_status(report, t))
+
+    @staticmethod
+    def _trajectory_status(report: TrajectoryReport, t: float) -> TrajectoryStatus:
+        return TrajectoryStatus(
+            header=convert.header(t, ""), controller=report.controller, start=convert.time_msg(report.start_s),
+            state=int(report.state), points_played=report.points_played, points=report.points,
+            holding=report.holding, reason=report.reason,
+        )  # fmt: skip
+
+    def _publish_real_time_factor(self, measured: float, target: float) -> None:
+        """The real-time factor over the last RTF_WINDOW_S on /diagnostics; a slow simulator keeps simulated time
+        consistent (it runs slower rather than skipping steps) and says so here."""
+        slow = measured < RTF_WARN_RATIO * target
+        if slow:
+            self.get_logger().warning(
+                f"simulating at {measured:.2f}x real time (target {target:g}x): the machine is too busy; simulated "
+                "time stays consistent, motions take longer in wall time",
+                throttle_duration_sec=30.0,
+            )
+        self.diagnostics_pub.publish(
+            DiagnosticArray(
+                header=convert.header(self.now_s, ""),
+                status=[
+                    DiagnosticStatus(
+                        level=DiagnosticStatus.WARN if slow else DiagnosticStatus.OK,
+                        name=f"{NODE_NAME}: real-time factor",
+                        message=f"running at {measured:.2f}x real time" + (f" (target {target:g}x)" if slow else ""),
+                        hardware_id=self.robot.name,
+                        values=[
+                            KeyValue(key="real_time_factor", value=f"{measured:.3f}"),
+                            KeyValue(key="target", value=f"{target:g}"),
+                        ],
+                    )
+                ],
+            )
+        )
+
     def _publish_joint_state(self) -> None:
         d = self.world.data
         t = self.now_s

@@ -15,6 +15,8 @@ MOVE_EEF = "/move_eef"
 HOME = "/motion/home"
 STOP = "/motion/stop"
 PLANNED_PATH = "/motion/planned_path"  # visualization_msgs/MarkerArray: the planned grasp-point paths
+MOTION_LEASE = "/motion/lease"  # agent_bringup/TrajectoryLease: the motion server's heartbeat for its trajectories
+DIAGNOSTICS = "/diagnostics"  # diagnostic_msgs/DiagnosticArray: e.g. the simulator's real-time factor
 
 
 def camera_image(camera: str) -> str:
@@ -35,9 +37,23 @@ def tcp_pose(arm: str) -> str:
     return f"/{arm}/tcp_pose"
 
 
+def arm_controller_name(arm: str) -> str:
+    return f"{arm}_arm_controller"
+
+
+def gripper_controller_name(arm: str) -> str:
+    return f"{arm}_gripper_controller"
+
+
 def arm_controller(arm: str) -> str:
-    return f"/{arm}_arm_controller/joint_trajectory"
+    """trajectory_msgs/JointTrajectory in: the arm's joint_trajectory_controller command topic."""
+    return f"/{arm_controller_name(arm)}/joint_trajectory"
 
 
 def gripper_controller(arm: str) -> str:
-    return f"/{arm}_gripper_controller/joint_trajectory"
+    return f"/{gripper_controller_name(arm)}/joint_trajectory"
+
+
+def trajectory_status(controller: str) -> str:
+    """agent_bringup/TrajectoryStatus out: what the controller did with each trajectory (points played, ends)."""
+    return f"/{controller}/trajectory_status"
