@@ -7,13 +7,12 @@ twin, and a simulator killed mid-episode.
 
 from __future__ import annotations
 
-import collections
 import json
 import math
-import threading
 import time
 from pathlib import Path
 
+import graph_client as gc
 import mujoco
 import numpy as np
 import pytest
@@ -24,66 +23,7 @@ from robodojo.nodes import topics
 pytestmark = pytest.mark.ros
 
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
-CAMERAS = ("head", "left_wrist", "right_wrist")
 DT_S = 0.04
-
-
-class Recorder:
-    """Every message of some topics, with the wall time it arrived."""
-
-    def __init__(self) -> None:
-        self.messages: dict[str, list[tuple[float, object]]] = collections.defaultdict(list)
-        self.lock = threading.Lock()
-
-    def callback(self, topic: str):
-        def on_message(msg: object) -> None:
-            with self.lock:
-                self.messages[topic].append((time.monotonic(), msg))
-
-        return on_message
-
-    def count(self, topic: str) -> int:
-        with self.lock:
-            return len(self.messages[topic])
-
-    def last(self, topic: str):
-        with self.lock:
-            return self.messages[topic][-1][1] if self.messages[topic] else None
-
-    def clear(self) -> None:
-        with self.lock:
-            self.messages.clear()
-
-    def snapshot(self) -> dict[str, list[tuple[float, object]]]:
-        with self.lock:
-            return {k: list(v) for k, v in self.messages.items()}
-
-
-def _stamp(msg: object) -> float:
-    s = msg.header.stamp  # type: ignore[attr-defined]
-    return s.sec + s.nanosec * 1e-9
-
-
-def _subscribe(graph, recorder: Recorder) -> None:
-    from agent_bringup.msg import EpisodeStatus
-    from geometry_msgs.msg import PoseStamped
-    from rclpy.qos import DurabilityPolicy, QoSProfile
-    from sensor_msgs.msg import CameraInfo, Image, JointState
-
-    c = graph.client
-    for cam in CAMERAS:
-        c.create_subscription(Image, topics.camera_image(cam), recorder.callback(topics.camera_image(cam)), 20)
-        c.create_subscription(CameraInfo, topics.camera_info(cam), recorder.callback(topics.camera_info(cam)), 20)
-        c.create_subscription(PoseStamped, topics.camera_pose(cam), recorder.callback(topics.camera_pose(cam)), 20)
-    c.create_subscription(JointState, topics.JOINT_STATES, recorder.callback(topics.JOINT_STATES), 200)
-    for arm in ("left", "right"):
-        c.create_subscription(PoseStamped, topics.tcp_pose(arm), recorder.callback(topics.tcp_pose(arm)), 50)
-    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    c.create_subscription(EpisodeStatus, topics.EPISODE_STATUS, recorder.callback(topics.EPISODE_STATUS), latched)
-
-
-def _joints(msg) -> dict[str, float]:
-    return dict(zip(msg.name, msg.position, strict=True))
 
 
 # --- the simulator node ------------------------------------------------------------------------------------------
@@ -95,10 +35,10 @@ def test_sim_node_topics_rates_and_consistency(graph):
     from robodojo.sim.world import EmbeddedWorld
 
     graph.start("sim_node", task="general_pickup", seed=1)
-    rec = Recorder()
-    _subscribe(graph, rec)
+    rec = gc.Recorder()
+    gc.subscribe(graph, rec)
     graph.wait(
-        lambda: all(rec.count(topics.camera_image(c)) for c in CAMERAS) and rec.count(topics.EPISODE_STATUS),
+        lambda: all(rec.count(topics.camera_image(c)) for c in gc.CAMERAS) and rec.count(topics.EPISODE_STATUS),
         40,
         "the first camera images and the episode status",
     )
@@ -111,14 +51,14 @@ def test_sim_node_topics_rates_and_consistency(graph):
     # Rates are counted on the simulator's clock: under load it runs slower than real time (it slows down rather
     # than skipping steps), so wall-clock rates are a benchmark figure (benchmarks/ros_graph.py), not a pass mark.
     joint_msgs = got[topics.JOINT_STATES]
-    joint_stamps = np.array([_stamp(m) for _, m in joint_msgs])
+    joint_stamps = np.array([gc.stamp(m) for _, m in joint_msgs])
     sim_span_s = float(joint_stamps[-1] - joint_stamps[0])
     assert sim_span_s > 0.2 * window_s, f"the simulator advanced {sim_span_s:.2f} s in {window_s:.0f} s of wall time"
     assert np.all(np.diff(joint_stamps) > 0), "joint states out of order or repeated"
     assert len(joint_msgs) / sim_span_s >= 100.0, f"joint states at {len(joint_msgs) / sim_span_s:.1f} Hz (sim time)"
-    for cam in CAMERAS:
+    for cam in gc.CAMERAS:
         images = got[topics.camera_image(cam)]
-        stamps = np.array([_stamp(m) for _, m in images])
+        stamps = np.array([gc.stamp(m) for _, m in images])
         gaps = np.diff(stamps)
         assert np.all(np.abs(gaps - DT_S) < 1e-6), f"{cam}: frames dropped or repeated, gaps {set(gaps.round(3))}"
         # Every 40 ms of the window's simulation time has its frame (+/- one at each edge of the window).
@@ -131,11 +71,11 @@ def test_sim_node_topics_rates_and_consistency(graph):
 
     # TCP poses equal forward kinematics of the joint state with the same stamp.
     kin = ArmKinematics(robot)
-    by_stamp = {_stamp(m): _joints(m) for _, m in joint_msgs}
+    by_stamp = {gc.stamp(m): gc.joints(m) for _, m in joint_msgs}
     checked = 0
     for arm in ("left", "right"):
         for _, pose in got[topics.tcp_pose(arm)][::25]:
-            joints = by_stamp.get(_stamp(pose))
+            joints = by_stamp.get(gc.stamp(pose))
             if joints is None:
                 continue
             q = [joints[j] for j in robot.arm(arm).joints]
@@ -149,11 +89,11 @@ def test_sim_node_topics_rates_and_consistency(graph):
     # CameraInfo and optical-frame poses agree with the simulator's own calibration at that instant.
     world = EmbeddedWorld("dual_arx_x5")
     try:
-        for cam in CAMERAS:
-            infos = {_stamp(m): m for _, m in got[topics.camera_info(cam)]}
-            poses = {_stamp(m): m for _, m in got[topics.camera_pose(cam)]}
+        for cam in gc.CAMERAS:
+            infos = {gc.stamp(m): m for _, m in got[topics.camera_info(cam)]}
+            poses = {gc.stamp(m): m for _, m in got[topics.camera_pose(cam)]}
             _, image = got[topics.camera_image(cam)][-10]  # not the last: its info or pose may still be on the way
-            t = _stamp(image)
+            t = gc.stamp(image)
             info, pose, joints = infos[t], poses[t], by_stamp[t]
             for name, value in joints.items():
                 world.data.qpos[world.model.joint(name).qposadr[0]] = value
@@ -180,59 +120,16 @@ def test_sim_node_topics_rates_and_consistency(graph):
 # --- the motion server node --------------------------------------------------------------------------------------
 
 
-def _move_eef_client(graph):
-    from agent_bringup.action import MoveEef
-    from rclpy.action import ActionClient
-
-    client = ActionClient(graph.client, MoveEef, topics.MOVE_EEF)
-    graph.wait(lambda: client.wait_for_server(timeout_sec=0.5), 40, "the MoveEef action server")
-    return client
-
-
-def _wait_future(graph, future, timeout_s: float, what: str):
-    graph.wait(future.done, timeout_s, what)
-    return future.result()
-
-
-def _goal(names: list[str], values: list[float], mode: int = 0):
-    from agent_bringup.action import MoveEef
-
-    return MoveEef.Goal(mode=mode, names=names, values=values, note="test")
-
-
-def _send(graph, client, goal, timeout_s: float = 40.0, feedback: list | None = None):
-    on_feedback = feedback.append if feedback is not None else None
-    sent = graph.call(lambda: client.send_goal_async(goal, feedback_callback=on_feedback))
-    handle = _wait_future(graph, sent, 20, "goal acceptance")
-    assert handle.accepted
-    return _wait_future(graph, graph.call(handle.get_result_async), timeout_s, "the MoveEef result").result
-
-
-def _start_sim_and_motion(graph, **sim_params):
-    rec = Recorder()
-    _subscribe(graph, rec)
-    graph.start("sim_node", **sim_params)
-    graph.start("motion_server_node", use_sim_time=True)
-    client = _move_eef_client(graph)
-    graph.wait(
-        lambda: all(rec.count(t) for t in (topics.JOINT_STATES, topics.EPISODE_STATUS, topics.tcp_pose("left"),
-                                            topics.tcp_pose("right"))),
-        30,
-        "joint states, TCP poses and the episode status",
-    )  # fmt: skip
-    return rec, client
-
-
 def test_move_eef_goal_moves_arm_invalid_goal_moves_nothing_cancel_stops(graph):
     from action_msgs.msg import GoalStatus
     from std_srvs.srv import Trigger
 
-    rec, client = _start_sim_and_motion(graph)
+    rec, client = gc.start_sim_and_motion(graph)
     start_tcp = rec.last(topics.tcp_pose("right")).pose.position
     steps_before = rec.last(topics.EPISODE_STATUS).steps_used
 
     # A reachable goal: 5 cm down. The arm moves and the result reports how close it landed.
-    result = _send(graph, client, _goal(["right_z"], [start_tcp.z - 0.05]))
+    result = gc.send(graph, client, gc.goal(["right_z"], [start_tcp.z - 0.05]))
     assert result.accepted and result.error == ""
     assert result.tool_text.startswith(f"Accepted: playing {result.waypoints} waypoints")
     assert result.stop_reason == "completed" and result.steps_used == result.waypoints > 5
@@ -243,33 +140,37 @@ def test_move_eef_goal_moves_arm_invalid_goal_moves_nothing_cancel_stops(graph):
                "the TCP pose to show the new height")  # fmt: skip
     graph.wait(lambda: rec.last(topics.EPISODE_STATUS).steps_used == steps_before + result.waypoints, 5, "status")
 
-    # Invalid goals: the documented error, and nothing moves (once the servos have settled from the last move).
-    time.sleep(0.5)
-    before = _joints(rec.last(topics.JOINT_STATES))
+    # Invalid goals: the documented error, and nothing is commanded: no controller hears of a new trajectory (joint
+    # readings are not compared: a lagging simulator's servos may still settle by fractions of a milliradian).
     steps = rec.last(topics.EPISODE_STATUS).steps_used
-    bad = _send(graph, client, _goal(["right_z"], [2.0]))
+    reports_before = sum(rec.count(topics.trajectory_status(c)) for c in gc.CONTROLLERS)
+    known = {(m.controller, gc.stamp_of(m.start)) for c in gc.CONTROLLERS for m in rec.all(topics.trajectory_status(c))}
+    bad = gc.send(graph, client, gc.goal(["right_z"], [2.0]))
     assert not bad.accepted and bad.error == "target for 'right_z' is outside [0.7, 1.565]; nothing moved"
     assert bad.stop_reason == "plan_failed" and bad.steps_used == 0
     assert json.loads(bad.rejection) == {"kind": "out_of_bounds", "dimension": "right_z", "value": 2.0,
                                          "bounds": [0.7, 1.565], "argument": ""}  # fmt: skip
-    assert _send(graph, client, _goal(["left_q"], [0.1])).error.startswith("unknown dimension 'left_q'")
-    assert _send(graph, client, _goal(["left_z"], [])).error == "1 names but 0 values; nothing moved"
-    not_a_number = _send(graph, client, _goal(["left_x"], [math.nan]))
+    assert gc.send(graph, client, gc.goal(["left_q"], [0.1])).error.startswith("unknown dimension 'left_q'")
+    assert gc.send(graph, client, gc.goal(["left_z"], [])).error == "1 names but 0 values; nothing moved"
+    not_a_number = gc.send(graph, client, gc.goal(["left_x"], [math.nan]))
     assert not_a_number.error == "'left_x' must be a finite number; nothing moved"
-    time.sleep(0.5)
-    after = _joints(rec.last(topics.JOINT_STATES))
-    moved = {j: after[j] - before[j] for j in before if abs(after[j] - before[j]) > 1e-4}
-    assert not moved
+    time.sleep(1.0)  # two status periods: a trajectory sent would have been reported by now
+    new = [
+        m for c in gc.CONTROLLERS for m in rec.all(topics.trajectory_status(c))
+        if (m.controller, gc.stamp_of(m.start)) not in known
+    ]  # fmt: skip
+    assert not new, f"invalid goals commanded trajectories: {new}"
+    assert sum(rec.count(topics.trajectory_status(c)) for c in gc.CONTROLLERS) > reports_before  # still reporting
     assert rec.last(topics.EPISODE_STATUS).steps_used == steps
 
     # Cancel: a long two-dimension move reports progress, stops early and the arm holds where it stopped.
     feedback: list = []
-    goal = _goal(["left_x", "left_y", "left_z"], [-0.12, -0.05, 0.85])
+    goal = gc.goal(["left_x", "left_y", "left_z"], [-0.12, -0.05, 0.85])
     sent = graph.call(lambda: client.send_goal_async(goal, feedback_callback=feedback.append))
-    handle = _wait_future(graph, sent, 20, "acceptance")
+    handle = gc.wait_future(graph, sent, 20, "acceptance")
     graph.wait(lambda: rec.last(topics.EPISODE_STATUS).steps_used >= steps + 5, 10, "the long move to start")
-    _wait_future(graph, graph.call(handle.cancel_goal_async), 10, "the cancel response")
-    response = _wait_future(graph, graph.call(handle.get_result_async), 20, "the cancelled result")
+    gc.wait_future(graph, graph.call(handle.cancel_goal_async), 10, "the cancel response")
+    response = gc.wait_future(graph, graph.call(handle.get_result_async), 20, "the cancelled result")
     assert response.status == GoalStatus.STATUS_CANCELED
     stopped = response.result
     assert stopped.accepted and stopped.stop_reason == "stopped"
@@ -278,16 +179,16 @@ def test_move_eef_goal_moves_arm_invalid_goal_moves_nothing_cancel_stops(graph):
     assert played and played == sorted(played) and 0 < played[-1] <= stopped.steps_used
     assert {f.feedback.waypoints for f in feedback} == {stopped.waypoints}
     time.sleep(0.3)
-    held = _joints(rec.last(topics.JOINT_STATES))
+    held = gc.joints(rec.last(topics.JOINT_STATES))
     time.sleep(0.5)
-    still = _joints(rec.last(topics.JOINT_STATES))
+    still = gc.joints(rec.last(topics.JOINT_STATES))
     assert max(abs(still[j] - held[j]) for j in held) < 2e-3
     assert rec.last(topics.tcp_pose("left")).pose.position.x < -0.13  # short of the target x of -0.12
 
     # The home service brings both arms back.
     home = graph.client.create_client(Trigger, topics.HOME)
     graph.wait(lambda: home.wait_for_service(timeout_sec=0.5), 20, "the home service")
-    answer = _wait_future(graph, home.call_async(Trigger.Request()), 40, "home")
+    answer = gc.wait_future(graph, home.call_async(Trigger.Request()), 40, "home")
     assert answer.success, answer.message
 
 
@@ -318,7 +219,7 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
     from robodojo.episodes.factory import make_agent
     from robodojo.sim.world import EmbeddedWorld
 
-    _start_sim_and_motion(graph)
+    gc.start_sim_and_motion(graph)
     agent = graph.start(
         "agent_node", agent="move_eef", llm=f"replay:{REPLAY}", out=str(tmp_path / "graph"), use_sim_time=True
     )
@@ -358,7 +259,7 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
 
 
 def test_sim_killed_mid_episode_ends_it_cleanly_and_the_motion_server_recovers(graph, tmp_path):
-    rec, client = _start_sim_and_motion(graph)
+    rec, client = gc.start_sim_and_motion(graph)
     sim = graph.nodes[0]
     agent = graph.start(
         "agent_node", agent="move_eef", llm=f"replay:{REPLAY}", out=str(tmp_path / "graph"), use_sim_time=True
@@ -375,13 +276,13 @@ def test_sim_killed_mid_episode_ends_it_cleanly_and_the_motion_server_recovers(g
     assert motion.alive
 
     # With no robot, a goal is refused with the reason; after a restart the same server moves the arm again.
-    lost = _send(graph, client, _goal(["left_z"], [0.85]))
+    lost = gc.send(graph, client, gc.goal(["left_z"], [0.85]))
     assert not lost.accepted and lost.stop_reason == "backend_lost" and "joint states" in lost.error
     rec.clear()
     graph.start("sim_node", name="sim_node_restarted")
     graph.wait(lambda: rec.count(topics.JOINT_STATES) > 10, 40, "the restarted simulator")
     z = rec.last(topics.tcp_pose("left")).pose.position.z
-    result = _send(graph, client, _goal(["left_z"], [z - 0.03]))
+    result = gc.send(graph, client, gc.goal(["left_z"], [z - 0.03]))
     assert result.accepted and result.stop_reason == "completed" and result.arms[0].reached
 
 
@@ -428,12 +329,12 @@ def test_bad_trajectories_on_the_controller_topics_move_nothing_and_the_simulato
     from robodojo.nodes import convert
     from robodojo.robots.config import load_robot_config
 
-    rec = Recorder()
-    _subscribe(graph, rec)
+    rec = gc.Recorder()
+    gc.subscribe(graph, rec)
     sim = graph.start("sim_node")
     graph.wait(lambda: rec.count(topics.JOINT_STATES) > 10, 40, "joint states")
     joints = load_robot_config("dual_arx_x5").arm("left").joints
-    home = [_joints(rec.last(topics.JOINT_STATES))[j] for j in joints]
+    home = [gc.joints(rec.last(topics.JOINT_STATES))[j] for j in joints]
     pub = graph.client.create_publisher(JointTrajectory, topics.arm_controller("left"), 10)
     graph.wait(lambda: pub.get_subscription_count() > 0, 20, "the simulator's controller subscription")
 
@@ -452,7 +353,7 @@ def test_bad_trajectories_on_the_controller_topics_move_nothing_and_the_simulato
         pub.publish(msg)
     time.sleep(1.0)
     assert sim.alive
-    now = _joints(rec.last(topics.JOINT_STATES))
+    now = gc.joints(rec.last(topics.JOINT_STATES))
     assert max(abs(now[j] - q) for j, q in zip(joints, home, strict=True)) < 1e-4
     assert sim.output().count("trajectory refused, nothing moves") == len(bad), sim.output()[-3000:]
     assert rec.last(topics.EPISODE_STATUS).steps_used == 0

@@ -1,0 +1,180 @@
+"""The graph under faults, as an operator or a misbehaving client would cause them: a frozen simulator, a third party
+commanding the arm, a burst of goals, a flood of malformed trajectories, Ctrl-C during a goal.
+
+What must hold on a real arm: a goal reported ended never keeps moving the arm, every request gets an answer, bad
+input is refused without disturbing the motion in progress, and the result says where the arms actually stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import graph_client as gc
+import numpy as np
+import pytest
+
+from robodojo.nodes import topics
+from robodojo.robots.config import load_robot_config
+from robodojo.robots.ik import ArmKinematics
+
+pytestmark = pytest.mark.ros
+
+LEFT = topics.arm_controller_name("left")
+
+
+def _left_q(rec: gc.Recorder) -> np.ndarray:
+    robot = load_robot_config("dual_arx_x5")
+    joints = gc.joints(rec.last(topics.JOINT_STATES))
+    return np.array([joints[j] for j in robot.arm("left").joints])
+
+
+def _send_async(graph, client, goal):
+    sent = graph.call(lambda: client.send_goal_async(goal))
+    handle = gc.wait_future(graph, sent, 20, "goal acceptance")
+    assert handle.accepted
+    return handle, graph.call(handle.get_result_async)
+
+
+def _reported_pose_matches_the_joint_states(result, rec: gc.Recorder, arm: str = "left") -> None:
+    robot = load_robot_config("dual_arx_x5")
+    kin = ArmKinematics(robot)
+    joints = gc.joints(rec.last(topics.JOINT_STATES))
+    pos, _ = kin.tcp_pose(arm, np.array([joints[j] for j in robot.arm(arm).joints]))
+    (report,) = [a for a in result.arms if a.arm == arm]
+    p = report.final_pose.position
+    assert np.allclose([p.x, p.y, p.z], pos, atol=1e-3), "the result misreports where the arm stopped"
+
+
+def test_a_frozen_simulator_aborts_the_goal_and_the_arm_never_plays_the_rest(graph):
+    from action_msgs.msg import GoalStatus
+
+    rec, client = gc.start_sim_and_motion(graph)
+    sim = graph.nodes[0]
+    z = rec.last(topics.tcp_pose("left")).pose.position.z
+    _, result_future = _send_async(graph, client, gc.goal(["left_z", "left_x"], [z - 0.12, -0.1]))
+    graph.wait(lambda: rec.last(topics.EPISODE_STATUS).steps_used >= 5, 20, "the move to start")
+    os.kill(sim.proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(3.0)  # the motion server gives up after joint_state_timeout_s and stops renewing the lease
+    finally:
+        os.kill(sim.proc.pid, signal.SIGCONT)
+    response = gc.wait_future(graph, result_future, 30, "the aborted result")
+    assert response.status == GoalStatus.STATUS_ABORTED
+    result = response.result
+    assert result.stop_reason == "backend_lost" and "no joint states" in result.stop_detail
+    assert result.holding, result.stop_detail  # the stop was confirmed from joint states after the resume
+    assert 0 < result.steps_used < result.waypoints
+
+    # After the resume the arm holds: the rest of the aborted trajectory is never played.
+    time.sleep(0.3)
+    held = _left_q(rec)
+    steps = rec.last(topics.EPISODE_STATUS).steps_used
+    time.sleep(1.5)
+    assert np.max(np.abs(_left_q(rec) - held)) < 2e-3
+    assert rec.last(topics.EPISODE_STATUS).steps_used == steps
+    ends = [m for m in rec.all(topics.trajectory_status(LEFT)) if m.state != m.PLAYING and m.points_played]
+    assert ends and ends[-1].state in (ends[-1].EXPIRED, ends[-1].STOPPED), ends[-1]
+    _reported_pose_matches_the_joint_states(result, rec)
+
+
+def test_a_trajectory_replaced_by_a_third_party_aborts_the_goal_with_the_reason(graph):
+    from action_msgs.msg import GoalStatus
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from robodojo.nodes import convert
+
+    rec, client = gc.start_sim_and_motion(graph)
+    robot = load_robot_config("dual_arx_x5")
+    third_party = graph.client.create_publisher(JointTrajectory, topics.arm_controller("left"), 10)
+    z = rec.last(topics.tcp_pose("left")).pose.position.z
+    steps = rec.last(topics.EPISODE_STATUS).steps_used
+    _, result_future = _send_async(graph, client, gc.goal(["left_z"], [z - 0.12]))
+    graph.wait(lambda: rec.last(topics.EPISODE_STATUS).steps_used >= steps + 4, 20, "the move to start")
+    hold_here = JointTrajectory(joint_names=list(robot.arm("left").joints))
+    hold_here.points = [
+        JointTrajectoryPoint(positions=[float(v) for v in _left_q(rec)], time_from_start=convert.duration_msg(0.5))
+    ]
+    third_party.publish(hold_here)
+    response = gc.wait_future(graph, result_future, 30, "the aborted result")
+    assert response.status == GoalStatus.STATUS_ABORTED
+    result = response.result
+    assert result.stop_reason == "aborted" and result.holding
+    assert result.stop_detail.startswith(f"{LEFT} replaced the trajectory after "), result.stop_detail
+    assert 0 < result.steps_used < result.waypoints
+    _reported_pose_matches_the_joint_states(result, rec)
+
+
+def test_every_goal_of_a_burst_gets_an_answer(graph):
+    from action_msgs.msg import GoalStatus
+
+    rec, _ = gc.start_sim_and_motion(graph)
+    client = gc.move_eef_client(graph, queue_depth=100)
+    z = rec.last(topics.tcp_pose("left")).pose.position.z
+    goals = [gc.goal(["left_z"], [z - 0.02 - 0.001 * i]) for i in range(50)]
+    sent = graph.call(lambda: [client.send_goal_async(g) for g in goals])
+    handles = [gc.wait_future(graph, f, 30, "every acceptance") for f in sent]
+    assert all(h.accepted for h in handles)
+    results = graph.call(lambda: [h.get_result_async() for h in handles])
+    responses = [gc.wait_future(graph, f, 60, "every result") for f in results]
+    moved = [r for r in responses if r.result.accepted]
+    busy = [r for r in responses if not r.result.accepted]
+    assert len(moved) + len(busy) == 50 and moved, "at least the first goal moves"
+    assert all(r.status == GoalStatus.STATUS_SUCCEEDED and r.result.stop_reason == "completed" for r in moved)
+    assert all(r.status == GoalStatus.STATUS_ABORTED and r.result.error.startswith("busy:") for r in busy)
+
+
+def test_a_flood_of_malformed_trajectories_is_refused_and_the_running_goal_completes(graph):
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from robodojo.nodes import convert
+
+    rec, client = gc.start_sim_and_motion(graph)
+    robot = load_robot_config("dual_arx_x5")
+    names = list(robot.arm("left").joints)
+    here = [float(v) for v in _left_q(rec)]
+
+    def trajectory(joint_names, points):
+        msg = JointTrajectory(joint_names=joint_names)
+        msg.points = [JointTrajectoryPoint(positions=p, time_from_start=convert.duration_msg(t)) for t, p in points]
+        return msg
+
+    jump = list(here)
+    jump[0] += 1.0
+    outside = list(here)
+    outside[1] = 50.0
+    negative = trajectory(names, [(0.5, here)])
+    negative.points[0].time_from_start.sec = -1
+    malformed = [
+        trajectory(names, [(0.5, [float("nan")] + here[1:])]),  # NaN
+        trajectory(names[:-1], [(0.5, here[:-1])]),  # a missing joint
+        trajectory(names, [(0.04, jump)]),  # a 1 rad jump in one control step
+        trajectory(names, [(0.5, outside)]),  # outside the joint limits
+        negative,  # a negative time
+    ]
+    flood = graph.client.create_publisher(JointTrajectory, topics.arm_controller("left"), 100)
+    z = rec.last(topics.tcp_pose("left")).pose.position.z
+    _, result_future = _send_async(graph, client, gc.goal(["left_z"], [z - 0.12]))
+    graph.wait(lambda: rec.last(topics.EPISODE_STATUS).steps_used >= 2, 20, "the move to start")
+    refused_before = sum(m.state == m.REFUSED for m in rec.all(topics.trajectory_status(LEFT)))
+    sent, t0 = 0, time.monotonic()
+    while time.monotonic() - t0 < 5.0:  # 100 Hz for 5 s, cycling through the kinds
+        flood.publish(malformed[sent % len(malformed)])  # publishers are thread-safe
+        sent += 1
+        time.sleep(max(0.0, t0 + sent * 0.01 - time.monotonic()))
+    result = gc.wait_future(graph, result_future, 30, "the goal's result").result
+    assert result.accepted and result.stop_reason == "completed" and result.arms[0].reached, result.stop_detail
+
+    def refused() -> int:
+        return sum(m.state == m.REFUSED for m in rec.all(topics.trajectory_status(LEFT))) - refused_before
+
+    graph.wait(lambda: refused() >= sent, 20, f"{sent} refusals")
+    sim = graph.nodes[0]
+    assert sim.alive
+    log = sim.output()
+    assert log.count("trajectory refused") < sent / 10, "every refusal logged: the log must summarise repeats"
+    # The simulator kept simulated time whole through the flood: joint states 8 ms apart, none dropped or repeated.
+    stamps = np.array([gc.stamp(m) for m in rec.all(topics.JOINT_STATES)])
+    gaps = np.diff(stamps)
+    assert np.all(gaps > 0) and np.all(gaps < 0.04 + 1e-6)
