@@ -178,3 +178,25 @@ def test_a_flood_of_malformed_trajectories_is_refused_and_the_running_goal_compl
     stamps = np.array([gc.stamp(m) for m in rec.all(topics.JOINT_STATES)])
     gaps = np.diff(stamps)
     assert np.all(gaps > 0) and np.all(gaps < 0.04 + 1e-6)
+
+
+def test_sigint_during_a_goal_ends_it_aborted_with_the_arms_holding_and_the_node_exits_cleanly(graph):
+    from action_msgs.msg import GoalStatus
+
+    rec, client = gc.start_sim_and_motion(graph)
+    motion = graph.nodes[1]
+    z = rec.last(topics.tcp_pose("left")).pose.position.z
+    steps = rec.last(topics.EPISODE_STATUS).steps_used
+    _, result_future = _send_async(graph, client, gc.goal(["left_z"], [z - 0.12]))
+    graph.wait(lambda: rec.last(topics.EPISODE_STATUS).steps_used >= steps + 3, 20, "the move to start")
+    motion.proc.send_signal(signal.SIGINT)
+    response = gc.wait_future(graph, result_future, 30, "the interrupted goal's result")
+    assert response.status == GoalStatus.STATUS_ABORTED
+    result = response.result
+    assert result.stop_reason == "stopped" and result.stop_detail == "the motion server is shutting down"
+    assert result.holding and 0 < result.steps_used < result.waypoints
+    assert motion.wait(30) == 0
+    assert "Traceback" not in motion.output(), motion.output()[-3000:]
+    held = _left_q(rec)
+    time.sleep(1.0)
+    assert np.max(np.abs(_left_q(rec) - held)) < 2e-3  # nobody leases the trajectory any more: the arm holds

@@ -58,6 +58,7 @@ PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=
 # never dropped by a full service queue (rclpy's default keeps 10).
 REQUEST_QOS = QoSProfile(depth=1000)
 SHUTDOWN_DETAIL = "the motion server is shutting down"
+RESULT_FLUSH_S = 0.3  # after the last goal's execute callback returns, the executor sends its result: give it time
 CANCEL_DETAIL = "the goal was cancelled"
 STOP_SERVICE_DETAIL = f"stopped by a call of {topics.STOP}"
 BUSY_TEXT = (
@@ -322,6 +323,7 @@ class MotionServerNode(GraphNode):
             deadline = time.monotonic() + self.params.stop_confirm_timeout_s + 2.0
             while self._busy.locked() and time.monotonic() < deadline:
                 time.sleep(POLL_S)
+            time.sleep(RESULT_FLUSH_S)
 
 
 def main() -> int:

@@ -489,7 +489,9 @@ class Robo:
         elif stop is StopReason.STOPPED:
             reason = "the motion was stopped from outside before it completed"
         elif stop is StopReason.ABORTED:
-            reason = f"the robot's controllers cut the motion short ({report.stop_detail}); the arms hold where they are"
+            reason = (
+                f"the robot's controllers cut the motion short ({report.stop_detail}); the arms hold where they are"
+            )
         elif not reached:
             reason = (
                 f"the motion completed but the grasp point stopped {dist * 1e3:.0f} mm and {angle:.1f} deg from the "
