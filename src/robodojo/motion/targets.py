@@ -40,11 +40,11 @@ from robodojo.motion.rejection import (
     WrongLength,
     WrongType,
     ZeroNorm,
-    quote,
     render_rejection,
 )
 from robodojo.observation import ArmState
 from robodojo.robots.config import RobotConfig
+from robodojo.text import quote
 
 SUFFIXES = ("x", "y", "z", "pitch_deg", "roll_deg", "yaw_deg", "gripper")
 ANGLE_BOUNDS_DEG = {"pitch_deg": (-180.0, 180.0), "roll_deg": (-90.0, 90.0), "yaw_deg": (-180.0, 180.0)}
@@ -143,7 +143,7 @@ def check_arm(robot: RobotConfig, arm: object) -> str:
     if not isinstance(arm, str):
         raise TargetError(UnknownArm(quote(arm), robot.arm_names, not_a_string=True))
     if arm not in robot.arm_names:
-        raise TargetError(UnknownArm(repr(arm), robot.arm_names))
+        raise TargetError(UnknownArm(quote(arm), robot.arm_names))
     return arm
 
 
