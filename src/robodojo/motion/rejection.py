@@ -134,6 +134,30 @@ class UnknownDimension(Rejection):
 
 
 @dataclass(frozen=True)
+class DuplicateDimension(Rejection):
+    """A move_eef dimension named more than once (in the MoveEef action's name list, or as a repeated key of a
+    tool call's JSON object): which of its values was meant is unknown, so none is used."""
+
+    kind: str = field(default="duplicate_dimension", init=False)
+    name: str
+
+    def describe(self, frame: Frame = WORLD) -> str:
+        return f"dimension {cut_name(self.name)!r} is named more than once; name each dimension once"
+
+
+@dataclass(frozen=True)
+class NamesValuesMismatch(Rejection):
+    """move_eef targets as two lists (the MoveEef action's ``names`` and ``values``) of different lengths."""
+
+    kind: str = field(default="names_values_mismatch", init=False)
+    names: int
+    values: int
+
+    def describe(self, frame: Frame = WORLD) -> str:
+        return f"targets need one value per name, got {self.names} names and {self.values} values"
+
+
+@dataclass(frozen=True)
 class NotANumber(Rejection):
     """A move_eef dimension whose value is not a finite number."""
 
