@@ -32,6 +32,8 @@ FLOORS: dict[str, int] = {
     "geometry": 1,
     "config": 1,
     "errors": 1,
+    "text": 1,
+    "log_limits": 1,
     "": 1,  # the robodojo package itself (PACKAGE_ROOT, version)
 }
 BACKENDS = ("sim", "hardware", "control")

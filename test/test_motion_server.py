@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robodojo.geometry import quat_from_matrix
+from robodojo.motion.rejection import DuplicateDimension, NamesValuesMismatch
 from robodojo.motion.report import StopReason
 from robodojo.motion.server import MotionServer
 from robodojo.sim.scripted import plan_top_down_grasp
@@ -141,3 +142,24 @@ def test_grasp_close_and_lift_through_the_server_with_task_success(server, dual_
     lift = server.move_to(grasp.arm, grasp.grasp_pos_m + np.array([0, 0, 0.15]), quat, is_success=truth.success)
     assert lift.stop_reason is StopReason.TASK_SUCCESS and lift.steps_used < lift.waypoints
     assert truth.success()
+
+
+def test_move_eef_pairs_refuses_a_repeated_name_and_moves_nothing(server, dual_world):
+    before = _snapshot(dual_world)
+    report = server.move_eef_pairs(["left_z", "left_x", "left_z"], [0.85, -0.25, 0.95])
+    assert not report.accepted and report.stop_reason is StopReason.PLAN_FAILED
+    assert report.rejection == DuplicateDimension("left_z")
+    assert report.tool_text == "dimension 'left_z' is named more than once; name each dimension once; nothing moved"
+    assert server.move_eef_pairs(["left_z"], [0.85, 0.9]).rejection == NamesValuesMismatch(1, 2)
+    _unchanged(dual_world, before)
+    moved = server.move_eef_pairs(["left_z"], [0.85])
+    assert moved.accepted and moved.stop_reason is StopReason.COMPLETED
+
+
+def test_the_log_line_cuts_a_long_note_and_a_long_name(server):
+    report = server.move_eef_pairs(["q" * 10_000], [1.0], note="n" * 10_000)
+    line = report.log_text("n" * 10_000)
+    assert line.startswith("rejected: plan_failed, 0/0 points; unknown dimension 'qqq")
+    assert line.endswith("..., 10000 characters)") and len(line) < 500
+    assert report.log_text() == line[: line.index(" (note:")]
+    assert report.log_text("above the cube").endswith(" (note: 'above the cube')")

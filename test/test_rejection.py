@@ -23,6 +23,16 @@ CASES = [
         None,
     ),
     (rj.NotANumber("right_x"), "'right_x' must be a finite number; nothing moved", None),
+    (
+        rj.DuplicateDimension("left_z"),
+        "dimension 'left_z' is named more than once; name each dimension once; nothing moved",
+        None,
+    ),
+    (
+        rj.NamesValuesMismatch(2, 1),
+        "targets need one value per name, got 2 names and 1 values; nothing moved",
+        None,
+    ),
     (rj.UnknownArm("'middle'", ARMS), "unknown arm 'middle'; arms: 'left', 'right'; nothing moved", None),
     (
         rj.UnknownArm("3", ARMS, not_a_string=True),
@@ -143,3 +153,9 @@ def test_the_negated_frame_is_its_own_inverse():
     assert NEGATED.bounds("left_z", (0.7, 1.565)) == (-1.565, -0.7)
     assert NEGATED.bounds("left_z", NEGATED.bounds("left_z", (0.7, 1.565))) == (0.7, 1.565)
     assert NEGATED.point((0.1, -0.2, 0.9)) == (-0.1, 0.2, -0.9) and WORLD.point((0.1, -0.2, 0.9)) == (0.1, -0.2, 0.9)
+
+
+def test_names_in_facts_of_any_length_render_short_and_still_quoted():
+    for rejection in (rj.UnknownDimension("q" * 10_000, ARMS, ("x",)), rj.DuplicateDimension("q" * 10_000)):
+        text = render_rejection(rejection)
+        assert len(text) < 200 and "'" + "q" * 60 + "...'" in text

@@ -10,7 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robodojo.motion.rejection import NotANumber, OutOfBounds, UnknownArm, WrongLength, WrongType
+from robodojo.motion.rejection import (
+    DuplicateDimension,
+    NamesValuesMismatch,
+    NoDimension,
+    NotANumber,
+    OutOfBounds,
+    UnknownArm,
+    UnknownDimension,
+    WrongLength,
+    WrongType,
+)
 from robodojo.motion.targets import (
     TargetError,
     arm_pose_target,
@@ -19,6 +29,7 @@ from robodojo.motion.targets import (
     dimension_names,
     observed_dimensions,
     parse_move_eef,
+    parse_move_eef_pairs,
 )
 from robodojo.observation import ArmState
 from robodojo.robots.config import load_robot_config
@@ -167,3 +178,42 @@ def test_an_unknown_name_of_any_length_is_quoted_short():
         parse_move_eef({"q" * 100_000: 1.0}, ROBOT, STATE)
     text = str(info.value)
     assert len(text) < 250 and text.startswith("unknown dimension 'qqqq") and "...'; dimensions are" in text
+
+
+def _pairs_rejection(names, values):
+    with pytest.raises(TargetError) as info:
+        parse_move_eef_pairs(names, values, ROBOT, STATE)
+    return info.value.rejection
+
+
+def test_pairs_parse_as_the_mapping_does():
+    names, values = ["left_z", "right_x", "right_gripper"], [0.85, 0.25, 0.3]
+    assert parse_move_eef_pairs(names, values, ROBOT, STATE) == parse_move_eef(
+        dict(zip(names, values, strict=True)), ROBOT, STATE
+    )
+
+
+def test_a_name_given_twice_is_refused_naming_it_whatever_comes_after():
+    assert _pairs_rejection(["left_z", "left_x", "left_z"], [0.85, -0.3, 0.9]) == DuplicateDimension("left_z")
+    assert _pairs_rejection(["left_z", "left_z"], [0.85, 0.85]) == DuplicateDimension("left_z")  # same value too
+    with pytest.raises(TargetError, match=re.escape("dimension 'right_gripper' is named more than once")):
+        parse_move_eef_pairs(["right_gripper", "right_gripper", "left_q"], [0.1, 0.9, 1.0], ROBOT, STATE)
+
+
+def test_pairs_of_different_lengths_or_none_are_refused():
+    assert _pairs_rejection(["left_z", "left_x"], [0.85]) == NamesValuesMismatch(2, 1)
+    assert _pairs_rejection([], [0.85]) == NamesValuesMismatch(0, 1)
+    assert _pairs_rejection([], []) == NoDimension()
+
+
+def test_pairs_refuse_at_the_first_bad_name_so_a_huge_list_costs_nothing():
+    names = ["left_z", "q" * 10_000] + ["left_z"] * 1_000_000
+    rejection = _pairs_rejection(names, [0.85] * len(names))
+    assert rejection == UnknownDimension("q" * 60 + "...", ("left", "right"), tuple(rejection.suffixes))
+    assert len(TargetError(rejection).args[0]) < 250  # the facts are cut as well as the text
+
+
+def test_an_unknown_arm_of_any_length_is_quoted_short():
+    with pytest.raises(TargetError) as info:
+        check_arm_pose(ROBOT, "a" * 100_000, (0, 0, 1))
+    assert len(str(info.value)) < 200 and len(info.value.rejection.given) <= 60

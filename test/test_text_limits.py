@@ -139,6 +139,18 @@ def test_model_sent_names_in_errors_are_bounded() -> None:
         eef_tools.validate_tool_call(ToolCall("c", "move_eef", json.dumps({"targets": {"y" * 10**5: 1}})), LIMITS)
 
 
+def test_a_repeated_target_or_argument_is_refused_not_the_last_one_kept() -> None:
+    repeated = '{"targets": {"left_z": 0.8, "left_x": -0.3, "left_z": 0.9}}'
+    with pytest.raises(eef_tools.ToolCallError) as info:
+        eef_tools.validate_tool_call(ToolCall("c", "move_eef", repeated), LIMITS)
+    assert str(info.value) == "dimension 'left_z' is named more than once; name each dimension once; nothing moved"
+    with pytest.raises(eef_tools.ToolCallError, match="argument 'note' of move_eef is given more than once"):
+        eef_tools.validate_tool_call(ToolCall("c", "move_eef", '{"targets": {}, "note": "a", "note": "b"}'), LIMITS)
+    nested = '{"targets": {"left_z": 0.8}, "note": "{\\"a\\": 1, \\"a\\": 2}"}'  # repeats inside a string are text
+    valid = eef_tools.validate_tool_call(ToolCall("c", "move_eef", nested), LIMITS)
+    assert valid.arguments["targets"] == {"left_z": 0.8} and valid.arguments["note"] == '{"a": 1, "a": 2}'
+
+
 def test_free_text_arguments_are_cleaned_and_cut() -> None:
     move = eef_tools.validate_tool_call(
         ToolCall("c", "move_eef", json.dumps({"targets": {"left_z": 0.8}, "note": "go\x00\x07 left" + "!" * 100})),

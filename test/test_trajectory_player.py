@@ -1,16 +1,25 @@
-"""The joint trajectory player: whole-trajectory validation, tick timing, interpolation and replacement."""
+"""The joint trajectory player: whole-trajectory validation, tick timing, interpolation and replacement, and refusals
+that stay cheap and brief however large or wild the trajectory."""
 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, TrajectoryPlayer
-from robodojo.errors import InvalidCommandError
+from robodojo.control.settings import CONFIG_PATH, TrajectoryLimits, load_trajectory_limits, parse_control_settings
+from robodojo.control.trajectory_player import (
+    JointLimit,
+    TrajectoryCommand,
+    TrajectoryPlayer,
+    _interpolate_many,
+)
+from robodojo.errors import ConfigError, InvalidCommandError
 
 DT = 0.04
 MARGIN = 1.5
@@ -256,3 +265,166 @@ def test_a_start_between_ticks_does_not_make_the_first_sample_jump():
         if sample is not None:
             assert np.all(np.abs(sample - prev) <= MAX_STEP + 1e-9), (sample, prev)
             prev = sample
+
+
+# -- bounded refusal ------------------------------------------------------------------------------------------
+
+SMALL = TrajectoryLimits(max_duration_s=2.0, max_start_delay_s=1.0)  # 50 points at 25 Hz
+
+
+def _small_player() -> TrajectoryPlayer:
+    return TrajectoryPlayer(NAMES, LIMITS, MARGIN, trajectory_limits=SMALL)
+
+
+def test_the_default_caps_come_from_the_config_file():
+    limits = load_trajectory_limits()
+    assert limits == parse_control_settings(yaml.safe_load(CONFIG_PATH.read_text()), "control.yaml")
+    assert _player().trajectory_limits == limits and limits.max_points(DT) == round(limits.max_duration_s / DT)
+    with pytest.raises(ConfigError, match=r"control.yaml.trajectory.max_duration_s: must be > 0"):
+        parse_control_settings({"trajectory": {"max_duration_s": 0, "max_start_delay_s": 1}}, "control.yaml")
+
+
+def test_more_points_than_the_cap_are_refused_before_they_are_read():
+    player = _small_player()
+    assert player.submit(_cmd([HOLD] * 50), NOW, HOLD, DT) == 50  # exactly the cap: 2 s at 25 Hz
+    with pytest.raises(InvalidCommandError, match=r"has 51 points; at most 50 are accepted \(2 s at 25 Hz\)"):
+        player.submit(_cmd([HOLD] * 51), NOW, HOLD, DT)
+    # Points that are not even valid numbers are not looked at: the count comes first.
+    bad = TrajectoryCommand(NAMES, tuple(range(1, 100_001)), (("not", "numbers"),) * 100_000, NOW)
+    with pytest.raises(InvalidCommandError, match="100000 points"):
+        player.submit(bad, NOW, HOLD, DT)
+    with pytest.raises(InvalidCommandError, match="100000 points"):
+        player.check_sizes(NAMES, 100_000, DT)
+    with pytest.raises(InvalidCommandError, match="do not match"):
+        player.check_sizes(("j1",), 1, DT)
+    player.check_sizes(("j2", "j1"), 50, DT)
+
+
+def test_a_trajectory_longer_than_the_cap_or_starting_too_far_ahead_is_refused():
+    player = _small_player()
+    with pytest.raises(InvalidCommandError, match=r"trajectory lasts 2\.040 s; at most 2 s is accepted"):
+        player.submit(_cmd([HOLD], times=(2.0 + DT,)), NOW, HOLD, DT)
+    with pytest.raises(InvalidCommandError, match=r"starts 1\.040 s from now; at most 1 s ahead"):
+        player.submit(_cmd([HOLD], start=NOW + 1.0 + DT), NOW, HOLD, DT)
+    assert player.submit(_cmd([HOLD], start=NOW + 1.0), NOW, HOLD, DT) == 1
+    # A stamp on the wall clock (1.7e9 s) against simulation time: refused, not parked for decades.
+    with pytest.raises(InvalidCommandError, match=r"starts 1\.7e\+09 s from now"):
+        player.submit(_cmd([HOLD], start=1.7e9), NOW, HOLD, DT)
+
+
+@pytest.mark.parametrize(
+    ("cmd", "message"),
+    [
+        (_cmd([(1e300, 0.0)], times=(1.0,)), r"'j1' is 1e\+300, outside \[-1\.0, 1\.0\]"),
+        (_cmd([(0.0, -1e300)], times=(1.0,)), r"'j2' is -1e\+300, outside"),
+        (_cmd([(0.0, math.nan)]), r"finite numbers; point 0 has nan for 'j2'"),
+        (_cmd(_ramp(2), times=(DT, 1e300)), r"strictly increasing|lasts 1e\+300 s"),
+        (_cmd(_ramp(2), times=(DT, -1e300)), r"strictly increasing; point 1 is at -1e\+300 s"),
+        (_cmd(_ramp(2), names=("j1", "k" * 10_000)), r"\(unknown 'kkkk"),
+        (_cmd(_ramp(2), names=("j1",) * 100_000), r"\(100000 names for 2 joints\)"),
+        (_cmd(_ramp(2), names=("j1", "j1")), r"\('j1' twice\)"),
+    ],
+    ids=["1e300", "-1e300", "nan", "time-1e300", "time-minus-1e300", "long-name", "many-names", "twice"],
+)
+def test_refusals_quote_what_was_sent_briefly(cmd, message):
+    with pytest.raises(InvalidCommandError, match=message) as info:
+        _player().submit(cmd, NOW, HOLD, DT)
+    assert len(str(info.value)) < 300, str(info.value)
+
+
+def test_refusing_a_huge_or_far_reaching_trajectory_is_cheap():
+    """What a flood sends: each refusal costs a fraction of a control period, whatever the message's size."""
+    player = _player()
+    most = player.trajectory_limits.max_points(DT)
+    floods = [
+        _cmd([HOLD] * 10_000),  # 10,000 points (400 s)
+        _cmd([*[HOLD] * (most - 1), (0.9, 0.0)]),  # as many as allowed, refused by the tick check at its last tick
+        _cmd([HOLD], start=1e300),  # a start at the end of time
+        _cmd([(0.0, 0.0)], names=("j" * 10_000_000, "j2")),
+        _cmd([(1e300, 0.0)], times=(1.0,)),
+    ]
+    for cmd in floods:
+        costs = []
+        for _ in range(3):  # the best of three: the machine is shared
+            t0 = time.perf_counter()
+            with pytest.raises(InvalidCommandError):
+                player.submit(cmd, NOW, HOLD, DT)
+            costs.append(time.perf_counter() - t0)
+        assert min(costs) < 0.02, (min(costs), cmd.positions[:2])
+
+
+# -- the vectorised tick check against the tick-by-tick loop it replaced -------------------------------------
+
+
+def _reference_check_ticks(player, times, points, start_q, delay_s, dt_s):
+    """The loop TrajectoryPlayer._check_ticks was before it was vectorised: None, or (joint, step, tau)."""
+    previous = start_q
+    k = 0
+    while True:
+        tau = (k + 1) * dt_s - delay_s
+        k += 1
+        if tau <= 1e-6:
+            continue
+        q = _reference_interpolate(times, points, start_q, tau)
+        for j, (name, limit) in enumerate(zip(player.joint_names, player.limits, strict=True)):
+            step = abs(q[j] - previous[j])
+            if step > player.velocity_margin * limit.velocity * dt_s + 1e-12:
+                return name, step, tau
+        previous = q
+        if tau >= times[-1] - 1e-6:
+            return None
+
+
+def _reference_interpolate(times, points, start_q, tau):
+    if tau >= times[-1] - 1e-6:
+        return points[-1].copy()
+    k = int(np.searchsorted(times, tau - 1e-6))
+    if abs(times[k] - tau) <= 1e-6:
+        return points[k].copy()
+    t0, p0 = (0.0, start_q) if k == 0 else (times[k - 1], points[k - 1])
+    return p0 + (tau - t0) / (times[k] - t0) * (points[k] - p0)
+
+
+def test_the_vectorised_tick_check_decides_and_words_as_the_loop_did():
+    rng = np.random.default_rng(12)
+    player = _player()
+    velocity = np.array([LIMITS[j].velocity for j in NAMES])
+    refused = accepted = 0
+    for _ in range(2000):
+        n = int(rng.integers(1, 30))
+        gaps = rng.choice([DT, 2 * DT, DT / 3, 0.0137, 0.1], size=n) * rng.uniform(0.5, 1.5, size=n)
+        times = np.cumsum(gaps)
+        if rng.random() < 0.3:
+            times = DT * np.arange(1, n + 1)  # tick-aligned points: taus land on them (the exact-point branch)
+            gaps = np.full(n, DT)
+        start_q = rng.uniform(-0.3, 0.3, size=2)
+        # Steps around the velocity limit, so both outcomes are common.
+        scale = rng.uniform(0.5, 1.3)
+        steps = rng.uniform(-1, 1, size=(n, 2)) * velocity * MARGIN * np.maximum(gaps, DT)[:, None] * scale
+        points = start_q + np.cumsum(steps, axis=0)
+        delay = float(rng.choice([0.0, DT, 2.5 * DT, 0.05 * DT, 1e-7, 3 * DT - 1e-7]))
+        expected = _reference_check_ticks(player, times, points, start_q, delay, DT)
+        try:
+            player._check_ticks(times, points, start_q, delay, DT)
+        except InvalidCommandError as exc:
+            assert expected is not None, (times, points, start_q, delay)
+            name, step, tau = expected
+            assert str(exc).startswith(f"trajectory moves {name!r} {step:.4f} in one 40 ms control step at {tau:.3f} s")
+            refused += 1
+        else:
+            assert expected is None, (expected, times, points, start_q, delay)
+            accepted += 1
+    assert refused > 200 and accepted > 200, (refused, accepted)
+
+
+def test_the_vectorised_samples_are_the_loops_samples_bit_for_bit():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 20))
+        times = np.cumsum(rng.uniform(0.005, 0.2, size=n))
+        points = rng.uniform(-1, 1, size=(n, 3))
+        start_q = rng.uniform(-1, 1, size=3)
+        taus = np.concatenate((rng.uniform(1e-6, times[-1] + 0.1, size=50), times, times + 5e-7, times - 5e-7))
+        many = _interpolate_many(times, points, start_q, taus)
+        for tau, row in zip(taus, many, strict=True):
+            np.testing.assert_array_equal(row, _reference_interpolate(times, points, start_q, float(tau)))

@@ -21,7 +21,7 @@ from typing import Any
 
 from robodojo.config import CONFIG_DIR, Section, load_yaml
 from robodojo.errors import ConfigError, InvalidCommandError
-from robodojo.motion.rejection import MAX_QUOTED_CHARS  # one length for every name or value quoted in a message
+from robodojo.text import MAX_QUOTED_CHARS  # one length for every name or value quoted in a message
 
 CONFIG_PATH = CONFIG_DIR / "agents" / "text_limits.yaml"
 

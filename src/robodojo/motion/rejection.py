@@ -21,15 +21,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from robodojo.text import cut_name
+
 POSITION_AXES = ("x", "y", "z")
 NOTHING_MOVED = "; nothing moved"
-MAX_QUOTED_CHARS = 60  # bad values and unknown names are quoted in messages up to this many characters
-
-
-def quote(value: object) -> str:
-    """A short repr of a bad value or name for a message."""
-    text = repr(value)
-    return text if len(text) <= MAX_QUOTED_CHARS else text[: MAX_QUOTED_CHARS - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -135,8 +130,31 @@ class UnknownDimension(Rejection):
     def describe(self, frame: Frame = WORLD) -> str:
         arms, suffixes = ",".join(self.arms), ",".join(self.suffixes)
         # The name cut (not its repr), so the quoted name stays quoted however long the model made it.
-        name = self.name if len(self.name) <= MAX_QUOTED_CHARS else self.name[:MAX_QUOTED_CHARS] + "..."
-        return f"unknown dimension {name!r}; dimensions are {{{arms}}}_{{{suffixes}}}"
+        return f"unknown dimension {cut_name(self.name)!r}; dimensions are {{{arms}}}_{{{suffixes}}}"
+
+
+@dataclass(frozen=True)
+class DuplicateDimension(Rejection):
+    """A move_eef dimension named more than once (in the MoveEef action's name list, or as a repeated key of a
+    tool call's JSON object): which of its values was meant is unknown, so none is used."""
+
+    kind: str = field(default="duplicate_dimension", init=False)
+    name: str
+
+    def describe(self, frame: Frame = WORLD) -> str:
+        return f"dimension {cut_name(self.name)!r} is named more than once; name each dimension once"
+
+
+@dataclass(frozen=True)
+class NamesValuesMismatch(Rejection):
+    """move_eef targets as two lists (the MoveEef action's ``names`` and ``values``) of different lengths."""
+
+    kind: str = field(default="names_values_mismatch", init=False)
+    names: int
+    values: int
+
+    def describe(self, frame: Frame = WORLD) -> str:
+        return f"targets need one value per name, got {self.names} names and {self.values} values"
 
 
 @dataclass(frozen=True)

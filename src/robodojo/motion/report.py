@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from robodojo.motion.rejection import BackendLost, Rejection, render_rejection
+from robodojo.text import quote
 
 
 class StopReason(str, Enum):
@@ -35,6 +36,7 @@ ACCEPTED_TEXT = (
     "landed."
 )
 TRUNCATED_TEXT = " The env step budget allows only these of the {total} planned."
+MAX_LOGGED_NOTE_CHARS = 200  # a move's note is logged up to this long; the episode record keeps it (text_limits)
 
 
 @dataclass(frozen=True)
@@ -94,3 +96,17 @@ class MoveReport:
     def arrival_text(self) -> str:
         """The arrival check for the next observation, e.g. ``left 20 mm and 0.0 deg away``."""
         return "; ".join(r.arrival_text for r in self.arms.values())
+
+    def log_text(self, note: str = "") -> str:
+        """One line for a server's log: accepted or rejected, why it ended, points played, the arrival check or the
+        rejection, and the agent's ``note`` quoted and cut to :data:`MAX_LOGGED_NOTE_CHARS`, e.g.
+        ``accepted: completed, 12/12 points; left 3 mm and 0.2 deg away (note: 'above the cube')``."""
+        outcome = self.arrival_text if self.accepted else self.tool_text
+        line = (
+            f"{'accepted' if self.accepted else 'rejected'}: {self.stop_reason.value}, "
+            f"{self.steps_used}/{self.waypoints} points; {outcome}"
+        )
+        if note:
+            cut = f", {len(note)} characters" if len(note) > MAX_LOGGED_NOTE_CHARS else ""
+            line += f" (note: {quote(note, MAX_LOGGED_NOTE_CHARS)}{cut})"
+        return line

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -19,7 +19,7 @@ from robodojo.motion.plan import Plan
 from robodojo.motion.planner import NativePlanner, Planner
 from robodojo.motion.report import ACCEPTED_TEXT, TRUNCATED_TEXT, ArmReport, MoveReport, PlayOutcome, StopReason
 from robodojo.motion.settings import MotionSettings, load_motion_settings
-from robodojo.motion.targets import MoveTarget, TargetError, arm_pose_target, parse_move_eef
+from robodojo.motion.targets import MoveTarget, TargetError, arm_pose_target, parse_move_eef, parse_move_eef_pairs
 from robodojo.observation import Observation
 
 SuccessCheck = Callable[[], bool]
@@ -109,6 +109,26 @@ class MotionServer:
         """
         try:
             target = parse_move_eef(targets, self.robot, self._state().arms)
+        except TargetError as exc:
+            return MoveReport.rejected(exc.rejection)
+        return self.execute(self.plan(target), is_success=is_success, on_progress=on_progress)
+
+    def move_eef_pairs(
+        self,
+        names: Sequence[object],
+        values: Sequence[object],
+        *,
+        is_success: SuccessCheck | None = None,
+        on_progress: ProgressCallback | None = None,
+        note: str = "",
+    ) -> MoveReport:
+        """:meth:`move_eef` with the targets as two lists (the MoveEef action's ``names`` and ``values``): a name
+        given twice, or lists of different lengths, are rejected (nothing moves) rather than the last value winning.
+
+        ``note`` as for :meth:`move_eef`; log it with :meth:`MoveReport.log_text`, which cuts it.
+        """
+        try:
+            target = parse_move_eef_pairs(names, values, self.robot, self._state().arms)
         except TargetError as exc:
             return MoveReport.rejected(exc.rejection)
         return self.execute(self.plan(target), is_success=is_success, on_progress=on_progress)

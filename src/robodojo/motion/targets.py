@@ -9,8 +9,14 @@ the rule. The move_eef messages (see ``test_targets.py``):
 - ``targets must be an object mapping dimension names to numbers; nothing moved``
 - ``targets must name at least one dimension; nothing moved``
 - ``unknown dimension 'left_q'; dimensions are ...; nothing moved``
+- ``dimension 'left_z' is named more than once; name each dimension once; nothing moved`` (the two-list form)
+- ``targets need one value per name, got 2 names and 1 values; nothing moved`` (the two-list form)
 - ``'right_x' must be a finite number; nothing moved``
 - ``target for 'left_z' is outside [0.7, 1.565]; nothing moved``
+
+Names are quoted cut (:func:`robodojo.text.cut_name`), in the text and in the rejection's facts, so a name of any
+length costs a short message. The MoveEef action sends targets as two lists, ``names`` and ``values``:
+:func:`parse_move_eef_pairs` takes them as they are, so a name given twice is refused instead of the last one winning.
 
 The robo API form (one arm, ``xyz``, ``quat``, ``gripper``) quotes the bad value and lists the valid names, e.g.
 ``xyz must be 3 numbers [m], got 'up'`` or ``xyz z=0.5 is outside the left arm's workspace [0.7, 1.565] m``.
@@ -19,7 +25,7 @@ The robo API form (one arm, ``xyz``, ``quat``, ``gripper``) quotes the bad value
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -29,6 +35,8 @@ from numpy.typing import NDArray
 from robodojo.errors import InvalidCommandError
 from robodojo.motion.orientation import DownAngles, down_angles_from_quat, quat_from_down_angles
 from robodojo.motion.rejection import (
+    DuplicateDimension,
+    NamesValuesMismatch,
     NoDimension,
     NotANumber,
     NotFinite,
@@ -40,11 +48,11 @@ from robodojo.motion.rejection import (
     WrongLength,
     WrongType,
     ZeroNorm,
-    quote,
     render_rejection,
 )
 from robodojo.observation import ArmState
 from robodojo.robots.config import RobotConfig
+from robodojo.text import cut_name, quote
 
 SUFFIXES = ("x", "y", "z", "pitch_deg", "roll_deg", "yaw_deg", "gripper")
 ANGLE_BOUNDS_DEG = {"pitch_deg": (-180.0, 180.0), "roll_deg": (-90.0, 90.0), "yaw_deg": (-180.0, 180.0)}
@@ -143,7 +151,7 @@ def check_arm(robot: RobotConfig, arm: object) -> str:
     if not isinstance(arm, str):
         raise TargetError(UnknownArm(quote(arm), robot.arm_names, not_a_string=True))
     if arm not in robot.arm_names:
-        raise TargetError(UnknownArm(repr(arm), robot.arm_names))
+        raise TargetError(UnknownArm(quote(arm), robot.arm_names))
     return arm
 
 
@@ -163,17 +171,38 @@ def parse_move_eef(targets: object, robot: RobotConfig, state: Mapping[str, ArmS
     """Validate move_eef ``targets`` (a mapping of dimension names to numbers) against the observed ``state``."""
     if not isinstance(targets, Mapping):
         raise TargetError(TargetsNotAMapping())
-    if not targets:
-        raise TargetError(NoDimension())
+    return _parse_pairs(targets.items(), robot, state)
+
+
+def parse_move_eef_pairs(
+    names: Sequence[object], values: Sequence[object], robot: RobotConfig, state: Mapping[str, ArmState]
+) -> MoveTarget:
+    """Validate move_eef targets given as two lists (the MoveEef action's ``names`` and ``values``): the rules of
+    :func:`parse_move_eef`, and a name given twice is refused (DuplicateDimension), as are lists of different lengths
+    (NamesValuesMismatch). The checks stop at the first bad name, so their cost is bounded however long the lists."""
+    if len(names) != len(values):
+        raise TargetError(NamesValuesMismatch(len(names), len(values)))
+    return _parse_pairs(zip(names, values, strict=True), robot, state)
+
+
+def _parse_pairs(
+    pairs: Iterable[tuple[object, object]], robot: RobotConfig, state: Mapping[str, ArmState]
+) -> MoveTarget:
+    """The targets of (name, value) pairs, checked in order: name, repetition, value, bounds."""
     names = dimension_names(robot)
     bounds = dimension_bounds(robot)
     values: dict[str, float] = {}
-    for name, value in targets.items():
-        if name not in names:
-            raise TargetError(UnknownDimension(name if isinstance(name, str) else str(name), robot.arm_names, SUFFIXES))
+    for name, value in pairs:
+        if not isinstance(name, str) or name not in names:
+            given = cut_name(name) if isinstance(name, str) else quote(name)
+            raise TargetError(UnknownDimension(given, robot.arm_names, SUFFIXES))
+        if name in values:
+            raise TargetError(DuplicateDimension(name))
         number = _dimension_value(name, value)
         _check_bounds(name, number, bounds[name])
         values[name] = number
+    if not values:
+        raise TargetError(NoDimension())
 
     arms = {}
     for arm in robot.arm_names:

@@ -40,7 +40,7 @@ from robodojo.agents.code_cell.results import (
     WorldMap,
 )
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform, wxyz_tuple, xyz_tuple
-from robodojo.motion.rejection import Refused, Rejection, quote, render_rejection
+from robodojo.motion.rejection import Refused, Rejection, render_rejection
 from robodojo.motion.report import MoveReport, StopReason
 from robodojo.motion.targets import TargetError, check_arm, check_arm_pose, check_number, check_vector
 from robodojo.observation import CameraFrame, Observation
@@ -49,6 +49,7 @@ from robodojo.perception import segmentation as pseg
 from robodojo.perception.camera import CameraModel
 from robodojo.perception.table_plane import measure_table_height
 from robodojo.robots.config import RobotConfig
+from robodojo.text import quote
 
 OPEN = 1.0
 CLOSED = 0.0

@@ -12,6 +12,9 @@ validated by the motion server's parser (robodojo.motion.targets), whose message
 - ``'note' must be a string, got number; nothing moved``
 - ``unexpected argument 'speed' for move_eef; its arguments are targets and note; nothing moved``
 - ``'targets' has a name of 5000 characters; dimension names are like left_x or right_gripper; nothing moved``
+- ``dimension 'left_z' is named more than once; name each dimension once; nothing moved`` (JSON keeps only the last
+  of a repeated key, so repeats are found while decoding; the text is the target parser's DuplicateDimension)
+- ``argument 'note' of move_eef is given more than once; nothing moved``
 - ``give_up needs 'reason' (a string); the episode continues`` (and the same shapes for give_up's other errors)
 - replies without exactly one tool call: :data:`NO_TOOL_CALL_TEXT`, :data:`SEVERAL_TOOL_CALLS_TEXT`.
 
@@ -30,6 +33,8 @@ from typing import Any
 from robodojo.agents.llm.types import ToolCall, ToolSchema
 from robodojo.agents.text_limits import CleanText, TextLimits, clean_text, quote
 from robodojo.errors import InvalidCommandError
+from robodojo.motion.rejection import DuplicateDimension, render_rejection
+from robodojo.text import cut_name
 
 MOVE_EEF = "move_eef"
 GIVE_UP = "give_up"
@@ -70,6 +75,28 @@ class ValidCall:
     name: str
     arguments: Mapping[str, Any]  #: as used: free text cleaned and cut
     cleaned: Mapping[str, CleanText] = field(default_factory=dict)  #: free-text arguments that were changed
+
+
+class _RepeatedKey(dict):
+    """A decoded JSON object that named a key more than once (``repeated``, the first such); ``json`` would keep the
+    last value silently, so the call is refused instead."""
+
+    def __init__(self, pairs: list[tuple[str, Any]], repeated: str) -> None:
+        super().__init__(pairs)
+        self.repeated = repeated
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: a dict, or a :class:`_RepeatedKey` when a key repeats."""
+    decoded = dict(pairs)
+    if len(decoded) == len(pairs):
+        return decoded
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return _RepeatedKey(pairs, key)
+        seen.add(key)
+    raise AssertionError("unreachable: fewer keys than pairs means one repeats")
 
 
 def _fmt(value: float) -> str:
@@ -169,13 +196,16 @@ def validate_tool_call(call: ToolCall, limits: TextLimits) -> ValidCall:
     spec, consequence = _ARGUMENTS[call.name], _CONSEQUENCE[call.name]
     raw = call.arguments if call.arguments.strip() else "{}"
     try:
-        arguments = json.loads(raw)
+        arguments = json.loads(raw, object_pairs_hook=_json_object)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, integers of > 4300 digits, nesting too deep
         raise ToolCallError(f"arguments of {call.name} are not valid JSON ({exc}); {consequence}") from None
     if not isinstance(arguments, dict):
         raise ToolCallError(
             f"arguments of {call.name} must be a JSON object, got {json_type(arguments)}; {consequence}"
         )
+    if isinstance(arguments, _RepeatedKey):
+        repeated = quote(arguments.repeated)
+        raise ToolCallError(f"argument {repeated} of {call.name} is given more than once; {consequence}")
     for key in arguments:
         if key not in spec:
             raise ToolCallError(
@@ -195,6 +225,9 @@ def validate_tool_call(call: ToolCall, limits: TextLimits) -> ValidCall:
                 f"'targets' has a name of {len(name)} characters; dimension names are like left_x or right_gripper; "
                 f"{consequence}"
             )
+    targets = arguments.get("targets") if call.name == MOVE_EEF else None
+    if isinstance(targets, _RepeatedKey):
+        raise ToolCallError(render_rejection(DuplicateDimension(cut_name(targets.repeated))))
     cleaned = {}
     for key, limit in _FREE_TEXT.items():
         if key in arguments:
