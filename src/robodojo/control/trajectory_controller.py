@@ -131,6 +131,14 @@ class TrajectoryController:
             self._end(replaced)
         self._start_s, self._state = cmd.start_s, TrajectoryState.PLAYING
 
+    def check_sizes(self, joint_names: Sequence[str], points: int, dt_s: float, start_s: float) -> None:
+        """The player's cheapest checks (:meth:`TrajectoryPlayer.check_sizes`) before a message is converted; a
+        failure is reported like any refusal."""
+        try:
+            self.player.check_sizes(joint_names, points, dt_s)
+        except InvalidCommandError as exc:
+            self._refuse_with(start_s, points, str(exc))
+
     def renew(self, lease: Lease) -> None:
         """Record a lease; a lease for a trajectory that already ended changes nothing."""
         if lease.start_s <= 0.0 or not np.isfinite(lease.timeout_s) or lease.timeout_s <= 0.0:
@@ -179,13 +187,18 @@ class TrajectoryController:
             )
         return ""
 
+    def refuse(self, start_s: float, points: int, reason: str) -> None:
+        """Report a trajectory refused before it could be submitted (too large, malformed); nothing changes."""
+        self._reports.append(
+            TrajectoryReport(self.name, start_s, TrajectoryState.REFUSED, 0, points, not self.playing, reason)
+        )
+
     # -- reports --------------------------------------------------------------------------------------------------
     def _refuse(self, cmd: TrajectoryCommand, reason: str) -> NoReturn:
-        self._reports.append(
-            TrajectoryReport(
-                self.name, cmd.start_s, TrajectoryState.REFUSED, 0, len(cmd.positions), not self.playing, reason
-            )
-        )
+        self._refuse_with(cmd.start_s, len(cmd.positions), reason)
+
+    def _refuse_with(self, start_s: float, points: int, reason: str) -> NoReturn:
+        self.refuse(start_s, points, reason)
         raise InvalidCommandError(reason)
 
     def _end_report(self, state: TrajectoryState, reason: str) -> TrajectoryReport | None:

@@ -27,6 +27,7 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 from robodojo.errors import BackendLostError, ConfigError
+from robodojo.log_limits import RepeatLimiter
 from robodojo.motion.plan import Plan
 from robodojo.motion.planner import NativePlanner, Planner
 from robodojo.motion.rejection import BackendLost, Refused
@@ -93,6 +94,7 @@ class MotionServerNode(GraphNode):
         self._shutting_down = False
         self.stop_detail = ""  # why the running motion was told to stop (cancel, stop service, shutdown)
         self.trajectory_board = TrajectoryBoard()
+        self._log_limit = RepeatLimiter()
 
         inputs = MutuallyExclusiveCallbackGroup()
         self.create_subscription(JointState, topics.JOINT_STATES, self.state.on_joint_state, 50, callback_group=inputs)
@@ -161,7 +163,10 @@ class MotionServerNode(GraphNode):
         )
 
     def log_motion_error(self, text: str) -> None:
-        self.get_logger().error(text)
+        """An error line about a motion; the same kind repeated in a burst is summarised, not repeated."""
+        line = self._log_limit.message(text.split(":", 1)[0], text)
+        if line is not None:
+            self.get_logger().error(line)
 
     def send_stop(self) -> None:
         """An empty trajectory on every controller: they stop and hold where they are."""
@@ -239,10 +244,7 @@ class MotionServerNode(GraphNode):
                     "is the robot (simulator node or driver) running?"
                 )
             if goal.mode == MoveEef.Goal.MOVE_EEF:
-                if len(goal.names) != len(goal.values):
-                    return MoveReport.rejected(Refused(f"{len(goal.names)} names but {len(goal.values)} values"))
-                targets = dict(zip(goal.names, goal.values, strict=True))
-                return self.server.move_eef(targets, is_success=success, on_progress=on_progress)
+                return self.server.move_eef_pairs(goal.names, goal.values, is_success=success, on_progress=on_progress)
             if goal.mode == MoveEef.Goal.MOVE_TO:
                 p, q = goal.position, goal.orientation
                 return self.server.move_to(
@@ -287,12 +289,8 @@ class MotionServerNode(GraphNode):
                 goal_handle.succeed()
             else:
                 goal_handle.abort()
-            note = goal_handle.request.note
-            self.get_logger().info(
-                f"MoveEef {'accepted' if report.accepted else 'rejected'}: {report.stop_reason.value}, "
-                f"{report.steps_used}/{report.waypoints} points; "
-                f"{report.arrival_text if report.accepted else report.tool_text}" + (f" (note: {note})" if note else "")
-            )
+            detail = f"; {report.stop_detail}" if report.stop_detail else ""
+            self.get_logger().info(f"MoveEef {report.log_text(goal_handle.request.note)}{detail}")
             return result
         finally:
             self._busy.release()

@@ -25,19 +25,23 @@ from agent_bringup.srv import ResetEpisode
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from trajectory_msgs.msg import JointTrajectory
 
+from robodojo.control.settings import load_trajectory_limits
 from robodojo.control.trajectory_controller import Lease, TrajectoryController, TrajectoryReport, TrajectoryState
 from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, TrajectoryPlayer
-from robodojo.errors import ConfigError, RobodojoError
+from robodojo.errors import ConfigError, InvalidCommandError, RobodojoError
 from robodojo.geometry import matrix_from_quat, transform
+from robodojo.log_limits import RepeatLimiter
 from robodojo.nodes import convert, topics
 from robodojo.nodes.parameters import SimNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
 from robodojo.sim.world import VELOCITY_MARGIN, EmbeddedWorld
+from robodojo.text import quote
 
 NODE_NAME = "sim_node"
 STATE_QOS = QoSProfile(depth=10)
@@ -45,6 +49,13 @@ IMAGE_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
 REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)  # every end reaches its commander
 RTF_WINDOW_S = 1.0  # wall time over which the real-time factor is measured and reported on /diagnostics
 RTF_WARN_RATIO = 0.9  # below this fraction of real_time_factor, the diagnostic is a warning
+
+
+def max_trajectory_bytes(points: int, joints: int) -> int:
+    """The largest serialised JointTrajectory a controller reads: ``points`` points of ``joints`` joints, each with
+    positions, velocities, accelerations and efforts (8-byte floats), plus the header and joint names."""
+    per_point = 4 * 4 + 8 + 4 * 8 * joints  # four sequence lengths, time_from_start, four float64 per joint
+    return 4096 + 256 * joints + points * per_point
 
 
 @dataclass
@@ -68,6 +79,8 @@ class SimNode(GraphNode):
         self._calls: queue.Queue[tuple[Callable[[], object], Future]] = queue.Queue()
         self._trajectories: queue.Queue[tuple[str, str, JointTrajectory] | TrajectoryLease] = queue.Queue()
         self._running = True
+        self.trajectory_limits = load_trajectory_limits()
+        self._log_limit = RepeatLimiter()
         self._thread = threading.Thread(target=self._loop, name="sim_loop", daemon=True)
         started: Future = Future()
         self._thread.start()
@@ -109,12 +122,12 @@ class SimNode(GraphNode):
                 self.status_pubs[c.name] = self.create_publisher(
                     TrajectoryStatus, topics.trajectory_status(c.name), REPORT_QOS
                 )
-            self.create_subscription(
-                JointTrajectory, topics.arm_controller(arm.name), self._on_arm_trajectory(arm.name), 10
-            )
-            self.create_subscription(
-                JointTrajectory, topics.gripper_controller(arm.name), self._on_gripper_trajectory(arm.name), 10
-            )
+            for kind, topic in (
+                ("arm", topics.arm_controller(arm.name)),
+                ("gripper", topics.gripper_controller(arm.name)),
+            ):
+                # raw: an oversized message is refused on its byte count, before rclpy builds its Python objects
+                self.create_subscription(JointTrajectory, topic, self._on_trajectory(arm.name, kind), 10, raw=True)
         self.create_subscription(TrajectoryLease, topics.MOTION_LEASE, self._trajectories.put, 10)
         self._joint_names = [j for a in self.robot.arms for j in (*a.joints, a.gripper_joint)]
         m = self.world.model
@@ -181,15 +194,22 @@ class SimNode(GraphNode):
             start_s=convert.seconds(msg.header.stamp),
         )
 
-    def _on_arm_trajectory(self, arm: str):
-        def callback(msg: JointTrajectory) -> None:
-            self._trajectories.put((arm, "arm", msg))
+    def _on_trajectory(self, arm: str, kind: str):
+        """A controller topic's callback: size-check and deserialise here, validate in the loop thread."""
+        joints = len(self.robot.arm(arm).joints) if kind == "arm" else 1
+        max_bytes = max_trajectory_bytes(self.trajectory_limits.max_points(self.world.control_dt_s), joints)
 
-        return callback
-
-    def _on_gripper_trajectory(self, arm: str):
-        def callback(msg: JointTrajectory) -> None:
-            self._trajectories.put((arm, "gripper", msg))
+        def callback(data: bytes) -> None:
+            if len(data) > max_bytes:
+                why = f"the message is {len(data) / 1e3:.0f} kB; at most {max_bytes / 1e3:.0f} kB is accepted"
+                self._trajectories.put((arm, kind, why))
+                return
+            try:
+                msg = deserialize_message(data, JointTrajectory)
+            except Exception as exc:  # a malformed CDR payload: refused like any bad trajectory
+                self._trajectories.put((arm, kind, f"the message could not be read: {quote(str(exc))}"))
+                return
+            self._trajectories.put((arm, kind, msg))
 
         return callback
 
@@ -213,12 +233,21 @@ class SimNode(GraphNode):
                 commanded = [self.world.data.ctrl[self.world.gripper_ctrl_ids[arm]]]
                 self._submit(c.gripper, msg, commanded, f"{arm} gripper")
 
-    def _submit(self, controller: TrajectoryController, msg: JointTrajectory, commanded, what: str) -> None:
-        cmd = self._command(msg)
+    def _submit(self, controller: TrajectoryController, msg: JointTrajectory | str, commanded, what: str) -> None:
+        """Hand a trajectory to its controller; a refusal is reported on its status topic and logged, repeats of it
+        summarised (a flood of bad messages costs one line per controller per window, not one per message)."""
         try:
+            if isinstance(msg, str):
+                controller.refuse(0.0, 0, msg)
+                raise InvalidCommandError(msg)
+            start_s = convert.seconds(msg.header.stamp)
+            controller.check_sizes(msg.joint_names, len(msg.points), self.world.control_dt_s, start_s)
+            cmd = self._command(msg)
             controller.submit(cmd, self.now_s, commanded, self.world.control_dt_s)
         except RobodojoError as exc:
-            self.get_logger().error(f"{what} trajectory refused, nothing moves: {exc}")
+            line = self._log_limit.message((what, "refused"), f"{what} trajectory refused, nothing moves: {exc}")
+            if line is not None:
+                self.get_logger().error(line)
             return
         if cmd.positions and 0.0 < cmd.start_s < self.now_s - 1e-6:
             self.get_logger().warning(
@@ -265,6 +294,7 @@ class SimNode(GraphNode):
                 if time.monotonic() - rtf_wall0 >= RTF_WINDOW_S:
                     self._publish_real_time_factor((now - rtf_sim0) / (time.monotonic() - rtf_wall0), rtf)
                     rtf_wall0, rtf_sim0 = time.monotonic(), now
+                    self._log_repeats()
                 if now + 1e-9 >= next_camera:
                     self._publish_cameras(now)
                     next_camera += camera_period
@@ -304,6 +334,15 @@ class SimNode(GraphNode):
             self._stop_all(TrajectoryState.STOPPED, f"the simulator refused the control step: {exc}")
             w.hold()
             w.step(counted=False, slices=slices, on_slice=self._publish_joint_state)
+
+    def _log_repeats(self) -> None:
+        """Summarise refusals that were held back and that no later line reported (the flood stopped)."""
+        for key, decision in self._log_limit.due():
+            what = key[0] if isinstance(key, tuple) else key
+            self.get_logger().error(
+                f"{what}: {decision.suppressed} more trajectories refused in the last {decision.since_s:.1f} s "
+                "(each with its reason on the controller's trajectory_status topic)"
+            )
 
     def _stop_all(self, state: TrajectoryState, reason: str) -> None:
         for arm_controllers in self.controllers.values():
