@@ -67,7 +67,8 @@ def subscribe(graph, recorder: Recorder, *, cameras: bool = True) -> None:
 
     c = graph.client
     for cam in CAMERAS if cameras else ():
-        c.create_subscription(Image, topics.camera_image(cam), recorder.callback(topics.camera_image(cam)), 20)
+        # deep: under load this process falls behind 25 Hz of 640x480 images, and a reader drops what overflows
+        c.create_subscription(Image, topics.camera_image(cam), recorder.callback(topics.camera_image(cam)), 60)
         c.create_subscription(CameraInfo, topics.camera_info(cam), recorder.callback(topics.camera_info(cam)), 20)
         c.create_subscription(PoseStamped, topics.camera_pose(cam), recorder.callback(topics.camera_pose(cam)), 20)
     c.create_subscription(JointState, topics.JOINT_STATES, recorder.callback(topics.JOINT_STATES), 200)

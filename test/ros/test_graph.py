@@ -151,7 +151,11 @@ def test_move_eef_goal_moves_arm_invalid_goal_moves_nothing_cancel_stops(graph):
     assert json.loads(bad.rejection) == {"kind": "out_of_bounds", "dimension": "right_z", "value": 2.0,
                                          "bounds": [0.7, 1.565], "argument": ""}  # fmt: skip
     assert gc.send(graph, client, gc.goal(["left_q"], [0.1])).error.startswith("unknown dimension 'left_q'")
-    assert gc.send(graph, client, gc.goal(["left_z"], [])).error == "1 names but 0 values; nothing moved"
+    assert gc.send(graph, client, gc.goal(["left_z"], [])).error.startswith(
+        "targets need one value per name, got 1 names"
+    )
+    duplicate = gc.send(graph, client, gc.goal(["left_z", "left_z"], [0.9, 0.8]))
+    assert duplicate.error == "dimension 'left_z' is named more than once; name each dimension once; nothing moved"
     not_a_number = gc.send(graph, client, gc.goal(["left_x"], [math.nan]))
     assert not_a_number.error == "'left_x' must be a finite number; nothing moved"
     time.sleep(1.0)  # two status periods: a trajectory sent would have been reported by now

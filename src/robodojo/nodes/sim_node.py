@@ -10,6 +10,7 @@ time between motions does not. The /episode/reset service starts a new episode.
 from __future__ import annotations
 
 import queue
+import re
 import sys
 import threading
 import time
@@ -49,6 +50,8 @@ IMAGE_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
 REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)  # every end reaches its commander
 RTF_WINDOW_S = 1.0  # wall time over which the real-time factor is measured and reported on /diagnostics
 RTF_WARN_RATIO = 0.9  # below this fraction of real_time_factor, the diagnostic is a warning
+REFUSAL_KIND_CHARS = 80  # refusals whose reasons agree this far (numbers aside) are one kind for the log limiter
+_NUMBER = re.compile(r"[-+]?\d[\d.]*(?:e[-+]?\d+)?")
 
 
 def max_trajectory_bytes(points: int, joints: int) -> int:
@@ -245,7 +248,8 @@ class SimNode(GraphNode):
             cmd = self._command(msg)
             controller.submit(cmd, self.now_s, commanded, self.world.control_dt_s)
         except RobodojoError as exc:
-            line = self._log_limit.message((what, "refused"), f"{what} trajectory refused, nothing moves: {exc}")
+            kind = _NUMBER.sub("#", str(exc))[:REFUSAL_KIND_CHARS]  # repeats differ in their numbers only
+            line = self._log_limit.message((what, kind), f"{what} trajectory refused, nothing moves: {exc}")
             if line is not None:
                 self.get_logger().error(line)
             return
