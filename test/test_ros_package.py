@@ -99,6 +99,19 @@ def test_cmake_and_colcon_meta_agree_with_package_xml():
     assert "agent_bringup" in meta["names"]
 
 
+def test_pytest_pin_keeps_launch_testing_loadable():
+    """Jazzy's launch_testing pytest plugin takes a `path` argument that pytest 9 rejects (PluginValidationError), which
+    breaks every pytest run where launch_testing is installed (the docker image): the dev extra keeps pytest 8."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    (pin,) = [Requirement(r) for r in project["optional-dependencies"]["dev"] if Requirement(r).name == "pytest"]
+    assert "8.4.2" in pin.specifier and "9.0.0" not in pin.specifier and "7.4.4" not in pin.specifier, str(pin)
+    if importlib.util.find_spec("launch_testing") is not None:  # this very run loaded the plugin
+        assert pytest.__version__ in pin.specifier, f"pytest {pytest.__version__} is installed; {pin} is pinned"
+
+
 # --- colcon build -------------------------------------------------------------------------------------------
 
 NODE_LAUNCHERS_RE = re.compile(r"set\(\s*ROBODOJO_NODES\s+([^)]*)\)")
