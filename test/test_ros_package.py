@@ -17,6 +17,7 @@ import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -137,10 +138,23 @@ def _colcon(colcon: str, build: Path, install: Path, log: Path, env: dict[str, s
     return output
 
 
+class ColconInstalls(NamedTuple):
+    """One build base, two install bases of the package, and the output of the (first, full) build."""
+
+    build: Path
+    symlink: Path
+    copy: Path
+    output: str
+
+    def install(self, kind: str) -> Path:
+        """The install base of ``kind``: "symlink" or "copy"."""
+        return {"symlink": self.symlink, "copy": self.copy}[kind]
+
+
 @pytest.fixture(scope="module")
-def colcon_installs(tmp_path_factory) -> dict[str, Path]:
-    """The package built once and installed twice: ``symlink`` (--symlink-install, as README, `make colcon` and the
-    Dockerfile do) and ``copy`` (a plain install). Each maps to its install base; ``build`` to the shared build base.
+def colcon_installs(tmp_path_factory) -> ColconInstalls:
+    """The package built once and installed twice: with --symlink-install (as README, `make colcon` and the Dockerfile
+    do) and as a plain copy.
 
     The copy install reuses the symlink build's build base (a clean build takes about 45 s on 2 cores, the copy
     install then about 8 s); colcon keeps AMENT_CMAKE_SYMLINK_INSTALL in the CMake cache, so it is switched off
@@ -159,19 +173,17 @@ def colcon_installs(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("colcon")
     env = _ros_env(base)
     build, log = base / "build", base / "log"
-    installs = {"build": build, "symlink": base / "install_symlink", "copy": base / "install_copy"}
-    installs["symlink_output"] = base / "symlink_output.txt"
-    output = _colcon(colcon, build, installs["symlink"], log, env, "--symlink-install")
-    installs["symlink_output"].write_text(output)
-    _colcon(colcon, build, installs["copy"], log, env, "--cmake-args", "-DAMENT_CMAKE_SYMLINK_INSTALL=OFF")
-    return installs
+    symlink, copy = base / "install_symlink", base / "install_copy"
+    output = _colcon(colcon, build, symlink, log, env, "--symlink-install")
+    _colcon(colcon, build, copy, log, env, "--cmake-args", "-DAMENT_CMAKE_SYMLINK_INSTALL=OFF")
+    return ColconInstalls(build, symlink, copy, output)
 
 
 @pytest.mark.ros
 def test_colcon_build_installs_library_and_share(colcon_installs):
-    output = colcon_installs["symlink_output"].read_text()
+    output = colcon_installs.output
     for kind in ("symlink", "copy"):
-        prefix = colcon_installs[kind] / "agent_bringup"
+        prefix = colcon_installs.install(kind) / "agent_bringup"
         assert (prefix / "share" / "agent_bringup" / "package.xml").is_file(), kind
         assert (prefix / "share" / "ament_index" / "resource_index" / "packages" / "agent_bringup").is_file(), kind
         inits = list(prefix.glob("lib/python3*/site-packages/robodojo/__init__.py"))
@@ -183,7 +195,7 @@ def test_colcon_build_installs_library_and_share(colcon_installs):
             if (ROOT / folder).is_dir() and any((ROOT / folder).iterdir()):
                 assert (prefix / "share" / "agent_bringup" / folder).is_dir(), f"{kind}: {folder}/ was not installed"
     # the Release default from colcon.meta reached CMake
-    cache = (colcon_installs["build"] / "agent_bringup" / "CMakeCache.txt").read_text()
+    cache = (colcon_installs.build / "agent_bringup" / "CMakeCache.txt").read_text()
     assert "CMAKE_BUILD_TYPE:STRING=Release" in cache
 
 
@@ -209,7 +221,7 @@ def test_node_launchers_are_executable(colcon_installs, kind, monkeypatch):
     --symlink-install the links pointed at configure_file output without the execute bit, so nothing was found)."""
     pytest.importorskip("ament_index_python", reason="ament_index_python comes with the ROS wheels")
     nodes = _cmake_nodes()
-    lib = colcon_installs[kind] / "agent_bringup" / "lib" / "agent_bringup"
+    lib = colcon_installs.install(kind) / "agent_bringup" / "lib" / "agent_bringup"
     for node in nodes:
         launcher = lib / node
         assert launcher.is_file(), f"{kind} install has no {launcher}"
@@ -218,7 +230,7 @@ def test_node_launchers_are_executable(colcon_installs, kind, monkeypatch):
         assert mode & stat.S_IXUSR and mode & stat.S_IXOTH, f"{kind} install: {launcher} is {stat.filemode(mode)}"
         assert launcher.read_text().startswith("#!"), f"{launcher} has no shebang"
     # discovery through the ament index, as `ros2 pkg executables agent_bringup` does it
-    monkeypatch.setenv("AMENT_PREFIX_PATH", str(colcon_installs[kind] / "agent_bringup"))
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(colcon_installs.install(kind) / "agent_bringup"))
     assert _ros2_pkg_executables("agent_bringup") == sorted(nodes)
 
 
