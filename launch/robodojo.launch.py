@@ -1,12 +1,14 @@
 """The whole agent_bringup graph: robot model, robot backend, motion server, agent and RViz.
 
     ros2 launch agent_bringup robodojo.launch.py                          # MuJoCo, move_eef agent, replayed LLM, RViz
+    ros2 launch agent_bringup robodojo.launch.py agent:=code_cell         # code cells, replayed from examples/cells/
     ros2 launch agent_bringup robodojo.launch.py agent:=code_cell llm:=openai:gpt-4.1
     ros2 launch agent_bringup robodojo.launch.py robot:=fr3 task:=fr3_pick_cube llm:=...
     ros2 launch agent_bringup robodojo.launch.py sim:=isaac               # Isaac Sim's ROS 2 bridge is the backend
     ros2 launch agent_bringup robodojo.launch.py sim:=none \\
         camera_topic:='/drivers/{camera}/image_raw'                      # real hardware
     ros2 launch agent_bringup robodojo.launch.py agent:=none rviz:=false  # the graph only (launch_testing does this)
+    ros2 launch agent_bringup robodojo.launch.py robot_state_publisher:=false  # a driver publishes TF and the model
 
 Backends (`sim`):
 - mujoco: `sim_node` runs the embedded MuJoCo world. It publishes /clock and is the clock source, so it runs on wall
@@ -19,8 +21,14 @@ Backends (`sim`):
   `cameras`) republishes them under /cameras/<camera>/ with calibration and pose. Its `input_topic` parameter is set
   to the driver's topic, `camera_topic` with {camera} replaced by the camera's name (default /<camera>/image_raw).
 
-Node parameters not given here keep their defaults from config/nodes.yaml. The agent node exits after its episode;
-with shutdown_after_episode:=true the whole launch then ends (for batch runs).
+Node parameters not given here keep their defaults from config/nodes.yaml. The default `llm` follows the agent: the
+replayed example of its kind (DEFAULT_LLM below); an explicit llm:= always wins.
+
+Ending: sim_node and motion_server_node are required; when either exits (a bad task, a robot without that task, a
+crash) the whole launch ends, saying which node exited with which code; the node's own message is just above. The
+agent node exits after its episode: with exit code 0 the rest keeps running (RViz shows the result) unless
+shutdown_after_episode:=true (for batch runs); with any other code (no episode run, a crash, the robot lost) the
+launch ends as for a required node.
 """
 
 from __future__ import annotations
@@ -31,13 +39,12 @@ import yaml
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import (
     DeclareLaunchArgument,
-    EmitEvent,
     LogInfo,
     OpaqueFunction,
     RegisterEventHandler,
+    Shutdown,
 )
 from launch.event_handlers import OnProcessExit
-from launch.events import Shutdown
 from launch.launch_description import LaunchDescription
 from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
@@ -46,6 +53,12 @@ from launch_ros.parameter_descriptions import ParameterValue
 PACKAGE = "agent_bringup"
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
+# llm:= left empty: the replayed example of the agent's kind (the move_eef one is also agent_node's own default,
+# config/nodes.yaml). Relative to the working directory, as `robodojo run --llm` reads them.
+DEFAULT_LLM = {
+    "move_eef": "replay:examples/replay/general_pickup_seed0.yaml",
+    "code_cell": "replay:examples/cells/general_pickup.py",
+}
 
 
 def _arguments() -> list[DeclareLaunchArgument]:
@@ -77,8 +90,13 @@ def _arguments() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument("seed", default_value="0", description="Episode seed (an integer)"),
         DeclareLaunchArgument(
             "llm",
-            default_value="replay:examples/replay/general_pickup_seed0.yaml",
-            description="LLM spec: replay:FILE, openai:MODEL, vllm:MODEL, ... (see `robodojo run --help`)",
+            default_value="",
+            description=(
+                "LLM spec: replay:FILE, openai:MODEL, vllm:MODEL, ... (see `robodojo run --help`); empty: the "
+                "agent's replayed example ("
+                + ", ".join(f"{agent}: {spec}" for agent, spec in DEFAULT_LLM.items())
+                + ")"
+            ),
         ),
         DeclareLaunchArgument(
             "base_url",
@@ -92,6 +110,15 @@ def _arguments() -> list[DeclareLaunchArgument]:
             description="Motion planner: native (IK + timing in robodojo) or moveit (moveit_py)",
         ),
         DeclareLaunchArgument("rviz", default_value="true", choices=["true", "false"], description="Start RViz"),
+        DeclareLaunchArgument(
+            "robot_state_publisher",
+            default_value="true",
+            choices=["true", "false"],
+            description=(
+                "Start robot_state_publisher (/robot_description and TF from /joint_states); false when a robot "
+                "driver already publishes them"
+            ),
+        ),
         DeclareLaunchArgument(
             "use_sim_time",
             # sim_node publishes /clock; other backends run on wall time (Isaac users may set it to true)
@@ -131,6 +158,37 @@ def _text(value: str) -> ParameterValue:
     return ParameterValue(value, value_type=str)
 
 
+def _llm(agent: str, llm: str) -> str:
+    """The LLM spec for ``agent``: ``llm`` when given, otherwise the agent's replayed example."""
+    if llm.strip():
+        return llm
+    if agent not in DEFAULT_LLM:
+        raise ValueError(f"agent:={agent} has no default llm; give llm:= (defaults exist for {sorted(DEFAULT_LLM)})")
+    return DEFAULT_LLM[agent]
+
+
+def _end_launch_on_exit(name: str, *, after_episode: bool | None = None):
+    """An OnProcessExit callback that ends the launch when ``name`` exits, saying why.
+
+    ``after_episode`` None: a required node, any exit ends the launch. True/False (the agent): exit code 0 is a
+    finished episode and ends the launch only when True; any other code ends it as for a required node.
+    """
+
+    def on_exit(event, context):
+        if context.is_shutdown:  # the launch is already ending (Ctrl-C, another node): this exit is expected
+            return None
+        code = event.returncode
+        if after_episode is not None and code == 0:
+            if not after_episode:
+                return [LogInfo(msg=f"{name} finished its episode; the graph keeps running (Ctrl-C ends it)")]
+            reason = f"{name} finished its episode (shutdown_after_episode:=true)"
+        else:
+            reason = f"{name} exited with code {code}: ending the launch (its output above says why)"
+        return [LogInfo(msg=reason), Shutdown(reason=reason)]
+
+    return on_exit
+
+
 def _robot_config(share: str, robot: str) -> dict:
     path = os.path.join(share, "config", "robots", f"{robot}.yaml")
     with open(path, encoding="utf-8") as f:
@@ -149,7 +207,7 @@ def _launch_setup(context, *args, **kwargs):
     task = LaunchConfiguration("task").perform(context)
     variant = LaunchConfiguration("variant").perform(context)
     seed_text = LaunchConfiguration("seed").perform(context)
-    llm = LaunchConfiguration("llm").perform(context)
+    llm = _llm(agent, LaunchConfiguration("llm").perform(context)) if agent != "none" else ""
     base_url = LaunchConfiguration("base_url").perform(context)
     planner = LaunchConfiguration("planner").perform(context)
     out = LaunchConfiguration("out").perform(context)
@@ -166,37 +224,41 @@ def _launch_setup(context, *args, **kwargs):
         robot_description = f.read()
     cameras = list(config["cameras"])
 
-    actions = [
-        Node(
-            package="robot_state_publisher",
-            executable="robot_state_publisher",
-            output="screen",
-            parameters=[
-                {
-                    "robot_description": ParameterValue(robot_description, value_type=str),
-                    "use_sim_time": use_sim_time,
-                }
-            ],
-        ),
-    ]
-
-    if sim == "mujoco":
+    actions: list = []
+    if _flag(context, "robot_state_publisher"):
         actions.append(
             Node(
-                package="agent_bringup",
-                executable="sim_node",
+                package="robot_state_publisher",
+                executable="robot_state_publisher",
                 output="screen",
                 parameters=[
                     {
-                        "robot": _text(robot),
-                        "task": _text(task),
-                        "variant": _text(variant),
-                        "seed": seed,
-                        # the simulator publishes /clock: it is the clock source and runs on wall time
-                        "use_sim_time": False,
+                        "robot_description": ParameterValue(robot_description, value_type=str),
+                        "use_sim_time": use_sim_time,
                     }
                 ],
             )
+        )
+
+    if sim == "mujoco":
+        sim_node = Node(
+            package="agent_bringup",
+            executable="sim_node",
+            output="screen",
+            parameters=[
+                {
+                    "robot": _text(robot),
+                    "task": _text(task),
+                    "variant": _text(variant),
+                    "seed": seed,
+                    # the simulator publishes /clock: it is the clock source and runs on wall time
+                    "use_sim_time": False,
+                }
+            ],
+        )
+        actions.append(sim_node)
+        actions.append(
+            RegisterEventHandler(OnProcessExit(target_action=sim_node, on_exit=_end_launch_on_exit("sim_node")))
         )
     elif sim == "isaac":
         actions.append(
@@ -244,12 +306,16 @@ def _launch_setup(context, *args, **kwargs):
                 )
             )
 
+    motion_server = Node(
+        package="agent_bringup",
+        executable="motion_server_node",
+        output="screen",
+        parameters=[{"robot": _text(robot), "planner": _text(planner), "use_sim_time": use_sim_time}],
+    )
+    actions.append(motion_server)
     actions.append(
-        Node(
-            package="agent_bringup",
-            executable="motion_server_node",
-            output="screen",
-            parameters=[{"robot": _text(robot), "planner": _text(planner), "use_sim_time": use_sim_time}],
+        RegisterEventHandler(
+            OnProcessExit(target_action=motion_server, on_exit=_end_launch_on_exit("motion_server_node"))
         )
     )
 
@@ -272,18 +338,14 @@ def _launch_setup(context, *args, **kwargs):
             ],
         )
         actions.append(agent_node)
-        if _flag(context, "shutdown_after_episode"):
-            actions.append(
-                RegisterEventHandler(
-                    OnProcessExit(
-                        target_action=agent_node,
-                        on_exit=[
-                            LogInfo(msg="agent_node exited after its episode: shutting the launch down"),
-                            EmitEvent(event=Shutdown(reason="agent episode finished")),
-                        ],
-                    )
+        after_episode = _flag(context, "shutdown_after_episode")
+        actions.append(
+            RegisterEventHandler(
+                OnProcessExit(
+                    target_action=agent_node, on_exit=_end_launch_on_exit("agent_node", after_episode=after_episode)
                 )
             )
+        )
 
     if _flag(context, "rviz"):
         actions.append(

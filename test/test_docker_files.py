@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
 DOCKERFILE = DOCKER / "Dockerfile"
 ENTRYPOINT = DOCKER / "entrypoint.sh"
+CHECK_EXECUTABLES = DOCKER / "check_executables.sh"
 COMPOSE = DOCKER / "compose.yaml"
 DOCKER_README = DOCKER / "README.md"
 DOCKERIGNORE = ROOT / ".dockerignore"
@@ -249,6 +250,68 @@ def test_entrypoint_sets_up_ros_workspace_and_venv_then_execs():
     assert ros and workspace > ros.start() and venv > workspace, "source ROS, then /ws/install, then the venv"
     assert text.find("set +u") < ros.start(), "the setup scripts fail under set -u: turn it off first"
     assert re.search(r'^exec "\$@"$', text, re.M)
+
+
+# --- check_executables.sh (the build's node executable check) -------------------------------------------------
+
+
+def _node_launchers() -> list[str]:
+    match = re.search(r"^set\(ROBODOJO_NODES\s+([^)]*)\)$", (ROOT / "CMakeLists.txt").read_text(), re.M)
+    assert match, "CMakeLists.txt has no set(ROBODOJO_NODES ...) line (docker/check_executables.sh reads it)"
+    return match.group(1).split()
+
+
+def test_build_checks_the_node_executables_with_the_script():
+    checks = [
+        words
+        for command in _runs()
+        for words in _simple_commands(command)
+        if "ros2" in words or any(w.endswith("check_executables.sh") for w in words)
+    ]
+    assert checks, "the Dockerfile does not check the node executables"
+    for words in checks:
+        # `ros2 pkg executables` alone exits 0 with empty output: only the script's check fails the build
+        assert words[-1] == "docker/check_executables.sh", f"bare check in the Dockerfile: {' '.join(words)!r}"
+        assert words[0] == next(iter(_exec_form("ENTRYPOINT"))), "the check needs ROS and /ws sourced"
+    mode = CHECK_EXECUTABLES.stat().st_mode
+    assert mode & stat.S_IXUSR, "docker/check_executables.sh is not executable"
+    result = subprocess.run(["bash", "-n", str(CHECK_EXECUTABLES)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck:
+        result = subprocess.run([shellcheck, str(CHECK_EXECUTABLES)], capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("listed", ["all", "none", "all but one", "another package"])
+def test_check_executables_fails_unless_every_node_is_listed(tmp_path, listed):
+    """docker/check_executables.sh against a stand-in `ros2` that prints what `ros2 pkg executables` would."""
+    nodes = _node_launchers()
+    lines = {
+        "all": [f"agent_bringup {n}" for n in nodes],
+        "none": [],  # what launchers without the execute bit gave (issue 12)
+        "all but one": [f"agent_bringup {n}" for n in nodes[1:]],
+        "another package": [f"agent_bringup_extra {n}" for n in nodes],
+    }[listed]
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    fake = fake_bin / "ros2"
+    fake.write_text(
+        "#!/usr/bin/env bash\n"
+        '[[ "$*" == "pkg executables agent_bringup" ]] || { echo "unexpected: ros2 $*" >&2; exit 2; }\n'
+        + "".join(f"echo '{line}'\n" for line in lines)
+    )
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = subprocess.run(
+        ["bash", str(CHECK_EXECUTABLES)], env=env, cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    if listed == "all":
+        assert result.returncode == 0, result.stderr
+    else:
+        assert result.returncode != 0, f"passed with {listed!r}: {result.stdout}"
+        missing = nodes[:1] if listed == "all but one" else nodes
+        assert all(n in result.stderr for n in missing), result.stderr
 
 
 # --- compose.yaml ---------------------------------------------------------------------------------------------

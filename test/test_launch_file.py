@@ -1,7 +1,9 @@
 """launch/robodojo.launch.py and rviz/robodojo.rviz agree with the package: executables, parameters, topics.
 
-The launch file is read with `ast` (launch and launch_ros are not on PyPI, see ROS_ON_PYPI.md); where launch is
-installed (the docker image) it is also imported and its launch description built.
+The launch file is read with `ast` (launch and launch_ros are not on PyPI, see ROS_ON_PYPI.md) and run against
+stand-ins of the few launch classes it uses, which record what they are given: that checks its own decisions (which
+nodes start, their parameters, the llm default, what ends the launch). Where launch is installed (the docker image)
+it is also imported and its launch description built with the real classes.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -31,10 +35,11 @@ REQUIRED_ARGUMENTS = {
     "task": "general_pickup",
     "variant": "standard",
     "seed": "0",
-    "llm": "replay:examples/replay/general_pickup_seed0.yaml",
+    "llm": "",  # empty: the agent's replayed example (DEFAULT_LLM in the launch file)
     "base_url": "",
     "planner": "native",
     "rviz": "true",
+    "robot_state_publisher": "true",
     "use_sim_time": None,  # a PythonExpression: true with sim:=mujoco
     "out": "out/episodes",
     "shutdown_after_episode": "false",
@@ -177,7 +182,7 @@ def test_launch_argument_defaults_match_node_defaults(launch_tree):
     """The launch file's defaults are the nodes' own (config/nodes.yaml), so leaving an argument out changes nothing."""
     declared = _declared_arguments(launch_tree)
     agent = _nodes_yaml()["agent_node"]["ros__parameters"]
-    for name in ("task", "variant", "seed", "llm", "base_url", "out", "agent"):
+    for name in ("task", "variant", "seed", "base_url", "out", "agent"):
         default = _literal_str(_keyword(declared[name], "default_value"))
         assert default == str(agent[name]), f"launch argument {name!r}: {default!r}, nodes.yaml: {agent[name]!r}"
     sim = _nodes_yaml()["sim_node"]["ros__parameters"]
@@ -216,6 +221,180 @@ def test_cmake_installs_launch_and_rviz():
     match = re.search(r"foreach\(\s*dir\s+([^)]*)\)", CMAKE.read_text())
     assert match, "CMakeLists.txt installs no share folders (foreach(dir ...))"
     assert {"urdf", "config", "launch", "rviz"} <= set(match.group(1).split())
+
+
+# --- the launch file run against stand-ins of launch ---------------------------------------------------------
+
+
+class _Recorded:
+    """A stand-in for a launch action or helper: keeps what it was built with."""
+
+    def __init__(self, *args, **kwargs):
+        self.args = args
+        self.kwargs = kwargs
+
+
+class _LaunchConfiguration(_Recorded):
+    def perform(self, context) -> str:
+        return context.launch_configurations[self.args[0]]
+
+
+class _LaunchDescription(_Recorded):
+    pass
+
+
+def _stand_in_modules() -> dict[str, types.ModuleType]:
+    names = {
+        "launch": {},
+        "launch.actions": {
+            n: type(n, (_Recorded,), {})
+            for n in ("DeclareLaunchArgument", "LogInfo", "OpaqueFunction", "RegisterEventHandler", "Shutdown")
+        },
+        "launch.event_handlers": {"OnProcessExit": type("OnProcessExit", (_Recorded,), {})},
+        "launch.launch_description": {"LaunchDescription": _LaunchDescription},
+        "launch.substitutions": {
+            "LaunchConfiguration": _LaunchConfiguration,
+            "PythonExpression": type("PythonExpression", (_Recorded,), {}),
+        },
+        "launch_ros": {},
+        "launch_ros.actions": {"Node": type("Node", (_Recorded,), {})},
+        "launch_ros.parameter_descriptions": {"ParameterValue": type("ParameterValue", (_Recorded,), {})},
+        "ament_index_python": {},
+        # the installed share folder has the repository's layout (config/, urdf/, rviz/)
+        "ament_index_python.packages": {"get_package_share_directory": lambda package: str(ROOT)},
+    }
+    modules = {}
+    for name, attributes in names.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attributes)
+        modules[name] = module
+    return modules
+
+
+@pytest.fixture
+def stand_in_launch(monkeypatch):
+    """The launch file as a module, imported against the stand-ins (and only for this test)."""
+    for name, module in _stand_in_modules().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    spec = importlib.util.spec_from_file_location("robodojo_launch_stand_in", LAUNCH_FILE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run_setup(module, **arguments: str) -> list:
+    """The actions of the launch file's OpaqueFunction for ``arguments`` over the declared defaults."""
+    description = module.generate_launch_description()
+    entities = description.args[0]
+    configuration = {"use_sim_time": "true"}  # its default is a PythonExpression (checked above)
+    for entity in entities:
+        if type(entity).__name__ == "DeclareLaunchArgument" and isinstance(entity.kwargs["default_value"], str):
+            configuration[entity.args[0]] = entity.kwargs["default_value"]
+    configuration.update(arguments)
+    context = types.SimpleNamespace(launch_configurations=configuration, is_shutdown=False)
+    (opaque,) = [e for e in entities if type(e).__name__ == "OpaqueFunction"]
+    return opaque.kwargs["function"](context)
+
+
+def _nodes(actions: list) -> dict[str, _Recorded]:
+    return {a.kwargs["executable"]: a for a in actions if type(a).__name__ == "Node"}
+
+
+def _parameters(node: _Recorded) -> dict:
+    merged: dict = {}
+    for params in node.kwargs.get("parameters", []):
+        merged.update({k: v.args[0] if type(v).__name__ == "ParameterValue" else v for k, v in params.items()})
+    return merged
+
+
+def _exit_handlers(actions: list) -> dict[str, object]:
+    """executable -> the on_exit callback registered for it (RegisterEventHandler(OnProcessExit(...)))."""
+    handlers = {}
+    for action in actions:
+        if type(action).__name__ == "RegisterEventHandler":
+            (handler,) = action.args
+            assert type(handler).__name__ == "OnProcessExit"
+            handlers[handler.kwargs["target_action"].kwargs["executable"]] = handler.kwargs["on_exit"]
+    return handlers
+
+
+def _on_exit(callback, returncode: int, *, shutting_down: bool = False) -> list:
+    event = types.SimpleNamespace(returncode=returncode)
+    return callback(event, types.SimpleNamespace(is_shutdown=shutting_down)) or []
+
+
+def _shutdown_reasons(actions: list) -> list[str]:
+    return [a.kwargs["reason"] for a in actions if type(a).__name__ == "Shutdown"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({}, "replay:examples/replay/general_pickup_seed0.yaml"),
+        ({"agent": "code_cell"}, "replay:examples/cells/general_pickup.py"),
+        ({"agent": "code_cell", "llm": "openai:gpt-4.1"}, "openai:gpt-4.1"),
+        (
+            {"agent": "move_eef", "llm": "replay:examples/cells/general_pickup.py"},
+            "replay:examples/cells/general_pickup.py",
+        ),
+    ],
+)
+def test_default_llm_follows_the_agent_and_an_explicit_llm_wins(stand_in_launch, arguments, expected):
+    agent = _nodes(_run_setup(stand_in_launch, **arguments))["agent_node"]
+    assert _parameters(agent)["llm"] == expected
+
+
+def test_default_llms_exist_and_match_the_node_default(stand_in_launch):
+    defaults = stand_in_launch.DEFAULT_LLM
+    assert set(defaults) == {"move_eef", "code_cell"}  # every agent the launch file offers, besides none
+    for agent, spec in defaults.items():
+        kind, _, path = spec.partition(":")
+        assert kind == "replay" and (ROOT / path).is_file(), f"{agent}: {spec} is not a replay of an existing file"
+    # agent:=move_eef without llm:= runs what agent_node runs without an llm parameter
+    assert defaults["move_eef"] == _nodes_yaml()["agent_node"]["ros__parameters"]["llm"]
+
+
+def test_robot_state_publisher_can_be_left_out(stand_in_launch):
+    with_rsp = _nodes(_run_setup(stand_in_launch))
+    without = _nodes(_run_setup(stand_in_launch, robot_state_publisher="false"))
+    assert "robot_state_publisher" in with_rsp
+    assert "robot_description" in _parameters(with_rsp["robot_state_publisher"])
+    assert set(with_rsp) - set(without) == {"robot_state_publisher"}
+    with pytest.raises(ValueError, match="true or false"):
+        _run_setup(stand_in_launch, robot_state_publisher="maybe")
+
+
+@pytest.mark.parametrize("node", ["sim_node", "motion_server_node"])
+@pytest.mark.parametrize("returncode", [0, 1, 2])
+def test_a_required_node_exiting_ends_the_launch_with_its_reason(stand_in_launch, node, returncode):
+    on_exit = _exit_handlers(_run_setup(stand_in_launch, shutdown_after_episode="false"))[node]
+    (reason,) = _shutdown_reasons(_on_exit(on_exit, returncode))
+    assert node in reason and f"code {returncode}" in reason
+    # logged too: launch keeps a Shutdown's reason to itself
+    assert any(type(a).__name__ == "LogInfo" and a.kwargs["msg"] == reason for a in _on_exit(on_exit, returncode))
+    # during a shutdown already under way (Ctrl-C) every node exits: nothing more to do
+    assert _on_exit(on_exit, returncode, shutting_down=True) == []
+
+
+@pytest.mark.parametrize(
+    ("after_episode", "returncode", "ends"),
+    [("false", 0, False), ("true", 0, True), ("false", 1, True), ("false", 3, True), ("true", 2, True)],
+)
+def test_the_agent_ends_the_launch_on_failure_or_when_asked(stand_in_launch, after_episode, returncode, ends):
+    actions = _run_setup(stand_in_launch, shutdown_after_episode=after_episode)
+    reasons = _shutdown_reasons(_on_exit(_exit_handlers(actions)["agent_node"], returncode))
+    assert bool(reasons) == ends
+    if ends and returncode:
+        assert f"agent_node exited with code {returncode}" in reasons[0]
+
+
+def test_every_started_package_node_has_a_known_exit_rule(stand_in_launch):
+    """sim:=mujoco: the simulator, the motion server and the agent end the launch when they fail."""
+    actions = _run_setup(stand_in_launch)
+    assert set(_exit_handlers(actions)) == {"sim_node", "motion_server_node", "agent_node"}
+    assert "agent_node" not in _nodes(_run_setup(stand_in_launch, agent="none"))
+    assert set(_exit_handlers(_run_setup(stand_in_launch, agent="none"))) == {"sim_node", "motion_server_node"}
 
 
 # --- RViz config --------------------------------------------------------------------------------------------
