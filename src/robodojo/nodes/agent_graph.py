@@ -223,7 +223,7 @@ class MoveEefClient:
         sent = call_in_executor(self.node, lambda: self.client.send_goal_async(goal), timeout)
         handle = wait_for(sent, timeout, "the MoveEef goal to be accepted")
         if not handle.accepted:
-            return MoveReport.rejected(Refused("the motion server refused the goal: another motion is running"))
+            return MoveReport.rejected(Refused("the motion server did not accept the goal"))
         self._goal_handle = handle
         try:
             result = call_in_executor(self.node, handle.get_result_async, timeout)
