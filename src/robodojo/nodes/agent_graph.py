@@ -217,6 +217,7 @@ class MoveEefClient:
             call_in_executor(self.node, handle.cancel_goal_async, self.node.params.status_timeout_s)
 
     def _send(self, goal: MoveEef.Goal) -> MoveReport:
+        self.node.check_interrupted()  # no new motion once the node is shutting down
         timeout = self.node.params.motion_timeout_s
         if not self.client.wait_for_server(timeout_sec=self.node.params.status_timeout_s):
             raise BackendLostError(f"no MoveEef action server on {topics.MOVE_EEF}: is the motion server running?")
@@ -225,6 +226,8 @@ class MoveEefClient:
         if not handle.accepted:
             return MoveReport.rejected(Refused("the motion server refused the goal: another motion is running"))
         self._goal_handle = handle
+        if self.node.interrupted.is_set():  # close looked for a goal to cancel before this one was accepted
+            self.stop()
         try:
             result = call_in_executor(self.node, handle.get_result_async, timeout)
             response = wait_for(result, timeout, "the MoveEef result")
@@ -253,6 +256,7 @@ class GraphEpisodeHost:
         )  # fmt: skip
 
     def check(self) -> None:
+        self.node.check_interrupted()
         self.backend.check_alive()
         status = self.view.status
         if status is not None and status.episode_id != self.episode_id:
