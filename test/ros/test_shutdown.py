@@ -1,0 +1,148 @@
+"""Shutdown as under ros2 launch: one SIGINT or two (a terminal's Ctrl-C reaches the whole process group, and the
+launcher forwards another) end every node with exit code 0 and no traceback; an agent node interrupted mid-episode
+leaves a complete record that says so; `robodojo graph` names a node that died and keeps the others running."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from robodojo import PACKAGE_ROOT
+from robodojo.nodes import topics
+from robodojo.nodes.process_graph import STOP_TIMEOUT_S, NodeProcess
+
+pytestmark = pytest.mark.ros
+
+REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
+READY = {"sim_node": "real-time factor", "motion_server_node": "MoveEef on"}  # each node's last start-up line
+SIGNAL_GAP_S = 0.05
+RECORD_FILES = ("meta.json", "requests.jsonl", "responses.jsonl", "turns.jsonl", "metrics.json")
+
+
+def _interrupt(proc: NodeProcess, times: int) -> None:
+    for i in range(times):
+        if i:
+            time.sleep(SIGNAL_GAP_S)
+        proc.proc.send_signal(signal.SIGINT)
+
+
+def _assert_clean_exit(proc: NodeProcess, times: int) -> str:
+    code = proc.wait(STOP_TIMEOUT_S)
+    out = proc.output()
+    assert code == 0 and "Traceback" not in out, f"{proc.node} exited {code}:\n{out[-3000:]}"
+    assert "stop signal received: shutting down" in out
+    assert out.count("already shutting down") == times - 1, out[-2000:]
+    return out
+
+
+def _start_sim_and_motion(graph) -> tuple[NodeProcess, NodeProcess]:
+    sim = graph.start("sim_node")
+    motion = graph.start("motion_server_node", use_sim_time=True)
+    for proc in (sim, motion):
+        graph.wait(lambda p=proc: READY[p.node] in p.output(), 60, f"{proc.node} to start")
+    return sim, motion
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_sim_and_motion_server_exit_0_on_one_or_two_sigints(graph, times):
+    from sensor_msgs.msg import JointState
+
+    sim, motion = _start_sim_and_motion(graph)
+    states = threading.Event()
+    graph.client.create_subscription(JointState, topics.JOINT_STATES, lambda _: states.set(), 10)
+    graph.wait(states.is_set, 30, "joint states (the simulator running, the motion server subscribed)")
+    for proc in (motion, sim):  # the motion server while the simulator still publishes to it
+        _interrupt(proc, times)
+        _assert_clean_exit(proc, times)
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_agent_node_interrupted_mid_episode_exits_0_with_a_complete_interrupted_record(graph, tmp_path, times):
+    sim, motion = _start_sim_and_motion(graph)
+    out = tmp_path / "episodes"
+    agent = graph.start("agent_node", agent="move_eef", llm=f"replay:{REPLAY}", out=str(out), use_sim_time=True)
+
+    def turns() -> int:
+        return sum(len(f.read_text().splitlines()) for f in out.glob("*/turns.jsonl"))
+
+    # After the first recorded turn the replay sends the next goal at once: the signal finds a motion running.
+    graph.wait(lambda: turns() >= 1, 120, "the episode's first turn")
+    _interrupt(agent, times)
+    log = _assert_clean_exit(agent, times)
+
+    (folder,) = out.iterdir()
+    assert all((folder / name).is_file() for name in RECORD_FILES), sorted(p.name for p in folder.iterdir())
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["end_reason"] == "interrupted" and not metrics["success"], metrics
+    assert "shutting down" in metrics["error"] and "ended by interrupted" in log
+    recorded = [json.loads(line) for line in (folder / "turns.jsonl").read_text().splitlines()]
+    assert metrics["llm_calls"] == len(recorded) < 4  # the replay solves it in 4 turns: it was stopped partway
+    assert sim.alive and motion.alive  # interrupting the agent leaves the robot side running
+
+
+def _launcher_line(output: Path, pattern: str, timeout_s: float) -> re.Match[str]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if match := re.search(pattern, output.read_text()):
+            return match
+        time.sleep(0.1)
+    pytest.fail(f"no line matching {pattern!r} within {timeout_s} s in:\n{output.read_text()[-3000:]}")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_graph_names_a_killed_motion_server_keeps_the_simulator_and_ctrl_c_exits_0(graph, tmp_path):
+    from sensor_msgs.msg import JointState
+
+    output = tmp_path / "graph.out"
+    cmd = [sys.executable, "-m", "robodojo.cli", "graph", "--agent", "none", "--domain-id", str(graph.domain_id)]
+    cmd += ["--log-dir", str(tmp_path / "logs"), "--out", str(tmp_path / "episodes")]
+    with output.open("w") as f:
+        # A session of its own: Ctrl-C below goes to the launcher's process group as a terminal's would, not to pytest
+        launcher = subprocess.Popen(
+            cmd, env=graph.env, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        sim_pid = int(_launcher_line(output, r"started sim_node \(pid (\d+)\)", 30)[1])
+        motion_pid = int(_launcher_line(output, r"started motion_server_node \(pid (\d+)\)", 30)[1])
+        count = [0]
+        graph.client.create_subscription(
+            JointState, topics.JOINT_STATES, lambda _: count.__setitem__(0, count[0] + 1), 50
+        )
+        graph.wait(lambda: count[0] > 10, 60, "joint states from the graph's simulator")
+        time.sleep(1.0)  # the motion server up too (it logs nothing the test can see before its log file)
+
+        os.kill(motion_pid, signal.SIGKILL)
+        _launcher_line(output, rf"motion_server_node \(pid {motion_pid}\) exited with code -9 \(SIGKILL\)", 10)
+        _launcher_line(output, r"motion_server_node is not required: sim_node keeps running", 5)
+        before = count[0]
+        time.sleep(1.0)
+        assert count[0] > before + 20 and not _gone(sim_pid), "the simulator stopped with the motion server"
+
+        os.killpg(launcher.pid, signal.SIGINT)  # Ctrl-C: every process of the group, and the launcher forwards it
+        code = launcher.wait(STOP_TIMEOUT_S + 10)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+    text = output.read_text()
+    assert code == 0 and "Traceback" not in text, text[-3000:]
+    assert "every node stopped" in text and "not every one cleanly" not in text, text[-3000:]
+    assert _gone(sim_pid) and _gone(motion_pid)
+    sim_log = (tmp_path / "logs" / "sim_node.log").read_text()
+    assert "Traceback" not in sim_log and "stop signal received" in sim_log, sim_log[-2000:]
