@@ -28,11 +28,11 @@ SIGNAL_GAP_S = 0.05
 RECORD_FILES = ("meta.json", "requests.jsonl", "responses.jsonl", "turns.jsonl", "metrics.json")
 
 
-def _interrupt(proc: NodeProcess, times: int) -> None:
+def _interrupt(proc: NodeProcess, times: int, sig: signal.Signals = signal.SIGINT) -> None:
     for i in range(times):
         if i:
             time.sleep(SIGNAL_GAP_S)
-        proc.proc.send_signal(signal.SIGINT)
+        proc.proc.send_signal(sig)
 
 
 def _assert_clean_exit(proc: NodeProcess, times: int) -> str:
@@ -40,7 +40,8 @@ def _assert_clean_exit(proc: NodeProcess, times: int) -> str:
     out = proc.output()
     assert code == 0 and "Traceback" not in out, f"{proc.node} exited {code}:\n{out[-3000:]}"
     assert "stop signal received: shutting down" in out
-    assert out.count("already shutting down") == times - 1, out[-2000:]
+    # A second signal is logged when it finds the node still shutting down, ignored once the node is done
+    assert out.count("already shutting down") <= times - 1, out[-2000:]
     return out
 
 
@@ -52,8 +53,8 @@ def _start_sim_and_motion(graph) -> tuple[NodeProcess, NodeProcess]:
     return sim, motion
 
 
-@pytest.mark.parametrize("times", [1, 2])
-def test_sim_and_motion_server_exit_0_on_one_or_two_sigints(graph, times):
+@pytest.mark.parametrize(("sig", "times"), [(signal.SIGINT, 1), (signal.SIGINT, 2), (signal.SIGTERM, 1)])
+def test_sim_and_motion_server_exit_0_on_one_or_two_sigints_or_sigterm(graph, sig, times):
     from sensor_msgs.msg import JointState
 
     sim, motion = _start_sim_and_motion(graph)
@@ -61,7 +62,7 @@ def test_sim_and_motion_server_exit_0_on_one_or_two_sigints(graph, times):
     graph.client.create_subscription(JointState, topics.JOINT_STATES, lambda _: states.set(), 10)
     graph.wait(states.is_set, 30, "joint states (the simulator running, the motion server subscribed)")
     for proc in (motion, sim):  # the motion server while the simulator still publishes to it
-        _interrupt(proc, times)
+        _interrupt(proc, times, sig)
         _assert_clean_exit(proc, times)
 
 

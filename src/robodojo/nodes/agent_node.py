@@ -93,15 +93,19 @@ class AgentNode(GraphNode):
 
     def close(self) -> None:
         """End a running episode as interrupted: no new motions, the running one cancelled (its result still arrives:
-        the executor spins while close runs), the record written; then release the action clients."""
+        the executor spins while close runs), the record written."""
         self.interrupted.set()
         for host in self._hosts:
             host.motion.stop()
         self._worker.join(timeout=EPISODE_STOP_S)
         if self._worker.is_alive():
             self.get_logger().error(f"the episode did not end within {EPISODE_STOP_S:.0f} s of the interruption")
+
+    def destroy_node(self) -> None:
+        # Here, not in close: the executor, which waits on the action clients, has stopped by now.
         for host in self._hosts:
             host.motion.client.destroy()
+        super().destroy_node()
 
     def _wait_for_robot(self, robot: RobotConfig) -> None:
         """Wait until every arm's joints and every camera's first frame arrived (new subscriptions need discovery)."""

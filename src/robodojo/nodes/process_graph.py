@@ -243,7 +243,9 @@ class _StopRequest:
 
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self._previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
+            # Once stopping, further Ctrl-Cs stay ignored to the end: Python's own handler would raise a
+            # KeyboardInterrupt on the way out.
+            signal.signal(sig, signal.SIG_IGN if self.received else handler)  # type: ignore[arg-type]
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.received += 1

@@ -60,7 +60,8 @@ class GraphNode(Node):
 
         The executor still spins while close runs: subscriptions, services and action results are still served, so
         close may wait for them (end a running goal, join a worker that waits on an action result). It must return
-        within :data:`CLOSE_DEADLINE_S`; past that, run_node logs it and shuts the node down anyway.
+        within :data:`CLOSE_DEADLINE_S`; past that, run_node logs it and shuts the node down anyway. Entities the
+        executor waits on (action clients) are destroyed in ``destroy_node``, after the executor stopped.
         """
 
 
@@ -78,6 +79,12 @@ class _StopFlag:
     def install(self) -> None:
         for sig in STOP_SIGNALS:
             signal.signal(sig, self._on_signal)
+
+    def ignore(self) -> None:
+        """Ignore further signals: at exit Python resets its own handlers to the default, and a late second SIGINT
+        would then kill the process (exit -2) while it is already on its way out."""
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.received += 1
@@ -140,6 +147,13 @@ def run_node(factory: Callable[[], GraphNode], name: str, *, threads: int = 4) -
     """
     stop = _StopFlag(name)
     stop.install()
+    try:
+        return _run(factory, name, threads, stop)
+    finally:
+        stop.ignore()
+
+
+def _run(factory: Callable[[], GraphNode], name: str, threads: int, stop: _StopFlag) -> int:
     rclpy.init(args=sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     try:
         node = factory()
@@ -156,11 +170,11 @@ def run_node(factory: Callable[[], GraphNode], name: str, *, threads: int = 4) -
     log = node.get_logger()
     if by_signal:
         log.info("stop signal received: shutting down")
-    if spinner.error is not None:
-        log.error(f"a callback raised; shutting down:\n{spinner.error}")
     _close_within(node, CLOSE_DEADLINE_S)
     if not spinner.stop(EXECUTOR_STOP_S):
         log.warning(f"the executor was still in a callback {EXECUTOR_STOP_S:.0f} s after close")
+    if spinner.error is not None:  # before the stop or during close
+        log.error(f"a callback raised:\n{spinner.error}")
     if not executor.shutdown(timeout_sec=EXECUTOR_STOP_S):
         log.warning(f"callbacks still running {EXECUTOR_STOP_S:.0f} s after the executor stopped")
     node.destroy_node()
