@@ -107,17 +107,42 @@ def _gone(pid: int) -> bool:
     return False
 
 
-def test_graph_names_a_killed_motion_server_keeps_the_simulator_and_ctrl_c_exits_0(graph, tmp_path):
-    from sensor_msgs.msg import JointState
-
+def _launch(graph, tmp_path: Path, *args: str) -> tuple[subprocess.Popen, Path]:
+    """`robodojo graph` in a session of its own: a Ctrl-C sent to its process group reaches every node, as a
+    terminal's would, and never pytest."""
     output = tmp_path / "graph.out"
-    cmd = [sys.executable, "-m", "robodojo.cli", "graph", "--agent", "none", "--domain-id", str(graph.domain_id)]
+    cmd = [sys.executable, "-m", "robodojo.cli", "graph", *args, "--domain-id", str(graph.domain_id)]
     cmd += ["--log-dir", str(tmp_path / "logs"), "--out", str(tmp_path / "episodes")]
     with output.open("w") as f:
-        # A session of its own: Ctrl-C below goes to the launcher's process group as a terminal's would, not to pytest
         launcher = subprocess.Popen(
             cmd, env=graph.env, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
         )
+    return launcher, output
+
+
+def _ctrl_c(launcher: subprocess.Popen) -> int:
+    """SIGINT to the launcher's whole process group; its exit code (killed, with the group, if it hangs)."""
+    os.killpg(launcher.pid, signal.SIGINT)
+    try:
+        return launcher.wait(STOP_TIMEOUT_S + 10)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+
+
+def _assert_stopped_cleanly(output: Path, code: int) -> None:
+    text = output.read_text()
+    assert code == 0 and "Traceback" not in text, text[-3000:]
+    assert "every node stopped" in text and "not every one cleanly" not in text, text[-3000:]
+    for log in (output.parent / "logs").glob("*.log"):
+        assert "Traceback" not in log.read_text(), f"{log.name}:\n{log.read_text()[-3000:]}"
+
+
+def test_graph_names_a_killed_motion_server_keeps_the_simulator_and_ctrl_c_exits_0(graph, tmp_path):
+    from sensor_msgs.msg import JointState
+
+    launcher, output = _launch(graph, tmp_path, "--agent", "none")
     try:
         sim_pid = int(_launcher_line(output, r"started sim_node \(pid (\d+)\)", 30)[1])
         motion_pid = int(_launcher_line(output, r"started motion_server_node \(pid (\d+)\)", 30)[1])
@@ -134,16 +159,22 @@ def test_graph_names_a_killed_motion_server_keeps_the_simulator_and_ctrl_c_exits
         before = count[0]
         time.sleep(1.0)
         assert count[0] > before + 20 and not _gone(sim_pid), "the simulator stopped with the motion server"
-
-        os.killpg(launcher.pid, signal.SIGINT)  # Ctrl-C: every process of the group, and the launcher forwards it
-        code = launcher.wait(STOP_TIMEOUT_S + 10)
     finally:
-        if launcher.poll() is None:
-            os.killpg(launcher.pid, signal.SIGKILL)
-            launcher.wait()
-    text = output.read_text()
-    assert code == 0 and "Traceback" not in text, text[-3000:]
-    assert "every node stopped" in text and "not every one cleanly" not in text, text[-3000:]
+        code = _ctrl_c(launcher)  # every process of the group gets it, and the launcher forwards another
+    _assert_stopped_cleanly(output, code)
     assert _gone(sim_pid) and _gone(motion_pid)
-    sim_log = (tmp_path / "logs" / "sim_node.log").read_text()
-    assert "Traceback" not in sim_log and "stop signal received" in sim_log, sim_log[-2000:]
+    assert "stop signal received" in (tmp_path / "logs" / "sim_node.log").read_text()
+
+
+def test_ctrl_c_on_a_graph_mid_episode_interrupts_the_episode_and_exits_0(graph, tmp_path):
+    """Every node gets two SIGINTs at once (the terminal's, the launcher's); the motion server may be gone before
+    the agent's cancel is answered, and the record is still complete."""
+    launcher, output = _launch(graph, tmp_path)  # the move_eef agent and its replay
+    try:
+        graph.wait(lambda: any(f.read_text() for f in (tmp_path / "episodes").glob("*/turns.jsonl")), 120, "a turn")
+    finally:
+        code = _ctrl_c(launcher)
+    _assert_stopped_cleanly(output, code)
+    (folder,) = (tmp_path / "episodes").iterdir()
+    assert all((folder / name).is_file() for name in RECORD_FILES), sorted(p.name for p in folder.iterdir())
+    assert json.loads((folder / "metrics.json").read_text())["end_reason"] == "interrupted"

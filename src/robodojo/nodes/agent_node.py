@@ -134,7 +134,9 @@ class AgentNode(GraphNode):
                 raise BackendLostError(f"no {topics.EPISODE_RESET} service: is the simulator running?")
         old = self.view.status.episode_id if self.view.status else ""
         request = ResetEpisode.Request(task=self.spec.task, variant=self.spec.variant, seed=self.spec.seed)
-        response = wait_for(self.reset_client.call_async(request), timeout, "the episode reset")
+        response = wait_for(
+            self.reset_client.call_async(request), timeout, "the episode reset", interrupted=self.interrupted
+        )
         if not response.success:
             raise ConfigError(f"the simulator refused the reset: {response.message}")
         self.current_status(newer_than=old)
