@@ -130,3 +130,19 @@ def test_a_recorded_episode_serves_as_a_one_shot_demonstration(tmp_path):
     (folder,) = (tmp_path / "shot").iterdir()
     first = json.loads((folder / "requests.jsonl").read_text().splitlines()[0])["messages"]
     assert len(first) >= 4 and "Goal" in json.dumps(first[1]) and "move_eef" in json.dumps(first[2])
+
+
+def test_graph_llm_follows_the_agent_unless_given():
+    from robodojo.agents.llm.replay_server import ReplayScript
+    from robodojo.cli import build_parser, graph_llm
+
+    def llm(*args: str) -> str:
+        parsed = build_parser().parse_args(["graph", *args])
+        return graph_llm(parsed.agent, parsed.llm)
+
+    assert llm() == "replay:examples/replay/general_pickup_seed0.yaml"
+    assert llm("--agent", "code_cell") == "replay:examples/cells/general_pickup.py"
+    assert llm("--agent", "code_cell", "--llm", "openai:gpt-4.1") == "openai:gpt-4.1"
+    assert llm("--agent", "none") == ""
+    for spec in (llm(), llm("--agent", "code_cell")):  # both defaults are real scripts, from any working directory
+        assert ReplayScript.load(spec.removeprefix("replay:")).replies

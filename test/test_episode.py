@@ -10,7 +10,7 @@ import pytest
 from robodojo.agents.base import EpisodeContext, TurnRecord
 from robodojo.agents.llm.types import ChatReply, LlmError, ToolCall, Usage
 from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
-from robodojo.errors import ConfigError
+from robodojo.errors import ConfigError, EpisodeInterrupted
 from robodojo.geometry import quat_from_matrix
 from robodojo.sim.scripted import plan_top_down_grasp
 
@@ -179,6 +179,34 @@ def test_a_crash_still_leaves_a_complete_record(dual_world, tmp_path):
     records, metrics = _read(folder)
     assert len(records["turns.jsonl"]) == 3 and records["turns.jsonl"][-1]["error"] == "RuntimeError: agent bug"
     assert metrics["end_reason"] == "crashed" and "agent bug" in metrics["error"] and metrics["llm_calls"] == 2
+
+
+class InterruptedHost(WorldHost):
+    """The embedded world, asked to stop from outside after ``after`` checks (as the agent node's host on SIGINT)."""
+
+    def __init__(self, world, after: int) -> None:
+        super().__init__(world)
+        self.checks_left = after
+
+    def check(self) -> None:
+        self.checks_left -= 1
+        if self.checks_left < 0:
+            raise EpisodeInterrupted("the agent node is shutting down")
+
+
+def test_an_interruption_ends_the_episode_as_interrupted_with_a_complete_record(dual_world, tmp_path):
+    result = run_episode(
+        InterruptedHost(dual_world, after=2),
+        PlanAgent(_pickup_moves(dual_world)),
+        ScriptedCaller(),
+        EpisodeSpec("general_pickup", 0),
+        tmp_path,
+    )
+    assert result.end_reason is EndReason.INTERRUPTED and result.llm_calls == 2 and not result.success
+    records, metrics = _read(result.folder)
+    assert len(records["turns.jsonl"]) == len(records["responses.jsonl"]) == 2
+    assert metrics["end_reason"] == "interrupted" and metrics["error"] == "the agent node is shutting down"
+    assert metrics["steps_used"] == dual_world.step_count > 0
 
 
 def test_bad_budget():

@@ -8,6 +8,12 @@ from pathlib import Path
 
 from robodojo.errors import RobodojoError
 
+#: `robodojo graph` without --llm: each agent's offline replay of general_pickup seed 0 (the default task and seed).
+GRAPH_REPLAYS = {
+    "move_eef": "replay:examples/replay/general_pickup_seed0.yaml",
+    "code_cell": "replay:examples/cells/general_pickup.py",
+}
+
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from robodojo.demo import run_demo
@@ -96,11 +102,17 @@ def _make_agent(args: argparse.Namespace):
     return make_agent(args.agent, image_horizon=args.image_horizon, probes=probes)
 
 
+def graph_llm(agent: str, llm: str | None) -> str:
+    """The LLM spec of `robodojo graph`: ``llm`` when given, else the agent's replay (no agent: none needed)."""
+    return llm if llm else GRAPH_REPLAYS.get(agent, "")
+
+
 def _cmd_graph(args: argparse.Namespace) -> int:
     from robodojo.nodes.process_graph import run_graph
 
+    llm = graph_llm(args.agent, args.llm)
     return run_graph(
-        robot=args.robot, task=args.task, seed=args.seed, variant=args.variant, agent=args.agent, llm=args.llm,
+        robot=args.robot, task=args.task, seed=args.seed, variant=args.variant, agent=args.agent, llm=llm,
         base_url=args.base_url or "", out=Path(args.out), log_dir=Path(args.log_dir), domain_id=args.domain_id,
     )  # fmt: skip
 
@@ -222,7 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--seed", type=int, default=0)
     graph.add_argument("--variant", default="standard", choices=("standard", "cluttered"))
     graph.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell", "none"))
-    graph.add_argument("--llm", default="replay:examples/replay/general_pickup_seed0.yaml", help="as for run")
+    graph.add_argument(
+        "--llm",
+        default=None,
+        help="as for run (default: the agent's replay, " + ", ".join(GRAPH_REPLAYS.values()) + ")",
+    )
     graph.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
     graph.add_argument("--out", default="out/episodes", help="episode records go here (default out/episodes)")
     graph.add_argument("--log-dir", default="out/graph", help="one log file per node (default out/graph)")

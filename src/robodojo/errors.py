@@ -32,3 +32,7 @@ class InvalidCommandError(RobodojoError, ValueError):
 
 class BackendLostError(RobodojoError):
     """The robot backend stopped answering (on the ROS graph: no joint states or episode status), or restarted."""
+
+
+class EpisodeInterrupted(RobodojoError):
+    """The episode was asked to stop from outside (the agent node is shutting down); it ends as ``interrupted``."""

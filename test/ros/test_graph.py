@@ -291,12 +291,12 @@ def test_sim_killed_mid_episode_ends_it_cleanly_and_the_motion_server_recovers(g
 
 
 def test_robodojo_graph_runs_a_code_cell_episode_without_ros2_launch(graph, tmp_path):
-    """`robodojo graph` starts what the launch file starts; here with the code-cell agent and its scripted cells."""
+    """`robodojo graph` starts what the launch file starts; here with the code-cell agent and, without --llm, its
+    scripted cells (the default LLM follows the agent)."""
     import subprocess
     import sys
 
-    cells = PACKAGE_ROOT / "examples" / "cells" / "general_pickup.py"
-    cmd = [sys.executable, "-m", "robodojo.cli", "graph", "--agent", "code_cell", "--llm", f"replay:{cells}"]
+    cmd = [sys.executable, "-m", "robodojo.cli", "graph", "--agent", "code_cell"]
     cmd += ["--out", str(tmp_path / "episodes"), "--log-dir", str(tmp_path / "logs")]
     cmd += ["--domain-id", str(graph.domain_id)]
     proc = subprocess.run(cmd, env=graph.env, capture_output=True, text=True, timeout=240)

@@ -49,7 +49,8 @@ class EpisodeHost(Protocol):
         ...
 
     def check(self) -> None:
-        """Raise BackendLostError when the robot backend is gone or restarted (never for the embedded world)."""
+        """Raise BackendLostError when the robot backend is gone or restarted (never for the embedded world), and
+        EpisodeInterrupted when the episode was asked to stop from outside (the ROS agent node shutting down)."""
         ...
 
     def success(self) -> bool: ...

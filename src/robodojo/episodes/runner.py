@@ -2,8 +2,8 @@
 
 An episode ends on the first of: the benchmark's own success signal, give_up (or the agent's finish), the LLM-call
 budget, the env step budget, an LLM that cannot be reached after the client's bounded retries, a robot backend that
-stops answering, or a crash. Whatever ends it, the record holds everything up to that point and metrics.json says why
-it ended.
+stops answering, an interruption from outside (the host raises EpisodeInterrupted), or a crash. Whatever ends it, the
+record holds everything up to that point and metrics.json says why it ended.
 
 Where the episode runs is an :class:`EpisodeHost`: :class:`WorldHost` for the embedded world in this process, or the
 ROS agent node's host for a simulator elsewhere on the graph. The runner and the record are the same for both.
@@ -21,7 +21,7 @@ from robodojo.agents.llm.types import LlmError, Usage
 from robodojo.episodes.hosts import EpisodeHost
 from robodojo.episodes.recorder import EpisodeRecorder
 from robodojo.episodes.spec import EndReason, EpisodeResult, EpisodeSpec
-from robodojo.errors import BackendLostError
+from robodojo.errors import BackendLostError, EpisodeInterrupted
 from robodojo.motion.report import StopReason
 
 
@@ -125,6 +125,8 @@ def run_episode(
     except BackendLostError as exc:
         reason, error = EndReason.BACKEND_LOST, str(exc)
         recorder.record_error(calls + 1, exc)
+    except EpisodeInterrupted as exc:  # from host.check() between turns, or a motion refused during the turn
+        reason, error = EndReason.INTERRUPTED, str(exc)
     except BaseException as exc:
         reason, error = EndReason.CRASHED, "".join(traceback.format_exception(exc))
         recorder.record_error(calls + 1, exc)

@@ -22,6 +22,7 @@ class EndReason(str, Enum):
     STEP_BUDGET = "step_budget"
     LLM_ERROR = "llm_error"
     BACKEND_LOST = "backend_lost"  # the robot backend stopped answering or restarted (ROS graph)
+    INTERRUPTED = "interrupted"  # stopped from outside (the agent node got SIGINT or SIGTERM)
     CRASHED = "crashed"
 
 

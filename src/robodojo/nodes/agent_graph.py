@@ -3,10 +3,11 @@ simulator's episode as an EpisodeHost (what agent_node runs an episode with)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from agent_bringup.action import MoveEef
@@ -20,9 +21,9 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 
 from robodojo.agents.base import EpisodeContext
 from robodojo.episodes.spec import EpisodeSpec
-from robodojo.errors import BackendLostError, InvalidCommandError
+from robodojo.errors import BackendLostError, EpisodeInterrupted, InvalidCommandError
 from robodojo.motion.rejection import Refused, TargetsNotAMapping
-from robodojo.motion.report import MoveReport
+from robodojo.motion.report import MoveReport, StopReason
 from robodojo.motion.targets import TargetError, arm_pose_target
 from robodojo.nodes import convert, topics
 from robodojo.nodes.parameters import AgentNodeParams
@@ -35,6 +36,20 @@ from robodojo.robots.joint_state import JointPositions
 
 if TYPE_CHECKING:
     from robodojo.nodes.agent_node import AgentNode
+
+WAIT_POLL_S = 0.05  # how often a wait for a future looks at the interruption
+
+
+@contextlib.contextmanager
+def losses_after_interruption(interrupted: threading.Event) -> Iterator[None]:
+    """A robot side that stops answering once the node is shutting down is part of the shutdown (on Ctrl-C in a
+    terminal every node of the graph stops at once): BackendLostError then becomes EpisodeInterrupted."""
+    try:
+        yield
+    except BackendLostError as exc:
+        if interrupted.is_set():
+            raise EpisodeInterrupted(f"interrupted; the robot side stopped too: {exc}") from exc
+        raise
 
 
 class GraphView:
@@ -94,8 +109,11 @@ class GraphView:
 class TopicObservationBackend:
     """The agent-side RobotBackend on the graph: observations from topics; it never commands the robot itself."""
 
-    def __init__(self, view: GraphView, robot: RobotConfig, params: AgentNodeParams) -> None:
+    def __init__(
+        self, view: GraphView, robot: RobotConfig, params: AgentNodeParams, interrupted: threading.Event
+    ) -> None:
         self.view = view
+        self.interrupted = interrupted
         self.robot = robot
         self.params = params
         self.kinematics = ArmKinematics(robot)
@@ -107,6 +125,10 @@ class TopicObservationBackend:
         return int(status.steps_left) if status else 0
 
     def check_alive(self) -> None:
+        with losses_after_interruption(self.interrupted):
+            self._check_alive()
+
+    def _check_alive(self) -> None:
         age = time.monotonic() - self.view.status_received_s
         if age > self.params.status_timeout_s:
             raise BackendLostError(
@@ -118,6 +140,10 @@ class TopicObservationBackend:
 
     def observe(self, cameras: Iterable[str] | None = None) -> Observation:
         """Joint and grasp-point state now, and each camera's first frame taken no earlier than this call."""
+        with losses_after_interruption(self.interrupted):
+            return self._observe(cameras)
+
+    def _observe(self, cameras: Iterable[str] | None) -> Observation:
         names = self.robot.camera_names if cameras is None else tuple(cameras)
         for name in names:
             self.robot.camera(name)  # unknown names raise before waiting
@@ -217,17 +243,32 @@ class MoveEefClient:
             call_in_executor(self.node, handle.cancel_goal_async, self.node.params.status_timeout_s)
 
     def _send(self, goal: MoveEef.Goal) -> MoveReport:
+        self.node.check_interrupted()  # no new motion once the node is shutting down
+        with losses_after_interruption(self.node.interrupted):
+            report = self._send_goal(goal)
+        if report.stop_reason is StopReason.BACKEND_LOST:  # the runner would end the episode as backend_lost
+            self.node.check_interrupted()
+        return report
+
+    def _send_goal(self, goal: MoveEef.Goal) -> MoveReport:
         timeout = self.node.params.motion_timeout_s
         if not self.client.wait_for_server(timeout_sec=self.node.params.status_timeout_s):
             raise BackendLostError(f"no MoveEef action server on {topics.MOVE_EEF}: is the motion server running?")
         sent = call_in_executor(self.node, lambda: self.client.send_goal_async(goal), timeout)
-        handle = wait_for(sent, timeout, "the MoveEef goal to be accepted")
+        grace = self.node.params.status_timeout_s
+        handle = wait_for(
+            sent, timeout, "the MoveEef goal to be accepted", interrupted=self.node.interrupted, grace_s=grace
+        )
         if not handle.accepted:
             return MoveReport.rejected(Refused("the motion server did not accept the goal"))
         self._goal_handle = handle
+        if self.node.interrupted.is_set():  # close looked for a goal to cancel before this one was accepted
+            self.stop()
         try:
             result = call_in_executor(self.node, handle.get_result_async, timeout)
-            response = wait_for(result, timeout, "the MoveEef result")
+            # Interrupted, the goal is cancelled and its result normally follows at once; on Ctrl-C in a terminal the
+            # motion server may be shutting down too and never answer.
+            response = wait_for(result, timeout, "the MoveEef result", interrupted=self.node.interrupted, grace_s=grace)
         finally:
             self._goal_handle = None
         return convert.move_report(response.result)
@@ -240,7 +281,7 @@ class GraphEpisodeHost:
         self.node = node
         self.view = node.view
         self.robot = robot
-        self.backend = TopicObservationBackend(self.view, robot, node.params)
+        self.backend = TopicObservationBackend(self.view, robot, node.params, node.interrupted)
         self.motion = MoveEefClient(node, self.backend)
         self.episode_id = ""
 
@@ -253,6 +294,7 @@ class GraphEpisodeHost:
         )  # fmt: skip
 
     def check(self) -> None:
+        self.node.check_interrupted()
         self.backend.check_alive()
         status = self.view.status
         if status is not None and status.episode_id != self.episode_id:
@@ -296,11 +338,23 @@ def _number_or_nan(value: object) -> float:
     return float(value)
 
 
-def wait_for(future: Future, timeout_s: float, what: str):
-    """The future's result, waiting from a thread that is not the executor's."""
+def wait_for(
+    future: Future, timeout_s: float, what: str, *, interrupted: threading.Event | None = None, grace_s: float = 0.0
+):
+    """The future's result, waiting from a thread that is not the executor's; once ``interrupted`` is set, at most
+    ``grace_s`` longer (then EpisodeInterrupted)."""
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
-    if not done.wait(timeout_s):
-        future.cancel()
-        raise BackendLostError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+    deadline = time.monotonic() + timeout_s
+    give_up_s = math.inf
+    while not done.wait(timeout=WAIT_POLL_S):
+        now = time.monotonic()
+        if interrupted is not None and interrupted.is_set() and give_up_s == math.inf:
+            give_up_s = now + grace_s
+        if now > give_up_s:
+            future.cancel()
+            raise EpisodeInterrupted(f"interrupted while waiting for {what}")
+        if now > deadline:
+            future.cancel()
+            raise BackendLostError(f"timed out after {timeout_s:.0f} s waiting for {what}")
     return future.result()

@@ -3,7 +3,8 @@
 The agent sees what it sees in process, built from topics: camera images with CameraInfo and optical-frame poses,
 joint states (TCP poses by forward kinematics on the URDF, as the motion server judges them), and the episode
 status (instruction, steps, the benchmark's success signal). It acts only through the MoveEef action. When the
-simulator or driver stops answering, or restarts, the episode ends with end_reason backend_lost.
+simulator or driver stops answering, or restarts, the episode ends with end_reason backend_lost. When the node is
+asked to stop (SIGINT, SIGTERM), ``close`` ends the episode as ``interrupted`` with a complete record first.
 """
 
 from __future__ import annotations
@@ -24,16 +25,18 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from robodojo.agents.llm.client import open_llm
 from robodojo.episodes import EndReason, EpisodeSpec, run_episode
 from robodojo.episodes.factory import make_agent
-from robodojo.errors import BackendLostError, ConfigError, RobodojoError
+from robodojo.errors import BackendLostError, ConfigError, EpisodeInterrupted, RobodojoError
 from robodojo.nodes import topics
 from robodojo.nodes.agent_graph import GraphEpisodeHost, GraphView, wait_for
 from robodojo.nodes.parameters import AgentNodeParams
 from robodojo.nodes.params import declare_parameters
-from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
+from robodojo.nodes.runtime import CLOSE_DEADLINE_S, LATCHED_QOS, GraphNode, run_node
 from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.joint_state import JointPositions
 
 NODE_NAME = "agent_node"
+#: How long close waits for the interrupted episode to write its record: within run_node's deadline for close.
+EPISODE_STOP_S = CLOSE_DEADLINE_S - 2.0
 
 
 class AgentNode(GraphNode):
@@ -52,6 +55,8 @@ class AgentNode(GraphNode):
         self._camera_subscriptions: set[str] = set()
         self.reset_client = self.create_client(ResetEpisode, topics.EPISODE_RESET)
         self.result: EndReason | None = None
+        #: Set by close: the episode ends as interrupted, waits that come before it give up.
+        self.interrupted = threading.Event()
         self._hosts: list[GraphEpisodeHost] = []
         self._worker = threading.Thread(target=self._work, name="episode", daemon=True)
         self._worker.start()
@@ -75,15 +80,32 @@ class AgentNode(GraphNode):
         deadline = time.monotonic() + self.params.status_timeout_s * 10
         with self.view.changed:
             while (status := self.view.status) is None or status.episode_id == newer_than:
+                self.check_interrupted()
                 if time.monotonic() > deadline:
                     raise BackendLostError(f"no episode status on {topics.EPISODE_STATUS}: is the simulator running?")
                 self.view.changed.wait(timeout=0.1)
             return status
 
+    def check_interrupted(self) -> None:
+        """Raise EpisodeInterrupted once close has asked the episode to stop."""
+        if self.interrupted.is_set():
+            raise EpisodeInterrupted("the agent node is shutting down (SIGINT or SIGTERM)")
+
     def close(self) -> None:
-        self._worker.join(timeout=1.0)
+        """End a running episode as interrupted: no new motions, the running one cancelled (its result still arrives:
+        the executor spins while close runs), the record written."""
+        self.interrupted.set()
+        for host in self._hosts:
+            host.motion.stop()
+        self._worker.join(timeout=EPISODE_STOP_S)
+        if self._worker.is_alive():
+            self.get_logger().error(f"the episode did not end within {EPISODE_STOP_S:.0f} s of the interruption")
+
+    def destroy_node(self) -> None:
+        # Here, not in close: the executor, which waits on the action clients, has stopped by now.
         for host in self._hosts:
             host.motion.client.destroy()
+        super().destroy_node()
 
     def _wait_for_robot(self, robot: RobotConfig) -> None:
         """Wait until every arm's joints and every camera's first frame arrived (new subscriptions need discovery)."""
@@ -97,17 +119,24 @@ class AgentNode(GraphNode):
                 missing += [f"camera {c}" for c in robot.camera_names if self.view.frame(c, -math.inf) is None]
                 if not missing:
                     return
+                self.check_interrupted()
                 if time.monotonic() > deadline:
                     raise BackendLostError(f"nothing received within {timeout:.0f} s for: {', '.join(missing)}")
                 self.view.changed.wait(timeout=0.1)
 
     def _reset(self) -> None:
         timeout = self.params.status_timeout_s * 10
-        if not self.reset_client.wait_for_service(timeout_sec=timeout):
-            raise BackendLostError(f"no {topics.EPISODE_RESET} service: is the simulator running?")
+        deadline = time.monotonic() + timeout
+        # In short waits, so that an interruption is noticed (wait_for_service itself cannot be interrupted)
+        while not self.reset_client.wait_for_service(timeout_sec=0.2):
+            self.check_interrupted()
+            if time.monotonic() > deadline:
+                raise BackendLostError(f"no {topics.EPISODE_RESET} service: is the simulator running?")
         old = self.view.status.episode_id if self.view.status else ""
         request = ResetEpisode.Request(task=self.spec.task, variant=self.spec.variant, seed=self.spec.seed)
-        response = wait_for(self.reset_client.call_async(request), timeout, "the episode reset")
+        response = wait_for(
+            self.reset_client.call_async(request), timeout, "the episode reset", interrupted=self.interrupted
+        )
         if not response.success:
             raise ConfigError(f"the simulator refused the reset: {response.message}")
         self.current_status(newer_than=old)
@@ -138,6 +167,9 @@ class AgentNode(GraphNode):
                 f"{result.steps_used} steps; record in {result.folder}"
             )
             code = 0 if result.end_reason not in (EndReason.CRASHED, EndReason.BACKEND_LOST) else 3
+        except EpisodeInterrupted:
+            self.get_logger().info("episode not started: the node is shutting down")
+            code = 0
         except RobodojoError as exc:
             self.get_logger().error(f"episode not run: {exc}")
         except Exception:

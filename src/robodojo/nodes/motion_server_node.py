@@ -196,7 +196,8 @@ class MotionServerNode(GraphNode):
         return GoalResponse.ACCEPT
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
-        self._stop(CANCEL_DETAIL)
+        # The motion stops in _execute's progress callback: the goal is CANCELING only once this returns, and a motion
+        # stopped here could end, and be reported as succeeded, before that.
         return CancelResponse.ACCEPT
 
     @property
@@ -273,6 +274,8 @@ class MotionServerNode(GraphNode):
             t0 = time.monotonic()
 
             def progress(played: int, points: int) -> None:
+                if goal_handle.is_cancel_requested and not self.stop_detail:
+                    self._stop(CANCEL_DETAIL)
                 if played != feedback.waypoints_played or feedback.waypoints != points:
                     feedback.waypoints_played, feedback.waypoints = played, points
                     feedback.elapsed_s = time.monotonic() - t0

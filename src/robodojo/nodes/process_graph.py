@@ -13,9 +13,11 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import IO
 
 from robodojo import PACKAGE_ROOT, ROS_PACKAGE
@@ -23,6 +25,13 @@ from robodojo.errors import RobodojoError
 
 INTERFACE_DIRS = ("action", "msg", "srv")
 BUILD_STAMP = ".robodojo-build-stamp"  # in the install prefix, touched after every successful build
+#: How long a node may take to exit after SIGINT before it is killed: more than runtime.CLOSE_DEADLINE_S (10 s) plus
+#: the executor's and rclpy's shutdown, so a node that keeps to its deadline is never killed.
+STOP_TIMEOUT_S = 20.0
+#: `robodojo graph`: the nodes whose end ends the graph (ros2 launch's ``on_exit=Shutdown``); see run_graph.
+REQUIRED_NODES = ("agent_node",)
+LOG_TAIL_LINES = 8  # of a node's log, printed when it dies
+POLL_S = 0.1  # how often the launcher looks at its nodes and at Ctrl-C
 
 
 class InterfaceBuildError(RobodojoError):
@@ -163,14 +172,23 @@ class NodeProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
     def output(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def wait(self, timeout_s: float | None) -> int:
         return self.proc.wait(timeout=timeout_s)
 
-    def stop(self, timeout_s: float = 10.0) -> int:
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> int:
         """SIGINT (a clean shutdown), then SIGKILL after ``timeout_s``; the exit code."""
         if self.alive:
             self.proc.send_signal(signal.SIGINT)
@@ -199,6 +217,103 @@ def wait_until(predicate, timeout_s: float, interval_s: float = 0.02) -> bool:
     return bool(predicate())
 
 
+def exit_text(code: int) -> str:
+    """An exit code as the launcher prints it: ``-9`` is ``-9 (SIGKILL)``."""
+    if code < 0:
+        try:
+            return f"{code} ({signal.Signals(-code).name})"
+        except ValueError:
+            pass
+    return str(code)
+
+
+class _StopRequest:
+    """Ctrl-C (SIGINT) and SIGTERM counted for the launcher's loop; a second one is reported and otherwise ignored, so
+    no KeyboardInterrupt cuts the nodes' shutdown short. Does nothing outside the main thread (no signals there)."""
+
+    def __init__(self) -> None:
+        self.received = 0
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> _StopRequest:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            # Once stopping, further Ctrl-Cs stay ignored to the end: Python's own handler would raise a
+            # KeyboardInterrupt on the way out.
+            signal.signal(sig, signal.SIG_IGN if self.received else handler)  # type: ignore[arg-type]
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.received += 1
+        if self.received > 1:  # os.write: a print here could re-enter one the main thread is in
+            os.write(sys.stdout.fileno(), b"graph: already stopping the nodes\n")
+
+
+def _say(text: str) -> None:
+    print(f"graph: {text}", flush=True)
+
+
+def _report_exit(node: NodeProcess) -> None:
+    """One line naming the node and its exit code; the last lines of its log when it did not end cleanly."""
+    code = node.proc.returncode
+    assert code is not None
+    lines = node.output().rstrip().splitlines()
+    if code == 0:
+        _say(f"{node.node} (pid {node.pid}) exited with code 0" + (f": {lines[-1]}" if lines else ""))
+        return
+    _say(f"{node.node} (pid {node.pid}) exited with code {exit_text(code)}; last lines of {node.log_path}:")
+    for line in lines[-LOG_TAIL_LINES:] or ["(empty)"]:
+        print(f"    {line}", flush=True)
+
+
+def _stop_all(nodes: Sequence[NodeProcess]) -> bool:
+    """SIGINT to every node still running, the last started first (the agent before the servers it uses), each
+    waited for; whether every one exited with 0."""
+    clean = True
+    for node in reversed(nodes):
+        if node.alive:
+            code = node.stop()
+            if code != 0:
+                clean = False
+                _report_exit(node)
+        else:
+            node.stop()  # closes its log
+    return clean
+
+
+def _supervise(nodes: Sequence[NodeProcess], stop: _StopRequest) -> int:
+    """Watch the nodes until a required one ends, every one has ended, or Ctrl-C; the graph's exit code."""
+    reported: set[int] = set()
+    while True:
+        if stop.received:
+            _say("stopping every node")
+            clean = _stop_all(nodes)
+            _say("every node stopped" + ("" if clean else ", not every one cleanly"))
+            return 0 if clean else 1
+        for node in nodes:
+            if node.pid in reported or node.alive:
+                continue
+            reported.add(node.pid)
+            _report_exit(node)
+            code = node.proc.returncode
+            assert code is not None
+            if node.node in REQUIRED_NODES:
+                _stop_all(nodes)
+                return code
+            running = [n.node for n in nodes if n.alive]
+            if running:
+                verb = "keeps" if len(running) == 1 else "keep"
+                _say(f"{node.node} is not required: {', '.join(running)} {verb} running; Ctrl-C stops the graph")
+        if all(not n.alive for n in nodes):
+            _say("no node left running")
+            return 1
+        time.sleep(POLL_S)
+
+
 def run_graph(
     *,
     robot: str,
@@ -214,34 +329,40 @@ def run_graph(
 ) -> int:
     """``robodojo graph``: what robodojo.launch.py starts with sim:=mujoco, as processes, until the agent is done.
 
-    With ``agent`` "none" the simulator and motion server run until Ctrl-C (drive them with your own client). The
-    exit code is the agent node's (0: the episode ran to an end; 3: the robot stopped answering).
+    With ``agent`` "none" the simulator and motion server run until Ctrl-C (drive them with your own client).
+    The launcher keeps to ros2 launch's habits, with the agent node marked required:
+
+    - The agent node is required: when it ends, the launcher stops the other nodes and exits with the agent's exit
+      code (0: the episode ran to an end; 3: the robot stopped answering; 1: the episode did not run).
+    - The simulator and the motion server are not required: when one dies the launcher prints its name, its exit
+      code and the last lines of its log, and the other nodes keep running. An agent notices the loss itself and
+      ends its episode as backend_lost (exit code 3), which then ends the graph, so the record says what happened.
+      With agent "none" the graph runs on until Ctrl-C, or until no node is left (exit code 1).
+    - Ctrl-C or SIGTERM stops every node still running with SIGINT, the agent first (its episode ends as
+      interrupted, with a complete record), each given STOP_TIMEOUT_S; the exit code is 0 when each of them exited
+      with 0, else 1. Further Ctrl-Cs are ignored while the nodes shut down.
     """
     if domain_id is None and "ROS_DOMAIN_ID" in os.environ:
         domain_id = int(os.environ["ROS_DOMAIN_ID"])
     build_interfaces()
     env = ros_environment(domain_id=domain_id, log_dir=log_dir / "ros")
-    nodes = [
-        NodeProcess("sim_node", {"robot": robot, "task": task, "seed": seed, "variant": variant}, env,
-                    log_dir / "sim_node.log"),
-        NodeProcess("motion_server_node", {"robot": robot, "use_sim_time": True}, env, log_dir / "motion_server.log"),
-    ]  # fmt: skip
-    print(f"graph: {robot}, task {task} seed {seed} ({variant}); node logs in {log_dir}/", flush=True)
-    try:
-        if agent == "none":
-            print("graph: simulator and motion server running; Ctrl-C stops them", flush=True)
-            while all(n.alive for n in nodes):
-                time.sleep(0.5)
-            return 1
+    starts: list[tuple[str, dict[str, object], str]] = [
+        ("sim_node", {"robot": robot, "task": task, "seed": seed, "variant": variant}, "sim_node.log"),
+        ("motion_server_node", {"robot": robot, "use_sim_time": True}, "motion_server.log"),
+    ]
+    if agent != "none":
         params = {"agent": agent, "llm": llm, "base_url": base_url, "task": task, "seed": seed, "variant": variant}
         params |= {"out": str(out.resolve()), "use_sim_time": True}
-        runner = NodeProcess("agent_node", params, env, log_dir / "agent_node.log")
-        nodes.append(runner)
-        code = runner.wait(timeout_s=None)
-        print(runner.output().strip().splitlines()[-1] if runner.output().strip() else "agent: no output", flush=True)
-        return code
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        for node in reversed(nodes):
-            node.stop()
+        starts.append(("agent_node", params, "agent_node.log"))
+    _say(f"{robot}, task {task} seed {seed} ({variant}); node logs in {log_dir}/")
+    nodes: list[NodeProcess] = []
+    with _StopRequest() as stop:
+        try:
+            for node, node_params, log_name in starts:
+                nodes.append(NodeProcess(node, node_params, env, log_dir / log_name))
+                _say(f"started {node} (pid {nodes[-1].pid})")
+            if agent == "none":
+                _say("simulator and motion server running; Ctrl-C stops them")
+            return _supervise(nodes, stop)
+        finally:
+            _stop_all(nodes)  # after an exception; otherwise every node has ended already

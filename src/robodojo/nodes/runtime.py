@@ -1,26 +1,48 @@
-"""Start, spin and stop a node the same way in every executable.
+"""Start, spin and stop a node the same way in every executable, as a node under ``ros2 launch`` should behave.
 
-Bad configuration ends the process with exit code 2 and one line on stderr; SIGINT/SIGTERM end it with 0. The
-executor is shut down before rclpy (ROS_ON_PYPI.md: otherwise the process can abort).
+Signals: rclpy is initialised without its own signal handlers. SIGINT and SIGTERM only set a flag that the main thread
+polls; a further signal (a terminal's Ctrl-C reaches the whole process group and ros2 launch forwards another) logs
+one line and is otherwise ignored, so no KeyboardInterrupt can land in the middle of the shutdown.
+
+Shutdown, in order: ``node.close()`` runs while the executor is still spinning (in its own thread), so a node can
+finish work on the way out (receive joint states, send an action result, answer a service); close is given
+:data:`CLOSE_DEADLINE_S`. Then the executor stops and shuts down, the node is destroyed and rclpy shut down (executor
+before rclpy: ROS_ON_PYPI.md, otherwise the process can abort).
+
+Exit codes: 0 after a signal; ``node.exit_code`` when the node finished itself; 2 for bad configuration (one line on
+stderr); 1 when a callback raised (its traceback is logged).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import threading
+import time
+import traceback
 from collections.abc import Callable
+from types import FrameType
 from typing import TypeVar
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
+from rclpy.signals import SignalHandlerOptions
 
 from robodojo.errors import BackendLostError, RobodojoError
 
 T = TypeVar("T")
 #: Status-like topics: late joiners get the last message (the episode status, the planned path).
 LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: How long :meth:`GraphNode.close` may take before run_node shuts the node down regardless (and logs it). Launchers
+#: wait longer than this before they kill a node (process_graph.STOP_TIMEOUT_S).
+CLOSE_DEADLINE_S = 10.0
+#: How long the executor may take to stop after close: its spin thread, then callbacks still running.
+EXECUTOR_STOP_S = 3.0
+POLL_S = 0.05  # how often the main thread looks at the stop flag (a signal handler must not take locks)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class GraphNode(Node):
@@ -33,15 +55,106 @@ class GraphNode(Node):
         self.exit_code = exit_code
 
     def close(self) -> None:
-        """Release what the node holds (threads, renderers); called once, before the node is destroyed."""
+        """End what the node is doing and release what it holds (threads, renderers); called once, from a thread of
+        its own, before the node is destroyed.
+
+        The executor still spins while close runs: subscriptions, services and action results are still served, so
+        close may wait for them (end a running goal, join a worker that waits on an action result). It must return
+        within :data:`CLOSE_DEADLINE_S`; past that, run_node logs it and shuts the node down anyway. Entities the
+        executor waits on (action clients) are destroyed in ``destroy_node``, after the executor stopped.
+        """
+
+
+class _StopFlag:
+    """SIGINT and SIGTERM counted, for the main thread to poll.
+
+    A plain counter, not a threading.Event: a handler runs in the main thread between bytecodes, possibly while that
+    thread holds the Event's lock, and taking it again would deadlock.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.received = 0
+
+    def install(self) -> None:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._on_signal)
+
+    def ignore(self) -> None:
+        """Ignore further signals: at exit Python resets its own handlers to the default, and a late second SIGINT
+        would then kill the process (exit -2) while it is already on its way out."""
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.received += 1
+        if self.received > 1:
+            # os.write, not print: print from a handler can re-enter a write the main thread was in the middle of
+            line = f"[{self.name}] {signal.Signals(signum).name} received: already shutting down\n"
+            os.write(sys.stderr.fileno(), line.encode())
+
+
+class _Spinner:
+    """Spins the executor in a thread of its own until stopped; remembers an exception a callback raised."""
+
+    def __init__(self, executor: Executor, name: str) -> None:
+        self.executor = executor
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name=f"{name}_spin", daemon=True)
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _spin(self) -> None:
+        try:
+            while not self._stop.is_set() and self.executor.context.ok():
+                self.executor.spin_once(timeout_sec=POLL_S)
+        except ExternalShutdownException:
+            pass
+        except Exception:
+            self.error = traceback.format_exc()
+
+    def stop(self, timeout_s: float) -> bool:
+        """Stop spinning; whether the thread ended within ``timeout_s``."""
+        self._stop.set()
+        self._thread.join(timeout=timeout_s)
+        return not self._thread.is_alive()
+
+
+def _close_within(node: GraphNode, deadline_s: float) -> None:
+    """``node.close()`` in a thread of its own, given ``deadline_s``; a failure or overrun is logged."""
+
+    def close() -> None:
+        try:
+            node.close()
+        except Exception:
+            node.get_logger().error(f"close failed:\n{traceback.format_exc()}")
+
+    thread = threading.Thread(target=close, name="close", daemon=True)
+    thread.start()
+    thread.join(timeout=deadline_s)
+    if thread.is_alive():
+        node.get_logger().error(f"close() did not return within {deadline_s:.0f} s: shutting down regardless")
 
 
 def run_node(factory: Callable[[], GraphNode], name: str, *, threads: int = 4) -> int:
-    """Build the node with ``factory`` and spin it until shutdown; the process exit code.
+    """Build the node with ``factory`` and spin it until a signal or until it finishes; the process exit code.
 
     ``threads=1`` spins a SingleThreadedExecutor: every callback, and every call_in_executor, in one thread.
     """
-    rclpy.init(args=sys.argv)
+    stop = _StopFlag(name)
+    stop.install()
+    try:
+        return _run(factory, name, threads, stop)
+    finally:
+        stop.ignore()
+
+
+def _run(factory: Callable[[], GraphNode], name: str, threads: int, stop: _StopFlag) -> int:
+    rclpy.init(args=sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     try:
         node = factory()
     except RobodojoError as exc:
@@ -50,17 +163,25 @@ def run_node(factory: Callable[[], GraphNode], name: str, *, threads: int = 4) -
         return 2
     executor = SingleThreadedExecutor() if threads == 1 else MultiThreadedExecutor(num_threads=threads)
     executor.add_node(node)
-    try:
-        while rclpy.ok() and node.exit_code is None:
-            executor.spin_once(timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.close()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return node.exit_code or 0
+    spinner = _Spinner(executor, name)
+    while not stop.received and node.exit_code is None and spinner.alive and rclpy.ok():
+        time.sleep(POLL_S)
+    by_signal = stop.received > 0 and node.exit_code is None
+    log = node.get_logger()
+    if by_signal:
+        log.info("stop signal received: shutting down")
+    _close_within(node, CLOSE_DEADLINE_S)
+    if not spinner.stop(EXECUTOR_STOP_S):
+        log.warning(f"the executor was still in a callback {EXECUTOR_STOP_S:.0f} s after close")
+    if spinner.error is not None:  # before the stop or during close
+        log.error(f"a callback raised:\n{spinner.error}")
+    if not executor.shutdown(timeout_sec=EXECUTOR_STOP_S):
+        log.warning(f"callbacks still running {EXECUTOR_STOP_S:.0f} s after the executor stopped")
+    node.destroy_node()
+    rclpy.try_shutdown()
+    if spinner.error is not None:
+        return 1
+    return 0 if by_signal else (node.exit_code or 0)
 
 
 def call_in_executor(node: Node, fn: Callable[[], T], timeout_s: float) -> T:
