@@ -59,6 +59,7 @@ PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=
 # never dropped by a full service queue (rclpy's default keeps 10).
 REQUEST_QOS = QoSProfile(depth=1000)
 SHUTDOWN_DETAIL = "the motion server is shutting down"
+CLOSE_MARGIN_S = 4.0  # beyond the stop confirmation: planning in progress, the result's flush
 RESULT_FLUSH_S = 0.3  # after the last goal's execute callback returns, the executor sends its result: give it time
 CANCEL_DETAIL = "the goal was cancelled"
 STOP_SERVICE_DETAIL = f"stopped by a call of {topics.STOP}"
@@ -92,6 +93,8 @@ class MotionServerNode(GraphNode):
         self._episode_id: str | None = None
         self._busy = threading.Lock()
         self._shutting_down = False
+        # close() ends a running goal: its stop confirmation, then the result's flush
+        self.close_timeout_s = p.stop_confirm_timeout_s + CLOSE_MARGIN_S
         self.stop_detail = ""  # why the running motion was told to stop (cancel, stop service, shutdown)
         self.trajectory_board = TrajectoryBoard()
         self._log_limit = RepeatLimiter()
@@ -321,7 +324,7 @@ class MotionServerNode(GraphNode):
         self._shutting_down = True
         if self._busy.locked():
             self._stop(SHUTDOWN_DETAIL)
-            deadline = time.monotonic() + self.params.stop_confirm_timeout_s + 2.0
+            deadline = time.monotonic() + self.params.stop_confirm_timeout_s + CLOSE_MARGIN_S / 2
             while self._busy.locked() and time.monotonic() < deadline:
                 time.sleep(POLL_S)
             time.sleep(RESULT_FLUSH_S)

@@ -49,6 +49,8 @@ class GraphNode(Node):
     """A node that can end its own process (``finish``) and release resources on the way out (``close``)."""
 
     exit_code: int | None = None
+    #: How long :meth:`close` may take; a node whose close waits on the robot (the motion server) sets its own.
+    close_timeout_s: float = CLOSE_DEADLINE_S
 
     def finish(self, exit_code: int = 0) -> None:
         """Ask :func:`run_node` to stop spinning and exit with ``exit_code``."""
@@ -60,7 +62,7 @@ class GraphNode(Node):
 
         The executor still spins while close runs: subscriptions, services and action results are still served, so
         close may wait for them (end a running goal, join a worker that waits on an action result). It must return
-        within :data:`CLOSE_DEADLINE_S`; past that, run_node logs it and shuts the node down anyway. Entities the
+        within :attr:`close_timeout_s`; past that, run_node logs it and shuts the node down anyway. Entities the
         executor waits on (action clients) are destroyed in ``destroy_node``, after the executor stopped.
         """
 
@@ -170,7 +172,7 @@ def _run(factory: Callable[[], GraphNode], name: str, threads: int, stop: _StopF
     log = node.get_logger()
     if by_signal:
         log.info("stop signal received: shutting down")
-    _close_within(node, CLOSE_DEADLINE_S)
+    _close_within(node, node.close_timeout_s)
     if not spinner.stop(EXECUTOR_STOP_S):
         log.warning(f"the executor was still in a callback {EXECUTOR_STOP_S:.0f} s after close")
     if spinner.error is not None:  # before the stop or during close
