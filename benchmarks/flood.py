@@ -299,6 +299,12 @@ def run(args: argparse.Namespace, phase_s: float, log_dir: Path) -> dict:
         client.subscribe(JointState, topics.JOINT_STATES, QoSProfile(depth=100), joints)
         publisher = client.node.create_publisher(JointTrajectory, topics.arm_controller(ARM), 10)
         messages = trajectories(arm.joints, arm.home_joints_rad)
+        if args.kinds:
+            unknown = set(args.kinds) - set(KINDS)
+            if unknown:
+                parser_error = f"unknown kinds {sorted(unknown)}; choose from {', '.join(KINDS)}"
+                raise SystemExit(parser_error)
+            messages = {k: m for k, m in messages.items() if k in args.kinds}
         figures["message_bytes"] = {k: len(v) for k, v in messages.items()}
         wait_for(lambda: joints.count() > 0, STARTUP_TIMEOUT_S, f"{topics.JOINT_STATES} from sim_node", [sim])
         wait_for(lambda: publisher.get_subscription_count() > 0, 10.0, "sim_node's trajectory subscription", [sim])
@@ -403,6 +409,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=100.0, help="flood rate [Hz] (default 100)")
     parser.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default 60 + pid %% 30)")
     parser.add_argument("--quick", action="store_true", help="shorter phases: a run of about 30 s")
+    parser.add_argument(
+        "--kinds",
+        type=lambda v: v.split(","),
+        help=f"comma-separated subset of the kinds (default all: {','.join(KINDS)})",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     phase_s = args.phase or (5.0 if args.quick else 12.0)
