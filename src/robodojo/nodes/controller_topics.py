@@ -163,7 +163,7 @@ class TrajectoryBoard:
 _ENDED_WORDS = {
     TrajectoryState.STOPPED: "stopped",
     TrajectoryState.REPLACED: "replaced",
-    TrajectoryState.EXPIRED: "dropped (lease expired)",
+    TrajectoryState.EXPIRED: "dropped",  # its lease lapsed: the reason says how
     TrajectoryState.REFUSED: "refused",
 }
 
