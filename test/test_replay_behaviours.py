@@ -61,7 +61,7 @@ def test_tools_without_tool_choice_are_ignored():
 def test_tool_role_rejected_or_dropped():
     history = [*USER, {"role": "assistant", "content": ""}, {"role": "tool", "tool_call_id": "c", "content": "SECRET"}]
     with (
-        serve([], reject_tool_role=True, echo_model=True) as (server, client),
+        serve([], reject_tool_role=True, echo_model=True) as (_server, client),
         pytest.raises(openai.BadRequestError, match="roles must alternate"),
     ):
         chat(client, history)
