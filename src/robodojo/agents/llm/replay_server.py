@@ -62,6 +62,8 @@ ServerBehaviour flags:
                                   autoescape): ReplayServer.prompts and echo_model show &lt; instead of <
     delay_s                       every request (GET too) is answered only after this many seconds: a busy or hung
                                   server whose socket accepts and then says nothing (stop() releases held requests)
+    v1_only                       serve the OpenAI routes only under /v1 (vLLM, Ollama): a base URL without /v1 gets
+                                  404 (by default /models and /chat/completions answer at the root too, as llama.cpp's)
     echo_model                    ignore the script and act as a cooperative model: call the first offered tool (or
                                   the one tool_choice names) with arguments {} when tools are sent and honoured, else
                                   answer with the whole prompt the model saw (so a test can see what reached it);
@@ -116,6 +118,7 @@ class ServerBehaviour:
     context_report: str = "none"
     html_escape: bool = False
     delay_s: float = 0.0
+    v1_only: bool = False
     echo_model: bool = False
 
     @staticmethod
@@ -657,7 +660,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         b = self.replay.behaviour
         path = self.path.rstrip("/")
-        if path in ("/v1/models", "/models"):
+        if path == "/v1/models" or (path == "/models" and not b.v1_only):
             entry: dict[str, Any] = {
                 "id": self.replay.script.model or "replay",
                 "object": "model",
@@ -674,7 +677,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+        routes = (
+            ("/v1/chat/completions",)
+            if self.replay.behaviour.v1_only
+            else ("/v1/chat/completions", "/chat/completions")
+        )
+        if self.path.rstrip("/") not in routes:
             self._send_error(_HttpError(404, f"no route POST {self.path}", "not_found"))
             return
         try:
