@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -164,3 +165,15 @@ def test_flags_parse_from_a_script_and_empty_replies_need_the_echo_model():
     assert script.behaviour.echo_model and script.behaviour.context_tokens == 100
     with pytest.raises(ConfigError, match="no replies"):
         ReplayScript.parse({"replies": [], "behaviour": {"html_escape": True}})
+
+
+def test_v1_only_serves_the_openai_routes_under_v1_only():
+    with serve([], v1_only=True, echo_model=True) as (server, client):
+        root = server.url.removesuffix("/v1")
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(root + "/models", timeout=2)
+        assert client.models.list().data[0].id == "replay"
+        bare = openai.OpenAI(base_url=root, api_key="x", timeout=2.0, max_retries=0)
+        with pytest.raises(openai.NotFoundError):
+            chat(bare, USER)
+        bare.close()

@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -354,8 +355,8 @@ def _probe_chat(
         needs_v1=needs_v1,
         chat_ok=True,
         escaped=escaped,
-        tool_calls=calls,
-        tool_errors=errors,
+        tool_calls=MappingProxyType(calls),
+        tool_errors=MappingProxyType(errors),
         images=images,
         tool_role=tool_role,
         null_content_ok=null_ok,
