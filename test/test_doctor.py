@@ -169,3 +169,11 @@ def test_cli_doctor_end_to_end(tmp_path, capsys):
     assert main(["doctor", "--llm", "nonsense"]) == 2
     assert "bad LLM spec" in capsys.readouterr().err
     assert main(["doctor", "--llm", f"replay:{good}", "--timeout", "0"]) == 2
+
+
+def test_without_a_working_profile_the_closest_one_is_named():
+    report = doctor("ollama:qwen", reject_null_assistant_content=True, drop_tool_role=True)
+    assert not report.working and report.profile in ("vllm", "llamacpp")
+    assert [fix for fix in report.fixes if "tool_role_supported" in fix] and not [
+        fix for fix in report.fixes if "assistant_content_null_ok" in fix
+    ]

@@ -421,18 +421,22 @@ def tool_choice_sent(p: ServerProfile) -> str:
     return "required" if p.tool_choice_required_ok else "auto"
 
 
-def _rank(p: ServerProfile, f: Facts, kind: str) -> tuple[bool, bool, bool, int]:
-    """Sort key, best last: (usable: no measured failure the profile walks into, its tool_choice gets tool calls,
-    it is the kind the user named, quirk flags equal to the measurements)."""
-    usable = not (f.null_content_ok is False and p.assistant_content_null_ok) and not (
+def _walks_into(p: ServerProfile, f: Facts) -> int:
+    """How many measured failures the profile does not work around (null content, tool role)."""
+    return int(f.null_content_ok is False and p.assistant_content_null_ok) + int(
         f.tool_role in ("rejected", "dropped") and p.tool_role_supported
     )
+
+
+def _rank(p: ServerProfile, f: Facts, kind: str) -> tuple[int, bool, bool, int]:
+    """Sort key, best last: (fewest measured failures the profile walks into, its tool_choice gets tool calls,
+    it is the kind the user named, quirk flags equal to the measurements)."""
     matches = 0
     if f.null_content_ok is not None:
         matches += p.assistant_content_null_ok == f.null_content_ok
     if f.tool_role is not None:
         matches += p.tool_role_supported == (f.tool_role == "ok")
-    return usable, bool(f.tool_calls.get(tool_choice_sent(p))), p.name == kind, matches
+    return -_walks_into(p, f), bool(f.tool_calls.get(tool_choice_sent(p))), p.name == kind, matches
 
 
 def recommend(f: Facts, kind: str, base_url: str, settings: LlmSettings) -> tuple[str | None, tuple[str, ...], bool]:
@@ -453,8 +457,9 @@ def recommend(f: Facts, kind: str, base_url: str, settings: LlmSettings) -> tupl
             fixes.append("plain chat fails: check the model name (--llm KIND:MODEL, see the models row)")
         return None, tuple(fixes), False
 
-    profile = max(_candidates(kind, settings), key=lambda p: _rank(p, f, kind))
-    usable = _rank(profile, f, kind)[0]
+    candidates = _candidates(kind, settings)
+    profile = max(candidates, key=lambda p: _rank(p, f, kind))
+    usable = _walks_into(profile, f) == 0
     calls = f.tool_calls
     modes = [m for m in ("required", "auto", "omitted") if calls.get(m)]
     working = usable and bool(modes)
@@ -481,9 +486,8 @@ def recommend(f: Facts, kind: str, base_url: str, settings: LlmSettings) -> tupl
             "(the client then folds them into user messages)"
         )
     if f.null_content_ok is False and profile.assistant_content_null_ok:
-        fixes.append(
-            "null assistant content fails: use a profile with assistant_content_null_ok: false (vllm, llamacpp)"
-        )
+        names = ", ".join(p.name for p in candidates if not p.assistant_content_null_ok) or "none configured"
+        fixes.append(f"null assistant content fails: a profile with assistant_content_null_ok: false ({names})")
     return profile.name, tuple(fixes), working
 
 
