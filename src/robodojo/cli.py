@@ -177,6 +177,24 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0 if any(o.ran for o in outcomes) else 1
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from robodojo.agents.llm.doctor import diagnose, format_report
+
+    report = diagnose(args.llm, args.base_url, timeout_s=args.timeout)
+    print(format_report(report))
+    return 0 if report.working else 1
+
+
+def _add_doctor(sub: argparse._SubParsersAction) -> None:
+    doctor = sub.add_parser(
+        "doctor", help="probe an LLM endpoint once and print what it supports, the profile to use and the fixes"
+    )
+    doctor.add_argument("--llm", required=True, help="as for run, e.g. llamacpp:MODEL, vllm:MODEL, openai:gpt-4.1-mini")
+    doctor.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
+    doctor.add_argument("--timeout", type=float, default=15.0, help="seconds per request (default 15)")
+    doctor.set_defaults(func=_cmd_doctor)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="robodojo", description="LLM agents on simulated and real dual-arm robots")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -253,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--variant", default="standard", choices=("standard", "cluttered"))
     render.add_argument("--out", default="out/render")
     render.set_defaults(func=_cmd_render)
+    _add_doctor(sub)
     return parser
 
 

@@ -44,12 +44,37 @@ ServerBehaviour flags:
     finish_reason_stop            finish_reason "stop" even next to tool calls (Ollama)
     reject_params                 HTTP 400 if the request has any of these fields (servers that reject tool_choice,
                                   parallel_tool_calls, max_tokens for reasoning models, ...)
+    reject_tool_choice_required   HTTP 500 when tool_choice is "required" (llama-cpp-python 0.3.x hits an assertion)
+    tools_need_tool_choice        tools are ignored when the request has no tool_choice: the "model" answers in text
+                                  (a scripted tool call becomes a sentence describing it; llama-cpp-python with
+                                  chat_format chatml-function-calling)
+    reject_images                 HTTP 400 on an image part (a text-only model; llama.cpp without --mmproj)
+    images_as_text                image parts are pasted into the prompt as their base64 data-URL text and counted at
+                                  4 characters a token instead of 85 tokens a picture (servers whose chat template
+                                  stringifies unknown content parts)
+    context_tokens                0: no limit; else the context size: a prompt estimated longer (4 characters a
+                                  token) gets llama.cpp's HTTP 400 "the request exceeds the available context size",
+                                  with n_prompt_tokens and n_ctx in the error body
+    context_report                where the server states its context size: "none", "props" (llama.cpp's GET /props
+                                  default_generation_settings.n_ctx) or "models" (vLLM's max_model_len in GET
+                                  /v1/models); needs context_tokens
+    html_escape                   message text is HTML-escaped before the "model" sees it (templates rendered with
+                                  autoescape): ReplayServer.prompts and echo_model show &lt; instead of <
+    delay_s                       every request (GET too) is answered only after this many seconds: a busy or hung
+                                  server whose socket accepts and then says nothing (stop() releases held requests)
+    v1_only                       serve the OpenAI routes only under /v1 (vLLM, Ollama): a base URL without /v1 gets
+                                  404 (by default /models and /chat/completions answer at the root too, as llama.cpp's)
+    echo_model                    ignore the script and act as a cooperative model: call the first offered tool (or
+                                  the one tool_choice names) with arguments {} when tools are sent and honoured, else
+                                  answer with the whole prompt the model saw (so a test can see what reached it);
+                                  replies may then be empty
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import html
 import json
 import threading
 import time
@@ -66,6 +91,7 @@ from robodojo import PACKAGE_ROOT
 from robodojo.errors import ConfigError
 
 FAILURE_WORDS = ("timeout", "disconnect")
+CONTEXT_REPORTS = ("none", "props", "models")
 
 
 @dataclass(frozen=True)
@@ -84,6 +110,16 @@ class ServerBehaviour:
     omit_tool_call_ids: bool = False
     finish_reason_stop: bool = False
     reject_params: tuple[str, ...] = ()
+    reject_tool_choice_required: bool = False
+    tools_need_tool_choice: bool = False
+    reject_images: bool = False
+    images_as_text: bool = False
+    context_tokens: int = 0
+    context_report: str = "none"
+    html_escape: bool = False
+    delay_s: float = 0.0
+    v1_only: bool = False
+    echo_model: bool = False
 
     @staticmethod
     def parse(data: Any, where: str) -> ServerBehaviour:
@@ -119,7 +155,15 @@ class ServerBehaviour:
                 ):
                     raise ConfigError(f"{at}: expected a list of request field names, got {value!r}")
                 kwargs[key] = tuple(value)
-            elif key in ("retry_after_s", "hang_s"):
+            elif key == "context_tokens":
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise ConfigError(f"{at}: expected an integer >= 0 (0: no limit), got {value!r}")
+                kwargs[key] = value
+            elif key == "context_report":
+                if value not in CONTEXT_REPORTS:
+                    raise ConfigError(f"{at}: expected one of {', '.join(CONTEXT_REPORTS)}, got {value!r}")
+                kwargs[key] = value
+            elif key in ("retry_after_s", "hang_s", "delay_s"):
                 if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                     raise ConfigError(f"{at}: expected a number >= 0, got {value!r}")
                 kwargs[key] = float(value)
@@ -127,7 +171,10 @@ class ServerBehaviour:
                 if not isinstance(value, bool):
                     raise ConfigError(f"{at}: expected true or false, got {value!r}")
                 kwargs[key] = value
-        return ServerBehaviour(**kwargs)
+        behaviour = ServerBehaviour(**kwargs)
+        if behaviour.context_report != "none" and not behaviour.context_tokens:
+            raise ConfigError(f"{where}.context_report: {behaviour.context_report!r} needs context_tokens > 0")
+        return behaviour
 
 
 @dataclass(frozen=True)
@@ -233,7 +280,7 @@ class ReplayScript:
             replies, where_replies = data, where
         if not isinstance(replies, Sequence) or isinstance(replies, str):
             raise ConfigError(f"{where_replies}: expected a list of replies, got {type(replies).__name__}")
-        if not replies:
+        if not replies and not behaviour.echo_model:  # the echo model makes its replies up
             raise ConfigError(f"{where_replies}: no replies")
         parsed = tuple(_parse_reply(r, f"{where_replies}[{i}]") for i, r in enumerate(replies))
         return ReplayScript(parsed, behaviour, model)
@@ -302,8 +349,9 @@ def cells_script(source: str, folder: Path | None = None) -> list[dict[str, Any]
     return replies
 
 
-def _text_of(content: Any) -> tuple[str, int]:
-    """The text of a message content (string or parts) and its number of images."""
+def _text_of(content: Any, images_as_text: bool = False) -> tuple[str, int]:
+    """The text of a message content (string or parts) and its number of images (each "<image>", or its data URL
+    pasted as text with ``images_as_text``)."""
     if content is None:
         return "", 0
     if isinstance(content, str):
@@ -314,16 +362,24 @@ def _text_of(content: Any) -> tuple[str, int]:
             if isinstance(part, Mapping) and part.get("type") == "text":
                 texts.append(str(part.get("text", "")))
             elif isinstance(part, Mapping) and part.get("type") == "image_url":
-                texts.append("<image>")
+                url = part.get("image_url", {})
+                texts.append(str(url.get("url", "")) if images_as_text and isinstance(url, Mapping) else "<image>")
                 images += 1
     return "\n".join(texts), images
 
 
-def render_prompt(messages: Sequence[Mapping[str, Any]]) -> tuple[str, int]:
-    """A plain-text rendering of the messages, as a chat template would show them to the model, and the image count."""
+def render_prompt(
+    messages: Sequence[Mapping[str, Any]], *, images_as_text: bool = False, escape: bool = False
+) -> tuple[str, int]:
+    """A plain-text rendering of the messages, as a chat template would show them to the model, and the image count.
+
+    ``images_as_text`` pastes each image's data URL into the text; ``escape`` HTML-escapes the message text (not the
+    template's own markup), as an autoescaping template would."""
     lines, images = [], 0
     for m in messages:
-        text, n = _text_of(m.get("content"))
+        text, n = _text_of(m.get("content"), images_as_text)
+        if escape:
+            text = html.escape(text)
         images += n
         for call in m.get("tool_calls") or []:
             fn = call.get("function", {}) if isinstance(call, Mapping) else {}
@@ -332,11 +388,33 @@ def render_prompt(messages: Sequence[Mapping[str, Any]]) -> tuple[str, int]:
     return "\n".join(lines), images
 
 
+def _echo_reply(prompt: str, tools: Sequence[Any], tool_choice: Any) -> ScriptedReply:
+    """The echo model's reply: call the named or first offered tool with {}, else say the prompt back."""
+    names = [t.get("function", {}).get("name") for t in tools if isinstance(t, Mapping)]
+    names = [n for n in names if isinstance(n, str) and n]
+    if isinstance(tool_choice, Mapping):
+        wanted = tool_choice.get("function", {}).get("name")
+        names = [wanted] if isinstance(wanted, str) and wanted else names
+    if names:
+        return ScriptedReply(None, (ScriptedToolCall(names[0], "{}"),))
+    return ScriptedReply(prompt)
+
+
 class _HttpError(Exception):
-    def __init__(self, status: int, message: str, code: str, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str,
+        headers: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        error_type: str = "replay_error",
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.code = status, message, code
         self.headers = dict(headers or {})
+        self.extra = dict(extra or {})  # more fields of the error object (llama.cpp's n_ctx, n_prompt_tokens)
+        self.error_type = error_type
 
 
 class ReplayServer:
@@ -423,6 +501,9 @@ class ReplayServer:
         for name in b.reject_params:
             if name in body:
                 raise _HttpError(400, f"Unsupported parameter: '{name}' is not supported by this server", "bad_param")
+        if b.reject_tool_choice_required and body.get("tool_choice") == "required" and body.get("tools"):
+            # llama-cpp-python 0.3.x: `assert tool_choice in ("auto", "none") or isinstance(tool_choice, dict)`
+            raise _HttpError(500, "AssertionError: tool_choice 'required' is not supported", "internal_error")
         for i, m in enumerate(messages):
             null_content = m.get("role") == "assistant" and m.get("tool_calls") and m.get("content") is None
             if b.reject_null_assistant_content and null_content:
@@ -435,14 +516,38 @@ class ReplayServer:
                 raise _HttpError(
                     400, f"messages[{i}]: Conversation roles must alternate user/assistant/user/assistant", "bad_role"
                 )
+            content = m.get("content")
+            has_image = isinstance(content, list) and any(
+                isinstance(p, Mapping) and p.get("type") == "image_url" for p in content
+            )
+            if b.reject_images and has_image:
+                raise _HttpError(400, f"messages[{i}]: image input is not supported by this model", "no_images")
         if b.drop_tool_role:
             messages = [m for m in messages if m.get("role") != "tool"]
         return messages
 
     def _answer(self, body: Mapping[str, Any], messages: list[Mapping[str, Any]]) -> dict[str, Any]:
         b = self.behaviour
-        prompt, images = render_prompt(messages)
+        prompt, images = render_prompt(messages, images_as_text=b.images_as_text, escape=b.html_escape)
+        tool_choice = body.get("tool_choice")
+        tools_ignored = b.tools_need_tool_choice and tool_choice is None and bool(body.get("tools"))
         prompt_all = prompt + json.dumps(body.get("tools") or [])
+        estimated = max(1, len(prompt_all) // 4 + (0 if b.images_as_text else 85 * images))
+        if b.context_tokens and estimated > b.context_tokens:
+            raise _HttpError(
+                400,
+                "the request exceeds the available context size, try increasing it",
+                "exceed_context_size",
+                extra={"n_prompt_tokens": estimated, "n_ctx": b.context_tokens},
+                error_type="exceed_context_size_error",
+            )
+        if b.echo_model:
+            with self._lock:
+                self.prompts.append(prompt)
+                index = len(self.prompts) - 1
+            honoured = [] if tools_ignored or tool_choice == "none" else list(body.get("tools") or [])
+            reply = _echo_reply(prompt, honoured, tool_choice)
+            return self._completion(body, index, reply, estimated, 0)
         with self._lock:
             if self._next_reply >= len(self.script.replies):
                 raise _HttpError(
@@ -461,6 +566,16 @@ class ReplayServer:
                 shared += 1
             self._previous_prompt = prompt_all
         reply = self.script.replies[index]
+        if tools_ignored and reply.tool_calls:  # the model never saw the tools: it describes the call in words instead
+            said = "; ".join(f"I will call {c.name} with {c.arguments}" for c in reply.tool_calls)
+            reply = ScriptedReply(reply.content or said, (), reply.usage, None)
+        return self._completion(body, index, reply, estimated, shared)
+
+    def _completion(
+        self, body: Mapping[str, Any], index: int, reply: ScriptedReply, estimated: int, shared: int
+    ) -> dict[str, Any]:
+        """The chat.completion body for one reply (``shared``: prompt characters in common with the previous one)."""
+        b = self.behaviour
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.tool_calls:
             calls = []
@@ -484,7 +599,7 @@ class ReplayServer:
         }
         if not b.omit_usage:
             scripted = reply.usage or {}
-            prompt_tokens = scripted.get("prompt_tokens", max(1, len(prompt_all) // 4 + 85 * images))
+            prompt_tokens = scripted.get("prompt_tokens", estimated)
             cached = shared // 4
             cached = cached // 128 * 128 if cached >= 1024 else 0
             cached = min(scripted.get("cached_tokens", cached), prompt_tokens)
@@ -522,20 +637,52 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _send_error(self, error: _HttpError) -> None:
-        payload = {"error": {"message": error.message, "type": "replay_error", "param": None, "code": error.code}}
+        payload = {
+            "error": {
+                "message": error.message,
+                "type": error.error_type,
+                "param": None,
+                "code": error.code,
+                **error.extra,
+            }
+        }
         self._send_json(error.status, payload, error.headers)
 
+    def _delayed(self) -> bool:
+        """Hold the request for delay_s, like a busy or hung server; True if stop() released it (then drop it)."""
+        if self.replay.behaviour.delay_s > 0 and self.replay._stopping.wait(self.replay.behaviour.delay_s):
+            self.close_connection = True
+            return True
+        return False
+
     def do_GET(self) -> None:
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
-            model = self.replay.script.model or "replay"
-            self._send_json(200, {"object": "list", "data": [{"id": model, "object": "model", "owned_by": "replay"}]})
+        if self._delayed():
+            return
+        b = self.replay.behaviour
+        path = self.path.rstrip("/")
+        if path == "/v1/models" or (path == "/models" and not b.v1_only):
+            entry: dict[str, Any] = {
+                "id": self.replay.script.model or "replay",
+                "object": "model",
+                "owned_by": "replay",
+            }
+            if b.context_report == "models":
+                entry["max_model_len"] = b.context_tokens  # as vLLM reports it
+            self._send_json(200, {"object": "list", "data": [entry]})
+        elif path == "/props" and b.context_report == "props":  # llama.cpp's server properties, at the root
+            self._send_json(200, {"default_generation_settings": {"n_ctx": b.context_tokens}, "total_slots": 1})
         else:
             self._send_error(_HttpError(404, f"no route GET {self.path}", "not_found"))
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+        routes = (
+            ("/v1/chat/completions",)
+            if self.replay.behaviour.v1_only
+            else ("/v1/chat/completions", "/chat/completions")
+        )
+        if self.path.rstrip("/") not in routes:
             self._send_error(_HttpError(404, f"no route POST {self.path}", "not_found"))
             return
         try:
@@ -549,6 +696,8 @@ class _Handler(BaseHTTPRequestHandler):
         server = self.replay
         with server._lock:
             server.requests.append(body)
+        if self._delayed():
+            return
         failure = server._failure_for_this_call()
         if failure == "timeout":
             server._stopping.wait(server.behaviour.hang_s)

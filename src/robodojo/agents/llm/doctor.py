@@ -1,0 +1,566 @@
+"""`robodojo doctor`: probe an OpenAI-compatible endpoint once and say which profile and options work with it.
+
+Local servers differ in ways that only show mid-episode (a 500 on tool_choice "required", tools ignored without
+tool_choice, images pasted into the prompt as base64 text, tool results dropped by the chat template). The doctor
+sends one short request per feature, with short timeouts and no retries, and reports what it measured
+(:func:`diagnose` returns a frozen :class:`DoctorReport`; :func:`format_report` renders it), then picks the profile of
+config/llm.yaml whose quirk flags match and one fix line per failure.
+
+Probing uses the openai package directly (not LlmClient) so that no profile rewrite hides what the server does, plus
+urllib for the endpoints outside the OpenAI API (llama.cpp's /props).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import openai
+
+from robodojo.agents.llm.settings import LlmSettings, ServerProfile, load_llm_settings
+from robodojo.errors import ConfigError
+
+OK, WARN, FAIL, SKIP = "ok", "WARN", "FAIL", "-"
+DEFAULT_TIMEOUT_S = 15.0
+OPENAI_URL = "https://api.openai.com/v1"
+CODE_WORD = "PELICAN"
+ECHO_TEXT = '<ok> & "done"'  # HTML-escaping servers turn this into &lt;ok&gt; &amp; &quot;done&quot;
+TOOL_NAME = "report_status"
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": TOOL_NAME,
+        "description": "Report your status.",
+        "parameters": {
+            "type": "object",
+            "properties": {"status": {"type": "string", "enum": ["ok"]}},
+            "required": ["status"],
+        },
+    },
+}
+TOOL_PROMPT = f'Call the {TOOL_NAME} tool with status "ok". Do not answer in text.'
+TOOL_CHOICES = ("required", "auto", None)  # None: the field is not sent
+
+
+@dataclass(frozen=True)
+class Check:
+    """One row of the report: what was probed, the verdict (ok, WARN, FAIL, - for not run) and what was seen."""
+
+    name: str
+    status: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the probes measured, in the terms the profile choice needs (None: not measured)."""
+
+    reachable: bool = False
+    needs_v1: bool = False
+    timed_out: bool = False
+    chat_ok: bool = False
+    escaped: bool | None = None
+    tool_calls: Mapping[str, bool | None] = field(default_factory=dict)  # "required"/"auto"/"omitted" -> calls?
+    tool_errors: Mapping[str, str] = field(default_factory=dict)
+    images: str | None = None  # ok, rejected, as_text, context
+    tool_role: str | None = None  # ok, rejected, dropped
+    null_content_ok: bool | None = None
+    context_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """The measured checks, the profile to use and one fix per failure; ``working`` is the exit status's answer."""
+
+    spec: str
+    kind: str
+    model: str
+    base_url: str
+    timeout_s: float
+    checks: tuple[Check, ...]
+    facts: Facts
+    models: tuple[str, ...]
+    profile: str | None
+    fixes: tuple[str, ...]
+    working: bool
+
+    def check(self, name: str) -> Check:
+        """The row called ``name``; KeyError if there is none."""
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+# -- talking to the server -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """One chat request's outcome: the JSON body, or an error (status None: no HTTP answer)."""
+
+    body: Mapping[str, Any] | None = None
+    status: int | None = None
+    error: str = ""
+    error_body: Any = None
+    timed_out: bool = False
+
+    @property
+    def message(self) -> Mapping[str, Any]:
+        choices = (self.body or {}).get("choices") or [{}]
+        return choices[0].get("message") or {}
+
+    @property
+    def content(self) -> str:
+        return str(self.message.get("content") or "")
+
+    @property
+    def called(self) -> bool:
+        calls = self.message.get("tool_calls") or []
+        return any(isinstance(c, Mapping) and (c.get("function") or {}).get("name") == TOOL_NAME for c in calls)
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        usage = (self.body or {}).get("usage") or {}
+        value = usage.get("prompt_tokens")
+        return value if isinstance(value, int) else None
+
+    def failure(self) -> str:
+        """One line saying how the request failed."""
+        if self.timed_out:
+            return "no answer within the timeout"
+        if self.status is None:
+            return f"no HTTP answer ({self.error})"
+        return f"HTTP {self.status}: {_short(self.error)}"
+
+
+def _short(text: str, limit: int = 90) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _chat(client: openai.OpenAI, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> _Answer:
+    try:
+        reply = client.chat.completions.create(model=model, messages=messages, **kwargs)  # type: ignore[arg-type]
+    except openai.APITimeoutError:
+        return _Answer(timed_out=True, error="timed out")
+    except openai.APIStatusError as exc:
+        body = exc.body
+        message = body.get("message") if isinstance(body, Mapping) else None
+        return _Answer(status=exc.status_code, error=str(message or exc.message), error_body=body)
+    except openai.APIConnectionError as exc:
+        return _Answer(error=str(exc.__cause__ or exc))
+    return _Answer(body=reply.model_dump())
+
+
+def _get_json(url: str, api_key: str, timeout_s: float) -> tuple[int | None, Any, str]:
+    """(HTTP status or None, parsed JSON or None, error text) of a GET."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
+            raw = answer.read()
+            try:
+                return answer.status, json.loads(raw), ""
+            except json.JSONDecodeError:
+                return answer.status, None, "not JSON"
+    except urllib.error.HTTPError as exc:
+        return exc.code, None, f"HTTP {exc.code}"
+    except TimeoutError:
+        return None, None, "timeout"
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        return None, None, "timeout" if isinstance(reason, TimeoutError) else str(reason)
+    except OSError as exc:
+        return None, None, str(exc)
+
+
+def _context_from_error(answer: _Answer) -> int | None:
+    """n_ctx from llama.cpp's error object, or the number in vLLM's "maximum context length is N tokens"."""
+    body = answer.error_body
+    if isinstance(body, Mapping):
+        inner = body.get("error")
+        inner = inner if isinstance(inner, Mapping) else body
+        if isinstance(inner.get("n_ctx"), int):
+            return int(inner["n_ctx"])
+    found = re.search(r"maximum context length is (\d+)", answer.error)
+    return int(found.group(1)) if found else None
+
+
+def _is_context_error(answer: _Answer) -> bool:
+    return answer.status == 400 and bool(re.search(r"context (size|length)|exceed_context", answer.error, re.I))
+
+
+def _probe_image_part() -> tuple[dict[str, Any], int]:
+    """A 64x64 noise JPEG as an image part (~4 KB of base64: some 1000 tokens as text, under 300 as a picture)."""
+    from robodojo.agents.llm.client import image_part  # cv2; only needed here
+
+    rgb = np.random.default_rng(13).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    part = image_part(rgb, 85)
+    return part, len(part["image_url"]["url"])
+
+
+# -- probing -----------------------------------------------------------------------------------------------------------
+
+
+def _root_of(base_url: str) -> str:
+    return re.sub(r"/v1/?$", "", base_url.rstrip("/"))
+
+
+def probe(
+    base_url: str, model: str, api_key: str, timeout_s: float
+) -> tuple[tuple[Check, ...], Facts, tuple[str, ...]]:
+    """Run every probe against ``base_url`` once; the rows, the facts and the model ids the server lists."""
+    checks: list[Check] = []
+    base = base_url.rstrip("/")
+    status, body, error = _get_json(base + "/models", api_key, timeout_s)
+    needs_v1 = False
+    if status != 200 and not base.endswith("/v1"):
+        status_v1, body_v1, _ = _get_json(base + "/v1/models", api_key, timeout_s)
+        if status_v1 == 200:
+            needs_v1, status, body, base = True, status_v1, body_v1, base + "/v1"
+    if status is None:
+        timed_out = error == "timeout"
+        why = (
+            f"connected, but no answer within {timeout_s:g} s (busy, hung, or still loading the model)"
+            if timed_out
+            else f"nothing answers at {base}: {error}"
+        )
+        checks.append(Check("reachable", FAIL, why))
+        return tuple(checks), Facts(timed_out=timed_out), ()
+    if needs_v1:
+        checks.append(Check("reachable", WARN, f"GET {base_url.rstrip('/')}/models fails, {base}/models works"))
+    else:
+        checks.append(Check("reachable", OK, f"GET {base}/models: HTTP {status}"))
+    data = body.get("data") if isinstance(body, Mapping) else None
+    entries: list[Any] = data if isinstance(data, list) else []
+    models = tuple(str(e.get("id")) for e in entries if isinstance(e, Mapping) and e.get("id"))
+    if not models:
+        checks.append(Check("models", WARN, "the server lists no models" if status == 200 else f"GET /models: {error}"))
+    elif model in models:
+        checks.append(Check("models", OK, f"{', '.join(models[:4])}{' ...' if len(models) > 4 else ''}"))
+    else:
+        listed = ", ".join(models[:4]) + (" ..." if len(models) > 4 else "")
+        checks.append(Check("models", WARN, f"{model!r} is not listed ({listed}); llama.cpp ignores the name"))
+
+    context, context_source = None, ""
+    for e in entries:
+        if isinstance(e, Mapping) and isinstance(e.get("max_model_len"), int):
+            context, context_source = int(e["max_model_len"]), "max_model_len in /v1/models (vLLM)"
+    if context is None:
+        props_status, props, _ = _get_json(_root_of(base) + "/props", api_key, timeout_s)
+        if props_status == 200 and isinstance(props, Mapping):
+            settings = props.get("default_generation_settings")
+            n_ctx = (settings or {}).get("n_ctx") if isinstance(settings, Mapping) else props.get("n_ctx")
+            if isinstance(n_ctx, int):
+                context, context_source = n_ctx, "n_ctx in /props (llama.cpp)"
+
+    client = openai.OpenAI(base_url=base, api_key=api_key, timeout=timeout_s, max_retries=0)
+    try:
+        return _probe_chat(client, model, base, timeout_s, checks, models, needs_v1, context, context_source)
+    finally:
+        client.close()
+
+
+def _probe_chat(
+    client: openai.OpenAI,
+    model: str,
+    base: str,
+    timeout_s: float,
+    checks: list[Check],
+    models: tuple[str, ...],
+    needs_v1: bool,
+    context: int | None,
+    context_source: str,
+) -> tuple[tuple[Check, ...], Facts, tuple[str, ...]]:
+    user = {"role": "user", "content": f"Reply with exactly this text and nothing else: {ECHO_TEXT}"}
+    chat = _chat(client, model, [user])
+    context = context or _context_from_error(chat)
+    if chat.body is None:
+        checks.append(Check("plain chat", FAIL, chat.failure()))
+        skipped = "not run: plain chat fails"
+        for name in ("html escaping", *(_tool_row(c) for c in TOOL_CHOICES), "images", "tool role", "null content"):
+            checks.append(Check(name, SKIP, skipped))
+        checks.insert(2, _context_check(context, context_source))
+        facts = Facts(reachable=True, needs_v1=needs_v1, timed_out=chat.timed_out, context_tokens=context)
+        return tuple(checks), facts, models
+    checks.append(Check("plain chat", OK, f"answered {_short(chat.content, 50)!r}"))
+    escaped = bool(re.search(r"&lt;|&amp;|&quot;|&#x27;|&#34;", chat.content)) and "<ok>" not in chat.content
+    checks.append(
+        Check("html escaping", FAIL, 'the model sees &lt; &amp; &quot; for < & " (autoescaping template)')
+        if escaped
+        else Check("html escaping", OK, "text arrives as sent")
+    )
+
+    calls: dict[str, bool | None] = {}
+    errors: dict[str, str] = {}
+    for choice in TOOL_CHOICES:
+        key = choice or "omitted"
+        kwargs: dict[str, Any] = {"tools": [TOOL]}
+        if choice is not None:
+            kwargs["tool_choice"] = choice
+        answer = _chat(client, model, [{"role": "user", "content": TOOL_PROMPT}], **kwargs)
+        if answer.body is None:
+            calls[key], errors[key] = None, answer.failure()
+            checks.append(Check(_tool_row(choice), FAIL, answer.failure()))
+        elif answer.called:
+            calls[key] = True
+            checks.append(Check(_tool_row(choice), OK, "the model calls the tool"))
+        else:
+            calls[key] = False
+            checks.append(Check(_tool_row(choice), WARN, f"no tool call; text {_short(answer.content, 45)!r}"))
+
+    images, image_check = _probe_images(client, model)
+    context = context or image_check[1]
+    checks.append(image_check[0])
+
+    call = {"id": "call_doctor_1", "type": "function", "function": {"name": TOOL_NAME, "arguments": '{"status": "ok"}'}}
+    result = {"role": "tool", "tool_call_id": "call_doctor_1", "content": f"Recorded. The code word is {CODE_WORD}."}
+    question = {"role": "user", "content": "What is the code word in the tool result? Answer with the word only."}
+    ask: dict[str, Any] = {"role": "user", "content": TOOL_PROMPT}
+    answer = _chat(client, model, [ask, {"role": "assistant", "content": "", "tool_calls": [call]}, result, question])
+    if answer.body is None:
+        tool_role = "rejected"
+        checks.append(Check("tool role", FAIL, f"role 'tool' rejected: {answer.failure()}"))
+    elif CODE_WORD in answer.content.upper():
+        tool_role = "ok"
+        checks.append(Check("tool role", OK, "the model sees tool results"))
+    else:
+        tool_role = "dropped"
+        checks.append(Check("tool role", FAIL, f"tool result not seen (dropped?); said {_short(answer.content, 40)!r}"))
+
+    # content null next to tool_calls; the tool result folded into a user message if role "tool" is the problem
+    folded = {"role": "user", "content": f"Result of tool call call_doctor_1: {result['content']}"}
+    history = [ask, {"role": "assistant", "content": None, "tool_calls": [call]}]
+    history += [result, question] if tool_role != "rejected" else [folded, question]
+    answer = _chat(client, model, history)
+    null_ok = answer.body is not None
+    checks.append(
+        Check("null content", OK, "assistant content null accepted")
+        if null_ok
+        else Check("null content", FAIL, f"assistant content null next to tool_calls: {answer.failure()}")
+    )
+    checks.insert(2, _context_check(context, context_source or "the server's context-length error"))
+    facts = Facts(
+        reachable=True,
+        needs_v1=needs_v1,
+        chat_ok=True,
+        escaped=escaped,
+        tool_calls=MappingProxyType(calls),
+        tool_errors=MappingProxyType(errors),
+        images=images,
+        tool_role=tool_role,
+        null_content_ok=null_ok,
+        context_tokens=context,
+    )
+    return tuple(checks), facts, models
+
+
+def _tool_row(choice: str | None) -> str:
+    return f"tools, tool_choice={choice}" if choice else "tools, no tool_choice"
+
+
+def _context_check(context: int | None, source: str) -> Check:
+    if context is None:
+        return Check("context length", SKIP, "the server does not say")
+    return Check("context length", OK, f"{context} tokens ({source})")
+
+
+def _probe_images(client: openai.OpenAI, model: str) -> tuple[str, tuple[Check, int | None]]:
+    """Send the same question without and with a small image; the prompt-token difference tells picture from text."""
+    part, chars = _probe_image_part()
+    text = {"type": "text", "text": "How many images do you see? Answer with a number."}
+    plain = _chat(client, model, [{"role": "user", "content": [text]}])
+    answer = _chat(client, model, [{"role": "user", "content": [text, part]}])
+    if answer.body is None:
+        if _is_context_error(answer):
+            n_ctx = _context_from_error(answer)
+            return "context", (
+                Check("images", FAIL, f"a {chars}-character image part overflows the context: pasted as text?"),
+                n_ctx,
+            )
+        return "rejected", (Check("images", FAIL, f"image part rejected: {answer.failure()}"), None)
+    before, after = plain.prompt_tokens, answer.prompt_tokens
+    if before is None or after is None:
+        return "ok", (Check("images", WARN, "accepted; no usage to tell a picture from pasted text"), None)
+    delta = after - before
+    # base64 tokenises at 2-4 characters a token; a vision encoder spends well under 300 tokens on 64x64 pixels
+    if delta > max(300, chars // 8):
+        detail = f"pasted into the prompt as text: +{delta} tokens for a {chars}-character 64x64 image"
+        return "as_text", (Check("images", FAIL, detail), None)
+    return "ok", (Check("images", OK, f"accepted as a picture (+{delta} prompt tokens)"), None)
+
+
+# -- verdict -----------------------------------------------------------------------------------------------------------
+
+
+def _candidates(kind: str, settings: LlmSettings) -> list[ServerProfile]:
+    """Profiles that could drive this endpoint: the same kind of key handling (an OpenAI key is never proposed for a
+    local server), the replay profile only for the replay server (which stands in for any local server)."""
+    own = settings.profile(kind)
+    return [
+        p
+        for p in settings.profiles.values()
+        if (p.name != "replay" or kind == "replay") and p.api_key_required == own.api_key_required
+    ]
+
+
+def tool_choice_sent(p: ServerProfile) -> str:
+    """What the client sends when an agent asks for "required": required, auto, or omitted (no field)."""
+    if not p.supports_tool_choice:
+        return "omitted"
+    return "required" if p.tool_choice_required_ok else "auto"
+
+
+def _walks_into(p: ServerProfile, f: Facts) -> int:
+    """How many measured failures the profile does not work around (null content, tool role)."""
+    return int(f.null_content_ok is False and p.assistant_content_null_ok) + int(
+        f.tool_role in ("rejected", "dropped") and p.tool_role_supported
+    )
+
+
+def _rank(p: ServerProfile, f: Facts, kind: str) -> tuple[int, bool, bool, int]:
+    """Sort key, best last: (fewest measured failures the profile walks into, its tool_choice gets tool calls,
+    it is the kind the user named, quirk flags equal to the measurements)."""
+    matches = 0
+    if f.null_content_ok is not None:
+        matches += p.assistant_content_null_ok == f.null_content_ok
+    if f.tool_role is not None:
+        matches += p.tool_role_supported == (f.tool_role == "ok")
+    return -_walks_into(p, f), bool(f.tool_calls.get(tool_choice_sent(p))), p.name == kind, matches
+
+
+def recommend(f: Facts, kind: str, base_url: str, settings: LlmSettings) -> tuple[str | None, tuple[str, ...], bool]:
+    """The profile to use, one fix line per failure, and whether a working setup was found."""
+    fixes: list[str] = []
+    if f.needs_v1:
+        fixes.append(f"add /v1 to --base-url: --base-url {base_url.rstrip('/')}/v1")
+    if not f.reachable:
+        if f.timed_out:
+            fixes.append("the server accepts connections but does not answer: wait for the model to load or restart it")
+        else:
+            fixes.append("start the server, or give its address with --base-url URL (ending in /v1)")
+        return None, tuple(fixes), False
+    if not f.chat_ok:
+        if f.timed_out:
+            fixes.append("the model did not answer in time: a smaller model, a GPU, or a longer --timeout")
+        else:
+            fixes.append("plain chat fails: check the model name (--llm KIND:MODEL, see the models row)")
+        return None, tuple(fixes), False
+
+    candidates = _candidates(kind, settings)
+    profile = max(candidates, key=lambda p: _rank(p, f, kind))
+    usable = _walks_into(profile, f) == 0
+    calls = f.tool_calls
+    modes = [m for m in ("required", "auto", "omitted") if calls.get(m)]
+    working = usable and bool(modes)
+    if not modes:
+        fixes.append(
+            "the model never calls tools: llama.cpp needs --jinja, llama-cpp-python a function-calling chat_format, "
+            "Ollama and vLLM a model (and vLLM --enable-auto-tool-choice --tool-call-parser) with tool support"
+        )
+    elif not calls.get(tool_choice_sent(profile)):
+        fixes.append(
+            f"use --tool-choice {modes[0]}"
+            if modes[0] != "omitted"
+            else "tool_choice must not be sent: a profile with supports_tool_choice: false (e.g. ollama)"
+        )
+    if f.images in ("rejected", "as_text", "context"):
+        reason = {"rejected": "the server rejects images", "as_text": "images reach the model as base64 text",
+                  "context": "an image overflows the context"}[f.images]  # fmt: skip
+        fixes.append(f"use --images none ({reason}; or serve a vision model, llama.cpp: --mmproj)")
+    if f.escaped:
+        fixes.append("the chat template HTML-escapes prompts: use a template without autoescape (code and JSON break)")
+    if f.tool_role in ("rejected", "dropped") and profile.tool_role_supported:
+        fixes.append(
+            f"tool results are {f.tool_role}: add a profile with tool_role_supported: false to config/llm.yaml "
+            "(the client then folds them into user messages)"
+        )
+    if f.null_content_ok is False and profile.assistant_content_null_ok:
+        names = ", ".join(p.name for p in candidates if not p.assistant_content_null_ok) or "none configured"
+        fixes.append(f"null assistant content fails: a profile with assistant_content_null_ok: false ({names})")
+    return profile.name, tuple(fixes), working
+
+
+def resolve_endpoint(kind: str, base_url: str | None, api_key: str | None, settings: LlmSettings) -> tuple[str, str]:
+    """(base URL, API key) as LlmClient would pick them: argument, then the profile's variable, then its default."""
+    p = settings.profile(kind)
+    if base_url is None and p.base_url_env:
+        base_url = os.environ.get(p.base_url_env) or None
+    base_url = base_url or p.default_base_url or (OPENAI_URL if p.api_key_required else None)
+    if base_url is None:
+        raise ConfigError(f"profile {kind!r} has no default address: pass --base-url URL")
+    if api_key is None and p.api_key_env:
+        api_key = os.environ.get(p.api_key_env) or None
+    if api_key is None:
+        if p.api_key_required:
+            raise ConfigError(f"profile {kind!r} needs an API key: set {p.api_key_env}")
+        api_key = p.placeholder_api_key
+    return base_url, api_key
+
+
+@contextlib.contextmanager
+def _endpoint(spec: str, base_url: str | None, api_key: str | None, settings: LlmSettings) -> Iterator[tuple[str, ...]]:
+    """(kind, model, base URL, key); replay:FILE starts that script's server for the duration."""
+    from robodojo.agents.llm.client import parse_llm_spec
+    from robodojo.agents.llm.replay_server import ReplayScript, ReplayServer
+
+    kind, rest = parse_llm_spec(spec, settings)
+    if kind == "replay":
+        script = ReplayScript.load(Path(rest))
+        with ReplayServer(script) as server:
+            yield kind, script.model or "replay", base_url or server.url, api_key or "replay"
+        return
+    yield (kind, rest, *resolve_endpoint(kind, base_url, api_key, settings))
+
+
+def diagnose(
+    spec: str,
+    base_url: str | None = None,
+    *,
+    api_key: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    settings: LlmSettings | None = None,
+) -> DoctorReport:
+    """Probe the endpoint of an LLM spec (as for ``robodojo run --llm``) once and judge it."""
+    if not timeout_s > 0:
+        raise ConfigError(f"--timeout must be > 0 seconds, got {timeout_s}")
+    settings = settings or load_llm_settings()
+    with _endpoint(spec, base_url, api_key, settings) as (kind, model, url, key):
+        checks, facts, models = probe(url, model, key, timeout_s)
+    profile, fixes, working = recommend(facts, kind, url, settings)
+    return DoctorReport(spec, kind, model, url, timeout_s, checks, facts, models, profile, fixes, working)
+
+
+def format_report(r: DoctorReport) -> str:
+    """The report as a table, the profile and the fixes, for a terminal."""
+    lines = [f"robodojo doctor: {r.spec} at {r.base_url} (timeout {r.timeout_s:g} s per request)", ""]
+    width = max(len(c.name) for c in r.checks)
+    lines.append(f"  {'check':{width}s}  {'result':6s}  detail")
+    lines += [f"  {c.name:{width}s}  {c.status:6s}  {c.detail}" for c in r.checks]
+    lines.append("")
+    if r.profile is not None:
+        changed = "" if r.profile == r.kind else f" (instead of {r.kind}: its quirk flags match what was measured)"
+        lines.append(f"profile: {r.profile}{changed}")
+    if r.fixes:
+        lines.append("fixes:")
+        lines += [f"  - {fix}" for fix in r.fixes]
+    # the replay server stands in for a local server: its spec is a script file, so it is kept as given
+    llm = r.spec if r.kind == "replay" else f"{r.profile or r.kind}:{r.model}"
+    flags = [fix[4:].split(" (")[0] for fix in r.fixes if fix.startswith("use --")]
+    suggestion = " ".join([f"--llm {llm}", f"--base-url {_fixed_url(r)}", *flags])
+    lines.append(f"verdict: {'working setup: ' + suggestion if r.working else 'no working setup found'}")
+    return "\n".join(lines)
+
+
+def _fixed_url(r: DoctorReport) -> str:
+    return r.base_url.rstrip("/") + ("/v1" if r.facts.needs_v1 else "")
