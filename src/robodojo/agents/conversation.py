@@ -122,8 +122,11 @@ class Conversation:
             return None, [self.add_tool_result(call.id, str(exc))]
         for name, cleaned in valid.cleaned.items():
             self._record(name, cleaned, f"'{name}'")
-        # Kept as used: re-serialized when free text changed, else exactly as sent (add_reply may have bounded it).
-        self._use_arguments(call.id, json.dumps(dict(valid.arguments), ensure_ascii=False) if valid.cleaned
+        # Kept as used: re-serialized when free text changed or the JSON was only leniently valid (raw control
+        # characters, which a strict server may refuse when the history is sent back), else exactly as sent
+        # (add_reply may have bounded it).
+        resend = bool(valid.cleaned) or not _strict_json(call.arguments)
+        self._use_arguments(call.id, json.dumps(dict(valid.arguments), ensure_ascii=False) if resend
                             else call.arguments)  # fmt: skip
         return valid, []
 
@@ -178,6 +181,15 @@ class Conversation:
             else:
                 out.append(entry.message)
         return out
+
+
+def _strict_json(text: str) -> bool:
+    """Whether ``text`` (a tool call's arguments) is JSON without raw control characters in its strings."""
+    try:
+        json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def without_images(message: Message) -> Message:

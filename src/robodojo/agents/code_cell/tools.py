@@ -82,7 +82,9 @@ def validate_tool_call(call: ToolCall, limits: TextLimits) -> ValidCall:
     if call.name not in (PYTHON, FINISH):
         raise ToolCallError(f"unknown tool {quote(call.name)}; the tools are python and finish; nothing ran")
     try:
-        args = json.loads(call.arguments or "{}")
+        # strict=False: raw control characters (a newline typed into the code string) are what the model meant;
+        # local servers' grammars emit them, and refusing them would only make the model resend the same cell.
+        args = json.loads(call.arguments or "{}", strict=False)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, integers of > 4300 digits, nesting too deep
         raise ToolCallError(f"arguments of {call.name} are not valid JSON ({exc}); nothing ran") from None
     if not isinstance(args, dict):
