@@ -240,7 +240,7 @@ def _run(tmp_path, *flags: str) -> tuple[subprocess.CompletedProcess, dict, list
 def test_an_oversized_request_ends_the_episode_as_llm_error_with_the_option(tmp_path):
     result, metrics, turns = _run(tmp_path / "all", "--context-tokens", "8192")
     assert result.returncode == 1 and "ended by llm_error" in result.stdout, result.stderr
-    assert metrics["end_reason"] == "llm_error"
+    assert metrics["end_reason"] == "llm_error" and metrics["llm_calls"] == 0  # refused, never sent
     assert "exceeds the model's context of 8192: use --images none or head" in turns[-1]["error"]
     result, metrics, _ = _run(tmp_path / "none", "--context-tokens", "8192", "--images", "none")
     assert metrics["end_reason"] != "llm_error", result.stdout + result.stderr  # text only fits

@@ -5,7 +5,8 @@ observation, assistant reply and tool result in order, with the current observat
 the k most recent observation messages keep their images; in older ones every image part is replaced by the text part
 ``[earlier camera image omitted to save context]``. All text (observation text, camera labels, notes, tool calls,
 tool results) is kept whole, the model's own within its text limits (below). ``image_horizon`` None keeps every
-image. The stored history always holds the full messages; the policy is applied when a request is built.
+image; it is never 0: a run without pictures adds none (``images: none``, :mod:`robodojo.agents.context_budget`).
+The stored history always holds the full messages; the policy is applied when a request is built.
 
 What the model wrote is kept as it was used, within :mod:`robodojo.agents.text_limits`: a reply's text is cleaned and
 cut, the free-text arguments of its valid tool call are replaced by what was used (the call's arguments re-serialized
