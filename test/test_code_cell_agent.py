@@ -72,6 +72,16 @@ def test_a_cell_runs_with_the_robot_and_keeps_its_namespace(agent, dual_world):
     assert images[0]["text"] == "Images from robo.show():" and images[2]["type"] == "image_url"
 
 
+def test_a_raw_newline_inside_the_code_string_runs_the_cell(agent):
+    raw = '{"code": "x = 6 * 7\nx"}'  # a real newline inside the JSON string, as some local servers send
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(raw)
+    record = agent.turn(Caller([_reply(("python", raw))]), 1)
+    assert record.action == "python" and record.tool_results == ["42"]
+    (stored,) = agent.conversation.history[-2]["tool_calls"]
+    assert json.loads(stored["function"]["arguments"]) == {"code": "x = 6 * 7\nx"}  # resent as strict JSON
+
+
 def test_malformed_replies_run_nothing(agent, dual_world):
     before = dual_world.data.qpos.copy(), dual_world.step_count
     caller = Caller(

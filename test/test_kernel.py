@@ -146,6 +146,26 @@ def test_traceback_without_kernel_frames(kernel: Kernel) -> None:
     assert "SyntaxError" in syntax.error and not syntax.namespace_reset
 
 
+@pytest.mark.parametrize(
+    ("code", "line", "kind"),
+    [("x = 1\ndef (:", 2, "SyntaxError: invalid syntax"), ("x = 1\n  y = 2", 2, "IndentationError: unexpected indent")],
+)
+def test_a_cell_that_does_not_parse_gets_only_its_own_location(kernel: Kernel, code: str, line: int, kind: str) -> None:
+    result = run(kernel, code)
+    # The parse step (ast.py) and the runner are not the model's frames: the error starts at the cell's line.
+    assert result.error.lstrip().startswith('File "<cell ') and f'>", line {line}\n' in result.error
+    assert "ast.py" not in result.error and "Traceback" not in result.error and "kernel_main" not in result.error
+    assert result.error.rstrip().endswith(kind)
+
+
+def test_a_runtime_error_starts_at_the_cell_frame(kernel: Kernel) -> None:
+    result = run(kernel, "import json\nx = 2\njson.loads('{')")
+    frames = [line.strip() for line in result.error.splitlines() if line.strip().startswith("File ")]
+    assert frames[0].startswith('File "<cell ') and frames[0].endswith("line 3, in <module>")
+    assert any("json" in f for f in frames[1:])  # what the cell called stays: it says where inside json it failed
+    assert "kernel_main" not in result.error and "ast.py" not in result.error
+
+
 def test_robo_calls_round_trip(kernel: Kernel, robot: FakeRobot) -> None:
     before = len(robot.calls)
     result = run(kernel, "s = robo.state()\nprint(s.name, s.tcp_pos_m * 2)\nrobo.echo(np.arange(3), k={1, 2}, z=1j)")

@@ -424,6 +424,18 @@ def test_invalid_targets_are_error_turns_with_the_target_parsers_message(dual_wo
     assert agent.arrival is None
 
 
+def test_a_raw_newline_inside_a_json_string_is_accepted_and_resent_as_strict_json(dual_world):
+    agent, _ = start(dual_world)
+    raw = '{"targets": {"left_z": 0.95}, "note": "above\nthe cube"}'  # a real newline inside the note string
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(raw)  # what strict parsing refused
+    records, _ = run(agent, [reply(("move_eef", raw))])
+    assert records[0].action == "move_eef" and records[0].move is not None and records[0].move.accepted
+    assert "above" in records[0].details["note"] and "cube" in records[0].details["note"]
+    (stored,) = agent.conversation.history[-2]["tool_calls"]  # the assistant message, before its tool result
+    assert json.loads(stored["function"]["arguments"])["targets"] == {"left_z": 0.95}  # strict JSON when sent back
+
+
 def test_a_refused_plan_is_a_move_with_the_planners_message(dual_world):
     agent, _ = start(dual_world)
     before = snapshot(dual_world)

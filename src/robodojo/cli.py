@@ -99,7 +99,37 @@ def _make_agent(args: argparse.Namespace):
         probes["pose_jitter_m"] = args.pose_jitter
     if args.demonstration:
         probes["demonstration"] = Path(args.demonstration)
-    return make_agent(args.agent, image_horizon=args.image_horizon, probes=probes)
+    return make_agent(
+        args.agent,
+        image_horizon=args.image_horizon,
+        images=args.images,
+        context_tokens=args.context_tokens,
+        probes=probes,
+    )
+
+
+def _image_horizon(text: str) -> int | str:
+    """--image-horizon: a positive count or 'all' (0 is refused: it reads as "no images", which is --images none)."""
+    from robodojo.episodes.factory import horizon_value
+
+    try:
+        value: int | str = "all" if text == "all" else int(text)
+        horizon_value(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'all', got {text!r}") from None
+    except RobodojoError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def graph_llm(agent: str, llm: str | None) -> str:
@@ -220,7 +250,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
     run.add_argument("--budget", type=int, default=100, help="LLM-call budget (default 100)")
     run.add_argument("--out", default="out/episodes", help="episode records go here (default out/episodes)")
-    run.add_argument("--image-horizon", type=int, default=None, help="observations keeping images (0: all)")
+    run.add_argument(
+        "--image-horizon",
+        type=_image_horizon,
+        default=None,
+        help="observations whose images stay in the context: N >= 1 or 'all' (default: the agent's, 2)",
+    )
+    run.add_argument(
+        "--images",
+        default=None,
+        choices=("none", "head", "all"),
+        help="which cameras' pictures are sent to the model: none (text-only models), head, all (default)",
+    )
+    run.add_argument(
+        "--context-tokens", type=_positive_int, default=None,
+        help="the model's context length: requests estimated larger are refused before sending (llm_error)",
+    )  # fmt: skip
     run.add_argument(
         "--probe",
         action="append",

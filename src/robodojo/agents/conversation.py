@@ -5,7 +5,8 @@ observation, assistant reply and tool result in order, with the current observat
 the k most recent observation messages keep their images; in older ones every image part is replaced by the text part
 ``[earlier camera image omitted to save context]``. All text (observation text, camera labels, notes, tool calls,
 tool results) is kept whole, the model's own within its text limits (below). ``image_horizon`` None keeps every
-image. The stored history always holds the full messages; the policy is applied when a request is built.
+image; it is never 0: a run without pictures adds none (``images: none``, :mod:`robodojo.agents.context_budget`).
+The stored history always holds the full messages; the policy is applied when a request is built.
 
 What the model wrote is kept as it was used, within :mod:`robodojo.agents.text_limits`: a reply's text is cleaned and
 cut, the free-text arguments of its valid tool call are replaced by what was used (the call's arguments re-serialized
@@ -122,8 +123,11 @@ class Conversation:
             return None, [self.add_tool_result(call.id, str(exc))]
         for name, cleaned in valid.cleaned.items():
             self._record(name, cleaned, f"'{name}'")
-        # Kept as used: re-serialized when free text changed, else exactly as sent (add_reply may have bounded it).
-        self._use_arguments(call.id, json.dumps(dict(valid.arguments), ensure_ascii=False) if valid.cleaned
+        # Kept as used: re-serialized when free text changed or the JSON was only leniently valid (raw control
+        # characters, which a strict server may refuse when the history is sent back), else exactly as sent
+        # (add_reply may have bounded it).
+        resend = bool(valid.cleaned) or not _strict_json(call.arguments)
+        self._use_arguments(call.id, json.dumps(dict(valid.arguments), ensure_ascii=False) if resend
                             else call.arguments)  # fmt: skip
         return valid, []
 
@@ -178,6 +182,15 @@ class Conversation:
             else:
                 out.append(entry.message)
         return out
+
+
+def _strict_json(text: str) -> bool:
+    """Whether ``text`` (a tool call's arguments) is JSON without raw control characters in its strings."""
+    try:
+        json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def without_images(message: Message) -> Message:

@@ -7,23 +7,54 @@ from collections.abc import Mapping
 from typing import Any
 
 from robodojo.agents.base import Agent
-from robodojo.errors import UnknownNameError
+from robodojo.agents.context_budget import ContextBudget, check_images, check_positive_or_none
+from robodojo.errors import ConfigError, UnknownNameError
 
 AGENTS = ("move_eef", "code_cell")
 
 
-def make_agent(name: str, *, image_horizon: int | None = None, probes: Mapping[str, Any] | None = None) -> Agent:
-    """A fresh agent. ``image_horizon`` None keeps the configured value and 0 keeps every image; ``probes`` sets
-    fields of the move_eef agent's probes (seed 002 perturbations)."""
+def horizon_value(image_horizon: int | str) -> int | None:
+    """An image-horizon override as the agents take it: a positive count, or ``"all"`` (None: every image).
+
+    0 is refused rather than guessed at: it used to mean "keep every image", and reads as "no images"."""
+    if image_horizon == "all":
+        return None
+    if isinstance(image_horizon, bool) or not isinstance(image_horizon, int) or image_horizon < 1:
+        raise ConfigError(
+            f"image horizon must be a positive number of observations or 'all', got {image_horizon!r}; "
+            "to send no images use --images none"
+        )
+    return image_horizon
+
+
+def make_agent(
+    name: str,
+    *,
+    image_horizon: int | str | None = None,
+    images: str | None = None,
+    context_tokens: int | None = None,
+    probes: Mapping[str, Any] | None = None,
+) -> Agent:
+    """A fresh agent with its shipped configuration and these overrides (None keeps the configured value):
+    ``image_horizon`` a positive count or ``"all"``; ``images`` none | head | all (robodojo.agents.context_budget);
+    ``context_tokens`` the model's context length, requests beyond it refused before sending; ``probes`` fields of
+    the move_eef agent's probes (seed 002 perturbations)."""
     if name not in AGENTS:
         raise UnknownNameError("agent", name, AGENTS)
-    horizon: dict[str, Any] = {} if image_horizon is None else {"image_horizon": image_horizon or None}
+    overrides: dict[str, Any] = {}
+    if image_horizon is not None:
+        overrides["image_horizon"] = horizon_value(image_horizon)
+    if images is not None:
+        overrides["images"] = check_images(images, "--images")
+    context_tokens = check_positive_or_none(context_tokens, "--context-tokens")
     if name == "code_cell":
         from robodojo.agents.code_cell.agent import CodeCellAgent
 
-        return CodeCellAgent(**horizon)
+        return CodeCellAgent(**overrides, context=ContextBudget(context_tokens))
     from robodojo.agents.move_eef import MoveEefAgent, load_move_eef_config
 
     config = load_move_eef_config()
-    config = dataclasses.replace(config, probes=dataclasses.replace(config.probes, **(probes or {})), **horizon)
+    if context_tokens is not None:
+        overrides["context"] = dataclasses.replace(config.context, context_tokens=context_tokens)
+    config = dataclasses.replace(config, probes=dataclasses.replace(config.probes, **(probes or {})), **overrides)
     return MoveEefAgent(config)

@@ -98,7 +98,9 @@ def run_episode(
             except LlmError as exc:
                 recorder.record_error(turn, exc)
                 reason, error = EndReason.LLM_ERROR, str(exc)
-                calls += 1  # the call was made (and retried); it counts against the budget
+                # the call was made (and retried): it counts against the budget; a request refused before
+                # sending (too large for the model's context: attempts 0) was never made
+                calls += 1 if exc.attempts else 0
                 break
             calls += 1
             usage = usage + record.reply.usage

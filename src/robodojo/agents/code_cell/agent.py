@@ -3,7 +3,9 @@
 Each turn is one LLM call. A python(code) call runs the cell in the sandboxed kernel (a separate process that reaches
 the robot only through RPC to this process, where :class:`~robodojo.agents.code_cell.robo.Robo` executes it); the
 tool result is only what the cell printed, its last expression's repr, its traceback, and a notice if a limit was hit;
-images queued with robo.show() follow as a user message. finish(status, summary) ends the episode. Every robo call a
+images queued with robo.show() follow as a user message (``images``: all cameras, only the head camera, or none:
+then robo.show is not part of the API and no text promises pictures; robo.image() still serves code). finish(status,
+summary) ends the episode. Every robo call a
 cell makes is logged (:mod:`robodojo.agents.code_cell.call_log`) and handed to the record with its turn.
 """
 
@@ -13,6 +15,7 @@ from typing import Any
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
 from robodojo.agents.code_cell.api_reference import (
+    PICTURE_METHODS,
     ROBO_CONSTANTS,
     call_robo,
     robo_api_methods,
@@ -24,6 +27,7 @@ from robodojo.agents.code_cell.kernel import CellResult, EpisodeOver, Kernel, Ke
 from robodojo.agents.code_cell.prompts import goal_message, system_message
 from robodojo.agents.code_cell.robo import Robo
 from robodojo.agents.code_cell.tools import FINISH, tool_schemas, validate_tool_call
+from robodojo.agents.context_budget import ContextBudget, check_images, head_cameras
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import ChatReply, Message
@@ -80,10 +84,16 @@ class CodeCellAgent:
         jpeg_quality: int = JPEG_QUALITY,
         kernel_limits: KernelLimits | None = None,
         text_limits: TextLimits | None = None,
+        images: str = "all",
+        context: ContextBudget | None = None,
     ) -> None:
-        """``text_limits``: bounds on the model's free text and code (default: config/agents/text_limits.yaml)."""
+        """``text_limits``: bounds on the model's free text and code (default: config/agents/text_limits.yaml);
+        ``images``: which cameras robo.show() sends pictures of (none | head | all); ``context``: the model's context
+        length, if known, against which each request is checked before it is sent."""
+        self.images = check_images(images)
+        self.context = context or ContextBudget()
         self.text_limits = text_limits or default_text_limits()
-        self.tools = tool_schemas(self.text_limits)
+        self.tools = tool_schemas(self.text_limits, self.images)
         self.image_horizon = image_horizon
         self.jpeg_quality = jpeg_quality
         self.kernel_limits = kernel_limits
@@ -95,9 +105,13 @@ class CodeCellAgent:
         self.robo = Robo(episode)
         self.call_log = RoboCallLog()
         properties = {**robo_api_properties(), **{name: f"robo.{name}" for name in ROBO_CONSTANTS}}
+        api = robo_api_methods()
+        if self.images == "none":  # robo.show would only queue pictures nobody sends: not in the cell's robo
+            api = {name: doc for name, doc in api.items() if name not in PICTURE_METHODS}
+        self.show_cameras = head_cameras(episode.robot) if self.images == "head" else None
         self.kernel = Kernel(
             self._dispatch,
-            api=robo_api_methods(),
+            api=api,
             properties=properties,
             limits=self.kernel_limits,
             preload=ROBO_RESULT_MODULES,
@@ -106,7 +120,13 @@ class CodeCellAgent:
         self.conversation = Conversation(self.image_horizon, self.text_limits)
         label = f"robodojo-{episode.robot.name.replace('_', '-')}"
         self.conversation.add(
-            system_message(episode, robo_api_reference(episode.robot), self.kernel.limits.wall_s, label)
+            system_message(
+                episode,
+                robo_api_reference(episode.robot, images=self.images),
+                self.kernel.limits.wall_s,
+                label,
+                self.images,
+            )
         )
         self.conversation.add(goal_message(episode))
 
@@ -116,12 +136,22 @@ class CodeCellAgent:
         def call() -> Any:
             if self.episode.backend.steps_left <= 0 and method in MOTION_METHODS:
                 raise EpisodeOver("the env step budget is used up")
+            if method in PICTURE_METHODS and self.images == "none":
+                raise AttributeError("robo has no attribute 'show': this run sends no pictures")
+            if method == "show" and self.show_cameras is not None:
+                camera = kwargs.get("camera", args[0] if args else None)
+                if isinstance(camera, str) and camera not in self.show_cameras:
+                    raise ValueError(
+                        f"robo.show({camera!r}): this run sends only the pictures of "
+                        f"{', '.join(repr(c) for c in self.show_cameras)}"
+                    )
             return call_robo(self.robo, method, args, kwargs)
 
         return self.call_log.run(method, args, kwargs, call)
 
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         request = self.conversation.request()
+        self.context.check(request, self.tools)  # refused before sending when it cannot fit
         reply = llm.chat(request, self.tools, tool_choice="required")
         self.conversation.add_reply(reply)
         several = SEVERAL_TOOL_CALLS_TEXT.format(n=len(reply.tool_calls))
@@ -143,6 +173,8 @@ class CodeCellAgent:
         result = self.kernel.run_cell(valid.arguments["code"])
         text = self.conversation.add_tool_result(call.id, cell_result_text(result))
         shown = self.robo.take_shown()
+        if self.images == "none":  # never queued through the cell's robo; dropped in case
+            shown = []
         if shown:
             parts: list[dict] = [{"type": "text", "text": "Images from robo.show():"}]
             for camera, rgb in shown:

@@ -23,6 +23,7 @@ import numpy as np
 from robodojo.agents.code_cell.flange import flange_to_tcp
 from robodojo.agents.code_cell.results import RESULT_TYPES
 from robodojo.agents.code_cell.robo import CLOSED, OPEN, Robo
+from robodojo.agents.context_budget import head_cameras
 from robodojo.motion.targets import dimension_bounds
 from robodojo.robots.config import RobotConfig, load_robot_config
 
@@ -137,10 +138,15 @@ def _indent(text: str, prefix: str = "    ") -> str:
     return "\n".join(prefix + line if line else line for line in text.splitlines())
 
 
-def robo_api_reference(robot_config: RobotConfig | str | None = None) -> str:
+#: robo methods left out of the model's API when the run sends no pictures (``images: none``)
+PICTURE_METHODS = ("show",)
+
+
+def robo_api_reference(robot_config: RobotConfig | str | None = None, *, images: str = "all") -> str:
     """The robo API reference shown to the model (system message, ``robodojo api``), generated from the signatures
     and docstrings of :class:`Robo` and the result types. ``robot_config`` (or a robot name) fills in its arm and
-    camera names; default: the dual-arm robot."""
+    camera names; default: the dual-arm robot. ``images`` none leaves out robo.show and says pictures are for code
+    only; head says which camera robo.show accepts."""
     if isinstance(robot_config, RobotConfig):
         robot = robot_config
     else:
@@ -162,9 +168,15 @@ def robo_api_reference(robot_config: RobotConfig | str | None = None) -> str:
         "-------",
     ]
     for name, member in _public_members(Robo).items():
-        if isinstance(member, property):
+        if isinstance(member, property) or (images == "none" and name in PICTURE_METHODS):
             continue
-        lines += [_signature(name, member), _indent(inspect.getdoc(member) or ""), ""]
+        doc = inspect.getdoc(member) or ""
+        if images == "none":  # robo.image's pointer to show would promise pictures this run never sends
+            doc = doc.replace("(not shown to you; use show for that)", "(for your code; no pictures are sent to you)")
+        elif images == "head" and name == "show":
+            heads = _names(head_cameras(robot))
+            doc += f"\n\nThis run sends only the pictures of {heads}; other cameras raise ValueError."
+        lines += [_signature(name, member), _indent(doc), ""]
     lines += ["Attributes", "----------"]
     for name, doc in robo_api_properties().items():
         ret = inspect.signature(getattr(Robo, name).fget).return_annotation

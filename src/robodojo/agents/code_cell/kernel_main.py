@@ -42,6 +42,7 @@ CAP_DAC_READ_SEARCH = 2
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 PARENT_WATCH_INTERVAL_S = 0.5  # the kernel exits when its parent is gone (checked this often)
 _THIS_FILE = os.path.abspath(__file__)
+CELL_FILENAME_PREFIX = "<cell "  # a cell's code object filename is "<cell N>"; its frames are the model's own
 
 # Audit events refused outright: event -> what the model is told it tried.
 _FORBIDDEN_EVENTS = {
@@ -482,7 +483,7 @@ class _CellRunner:
     def run(self, code: str) -> dict[str, Any]:
         """Run one cell; the reply fields of a ("done", ...) message."""
         self.cells += 1
-        filename = f"<cell {self.cells}>"
+        filename = f"{CELL_FILENAME_PREFIX}{self.cells}>"
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         self.stdout.reset()
         self.stderr.reset()
@@ -539,17 +540,30 @@ def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
 
 
 def _format_exception(exc: BaseException) -> str:
-    """The traceback of a cell, without the kernel's own frames (runner and robo proxy)."""
+    """The traceback of a cell, without the kernel's own frames (runner, parse step and robo proxy).
+
+    A SyntaxError of the cell is then only its own ``File "<cell 3>", line 2`` block: the frames of ast.parse that
+    raised it are machinery the model cannot act on. Frames of library code the cell called stay (they say where
+    inside numpy or json a call failed)."""
     te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
     _strip_kernel_frames(te, set())
     return "".join(te.format())
+
+
+def _is_cell_frame(frame: traceback.FrameSummary) -> bool:
+    return frame.filename.startswith(CELL_FILENAME_PREFIX)
 
 
 def _strip_kernel_frames(te: traceback.TracebackException, seen: set[int]) -> None:
     if id(te) in seen:
         return
     seen.add(id(te))
-    te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename != _THIS_FILE])
+    frames = list(te.stack)
+    # Everything before the first cell frame is how the kernel got there: the runner, and for a cell that does not
+    # parse, ast.parse (whose stack has no cell frame at all, so it is dropped whole).
+    first = next((i for i, f in enumerate(frames) if _is_cell_frame(f)), len(frames))
+    frames = [f for f in frames[first:] if f.filename != _THIS_FILE]  # the robo proxy, below a cell frame
+    te.stack = traceback.StackSummary.from_list(frames)
     for sub in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())):
         if sub is not None:
             _strip_kernel_frames(sub, seen)

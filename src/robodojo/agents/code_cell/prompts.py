@@ -8,7 +8,7 @@ SYSTEM_TEMPLATE = """\
 You are controlling a robot embodiment named '{robot}' by writing Python. You have one tool, python(code): each call \
 runs a cell in a persistent Python namespace where `robo` (the robot), `np` (numpy) and `math` are predefined; \
 functions and variables you define stay for later cells. Only what a cell prints, the repr of its last expression, \
-its error traceback, and the camera images it asks for with robo.show(camera) come back to you; nothing else does. \
+its error traceback{pictures} come back to you; nothing else does. \
 Chain several robot steps in one cell, check each result, retry or correct, and print what you need to know.
 
 Perception has no depth sensor: turn pixels into metric 3D points with the calibrated cameras (robo.segment, \
@@ -29,8 +29,20 @@ The robo API:
 GOAL_TEMPLATE = "Goal: {instruction}\n\nTASK RECIPE:\n{recipe}"
 
 
-def system_message(ctx: EpisodeContext, api_reference: str, wall_s: float, robot_label: str) -> dict:
-    text = SYSTEM_TEMPLATE.format(robot=robot_label, budget=ctx.llm_call_budget, wall_s=wall_s, api=api_reference)
+#: what comes back besides text, by the run's ``images`` choice (none: the model is promised no pictures)
+PICTURES = {
+    "all": ", and the camera images it asks for with robo.show(camera)",
+    "head": ", and the head camera's images it asks for with robo.show(camera)",
+    "none": "",
+}
+
+
+def system_message(
+    ctx: EpisodeContext, api_reference: str, wall_s: float, robot_label: str, images: str = "all"
+) -> dict:
+    text = SYSTEM_TEMPLATE.format(
+        robot=robot_label, budget=ctx.llm_call_budget, wall_s=wall_s, api=api_reference, pictures=PICTURES[images]
+    )
     return {"role": "system", "content": text}
 
 

@@ -19,16 +19,26 @@ PYTHON, FINISH = "python", "finish"
 FINISH_STATUSES = ("success", "failure")
 
 
-def tool_schemas(limits: TextLimits) -> list[dict[str, Any]]:
+#: the python tool's description, by the run's ``images`` choice (none: no pictures come back)
+PYTHON_DESCRIPTIONS = {
+    "all": "Run a Python cell in the persistent namespace (robo, np, math predefined). Returns what the cell printed, "
+    "the repr of its last expression, its traceback if it raised, and the images queued with robo.show(camera).",
+    "head": "Run a Python cell in the persistent namespace (robo, np, math predefined). Returns what the cell printed, "
+    "the repr of its last expression, its traceback if it raised, and the head camera images queued with "
+    "robo.show(camera).",
+    "none": "Run a Python cell in the persistent namespace (robo, np, math predefined). Returns what the cell printed, "
+    "the repr of its last expression, and its traceback if it raised.",
+}
+
+
+def tool_schemas(limits: TextLimits, images: str = "all") -> list[dict[str, Any]]:
     """python and finish, in the order the model sees them; the code and summary name their ``limits``."""
     return [
         {
             "type": "function",
             "function": {
                 "name": PYTHON,
-                "description": "Run a Python cell in the persistent namespace (robo, np, math predefined). Returns "
-                "what the cell printed, the repr of its last expression, its traceback if it raised, and the images "
-                "queued with robo.show(camera).",
+                "description": PYTHON_DESCRIPTIONS[images],
                 "parameters": {
                     "type": "object",
                     "properties": {
@@ -82,7 +92,9 @@ def validate_tool_call(call: ToolCall, limits: TextLimits) -> ValidCall:
     if call.name not in (PYTHON, FINISH):
         raise ToolCallError(f"unknown tool {quote(call.name)}; the tools are python and finish; nothing ran")
     try:
-        args = json.loads(call.arguments or "{}")
+        # strict=False: raw control characters (a newline typed into the code string) are what the model meant;
+        # local servers' grammars emit them, and refusing them would only make the model resend the same cell.
+        args = json.loads(call.arguments or "{}", strict=False)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, integers of > 4300 digits, nesting too deep
         raise ToolCallError(f"arguments of {call.name} are not valid JSON ({exc}); nothing ran") from None
     if not isinstance(args, dict):

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
+from robodojo.agents.context_budget import ContextBudget, cameras_sent, check_images, check_positive_or_none
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.types import ChatReply, Message
 from robodojo.agents.move_eef.observation import observation_message
@@ -66,17 +67,23 @@ TOOL_CHOICES = ("required", "auto")
 class MoveEefConfig:
     """Settings of the move_eef agent (config/agents/move_eef.yaml)."""
 
-    image_horizon: int | None = 2
+    image_horizon: int | None = 2  #: observations that keep their pictures; None: all (never 0: see ``images``)
     jpeg_quality: int = 85
     tool_choice: str = "required"
     probes: Probes = field(default_factory=Probes)
     embodiments: Mapping[str, Embodiment] = field(default_factory=dict)
+    images: str = "all"  #: which cameras' pictures are sent: none | head | all (robodojo.agents.context_budget)
+    context: ContextBudget = field(default_factory=ContextBudget)  #: requests beyond a known context are refused
 
     def __post_init__(self) -> None:
         if self.image_horizon is not None and (
             isinstance(self.image_horizon, bool) or not isinstance(self.image_horizon, int) or self.image_horizon < 1
         ):
-            raise ConfigError(f"image_horizon must be a positive integer or null, got {self.image_horizon!r}")
+            raise ConfigError(
+                f"image_horizon must be a positive integer or null (every image), got {self.image_horizon!r}; "
+                "images: none sends no pictures"
+            )
+        check_images(self.images)
         if isinstance(self.jpeg_quality, bool) or not isinstance(self.jpeg_quality, int):
             raise ConfigError(f"jpeg_quality must be an integer in [1, 100], got {self.jpeg_quality!r}")
         if not 1 <= self.jpeg_quality <= 100:
@@ -91,7 +98,8 @@ class MoveEefConfig:
             raise UnknownNameError("robot in the move_eef config", robot.name, self.embodiments) from None
 
 
-_TOP_KEYS = {"image_horizon", "jpeg_quality", "tool_choice", "robots", "probes"}
+_TOP_KEYS = {"image_horizon", "images", "context_tokens", "image_tokens", "jpeg_quality", "tool_choice", "robots",
+             "probes"}  # fmt: skip
 _PROBE_KEYS = {
     "flip_vision_ud",
     "flip_vision_lr",
@@ -156,8 +164,15 @@ def parse_move_eef_config(data: Mapping[str, Any], where: str) -> MoveEefConfig:
             demonstration_mode=mode,
         )
     tool_choice = root.str("tool_choice", default="required")
+    images = check_images(root.data.get("images", "all"), f"{root.where}.images")
+    context = ContextBudget(
+        check_positive_or_none(root.data.get("context_tokens"), f"{root.where}.context_tokens"),
+        check_positive_or_none(root.data.get("image_tokens"), f"{root.where}.image_tokens"),
+    )
     return MoveEefConfig(
         image_horizon=horizon,
+        images=images,
+        context=context,
         jpeg_quality=root.integer("jpeg_quality", default=85, positive=True),
         tool_choice=tool_choice,
         probes=probes,
@@ -193,10 +208,17 @@ class MoveEefAgent:
         self.bounds = dimension_bounds(robot)
         self.model_bounds = self.probes.bounds_to_model(self.bounds)
         self.tools = tool_schemas(self.model_bounds, self.text_limits)
-        self.cameras = self.probes.visible_cameras(robot)
+        # The cameras observed are the ones whose pictures are sent: with images none the observation is state only.
+        self.cameras = cameras_sent(self.config.images, robot, self.probes.visible_cameras(robot))
         self.conversation = Conversation(self.config.image_horizon, self.text_limits)
         self.conversation.add(
-            system_message(robot, self.config.embodiment(robot), episode.llm_call_budget, episode.backend.control_dt_s)
+            system_message(
+                robot,
+                self.config.embodiment(robot),
+                episode.llm_call_budget,
+                episode.backend.control_dt_s,
+                self.config.images,
+            )
         )
         self.conversation.add(goal_message(episode.instruction, episode.recipe))
         if self.demonstration is not None:
@@ -204,8 +226,9 @@ class MoveEefAgent:
                 demonstration_message(
                     self.demonstration,
                     self.probes,
-                    with_images=self.probes.demonstration_mode == "images",
+                    with_images=self.probes.demonstration_mode == "images" and self.config.images != "none",
                     jpeg_quality=self.config.jpeg_quality,
+                    cameras=self.cameras,
                 )
             )
         self.arrival: str | None = None
@@ -234,6 +257,7 @@ class MoveEefAgent:
             )
         )
         request = self.conversation.request()
+        self.config.context.check(request, self.tools)  # refused before sending when it cannot fit
         reply = llm.chat(request, self.tools, tool_choice=self.config.tool_choice)
         self.conversation.add_reply(reply)
 

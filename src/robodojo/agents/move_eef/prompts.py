@@ -32,16 +32,15 @@ class Embodiment:
 
 
 HEADER = (
-    "You are controlling a real robot embodiment named '{name}'. You receive RGB camera images, the current "
-    "world-frame grasp-point state of {arms} in the same {n_dims} dimensions move_eef takes, arm joint angles as "
-    "context you cannot command, and a task instruction. Move with move_eef by naming only the world-frame "
-    "dimensions you want to change. Cartesian targets must be estimated from RGB; no depth or world-coordinate query "
-    "is available. Respond with exactly one tool call per turn. After each motion the next observation reports how far "
-    "the grasp point ended up from what you asked for, so check it before assuming a motion landed. Two budgets run "
-    "down at once and whichever empties first ends the episode: {calls} LLM calls, one per turn, and the "
-    "environment's own step limit, reported with each observation as the env steps remaining. A motion spends env "
-    "steps in proportion to how far it travels, so a small correction is cheap and a long reach is not. "
-    "Embodiment notes:"
+    "You are controlling a real robot embodiment named '{name}'. You receive {pictures}the current world-frame "
+    "grasp-point state of {arms} in the same {n_dims} dimensions move_eef takes, arm joint angles as context you "
+    "cannot command, and a task instruction. Move with move_eef by naming only the world-frame dimensions you "
+    "want to change. {estimate} Respond with exactly one tool call per turn. After each motion the next "
+    "observation reports how far the grasp point ended up from what you asked for, so check it before assuming a "
+    "motion landed. Two budgets run down at once and whichever empties first ends the episode: {calls} LLM calls, "
+    "one per turn, and the environment's own step limit, reported with each observation as the env steps "
+    "remaining. A motion spends env steps in proportion to how far it travels, so a small correction is cheap and "
+    "a long reach is not. Embodiment notes:"
 )
 
 RECIPE_NOTE = (
@@ -62,8 +61,19 @@ def _heading(robot: RobotConfig, arm_name: str) -> str:
     return ("+" if x[axis] > 0 else "-") + "xyz"[axis]
 
 
-def embodiment_notes(robot: RobotConfig, embodiment: Embodiment, control_dt_s: float) -> list[str]:
-    """The task-independent geometry and operating notes, one paragraph per item."""
+#: what the header says the model sees and estimates targets from, by the run's ``images`` choice
+PICTURES = {"all": "RGB camera images, ", "head": "RGB images of the head camera, ", "none": "no camera images; "}
+ESTIMATES = {
+    "all": "Cartesian targets must be estimated from RGB; no depth or world-coordinate query is available.",
+    "head": "Cartesian targets must be estimated from RGB; no depth or world-coordinate query is available.",
+    "none": "Cartesian targets must be worked out from the instruction, the state and the arrival checks; no "
+    "camera, depth or world-coordinate query is available.",
+}
+
+
+def embodiment_notes(robot: RobotConfig, embodiment: Embodiment, control_dt_s: float, images: str = "all") -> list[str]:
+    """The task-independent geometry and operating notes, one paragraph per item (camera advice only where the
+    model is sent camera pictures: ``images``)."""
     arms = robot.arm_names
     bases = "; ".join(f"{a} arm at {_xyz(robot.arm(a).base_xyz_m)} facing {_heading(robot, a)}" for a in arms)
     finger = np.asarray(robot.motion.zero_orientation_finger_axis)
@@ -75,7 +85,7 @@ def embodiment_notes(robot: RobotConfig, embodiment: Embodiment, control_dt_s: f
         if {"left", "right"} <= set(arms) and robot.arm("left").base_xyz_m[0] < robot.arm("right").base_xyz_m[0]
         else ""
     )
-    return [
+    notes = [
         f"World frame: metres; z points up; x runs across the table and y points away from the robot.{sides} "
         f"Arm bases: {bases}.",
         f"The table top is at z = {robot.table.top_z_m:.3f} m; targets that would put the grasp point below it are "
@@ -101,18 +111,35 @@ def embodiment_notes(robot: RobotConfig, embodiment: Embodiment, control_dt_s: f
         "starting poses (the state in the first observation).",
         f"Timing: control runs at {1 / control_dt_s:.0f} Hz; each executed waypoint is one env step.",
     ]
+    if images != "all":  # no wrist pictures: no advice to look at them
+        notes = [n.replace("the arrival check and the wrist view after each", "the arrival check after each")
+                 for n in notes]  # fmt: skip
+    if images == "none":
+        notes = [n for n in notes if not n.startswith("Cameras:")]
+    elif images == "head":
+        notes = [
+            "Cameras: you are sent the head camera's images only." if n.startswith("Cameras:") else n for n in notes
+        ]
+    return notes
 
 
-def system_text(robot: RobotConfig, embodiment: Embodiment, llm_call_budget: int, control_dt_s: float) -> str:
+def system_text(
+    robot: RobotConfig, embodiment: Embodiment, llm_call_budget: int, control_dt_s: float, images: str = "all"
+) -> str:
     n_arms = len(robot.arm_names)
     arms = "both arms" if n_arms == 2 else ("the arm" if n_arms == 1 else f"all {n_arms} arms")
-    header = HEADER.format(name=embodiment.name, arms=arms, n_dims=7 * n_arms, calls=llm_call_budget)
-    notes = "\n".join(f"- {note}" for note in embodiment_notes(robot, embodiment, control_dt_s))
+    header = HEADER.format(
+        name=embodiment.name, arms=arms, n_dims=7 * n_arms, calls=llm_call_budget, pictures=PICTURES[images],
+        estimate=ESTIMATES[images],
+    )  # fmt: skip
+    notes = "\n".join(f"- {note}" for note in embodiment_notes(robot, embodiment, control_dt_s, images))
     return f"{header}\n{notes}"
 
 
-def system_message(robot: RobotConfig, embodiment: Embodiment, llm_call_budget: int, control_dt_s: float) -> Message:
-    return {"role": "system", "content": system_text(robot, embodiment, llm_call_budget, control_dt_s)}
+def system_message(
+    robot: RobotConfig, embodiment: Embodiment, llm_call_budget: int, control_dt_s: float, images: str = "all"
+) -> Message:
+    return {"role": "system", "content": system_text(robot, embodiment, llm_call_budget, control_dt_s, images)}
 
 
 def goal_text(instruction: str, recipe: str) -> str:
@@ -131,9 +158,15 @@ DEMONSTRATION_INTRO = (
 
 
 def demonstration_message(
-    steps: Sequence[DemonstrationStep], probes: Probes, *, with_images: bool, jpeg_quality: int
+    steps: Sequence[DemonstrationStep],
+    probes: Probes,
+    *,
+    with_images: bool,
+    jpeg_quality: int,
+    cameras: Sequence[str] | None = None,
 ) -> Message:
-    """The one-shot demonstration as one user message (poses in the model's frame; images probe-transformed)."""
+    """The one-shot demonstration as one user message (poses in the model's frame; images probe-transformed; only
+    those of ``cameras`` when given)."""
     intro = DEMONSTRATION_INTRO.format(images=", with the camera images at that moment" if with_images else "")
     content: list[Message] = [{"type": "text", "text": intro}]
     for i, step in enumerate(steps, start=1):
@@ -142,6 +175,8 @@ def demonstration_message(
         content.append({"type": "text", "text": text})
         if with_images:
             for camera, rgb in step.images.items():
+                if cameras is not None and camera not in cameras:
+                    continue
                 content.append({"type": "text", "text": f"demonstration step {i}, camera '{camera}':"})
                 content.append(image_part(probes.transform_image(rgb), jpeg_quality))
     return {"role": "user", "content": content}

@@ -196,7 +196,8 @@ def validate_tool_call(call: ToolCall, limits: TextLimits) -> ValidCall:
     spec, consequence = _ARGUMENTS[call.name], _CONSEQUENCE[call.name]
     raw = call.arguments if call.arguments.strip() else "{}"
     try:
-        arguments = json.loads(raw, object_pairs_hook=_json_object)
+        # strict=False: raw control characters inside strings (a newline in the note) are harmless and meant.
+        arguments = json.loads(raw, object_pairs_hook=_json_object, strict=False)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, integers of > 4300 digits, nesting too deep
         raise ToolCallError(f"arguments of {call.name} are not valid JSON ({exc}); {consequence}") from None
     if not isinstance(arguments, dict):
