@@ -44,6 +44,11 @@ ServerBehaviour flags:
     finish_reason_stop            finish_reason "stop" even next to tool calls (Ollama)
     reject_params                 HTTP 400 if the request has any of these fields (servers that reject tool_choice,
                                   parallel_tool_calls, max_tokens for reasoning models, ...)
+    reject_tool_choice_required   HTTP 500 on tool_choice "required" (llama-cpp-python 0.3.36, as measured by the
+                                  issue 13 author; deterministic, so the client must not retry it)
+    ignore_tools_without_tool_choice
+                                  a request with tools but no tool_choice is answered as if it had no tools: the
+                                  scripted tool calls are dropped and only the text is sent (llama-cpp-python, idem)
 """
 
 from __future__ import annotations
@@ -84,6 +89,8 @@ class ServerBehaviour:
     omit_tool_call_ids: bool = False
     finish_reason_stop: bool = False
     reject_params: tuple[str, ...] = ()
+    reject_tool_choice_required: bool = False
+    ignore_tools_without_tool_choice: bool = False
 
     @staticmethod
     def parse(data: Any, where: str) -> ServerBehaviour:
@@ -423,6 +430,8 @@ class ReplayServer:
         for name in b.reject_params:
             if name in body:
                 raise _HttpError(400, f"Unsupported parameter: '{name}' is not supported by this server", "bad_param")
+        if b.reject_tool_choice_required and body.get("tool_choice") == "required":
+            raise _HttpError(500, "Internal Server Error", "internal_error")  # what the server says: no reason
         for i, m in enumerate(messages):
             null_content = m.get("role") == "assistant" and m.get("tool_calls") and m.get("content") is None
             if b.reject_null_assistant_content and null_content:
@@ -461,6 +470,8 @@ class ReplayServer:
                 shared += 1
             self._previous_prompt = prompt_all
         reply = self.script.replies[index]
+        if b.ignore_tools_without_tool_choice and body.get("tools") and "tool_choice" not in body:
+            reply = ScriptedReply(reply.content or "", (), reply.usage, reply.finish_reason)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.tool_calls:
             calls = []
