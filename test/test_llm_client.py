@@ -511,3 +511,83 @@ def test_cell_scripts_include_shared_helpers_as_sent_code(tmp_path):
     (tmp_path / "lib" / "cells.py").write_text("# %%\nx = 1\n")
     with pytest.raises(ConfigError, match="may not contain"):
         cells_script("# %%\n# include: lib/cells.py\n", tmp_path)
+
+
+# -- issue 13: tool_choice by profile, failures that say why, user profiles ------------------------------------------
+
+
+def test_llamacpppy_profile_sends_auto_where_required_500s_and_never_omits_tool_choice():
+    """llama-cpp-python (as emulated): "required" -> HTTP 500 every time, no tool_choice -> the tools are ignored."""
+    quirks = {"reject_tool_choice_required": True, "ignore_tools_without_tool_choice": True}
+    with serve([TOOL_REPLY], **quirks) as server:
+        reply = client_for(server, prof="llamacpppy").chat(USER, [MOVE_EEF], tool_choice="required")
+        assert server.requests[0]["tool_choice"] == "auto" and reply.tool_calls[0].name == "move_eef"
+        assert reply.request["tool_choice"] == "auto" and reply.request["tools"] == [MOVE_EEF]
+    with serve([TOOL_REPLY], **quirks) as server:
+        llm = client_for(server, prof="vllm", max_retries=5)
+        t0 = time.monotonic()
+        with pytest.raises(LlmError, match=r"HTTP 500.*try --tool-choice auto, or a profile .*llamacpppy") as info:
+            llm.chat(USER, [MOVE_EEF])
+        assert info.value.attempts == 1 and len(server.requests) == 1 and time.monotonic() - t0 < 1.0
+        assert info.value.request["tool_choice"] == "required" and info.value.attempt_log[0].status == 500
+    with serve([TOOL_REPLY], **quirks) as server:  # what omitting it (ollama's setting) would do: no tool call
+        reply = client_for(server, prof="ollama").chat(USER, [MOVE_EEF])
+        assert "tool_choice" not in server.requests[0] and reply.tool_calls == () and reply.content == ""
+
+
+def test_tool_choice_override_is_sent_as_given():
+    with serve([TOOL_REPLY] * 3) as server:
+        settings = fast_settings()
+        LlmClient("replay", server.url, "k", "ollama", settings, tool_choice="required").chat(USER, [MOVE_EEF])
+        LlmClient("replay", server.url, "k", "llamacpppy", settings, tool_choice="none").chat(USER, [MOVE_EEF])
+        LlmClient("replay", server.url, "k", "llamacpppy", settings, tool_choice="profile").chat(USER, [MOVE_EEF])
+        assert [r["tool_choice"] for r in server.requests] == ["required", "none", "auto"]
+    with pytest.raises(ConfigError, match="tool_choice must be one of auto, required, none, profile"):
+        LlmClient("replay", "http://127.0.0.1:1/v1", "k", "replay", settings, tool_choice="any")
+
+
+def test_404_says_the_base_url_may_miss_v1():
+    with serve([TEXT_REPLY]) as server:
+        base = server.url.removesuffix("/v1") + "/api"
+        llm = LlmClient("replay", base, "k", "replay", fast_settings(max_retries=3))
+        with pytest.raises(LlmError, match=r"HTTP 404.*is the base URL missing /v1\?") as info:
+            llm.chat(USER, [])
+        assert info.value.attempts == 1
+
+
+def test_a_silent_server_is_reported_early_and_the_call_deadline_bounds_the_retries(caplog):
+    with serve([TEXT_REPLY], fail_with=["timeout"] * 10, hang_s=5.0) as server:
+        llm = client_for(server, max_retries=5, timeout_s=3.0, silence_warning_s=0.2, call_deadline_s=0.8)
+        t0 = time.monotonic()
+        with (
+            caplog.at_level(logging.WARNING, logger="robodojo.agents.llm.client"),
+            pytest.raises(LlmError, match=r"gave up at the call deadline \(0\.8 s\) after 1 attempt") as info,
+        ):
+            llm.chat(USER, [])
+        elapsed = time.monotonic() - t0
+    assert 0.7 < elapsed < 1.5  # not timeout_s (3 s), let alone 6 x 3 s
+    assert any("no answer after 0.2 s (attempt 1/6" in r.getMessage() for r in caplog.records)
+    assert info.value.attempt_log[0].error == "timed out"
+
+
+def test_user_profiles_are_merged_over_the_package_file(tmp_path, monkeypatch):
+    from robodojo.agents.llm.settings import load_llm_settings_layers, user_llm_config_path
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert user_llm_config_path() == tmp_path / "xdg" / "robodojo" / "llm.yaml"
+    user_llm_config_path().parent.mkdir(parents=True)
+    user_llm_config_path().write_text("profiles:\n  vllm: {tool_choice_required_ok: false}\n")
+    mybox = dict(load_yaml(CONFIG_DIR / "llm.yaml")["profiles"]["llamacpp"], default_base_url="http://box:1/v1")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(json.dumps({"defaults": {"timeout_s": 7}, "profiles": {"mybox": mybox}}))
+    s = load_llm_settings_layers(extra)
+    assert not s.profile("vllm").tool_choice_required_ok and s.profile("vllm").default_base_url.endswith(":8000/v1")
+    assert s.profile("mybox").default_base_url == "http://box:1/v1" and s.timeout_s == 7
+    assert load_llm_settings_layers(None, user_file=False).profile("vllm").tool_choice_required_ok
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("profiles:\n  half: {default_base_url: 'http://x/v1'}\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml\.profiles\.half: missing key"):
+        load_llm_settings_layers(bad)
+    bad.write_text("profile:\n  vllm: {}\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: unknown key\(s\) profile; valid: defaults, prices, profiles"):
+        load_llm_settings_layers(bad)

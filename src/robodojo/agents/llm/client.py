@@ -380,7 +380,7 @@ class LlmClient:
                 s.silence_warning_s,
                 log.warning,
                 (
-                    "LLM call to %s: no answer after %.0f s (attempt %d/%d, timeout %.0f s, call deadline %.0f s); "
+                    "LLM call to %s: no answer after %.1f s (attempt %d/%d, timeout %.0f s, call deadline %.0f s); "
                     "a local server may still be loading the model",
                     where,
                     s.silence_warning_s,
