@@ -257,9 +257,10 @@ class LlmClient:
         if api_key is None:
             if p.api_key_required:
                 where = f"environment variable {p.api_key_env}" if p.api_key_env else "the api_key argument"
+                local = [f"{n}:" for n, q in self.settings.profiles.items() if not q.api_key_required and n != "replay"]
                 raise ConfigError(
                     f"LLM profile {p.name!r} needs an API key: set {where} (or pass api_key); "
-                    "for a local server use a local profile such as vllm:, ollama: or llamacpp:"
+                    f"for a local server use a local profile ({', '.join(local)})"
                 )
             api_key = p.placeholder_api_key
         self._client = openai.OpenAI(
