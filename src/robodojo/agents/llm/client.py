@@ -34,6 +34,7 @@ from robodojo.agents.llm.settings import (
     Price,
     ServerProfile,
     load_llm_settings,
+    user_llm_settings,
 )
 from robodojo.agents.llm.types import AttemptRecord, ChatReply, LlmError, Message, ToolCall, ToolSchema, Usage
 from robodojo.errors import ConfigError
@@ -516,8 +517,8 @@ class LlmClient:
 
 def parse_llm_spec(spec: object, settings: LlmSettings | None = None) -> tuple[str, str]:
     """(profile, model or file) of a command-line spec such as ``openai:gpt-4.1`` or ``replay:FILE``; a
-    ConfigError listing the forms otherwise."""
-    settings = settings or load_llm_settings()
+    ConfigError listing the forms otherwise. Without ``settings``: config/llm.yaml and the per-user file."""
+    settings = settings or user_llm_settings()
     kind, sep, rest = spec.partition(":") if isinstance(spec, str) else ("", "", "")
     if not sep or not rest or kind not in settings.profiles:
         forms = ", ".join(["replay:FILE"] + [f"{name}:MODEL" for name in settings.profiles if name != "replay"])
@@ -539,11 +540,12 @@ def open_llm(
     ``replay:FILE`` starts a ReplayServer for the script on 127.0.0.1 and points the client at it (profile replay);
     ``openai:MODEL`` (base URL from the argument or OPENAI_BASE_URL), ``vllm:MODEL``, ``ollama:MODEL``,
     ``llamacpp:MODEL`` (or any other profile in config/llm.yaml) use that profile and its default base URL unless
-    overridden. Anything else is a ConfigError listing the forms. ``tool_choice`` is LlmClient's override.
+    overridden. Anything else is a ConfigError listing the forms. ``tool_choice`` is LlmClient's override. Without
+    ``settings``, config/llm.yaml with the per-user file merged over it (:func:`user_llm_settings`).
     """
     from robodojo.agents.llm.replay_server import ReplayScript, ReplayServer
 
-    settings = settings or load_llm_settings()
+    settings = settings or user_llm_settings()  # the user's own profiles too ($XDG_CONFIG_HOME/robodojo/llm.yaml)
     kind, rest = parse_llm_spec(spec, settings)
     if kind == "replay":
         script = ReplayScript.load(Path(rest))

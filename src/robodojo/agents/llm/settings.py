@@ -263,3 +263,10 @@ def load_llm_settings_layers(extra: str | Path | None = None, *, user_file: bool
         data = merge_llm_config(data, load_yaml(path), str(path))
         settings = parse_llm_settings(data, str(path))
     return settings
+
+
+@cache
+def user_llm_settings() -> LlmSettings:
+    """config/llm.yaml with the per-user file merged over it, loaded once: what open_llm uses when given no settings,
+    so user profiles work wherever a spec is opened (robodojo graph's agent node included)."""
+    return load_llm_settings_layers(None)
