@@ -11,9 +11,12 @@ from robodojo import PACKAGE_ROOT
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 
 
-def _robodojo(*args, timeout=300):
+def _robodojo(*args, timeout=300, env=None):
+    import os
+
+    full_env = None if env is None else {**os.environ, **env}
     return subprocess.run(
-        [sys.executable, "-m", "robodojo.cli", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "robodojo.cli", *args], capture_output=True, text=True, timeout=timeout, env=full_env
     )
 
 
@@ -83,6 +86,58 @@ def test_run_replays_a_move_eef_episode_through_the_real_client(tmp_path):
         for p in m.get("content") or []
         if isinstance(p, dict)
     )
+
+
+def _script_that_500s_on_required(tmp_path):
+    """The shipped replay script, served like llama-cpp-python: HTTP 500 to tool_choice "required"."""
+    import yaml
+
+    script = yaml.safe_load(REPLAY.read_text())
+    script = script if isinstance(script, dict) else {"replies": script}
+    script["behaviour"] = {**(script.get("behaviour") or {}), "reject_tool_choice_required": True}
+    path = tmp_path / "llamacpppy_like.yaml"
+    path.write_text(yaml.safe_dump(script))
+    return path
+
+
+def test_run_says_why_an_llm_error_ended_it_and_a_user_profile_fixes_it(tmp_path):
+    """The 500 is not retried and its cause and hint reach the terminal; an --llm-config file that makes the replay
+    profile send "auto" (as the llamacpppy profile does) lets the same episode succeed."""
+    script = _script_that_500s_on_required(tmp_path)
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}  # not the developer's own ~/.config/robodojo/llm.yaml
+    args = ("run", "--task", "general_pickup", "--llm", f"replay:{script}", "--retries", "4")
+    failed = _robodojo(*args, "--out", str(tmp_path / "a"), env=env)
+    assert failed.returncode == 1 and "ended by llm_error" in failed.stdout
+    assert "error: LLM request to replay" in failed.stdout and "HTTP 500" in failed.stdout
+    assert "try --tool-choice auto" in failed.stdout and "retrying" not in failed.stderr
+    config = tmp_path / "mine.yaml"
+    config.write_text("profiles:\n  replay: {tool_choice_required_ok: false}\n")
+    fixed = _robodojo(*args, "--llm-config", str(config), "--out", str(tmp_path / "b"), env=env)
+    assert fixed.returncode == 0 and "ended by success" in fixed.stdout, fixed.stdout + fixed.stderr
+    (folder,) = (tmp_path / "b").iterdir()
+    first = json.loads((folder / "requests.jsonl").read_text().splitlines()[0])
+    assert first["tool_choice"] == "auto" and [t["function"]["name"] for t in first["tools"]] == ["move_eef", "give_up"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("profiles:\n  replay: {tool_choice_required_ok: sometimes}\n")
+    wrong = _robodojo(*args, "--llm-config", str(bad), "--out", str(tmp_path / "c"), env=env)
+    assert wrong.returncode == 2 and f"{bad}.profiles.replay.tool_choice_required_ok: expected true" in wrong.stderr
+
+
+def test_a_missing_api_key_is_reported_before_the_world_is_built(tmp_path, monkeypatch, capsys):
+    import robodojo.sim.world
+    from robodojo.cli import main
+
+    def no_world(*args, **kwargs):
+        raise AssertionError("the world was built before the API key was checked")
+
+    monkeypatch.setattr(robodojo.sim.world, "EmbeddedWorld", no_world)
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert main(["run", "--task", "general_pickup", "--llm", "openai:gpt-4.1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "needs an API key: set environment variable OPENAI_API_KEY" in err and "llamacpppy:" in err
+    argv = ["compare", "--tasks", "general_pickup", "--seeds", "0", "--llm", "openai:gpt-4.1", "--out", str(tmp_path)]
+    assert main(argv) == 2 and "needs an API key" in capsys.readouterr().err
 
 
 def test_run_with_an_unknown_llm_spec_is_a_clean_error(tmp_path):

@@ -129,3 +129,19 @@ def test_seeds_specs_and_summary_helpers():
     assert s["both_solved"]["count"] == 1  # seed 0 only: code_cell's seed 2 has no move_eef episode
     assert s["both_solved"]["mean"]["move_eef"]["llm_calls"] == 4 and s["both_solved"]["ratio"]["llm_calls"] == 0.5
     assert s["both_solved"]["ratio"]["cost_usd"] is None  # 0 / 0
+
+
+def test_every_episode_failing_exits_1_with_the_causes_in_compare_json(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    script = tmp_path / "broken.yaml"
+    script.write_text("behaviour: {fail_with: [500, 500]}\nreplies: [{content: x}]\n")
+    out = tmp_path / "cmp"
+    argv = ["compare", "--tasks", "general_pickup", "--seeds", "0", "--llm", f"replay:{script}", "--out", str(out)]
+    assert main([*argv, "--retries", "3"]) == 1
+    captured = capsys.readouterr()
+    assert "every episode that ran failed" in captured.err
+    assert captured.out.count("HTTP 500: injected server error 500") == 2  # the cause under each episode line
+    report = json.loads((out / "compare.json").read_text())
+    assert [e["end_reason"] for e in report["episodes"]] == ["llm_error", "llm_error"]
+    assert all("was rejected: HTTP 500" in e["error"] for e in report["episodes"])  # not retried: one attempt
+    assert report["request"]["max_retries"] == 3 and report["request"]["tool_choice"] == "profile"

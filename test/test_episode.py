@@ -49,8 +49,9 @@ class PlanAgent:
 
     name = "plan"
 
-    def __init__(self, moves, *, give_up_at=None, crash_at=None, jpeg=b"\xff\xd8fake") -> None:
+    def __init__(self, moves, *, give_up_at=None, crash_at=None, jpeg=b"\xff\xd8fake", tools=()) -> None:
         self.moves = moves
+        self.tools = list(tools)
         self.give_up_at = give_up_at
         self.crash_at = crash_at
         self.jpeg = jpeg
@@ -65,7 +66,7 @@ class PlanAgent:
             raise RuntimeError("agent bug")
         image = {"type": "image_url", "image_url": {"url": IMAGE_URL + base64.b64encode(self.jpeg).decode()}}
         request = [{"role": "system", "content": "sys"}, {"role": "user", "content": [image]}]
-        reply = llm.chat(request, [])
+        reply = llm.chat(request, self.tools)
         if turn == self.give_up_at:
             return TurnRecord(turn, request, reply, ["ok, giving up"], "give_up", gave_up=True, details={"reason": "x"})
         move = self.moves(self.ctx, turn)
@@ -164,6 +165,35 @@ def test_unreachable_llm_ends_the_episode_with_a_record(dual_world, tmp_path):
     records, metrics = _read(result.folder)
     assert metrics["end_reason"] == "llm_error" and "503" in metrics["error"]
     assert records["turns.jsonl"][-1]["action"] == "error" and len(records["responses.jsonl"]) == 2
+
+
+def test_the_record_holds_the_bodies_as_sent_and_the_failed_call(dual_world, tmp_path):
+    """With the real client: requests.jsonl has the body after the profile's rewrite (tools, tool_choice "auto" for
+    llamacpppy), per-attempt timing, and the failed call with its error; meta.json names the profile and base URL."""
+    import dataclasses
+
+    from robodojo.agents.llm.client import LlmClient
+    from robodojo.agents.llm.replay_server import ReplayScript, ReplayServer
+    from robodojo.agents.llm.settings import load_llm_settings
+
+    tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object"}}}
+    settings = dataclasses.replace(load_llm_settings(), max_retries=2, backoff_base_s=0.01)
+    with ReplayServer(ReplayScript.parse({"replies": [{"content": "ok"}]})) as server:  # the 2nd call: HTTP 400
+        llm = LlmClient("replay", server.url, "k", "llamacpppy", settings)
+        agent = PlanAgent(lambda c, t: None, tools=[tool])
+        result = run_episode(WorldHost(dual_world), agent, llm, EpisodeSpec("general_pickup", 0), tmp_path)
+        url = server.url
+    assert result.end_reason is EndReason.LLM_ERROR and "replay script exhausted" in result.error
+    records, _ = _read(result.folder)
+    sent, failed = records["requests.jsonl"]
+    assert sent["tools"] == [tool] and sent["tool_choice"] == "auto" and sent["model"] == "replay"
+    assert sent["error"] is None and len(sent["attempts"]) == 1 and sent["attempts"][0]["latency_s"] > 0
+    assert failed["turn"] == 2 and "replay script exhausted" in failed["error"] and failed["tool_choice"] == "auto"
+    assert [a["status"] for a in failed["attempts"]] == [400]  # a deterministic 400 is not retried
+    assert failed["messages"][1]["content"][0]["type"] == "image_file"
+    assert records["responses.jsonl"][0]["attempt_log"][0]["error"] is None
+    meta = json.loads((result.folder / "meta.json").read_text())
+    assert meta["llm"]["profile"] == "llamacpppy" and meta["llm"]["base_url"] == url
 
 
 def test_a_crash_still_leaves_a_complete_record(dual_world, tmp_path):

@@ -106,8 +106,8 @@ def test_models_endpoint_and_exhausted_script_is_a_clean_error():
 # -- retries -----------------------------------------------------------------------------------------------------------
 
 
-def test_retries_on_429_500_503_timeout_and_disconnect_then_succeeds(caplog):
-    with serve([TOOL_REPLY], fail_with=[429, 500, 503, "timeout", "disconnect"], hang_s=2.0) as server:
+def test_retries_on_429_502_503_timeout_and_disconnect_then_succeeds(caplog):
+    with serve([TOOL_REPLY], fail_with=[429, 502, 503, "timeout", "disconnect"], hang_s=2.0) as server:
         llm = client_for(server, max_retries=5, timeout_s=0.3)
         with caplog.at_level(logging.WARNING, logger="robodojo.agents.llm.client"):
             reply = llm.chat(USER, [MOVE_EEF])
@@ -116,10 +116,14 @@ def test_retries_on_429_500_503_timeout_and_disconnect_then_succeeds(caplog):
         retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
         assert len(retries) == 5
         for fragment, line in zip(
-            ["HTTP 429", "HTTP 500", "HTTP 503", "timed out", "connection error"], retries, strict=True
+            ["HTTP 429", "HTTP 502", "HTTP 503", "timed out", "connection error"], retries, strict=True
         ):
             assert fragment in line
         assert reply.latency_s >= 0.3  # the timed-out attempt counts
+        log_ = reply.attempt_log
+        assert [a.status for a in log_] == [429, 502, 503, None, None, None]
+        assert [a.error is None for a in log_] == [False] * 5 + [True]
+        assert 0.3 <= log_[3].latency_s < 1.0 and reply.latency_s >= sum(a.latency_s for a in log_)
 
 
 def test_retry_after_header_is_honoured():
@@ -131,9 +135,9 @@ def test_retry_after_header_is_honoured():
 
 
 def test_gives_up_after_the_bound_with_llm_error():
-    with serve([TEXT_REPLY], fail_with=[500] * 10) as server:
+    with serve([TEXT_REPLY], fail_with=[503] * 10) as server:
         llm = client_for(server, max_retries=2)
-        with pytest.raises(LlmError, match=r"failed after 3 attempts.*HTTP 500: injected server error 500") as info:
+        with pytest.raises(LlmError, match=r"failed after 3 attempts.*HTTP 503: injected server error 503") as info:
             llm.chat(USER, [])
         assert info.value.attempts == 3 and len(server.requests) == 3
         assert llm.calls == 0 and llm.usage_total == Usage()
@@ -219,10 +223,10 @@ def test_null_assistant_content_rejected_by_vllm_like_server():
         assert reply.content == "done"
         assert server.requests[1]["messages"][1]["content"] == ""
     with serve([TOOL_REPLY, TEXT_REPLY], reject_null_assistant_content=True) as server:
-        llm = client_for(server, prof="openai", max_retries=1)  # sends null: a 500 that retrying cannot fix
+        llm = client_for(server, prof="openai", max_retries=3)  # sends null: a 500 that retrying cannot fix
         with pytest.raises(LlmError, match="HTTP 500: chat template error") as info:
             llm.chat(history_with_tool_result(llm), [MOVE_EEF])
-        assert info.value.attempts == 2
+        assert info.value.attempts == 1 and len(server.requests) == 2  # not retried
 
 
 def test_tool_role_rejected_is_folded_into_user_messages():
@@ -507,3 +511,83 @@ def test_cell_scripts_include_shared_helpers_as_sent_code(tmp_path):
     (tmp_path / "lib" / "cells.py").write_text("# %%\nx = 1\n")
     with pytest.raises(ConfigError, match="may not contain"):
         cells_script("# %%\n# include: lib/cells.py\n", tmp_path)
+
+
+# -- issue 13: tool_choice by profile, failures that say why, user profiles ------------------------------------------
+
+
+def test_llamacpppy_profile_sends_auto_where_required_500s_and_never_omits_tool_choice():
+    """llama-cpp-python (as emulated): "required" -> HTTP 500 every time, no tool_choice -> the tools are ignored."""
+    quirks = {"reject_tool_choice_required": True, "tools_need_tool_choice": True}
+    with serve([TOOL_REPLY], **quirks) as server:
+        reply = client_for(server, prof="llamacpppy").chat(USER, [MOVE_EEF], tool_choice="required")
+        assert server.requests[0]["tool_choice"] == "auto" and reply.tool_calls[0].name == "move_eef"
+        assert reply.request["tool_choice"] == "auto" and reply.request["tools"] == [MOVE_EEF]
+    with serve([TOOL_REPLY], **quirks) as server:
+        llm = client_for(server, prof="vllm", max_retries=5)
+        t0 = time.monotonic()
+        with pytest.raises(LlmError, match=r"HTTP 500.*try --tool-choice auto, or a profile .*llamacpppy") as info:
+            llm.chat(USER, [MOVE_EEF])
+        assert info.value.attempts == 1 and len(server.requests) == 1 and time.monotonic() - t0 < 1.0
+        assert info.value.request["tool_choice"] == "required" and info.value.attempt_log[0].status == 500
+    with serve([TOOL_REPLY], **quirks) as server:  # what omitting it (ollama's setting) would do: no tool call
+        reply = client_for(server, prof="ollama").chat(USER, [MOVE_EEF])
+        assert "tool_choice" not in server.requests[0] and reply.tool_calls == () and "move_eef" in reply.content
+
+
+def test_tool_choice_override_is_sent_as_given():
+    with serve([TOOL_REPLY] * 3) as server:
+        settings = fast_settings()
+        LlmClient("replay", server.url, "k", "ollama", settings, tool_choice="required").chat(USER, [MOVE_EEF])
+        LlmClient("replay", server.url, "k", "llamacpppy", settings, tool_choice="none").chat(USER, [MOVE_EEF])
+        LlmClient("replay", server.url, "k", "llamacpppy", settings, tool_choice="profile").chat(USER, [MOVE_EEF])
+        assert [r["tool_choice"] for r in server.requests] == ["required", "none", "auto"]
+    with pytest.raises(ConfigError, match="tool_choice must be one of auto, required, none, profile"):
+        LlmClient("replay", "http://127.0.0.1:1/v1", "k", "replay", settings, tool_choice="any")
+
+
+def test_404_says_the_base_url_may_miss_v1():
+    with serve([TEXT_REPLY]) as server:
+        base = server.url.removesuffix("/v1") + "/api"
+        llm = LlmClient("replay", base, "k", "replay", fast_settings(max_retries=3))
+        with pytest.raises(LlmError, match=r"HTTP 404.*is the base URL missing /v1\?") as info:
+            llm.chat(USER, [])
+        assert info.value.attempts == 1
+
+
+def test_a_silent_server_is_reported_early_and_the_call_deadline_bounds_the_retries(caplog):
+    with serve([TEXT_REPLY], fail_with=["timeout"] * 10, hang_s=5.0) as server:
+        llm = client_for(server, max_retries=5, timeout_s=3.0, silence_warning_s=0.2, call_deadline_s=0.8)
+        t0 = time.monotonic()
+        with (
+            caplog.at_level(logging.WARNING, logger="robodojo.agents.llm.client"),
+            pytest.raises(LlmError, match=r"gave up at the call deadline \(0\.8 s\) after 1 attempt") as info,
+        ):
+            llm.chat(USER, [])
+        elapsed = time.monotonic() - t0
+    assert 0.7 < elapsed < 1.5  # not timeout_s (3 s), let alone 6 x 3 s
+    assert any("no answer after 0.2 s (attempt 1/6" in r.getMessage() for r in caplog.records)
+    assert info.value.attempt_log[0].error == "timed out"
+
+
+def test_user_profiles_are_merged_over_the_package_file(tmp_path, monkeypatch):
+    from robodojo.agents.llm.settings import load_llm_settings_layers, user_llm_config_path
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert user_llm_config_path() == tmp_path / "xdg" / "robodojo" / "llm.yaml"
+    user_llm_config_path().parent.mkdir(parents=True)
+    user_llm_config_path().write_text("profiles:\n  vllm: {tool_choice_required_ok: false}\n")
+    mybox = dict(load_yaml(CONFIG_DIR / "llm.yaml")["profiles"]["llamacpp"], default_base_url="http://box:1/v1")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(json.dumps({"defaults": {"timeout_s": 7}, "profiles": {"mybox": mybox}}))
+    s = load_llm_settings_layers(extra)
+    assert not s.profile("vllm").tool_choice_required_ok and s.profile("vllm").default_base_url.endswith(":8000/v1")
+    assert s.profile("mybox").default_base_url == "http://box:1/v1" and s.timeout_s == 7
+    assert load_llm_settings_layers(None, user_file=False).profile("vllm").tool_choice_required_ok
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("profiles:\n  half: {default_base_url: 'http://x/v1'}\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml\.profiles\.half: missing key"):
+        load_llm_settings_layers(bad)
+    bad.write_text("profile:\n  vllm: {}\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: unknown key\(s\) profile; valid: defaults, prices, profiles"):
+        load_llm_settings_layers(bad)

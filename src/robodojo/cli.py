@@ -62,6 +62,49 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_llm_options(parser: argparse.ArgumentParser) -> None:
+    """--llm-config, --timeout, --retries and --tool-choice: the LLM client's settings for this run."""
+    from robodojo.agents.llm.settings import TOOL_CHOICES, user_llm_config_path
+
+    parser.add_argument(
+        "--llm-config",
+        default=None,
+        metavar="FILE",
+        help="LLM profiles/defaults merged over config/llm.yaml (after the per-user file "
+        f"{user_llm_config_path()}, if it exists); a profile of a known name has only the given keys replaced",
+    )
+    parser.add_argument("--timeout", type=float, default=None, help="per-request LLM timeout [s] (default: config)")
+    parser.add_argument("--retries", type=int, default=None, help="LLM retries per call (default: config)")
+    parser.add_argument(
+        "--tool-choice",
+        default="profile",
+        choices=TOOL_CHOICES,
+        help="tool_choice sent with every LLM call; 'profile' (default) lets the server profile decide",
+    )
+
+
+def llm_settings(args: argparse.Namespace):
+    """The LLM settings of this run: config/llm.yaml, the per-user file, --llm-config, then --timeout/--retries."""
+    import dataclasses
+
+    from robodojo.agents.llm.settings import load_llm_settings_layers
+    from robodojo.errors import ConfigError
+
+    settings = load_llm_settings_layers(args.llm_config)
+    if args.timeout is not None:
+        if not args.timeout > 0:
+            raise ConfigError(f"--timeout must be > 0 seconds, got {args.timeout}")
+        # a longer per-request timeout than the call deadline would be cut short by it: the flag wins
+        settings = dataclasses.replace(
+            settings, timeout_s=args.timeout, call_deadline_s=max(settings.call_deadline_s, args.timeout)
+        )
+    if args.retries is not None:
+        if args.retries < 0:
+            raise ConfigError(f"--retries must be >= 0, got {args.retries}")
+        settings = dataclasses.replace(settings, max_retries=args.retries)
+    return settings
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from robodojo.agents.llm.client import open_llm
     from robodojo.episodes import EpisodeSpec, WorldHost, run_episode
@@ -69,16 +112,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from robodojo.sim.world import EmbeddedWorld
 
     spec = EpisodeSpec(task=args.task, seed=args.seed, variant=args.variant, llm_call_budget=args.budget)
-    world = EmbeddedWorld(get_task(args.task).robot)
-    try:
-        with open_llm(args.llm, base_url=args.base_url) as llm:
+    robot = get_task(args.task).robot
+    settings = llm_settings(args)
+    # The client first: a missing API key or base URL is reported at once, not after the world is built (~30 s).
+    with open_llm(args.llm, base_url=args.base_url, settings=settings, tool_choice=args.tool_choice) as llm:
+        world = EmbeddedWorld(robot)
+        try:
             agent = _make_agent(args)
             try:
                 result = run_episode(WorldHost(world), agent, llm, spec, Path(args.out), model=llm.model)
             finally:
                 getattr(agent, "close", lambda: None)()
-    finally:
-        world.close()
+        finally:
+            world.close()
     u = result.usage
     print(
         f"{args.task} seed {args.seed} ({args.variant}), agent {args.agent}: "
@@ -88,6 +134,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         f"{u.output_tokens} output tokens, ${u.cost_usd:.4f}; {result.steps_used} env steps; "
         f"{result.wall_time_s:.1f} s\n  record: {result.folder}/"
     )
+    if result.error:  # why it ended (llm_error, backend_lost, ...): the last line is the cause
+        print(f"  error: {result.error.strip().splitlines()[-1]}")
     return 0 if result.success else 1
 
 
@@ -157,6 +205,7 @@ def _cmd_api(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from robodojo.episodes.compare import (
         AGENTS,
+        all_failed,
         format_summary,
         outcome_line,
         parse_seeds,
@@ -174,6 +223,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError(f"--budget must be at least 1, got {args.budget}")
     tasks, seeds, out = parse_tasks(args.tasks), parse_seeds(args.seeds), Path(args.out)
     specs = {agent: given[agent] for agent in AGENTS}
+    settings = llm_settings(args)
     print(
         f"comparing {', '.join(AGENTS)} on {', '.join(tasks)}, seeds {args.seeds} ({args.variant}), "
         f"LLM-call budget {args.budget}",
@@ -190,6 +240,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         budget=args.budget,
         base_url=args.base_url,
         progress=lambda o: print(outcome_line(o), flush=True),
+        settings=settings,
+        tool_choice=args.tool_choice,
     )
     summary = summarize(outcomes, AGENTS)
     print()
@@ -201,9 +253,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         "llm": specs,
         "budget": args.budget,
         "out": str(out),
+        "llm_config": args.llm_config,
+        "timeout_s": settings.timeout_s,
+        "max_retries": settings.max_retries,
+        "tool_choice": args.tool_choice,
     }
     write_report(out / "compare.json", outcomes, summary, request)
     print(f"\nreport: {out / 'compare.json'}; episode records under {out / 'episodes'}/")
+    if all_failed(outcomes):
+        print("every episode that ran failed (llm_error or crashed): nothing was measured", file=sys.stderr)
+        return 1
     return 0 if any(o.ran for o in outcomes) else 1
 
 
@@ -245,9 +304,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--llm",
         required=True,
         help="replay:FILE (offline, scripted replies), openai:MODEL (needs OPENAI_API_KEY), vllm:MODEL, "
-        "ollama:MODEL or llamacpp:MODEL",
+        "ollama:MODEL, llamacpp:MODEL (llama-server), llamacpppy:MODEL (llama-cpp-python) or PROFILE:MODEL of "
+        "--llm-config",
     )
     run.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
+    add_llm_options(run)
     run.add_argument("--budget", type=int, default=100, help="LLM-call budget (default 100)")
     run.add_argument("--out", default="out/episodes", help="episode records go here (default out/episodes)")
     run.add_argument(
@@ -286,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--move-eef-llm", default=None, help="LLM spec for the move_eef agent (overrides --llm)")
     compare.add_argument("--code-cell-llm", default=None, help="LLM spec for the code_cell agent (overrides --llm)")
     compare.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
+    add_llm_options(compare)
     compare.add_argument("--budget", type=int, default=100, help="LLM-call budget per episode (default 100)")
     compare.add_argument("--out", default="out/compare", help="compare.json and episodes/ (default out/compare)")
     compare.set_defaults(func=_cmd_compare)

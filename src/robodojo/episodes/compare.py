@@ -23,13 +23,16 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robodojo.episodes.factory import AGENTS, make_agent
 from robodojo.episodes.hosts import WorldHost
 from robodojo.episodes.runner import run_episode
 from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EpisodeSpec
 from robodojo.errors import ConfigError
+
+if TYPE_CHECKING:
+    from robodojo.agents.llm.settings import LlmSettings
 
 VARIANTS = ("standard", "cluttered")
 PLACEHOLDERS = ("{task}", "{seed}")
@@ -113,11 +116,21 @@ def fill_spec(spec: str, task: str, seed: int) -> str:
     return spec.replace("{task}", task).replace("{seed}", str(seed))
 
 
-def check_spec(spec: str) -> None:
+def check_spec(spec: str, settings: LlmSettings | None = None) -> None:
     """A ConfigError unless ``spec`` has the form open_llm accepts (PROFILE:REST with a known profile)."""
     from robodojo.agents.llm.client import parse_llm_spec
 
-    parse_llm_spec(spec)
+    parse_llm_spec(spec, settings)
+
+
+def check_credentials(spec: str, base_url: str | None = None, settings: LlmSettings | None = None) -> None:
+    """A ConfigError now (before any world is built, which takes tens of seconds) if the spec's profile needs an API
+    key that is not set or a base URL that is not given; nothing is sent. Replay specs need neither."""
+    from robodojo.agents.llm.client import LlmClient, parse_llm_spec
+
+    kind, rest = parse_llm_spec(spec, settings)
+    if kind != "replay":
+        LlmClient(rest, base_url, profile=kind, settings=settings).close()
 
 
 def missing_script(spec: str) -> Path | None:
@@ -132,9 +145,19 @@ def missing_script(spec: str) -> Path | None:
 
 
 def run_one(
-    world: Any, agent_name: str, spec_text: str, episode: EpisodeSpec, out_root: Path, base_url: str | None = None
+    world: Any,
+    agent_name: str,
+    spec_text: str,
+    episode: EpisodeSpec,
+    out_root: Path,
+    base_url: str | None = None,
+    *,
+    settings: LlmSettings | None = None,
+    tool_choice: str | None = None,
 ) -> Outcome:
-    """Run one agent on one episode; a missing replay script gives a skipped Outcome, a crash a failed one."""
+    """Run one agent on one episode; a missing replay script gives a skipped Outcome, a crash a failed one.
+
+    ``settings`` and ``tool_choice`` go to open_llm (the user's profiles and the run's overrides)."""
     from robodojo.agents.llm.client import open_llm
 
     base = functools.partial(
@@ -146,7 +169,12 @@ def run_one(
     agent = make_agent(agent_name)
     started = time.perf_counter()
     try:
-        with open_llm(spec_text, base_url=None if spec_text.startswith("replay:") else base_url) as llm:
+        with open_llm(
+            spec_text,
+            base_url=None if spec_text.startswith("replay:") else base_url,
+            settings=settings,
+            tool_choice=tool_choice,
+        ) as llm:
             result = run_episode(WorldHost(world), agent, llm, episode, out_root, model=llm.model)
     except ConfigError:
         raise  # a bad script or spec: the user's to fix, not an episode outcome
@@ -170,6 +198,7 @@ def run_one(
         steps_used=result.steps_used,
         wall_time_s=result.wall_time_s,
         folder=str(result.folder),
+        error=result.error,  # why an llm_error or backend_lost episode ended, for the terminal and compare.json
     )
 
 
@@ -183,10 +212,13 @@ def run_compare(
     budget: int = DEFAULT_LLM_CALL_BUDGET,
     base_url: str | None = None,
     progress: Callable[[Outcome], None] | None = None,
+    settings: LlmSettings | None = None,
+    tool_choice: str | None = None,
 ) -> list[Outcome]:
     """Run every agent of ``specs`` (agent name -> LLM spec, placeholders allowed) on every task and seed.
 
-    Episode records go to ``out/episodes``. One embedded world per robot is reused across episodes.
+    Episode records go to ``out/episodes``. One embedded world per robot is reused across episodes. Every spec's
+    credentials are checked before the first world is built.
     """
     from robodojo.sim.tasks import get_task
     from robodojo.sim.world import EmbeddedWorld
@@ -196,7 +228,9 @@ def run_compare(
     for agent_name, spec in specs.items():
         if agent_name not in AGENTS:
             raise ConfigError(f"unknown agent {agent_name!r}; known: {', '.join(AGENTS)}")
-        check_spec(spec)
+        check_spec(spec, settings)
+        if tasks and seeds:
+            check_credentials(fill_spec(spec, tasks[0], seeds[0]), base_url, settings)
     outcomes: list[Outcome] = []
     worlds: dict[str, EmbeddedWorld] = {}
     try:
@@ -211,7 +245,16 @@ def run_compare(
                         if robot not in worlds:
                             worlds[robot] = EmbeddedWorld(robot)
                         world = worlds[robot]
-                    outcome = run_one(world, agent_name, filled, episode, out / "episodes", base_url)
+                    outcome = run_one(
+                        world,
+                        agent_name,
+                        filled,
+                        episode,
+                        out / "episodes",
+                        base_url,
+                        settings=settings,
+                        tool_choice=tool_choice,
+                    )
                     outcomes.append(outcome)
                     if progress is not None:
                         progress(outcome)
@@ -313,6 +356,16 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: end reasons of an episode that never got to act as the agent meant: the run failed, not the agent
+FAILED_END_REASONS = ("llm_error", "crashed")
+
+
+def all_failed(outcomes: Iterable[Outcome]) -> bool:
+    """True when episodes ran and every one of them ended by llm_error or a crash (nothing was measured)."""
+    ran = [o for o in outcomes if o.ran]
+    return bool(ran) and all(o.end_reason in FAILED_END_REASONS for o in ran)
+
+
 def outcome_line(o: Outcome) -> str:
     """One progress line per episode."""
     head = f"{o.task} seed {o.seed} ({o.variant}) {o.agent:9s}"
@@ -343,7 +396,10 @@ def write_report(
 
 __all__ = [
     "AGENTS",
+    "FAILED_END_REASONS",
     "Outcome",
+    "all_failed",
+    "check_credentials",
     "check_spec",
     "fill_spec",
     "format_summary",

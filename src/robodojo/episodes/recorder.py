@@ -2,9 +2,14 @@
 
 Folder layout (one per episode)::
 
-    meta.json         task, seed, variant, instruction, agent, model, start time
-    requests.jsonl    one line per LLM call: the full message list as sent, images replaced by file references
-    responses.jsonl   one line per LLM call: the reply (content, tool calls, usage, latency, attempts, raw body)
+    meta.json         task, seed, variant, instruction, agent, model, start time, and ``llm``: the client's model,
+                      profile, base URL, timeout, retries, call deadline and tool_choice override
+    requests.jsonl    one line per LLM call, failed calls included: the request body as sent (after the profile's
+                      rewrites: model, messages, tools, tool_choice, ...; images replaced by file references), then
+                      ``attempts`` (per HTTP attempt: attempt, latency_s, error, status) and ``error`` (null, or why
+                      the call failed)
+    responses.jsonl   one line per answered LLM call: the reply (content, tool calls, usage, latency with retries,
+                      attempts, attempt_log, raw body)
     turns.jsonl       one line per turn: action, tool results, motion report, the agent-side state after acting
     robo_calls.jsonl  code cells: one line per robo call (turn, index in the turn, method, arguments, result summary,
                       error, duration), written once a call is made
@@ -29,7 +34,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from robodojo.agents.base import TurnRecord
-from robodojo.agents.llm.types import Message
+from robodojo.agents.llm.types import AttemptRecord, LlmError, Message
 from robodojo.observation import Observation
 
 DATA_URL_PREFIX = "data:image/jpeg;base64,"
@@ -103,9 +108,17 @@ class EpisodeRecorder:
             out.append({**message, "content": parts})
         return out
 
+    def _request_line(
+        self, turn: int, body: dict[str, Any], attempts: tuple[AttemptRecord, ...], error: str | None
+    ) -> None:
+        body = {**body, "messages": self._store_images(list(body.get("messages") or []))}
+        self._line(self._requests, {"turn": turn, **body, "attempts": attempts, "error": error})
+
     def record_turn(self, record: TurnRecord, state: Observation) -> None:
-        self._line(self._requests, {"turn": record.turn, "messages": self._store_images(record.request)})
         reply = record.reply
+        # The body as sent; a caller that is not LlmClient (a test double) has none, so its messages stand in.
+        body = reply.request or {"messages": record.request}
+        self._request_line(record.turn, body, reply.attempt_log, None)
         self._line(
             self._responses,
             {
@@ -117,6 +130,7 @@ class EpisodeRecorder:
                 "usage": reply.usage,
                 "latency_s": reply.latency_s,
                 "attempts": reply.attempts,
+                "attempt_log": reply.attempt_log,
                 "raw": reply.raw,
             },
         )
@@ -138,6 +152,11 @@ class EpisodeRecorder:
             if self._robo_calls is None:
                 self._robo_calls = (self.folder / "robo_calls.jsonl").open("a", encoding="utf-8")
             self._line(self._robo_calls, {"turn": record.turn, "index": index, **_jsonable(call)})
+
+    def record_failed_call(self, turn: int, error: LlmError) -> None:
+        """A call that got no usable answer: what was sent and every attempt, in requests.jsonl."""
+        if error.request:
+            self._request_line(turn, error.request, error.attempt_log, str(error))
 
     def record_error(self, turn: int, error: BaseException) -> None:
         self._line(self._turns, {"turn": turn, "action": "error", "error": f"{type(error).__name__}: {error}"})

@@ -56,6 +56,8 @@ def run_episode(
             "instruction": context.instruction,
             "agent": agent.name,
             "model": model,
+            # profile, base URL, timeouts: what a reader needs to reproduce the calls (LlmClient.describe)
+            "llm": describe() if callable(describe := getattr(llm, "describe", None)) else {},
             "llm_call_budget": spec.llm_call_budget,
             "env_step_limit": host.step_limit,
         },
@@ -96,6 +98,7 @@ def run_episode(
             try:
                 record = agent.turn(llm, turn)
             except LlmError as exc:
+                recorder.record_failed_call(turn, exc)
                 recorder.record_error(turn, exc)
                 reason, error = EndReason.LLM_ERROR, str(exc)
                 # the call was made (and retried): it counts against the budget; a request refused before

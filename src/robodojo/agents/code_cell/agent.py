@@ -40,6 +40,8 @@ ROBO_RESULT_MODULES = ("robodojo.agents.code_cell.results",)  # loaded before th
 IMAGE_HORIZON = 2  # turns whose robo.show() images stay in the context
 MOTION_METHODS = ("move_to", "grasp", "release", "home")  # robo calls that end the cell once no env steps are left
 JPEG_QUALITY = 85
+#: what the agent asks for each turn: call one tool. The LLM profile (or --tool-choice) decides what is sent.
+TOOL_CHOICE = "required"
 LIMIT_TEXTS = {
     "wall_time": "the cell exceeded the wall-clock limit",
     "cpu_time": "the cell exceeded the CPU-time limit",
@@ -152,7 +154,9 @@ class CodeCellAgent:
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         request = self.conversation.request()
         self.context.check(request, self.tools)  # refused before sending when it cannot fit
-        reply = llm.chat(request, self.tools, tool_choice="required")
+        # "required" is the semantics asked for (call one tool); the LLM client's profile (or --tool-choice) decides
+        # what is sent, exactly as for move_eef: "auto" to servers that reject "required", nothing to Ollama.
+        reply = llm.chat(request, self.tools, tool_choice=TOOL_CHOICE)
         self.conversation.add_reply(reply)
         several = SEVERAL_TOOL_CALLS_TEXT.format(n=len(reply.tool_calls))
         valid, errors = self.conversation.accept_tool_call(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import dataclasses
 import json
 import logging
 import os
@@ -26,8 +27,16 @@ import cv2
 import numpy as np
 import openai
 
-from robodojo.agents.llm.settings import LlmSettings, Price, ServerProfile, load_llm_settings
-from robodojo.agents.llm.types import ChatReply, LlmError, Message, ToolCall, ToolSchema, Usage
+from robodojo.agents.llm.settings import (
+    ALWAYS_RETRIED_STATUSES,
+    TOOL_CHOICES,
+    LlmSettings,
+    Price,
+    ServerProfile,
+    load_llm_settings,
+    user_llm_settings,
+)
+from robodojo.agents.llm.types import AttemptRecord, ChatReply, LlmError, Message, ToolCall, ToolSchema, Usage
 from robodojo.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -149,14 +158,16 @@ def parse_tool_calls(message: Mapping[str, Any]) -> tuple[ToolCall, ...]:
 
 
 class _InvalidResponse(Exception):
-    """A 2xx answer that is not a chat completion (treated like a server error: retried)."""
+    """A 2xx answer that is not a chat completion (treated like a transient server error: retried)."""
 
 
 class _Attempt:
     """Why one attempt failed and whether it is worth retrying."""
 
-    def __init__(self, description: str, retry: bool, retry_after_s: float | None = None) -> None:
-        self.description, self.retry, self.retry_after_s = description, retry, retry_after_s
+    def __init__(
+        self, description: str, retry: bool, retry_after_s: float | None = None, status: int | None = None
+    ) -> None:
+        self.description, self.retry, self.retry_after_s, self.status = description, retry, retry_after_s, status
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -168,7 +179,9 @@ def _retry_after(headers: Any) -> float | None:
     return None
 
 
-def _classify(exc: Exception) -> _Attempt:
+def _classify(exc: Exception, profile: ServerProfile) -> _Attempt:
+    """Timeouts, dropped connections, 429, 408 and the profile's transient 5xx are retried; any other status is
+    deterministic (the same request gets the same answer), so retrying it only makes the user wait."""
     if isinstance(exc, openai.APITimeoutError):
         return _Attempt("timed out", True)
     if isinstance(exc, openai.APIConnectionError):
@@ -179,11 +192,26 @@ def _classify(exc: Exception) -> _Attempt:
         body = exc.body
         detail = body.get("message") if isinstance(body, Mapping) else None
         detail = detail or (exc.message if isinstance(exc.message, str) else str(body))
-        retry = status in (408, 409, 429) or status >= 500
-        return _Attempt(f"HTTP {status}: {detail}", retry, _retry_after(exc.response.headers) if retry else None)
+        retry = status in ALWAYS_RETRIED_STATUSES or status in profile.transient_statuses
+        return _Attempt(
+            f"HTTP {status}: {detail}", retry, _retry_after(exc.response.headers) if retry else None, status
+        )
     if isinstance(exc, _InvalidResponse):
         return _Attempt(f"invalid response: {exc}", True)
     return _Attempt(f"{type(exc).__name__}: {exc}", False)
+
+
+def _hint(attempt: _Attempt, request: Mapping[str, Any], base_url: str | None, settings: LlmSettings) -> str:
+    """A likely cause and fix for a failure users meet often, or ""."""
+    if attempt.status == 404:
+        if base_url and not base_url.rstrip("/").endswith("/v1"):
+            return f" (is the base URL missing /v1? it is {base_url}; most servers serve {base_url.rstrip('/')}/v1)"
+        return " (check the base URL and the model name: the server has no such route or model)"
+    if attempt.status is not None and attempt.status >= 500 and request.get("tool_choice") == "required":
+        auto = [n for n, p in settings.profiles.items() if p.supports_tool_choice and not p.tool_choice_required_ok]
+        others = f", or a profile that sends auto ({', '.join(auto)})" if auto else ""
+        return f' (the server may not support tool_choice "required": try --tool-choice auto{others})'
+    return ""
 
 
 class LlmClient:
@@ -193,9 +221,12 @@ class LlmClient:
     ServerProfile. The base URL comes from the argument, else the profile's environment variable, else its default;
     the API key from the argument, else the profile's environment variable (OPENAI_API_KEY for openai), else the
     profile's placeholder; the openai profile without a key is a ConfigError. The openai package's own retries are
-    off: this client retries 429, 408/409, 5xx, timeouts and connection errors up to ``settings.max_retries`` times
-    with exponential backoff and jitter, logging each retry, and raises LlmError after that (or at once on any other
-    4xx). Thread-safe for concurrent chat() calls.
+    off: this client retries 429, 408, the profile's transient 5xx (502/503/504 by default), timeouts and connection
+    errors up to ``settings.max_retries`` times with exponential backoff and jitter, within ``call_deadline_s`` per
+    call, logging each retry; any other status fails at once with LlmError (with a hint for the common causes).
+
+    ``tool_choice`` overrides what is sent for every call ("auto", "required", "none"); None or "profile" lets the
+    profile decide (ServerProfile.tool_choice_for). Thread-safe for concurrent chat() calls.
     """
 
     def __init__(
@@ -205,9 +236,14 @@ class LlmClient:
         api_key: str | None = None,
         profile: str | ServerProfile = "openai",
         settings: LlmSettings | None = None,
+        tool_choice: str | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigError(f"LLM model name must be a non-empty string, got {model!r}")
+        if tool_choice is not None and tool_choice not in TOOL_CHOICES:
+            raise ConfigError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)}, got {tool_choice!r}")
+        #: the run's override of what tool_choice is sent (None: the profile decides)
+        self.tool_choice_override = None if tool_choice == "profile" else tool_choice
         self.settings = settings or load_llm_settings()
         self.profile = profile if isinstance(profile, ServerProfile) else self.settings.profile(profile)
         p = self.profile
@@ -222,9 +258,10 @@ class LlmClient:
         if api_key is None:
             if p.api_key_required:
                 where = f"environment variable {p.api_key_env}" if p.api_key_env else "the api_key argument"
+                local = [f"{n}:" for n, q in self.settings.profiles.items() if not q.api_key_required and n != "replay"]
                 raise ConfigError(
                     f"LLM profile {p.name!r} needs an API key: set {where} (or pass api_key); "
-                    "for a local server use a local profile such as vllm:, ollama: or llamacpp:"
+                    f"for a local server use a local profile ({', '.join(local)})"
                 )
             api_key = p.placeholder_api_key
         self._client = openai.OpenAI(
@@ -237,6 +274,18 @@ class LlmClient:
         self._attempts_total = 0
         #: the replay server this client talks to, when open_llm("replay:FILE") started one
         self.replay_server: ReplayServer | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """Where and how this client calls, for the episode's meta.json."""
+        return {
+            "model": self.model,
+            "profile": self.profile.name,
+            "base_url": self.base_url or "https://api.openai.com/v1",
+            "timeout_s": self.settings.timeout_s,
+            "max_retries": self.settings.max_retries,
+            "call_deadline_s": self.settings.call_deadline_s,
+            "tool_choice": self.tool_choice_override or "profile",
+        }
 
     # -- accounting ----------------------------------------------------------------------------------------------
     @property
@@ -280,10 +329,15 @@ class LlmClient:
         request: dict[str, Any] = {"model": self.model, "messages": adapt_messages(messages, p)}
         if tools:
             request["tools"] = list(tools)
-            if tool_choice is not None and p.supports_tool_choice:
-                if tool_choice == "required" and not p.tool_choice_required_ok:
-                    tool_choice = "auto"
-                request["tool_choice"] = tool_choice
+            sent: str | Mapping[str, Any] | None
+            if self.tool_choice_override is not None:
+                sent = self.tool_choice_override  # the user's explicit choice for this run, sent as it is
+            elif isinstance(tool_choice, str):
+                sent = p.tool_choice_for(tool_choice)
+            else:
+                sent = tool_choice if p.supports_tool_choice else None
+            if sent is not None:
+                request["tool_choice"] = sent
             if parallel_tool_calls is not None and p.supports_parallel_tool_calls_param:
                 request["parallel_tool_calls"] = parallel_tool_calls
         if s.max_output_tokens is not None:
@@ -308,11 +362,39 @@ class LlmClient:
         request = self.build_request(messages, tools, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls)
         s = self.settings
         bound = 1 + s.max_retries
+        where = f"{self.model} at {self.base_url or 'api.openai.com'} (profile {self.profile.name})"
         started = time.monotonic()
+        deadline = started + s.call_deadline_s
+        log_: list[AttemptRecord] = []
         last: _Attempt | None = None
+
+        def fail(message: str) -> LlmError:
+            return LlmError(message, len(log_), request=request, attempt_log=tuple(log_))
+
         for attempt in range(1, bound + 1):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
             with self._lock:
                 self._attempts_total += 1
+            # A silent wait of a whole timeout (120 s by default) looked like a hang: say early that nothing came yet.
+            silence = threading.Timer(
+                s.silence_warning_s,
+                log.warning,
+                (
+                    "LLM call to %s: no answer after %.1f s (attempt %d/%d, timeout %.0f s, call deadline %.0f s); "
+                    "a local server may still be loading the model",
+                    where,
+                    s.silence_warning_s,
+                    attempt,
+                    bound,
+                    min(s.timeout_s, remaining),
+                    s.call_deadline_s,
+                ),
+            )
+            silence.daemon = True
+            silence.start()
+            sent_at = time.monotonic()
             try:
                 # Everything but the model goes in extra_body, which the SDK merges into the JSON as it is: its
                 # typed path walks every message against its TypedDicts, which cost ~1.3 ms more per turn of
@@ -321,47 +403,69 @@ class LlmClient:
                     model=request["model"],
                     messages=[],
                     extra_body={k: v for k, v in request.items() if k != "model"},
+                    timeout=min(s.timeout_s, remaining),
                 )
                 try:
                     body = json.loads(raw.text)
                 except json.JSONDecodeError as exc:
                     raise _InvalidResponse(f"body is not JSON ({exc}): {raw.text[:200]!r}") from None
-                reply = self._parse(body, started, attempt)
+                log_.append(AttemptRecord(attempt, time.monotonic() - sent_at))
+                reply = self._parse(body, started, attempt, request, tuple(log_))
             except (openai.APIError, _InvalidResponse) as exc:
-                last = _classify(exc)
+                last = _classify(exc, self.profile)
+                if len(log_) < attempt:
+                    log_.append(AttemptRecord(attempt, time.monotonic() - sent_at, last.description, last.status))
+                else:  # the HTTP call answered but the body was not a chat completion
+                    log_[-1] = dataclasses.replace(log_[-1], error=last.description)
                 if not last.retry:
-                    raise LlmError(
-                        f"LLM request to {self.model} at {self.base_url or 'api.openai.com'} was rejected: "
-                        f"{last.description}",
-                        attempt,
+                    raise fail(
+                        f"LLM request to {where} was rejected: {last.description}"
+                        f"{_hint(last, request, self.base_url, self.settings)}"
                     ) from exc
                 if attempt == bound:
                     break
                 delay = min(s.backoff_max_s, s.backoff_base_s * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
                 if last.retry_after_s is not None:
                     delay = min(s.backoff_max_s, max(delay, last.retry_after_s))
+                delay = min(delay, max(0.0, deadline - time.monotonic()))
                 log.warning(
-                    "LLM call to %s: attempt %d/%d failed (%s); retrying in %.2f s",
-                    self.model,
+                    "LLM call to %s: attempt %d/%d failed after %.1f s (%s); retrying in %.2f s",
+                    where,
                     attempt,
                     bound,
+                    log_[-1].latency_s,
                     last.description,
                     delay,
                 )
                 time.sleep(delay)
                 continue
+            finally:
+                silence.cancel()
             with self._lock:
                 self._usage_total = self._usage_total + reply.usage
                 self._calls += 1
             return reply
-        assert last is not None
-        raise LlmError(
-            f"LLM call to {self.model} at {self.base_url or 'api.openai.com'} failed after {bound} attempts "
-            f"(max_retries={s.max_retries}); last error: {last.description}",
-            bound,
+        elapsed = time.monotonic() - started
+        if last is None:  # the deadline passed before the first attempt (a deadline of ~0)
+            raise fail(f"LLM call to {where}: call_deadline_s={s.call_deadline_s:g} passed before any attempt")
+        why = (
+            f"gave up at the call deadline ({s.call_deadline_s:g} s) after {len(log_)} attempt(s)"
+            if len(log_) < bound
+            else f"failed after {bound} attempts (max_retries={s.max_retries})"
+        )
+        raise fail(
+            f"LLM call to {where} {why}, {elapsed:.1f} s in all; last error: {last.description}"
+            f"{_hint(last, request, self.base_url, self.settings)}"
         )
 
-    def _parse(self, body: Any, started: float, attempts: int) -> ChatReply:
+    def _parse(
+        self,
+        body: Any,
+        started: float,
+        attempts: int,
+        request: dict[str, Any],
+        attempt_log: tuple[AttemptRecord, ...],
+    ) -> ChatReply:
         if not isinstance(body, Mapping):
             raise _InvalidResponse(f"expected a JSON object, got {type(body).__name__}")
         if "error" in body and "choices" not in body:
@@ -393,6 +497,8 @@ class LlmClient:
             latency_s=time.monotonic() - started,
             attempts=attempts,
             raw=dict(body),
+            request=request,
+            attempt_log=attempt_log,
         )
 
     def close(self) -> None:
@@ -411,8 +517,8 @@ class LlmClient:
 
 def parse_llm_spec(spec: object, settings: LlmSettings | None = None) -> tuple[str, str]:
     """(profile, model or file) of a command-line spec such as ``openai:gpt-4.1`` or ``replay:FILE``; a
-    ConfigError listing the forms otherwise."""
-    settings = settings or load_llm_settings()
+    ConfigError listing the forms otherwise. Without ``settings``: config/llm.yaml and the per-user file."""
+    settings = settings or user_llm_settings()
     kind, sep, rest = spec.partition(":") if isinstance(spec, str) else ("", "", "")
     if not sep or not rest or kind not in settings.profiles:
         forms = ", ".join(["replay:FILE"] + [f"{name}:MODEL" for name in settings.profiles if name != "replay"])
@@ -422,30 +528,36 @@ def parse_llm_spec(spec: object, settings: LlmSettings | None = None) -> tuple[s
 
 @contextlib.contextmanager
 def open_llm(
-    spec: str, base_url: str | None = None, *, api_key: str | None = None, settings: LlmSettings | None = None
+    spec: str,
+    base_url: str | None = None,
+    *,
+    api_key: str | None = None,
+    settings: LlmSettings | None = None,
+    tool_choice: str | None = None,
 ) -> Iterator[LlmClient]:
     """An LlmClient for a command-line spec, closed (and its replay server stopped) on exit.
 
     ``replay:FILE`` starts a ReplayServer for the script on 127.0.0.1 and points the client at it (profile replay);
     ``openai:MODEL`` (base URL from the argument or OPENAI_BASE_URL), ``vllm:MODEL``, ``ollama:MODEL``,
     ``llamacpp:MODEL`` (or any other profile in config/llm.yaml) use that profile and its default base URL unless
-    overridden. Anything else is a ConfigError listing the forms.
+    overridden. Anything else is a ConfigError listing the forms. ``tool_choice`` is LlmClient's override. Without
+    ``settings``, config/llm.yaml with the per-user file merged over it (:func:`user_llm_settings`).
     """
     from robodojo.agents.llm.replay_server import ReplayScript, ReplayServer
 
-    settings = settings or load_llm_settings()
+    settings = settings or user_llm_settings()  # the user's own profiles too ($XDG_CONFIG_HOME/robodojo/llm.yaml)
     kind, rest = parse_llm_spec(spec, settings)
     if kind == "replay":
         script = ReplayScript.load(Path(rest))
         with ReplayServer(script) as server:
-            client = LlmClient(script.model or "replay", server.url, api_key, "replay", settings)
+            client = LlmClient(script.model or "replay", server.url, api_key, "replay", settings, tool_choice)
             client.replay_server = server
             try:
                 yield client
             finally:
                 client.close()
         return
-    client = LlmClient(rest, base_url, api_key, kind, settings)
+    client = LlmClient(rest, base_url, api_key, kind, settings, tool_choice)
     try:
         yield client
     finally:

@@ -1,11 +1,16 @@
 """LLM client settings from config/llm.yaml: retry and timeout defaults, the price table and the server profiles.
 
-See the comments in config/llm.yaml for what each key and quirk flag means and why it exists.
+See the comments in config/llm.yaml for what each key and quirk flag means and why it exists. Users add or override
+profiles (and defaults and prices) without editing the installed file: :func:`load_llm_settings_layers` merges
+$XDG_CONFIG_HOME/robodojo/llm.yaml (else ~/.config/robodojo/llm.yaml) and a file given with ``--llm-config`` over
+the package's config/llm.yaml, each layer validated with its own file name in the errors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -16,6 +21,10 @@ from robodojo.config import CONFIG_DIR, Section, load_yaml
 from robodojo.errors import ConfigError, UnknownNameError
 
 MAX_TOKENS_PARAMS = ("max_tokens", "max_completion_tokens")
+#: what --tool-choice accepts: a value sent as it is, or "profile" (the profile decides, the default)
+TOOL_CHOICES = ("auto", "required", "none", "profile")
+#: HTTP statuses retried whatever the profile: rate limited, and the server's own request timeout
+ALWAYS_RETRIED_STATUSES = (408, 429)
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,18 @@ class ServerProfile:
     tool_choice_required_ok: bool
     supports_parallel_tool_calls_param: bool
     max_tokens_param: str
+    #: 5xx statuses that mean "busy or restarting, try again" on this server (e.g. 502/503/504 from a proxy or a
+    #: loading model); every other 5xx is deterministic (a template error, an unsupported option) and not retried
+    transient_statuses: tuple[int, ...] = (502, 503, 504)
+
+    def tool_choice_for(self, wanted: str | None) -> str | None:
+        """What to send when an agent asks for ``wanted`` ("required" semantics: call one of the tools), given this
+        server's support: None (omit the field) when it has none, "auto" when it rejects "required"."""
+        if wanted is None or not self.supports_tool_choice:
+            return None
+        if wanted == "required" and not self.tool_choice_required_ok:
+            return "auto"
+        return wanted
 
 
 @dataclass(frozen=True)
@@ -64,6 +85,10 @@ class LlmSettings:
     jpeg_quality: int
     max_output_tokens: int | None
     temperature: float | None
+    #: total time one chat() call may take, retries and backoff included [s]
+    call_deadline_s: float
+    #: a warning is logged when a request has had no answer for this long [s] (the server may be loading a model)
+    silence_warning_s: float
     prices: Mapping[str, Price]
     profiles: Mapping[str, ServerProfile]
 
@@ -91,6 +116,17 @@ def _optional_str(section: Section, key: str) -> str | None:
     return None if section.data[key] is None else section.str(key)
 
 
+def _statuses(s: Section, key: str) -> tuple[int, ...]:
+    value = s.data.get(key, [502, 503, 504])
+    if (
+        not isinstance(value, Sequence)
+        or isinstance(value, str)
+        or not all(isinstance(v, int) and not isinstance(v, bool) and 500 <= v <= 599 for v in value)
+    ):
+        raise ConfigError(f"{s.where}.{key}: expected a list of HTTP statuses 500..599, got {value!r}")
+    return tuple(value)
+
+
 def _parse_profile(name: str, s: Section, prices: Mapping[str, Price]) -> ServerProfile:
     placeholder = s.data.get("placeholder_api_key", "")
     if not isinstance(placeholder, str):
@@ -109,6 +145,7 @@ def _parse_profile(name: str, s: Section, prices: Mapping[str, Price]) -> Server
         tool_choice_required_ok=s.boolean("tool_choice_required_ok"),
         supports_parallel_tool_calls_param=s.boolean("supports_parallel_tool_calls_param"),
         max_tokens_param=s.str("max_tokens_param"),
+        transient_statuses=_statuses(s, "transient_statuses"),
     )
     if profile.max_tokens_param not in MAX_TOKENS_PARAMS:
         raise ConfigError(
@@ -158,6 +195,8 @@ def parse_llm_settings(data: dict[str, Any], where: str) -> LlmSettings:
         jpeg_quality=d.integer("jpeg_quality", positive=True),
         max_output_tokens=None if max_tokens is None else d.integer("max_output_tokens", positive=True),
         temperature=None if temperature is None else d.number("temperature"),
+        call_deadline_s=d.number("call_deadline_s", positive=True),
+        silence_warning_s=d.number("silence_warning_s", positive=True),
         prices=MappingProxyType(prices),
         profiles=MappingProxyType(profiles),
     )
@@ -173,3 +212,61 @@ def load_llm_settings(path: str | Path | None = None) -> LlmSettings:
     """config/llm.yaml (or another file of the same form), loaded and validated once."""
     path = Path(path) if path is not None else CONFIG_DIR / "llm.yaml"
     return parse_llm_settings(load_yaml(path), str(path))
+
+
+def user_llm_config_path() -> Path:
+    """The per-user file merged over config/llm.yaml: $XDG_CONFIG_HOME/robodojo/llm.yaml, else
+    ~/.config/robodojo/llm.yaml (it need not exist)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "robodojo" / "llm.yaml"
+
+
+_LAYER_KEYS = ("defaults", "prices", "profiles")
+
+
+def merge_llm_config(base: dict[str, Any], layer: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``layer`` (a user file's document) merged over ``base``: defaults and prices key by key; a profile of a known
+    name has its keys overridden one by one, a new name adds a profile (which then needs every key). ``where`` names
+    the layer's file in errors."""
+    root = Section(layer, where)
+    unknown = sorted(str(k) for k in layer if k not in _LAYER_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(_LAYER_KEYS)}")
+    merged = copy.deepcopy(base)
+    for key in _LAYER_KEYS:
+        section = root.optional_section(key)
+        if section is None:
+            continue
+        target = merged.setdefault(key, {})
+        for name, value in section.data.items():
+            if key == "profiles":
+                Section(value, f"{section.where}.{name}")  # a mapping, or an error naming the user file
+                target[name] = {**target.get(name, {}), **value}
+            else:
+                target[name] = value
+    return merged
+
+
+def load_llm_settings_layers(extra: str | Path | None = None, *, user_file: bool = True) -> LlmSettings:
+    """config/llm.yaml with the per-user file (if present and ``user_file``) and then ``extra`` (--llm-config, which
+    must exist) merged over it. Each layer is validated on its own merge result, so an error names the layer's file
+    and the key path."""
+    package = CONFIG_DIR / "llm.yaml"
+    data = load_yaml(package)
+    settings = parse_llm_settings(data, str(package))
+    layers = []
+    if user_file and user_llm_config_path().is_file():
+        layers.append(user_llm_config_path())
+    if extra is not None:
+        layers.append(Path(extra).expanduser())
+    for path in layers:
+        data = merge_llm_config(data, load_yaml(path), str(path))
+        settings = parse_llm_settings(data, str(path))
+    return settings
+
+
+@cache
+def user_llm_settings() -> LlmSettings:
+    """config/llm.yaml with the per-user file merged over it, loaded once: what open_llm uses when given no settings,
+    so user profiles work wherever a spec is opened (robodojo graph's agent node included)."""
+    return load_llm_settings_layers(None)

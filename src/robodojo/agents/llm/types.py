@@ -43,6 +43,16 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class AttemptRecord:
+    """One HTTP request of a chat() call: how long it took and, if it failed, why (for the episode record)."""
+
+    attempt: int  # 1-based
+    latency_s: float  # this request alone, without the backoff before it
+    error: str | None = None  # None: it answered
+    status: int | None = None  # the HTTP status of a failed request, if it got one
+
+
+@dataclass(frozen=True)
 class ChatReply:
     """The model's answer to one chat request."""
 
@@ -54,6 +64,10 @@ class ChatReply:
     latency_s: float
     attempts: int  # 1 + retries
     raw: dict[str, Any] = field(default_factory=dict, repr=False)  # the response body, for the episode record
+    #: the request body as sent (after the profile's rewrites: messages, tools, tool_choice, ...), for the record
+    request: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: every attempt of this call, failed ones first; ``latency_s`` above is their total, backoff included
+    attempt_log: tuple[AttemptRecord, ...] = ()
 
     def assistant_message(self) -> Message:
         """This reply as the assistant message to append to the history (content None if it only called tools;
@@ -69,8 +83,20 @@ class ChatReply:
 
 
 class LlmError(RobodojoError):
-    """The model could not be reached or kept failing after the bounded retries."""
+    """The model could not be reached, rejected the request, or kept failing after the bounded retries.
 
-    def __init__(self, message: str, attempts: int) -> None:
+    ``request`` is the body that was sent and ``attempt_log`` every attempt, so the record holds failed calls too.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        attempts: int,
+        *,
+        request: dict[str, Any] | None = None,
+        attempt_log: tuple[AttemptRecord, ...] = (),
+    ) -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.request = request or {}
+        self.attempt_log = attempt_log
