@@ -158,7 +158,7 @@ fi
 
 summarize() {  # summarize AGENT EPISODE_OUT RC LOGFILE SERVER_LOG_FROM_LINE
     "$VPY" - "$@" "$SERVER_LOG" <<'EOF'
-import json, pathlib, sys
+import json, pathlib, re, sys
 agent, out, rc, log, from_line, server_log = sys.argv[1:7]
 def lines(p):
     return [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.exists() else []
@@ -173,7 +173,14 @@ for l in server:
     if '"POST /v1/chat/completions' in l:
         code = l.rsplit('" ', 1)[-1].split()[0]
         statuses[code] = statuses.get(code, 0) + 1
-server_err = next((l.strip() for l in server if "Error" in l or "Exception" in l), "")
+# The first exception line of a server traceback (the bare "Exception:" header is llama-cpp-python's), with the
+# source line above it: e.g. `assert ... tool_choice == "auto"` / AssertionError.
+server_err = ""
+for i, l in enumerate(server):
+    if re.match(r"[A-Za-z_.]*(Error|Exception)\b", l) and l.strip() != "Exception:":
+        src = next((s.strip() for s in reversed(server[max(0, i - 3):i]) if s.strip() and set(s.strip()) != {"^"}), "")
+        server_err = f"{l.strip()} (at: {src})" if src and not src.startswith("File ") else l.strip()
+        break
 if not records:
     print("    no episode record was written; last lines of robodojo's output:")
     for l in pathlib.Path(log).read_text(errors="replace").splitlines()[-8:]:
