@@ -163,7 +163,7 @@ def test_cli_doctor_end_to_end(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "tools, tool_choice=required" in out and "verdict: working setup: --llm replay:" in out
     bad = tmp_path / "bad.yaml"
-    bad.write_text("behaviour: {echo_model: true, reject_tool_role: true}\nreplies: []\n")
+    bad.write_text("behaviour: {echo_model: true, delay_s: 30}\nreplies: []\n")  # a hung server: nothing helps
     assert main(["doctor", "--llm", f"replay:{bad}", "--timeout", "2"]) == 1
     assert "no working setup found" in capsys.readouterr().out
     assert main(["doctor", "--llm", "nonsense"]) == 2
