@@ -383,7 +383,7 @@ class LlmClient:
                 log.warning,
                 (
                     "LLM call to %s: no answer after %.1f s (attempt %d/%d, timeout %.0f s, call deadline %.0f s); "
-                    "a local server may still be loading the model",
+                    "still waiting (a slow model answers late; a hung server never does)",
                     where,
                     s.silence_warning_s,
                     attempt,
