@@ -48,7 +48,6 @@ class RobotState:
         self.status_received_s = -math.inf
         # The fastest arm joint between the last two joint states (from positions and stamps, which every driver
         # publishes; velocity fields are optional): how the server sees that the arms hold still.
-        self.arm_speed_rad_s = math.inf
         self._previous: dict[str, tuple[float, np.ndarray]] = {}
         self._speeds: dict[str, float] = {}
         self.lock = threading.Lock()
@@ -68,8 +67,15 @@ class RobotState:
                 before = self._previous.get(arm)
                 if before is not None and stamp > before[0]:
                     self._speeds[arm] = float(np.max(np.abs(q - before[1]))) / (stamp - before[0])
-                    self.arm_speed_rad_s = max(self._speeds.values())
                 self._previous[arm] = (stamp, q.copy())
+
+    @property
+    def arm_speed_rad_s(self) -> float:
+        """The fastest arm joint between the last two joint states (inf until every arm has two)."""
+        with self.lock:
+            if len(self._speeds) < len(self.robot.arms):
+                return math.inf
+            return max(self._speeds.values())
 
     def on_status(self, msg: EpisodeStatus) -> None:
         self.status, self.status_received_s = msg, time.monotonic()

@@ -65,7 +65,7 @@ CANCEL_DETAIL = "the goal was cancelled"
 STOP_SERVICE_DETAIL = f"stopped by a call of {topics.STOP}"
 BUSY_TEXT = (
     "busy: another MoveEef goal is moving the arms. Goals are not queued or preempted: cancel the running goal "
-    "(or call {stop}) and send this one again."
+    "(or call {stop}) and send this one again"
 )
 
 
@@ -264,10 +264,8 @@ class MotionServerNode(GraphNode):
     def _execute(self, goal_handle) -> MoveEef.Result:
         if self._shutting_down or not self._busy.acquire(blocking=False):
             text = SHUTDOWN_DETAIL if self._shutting_down else BUSY_TEXT.format(stop=topics.STOP)
-            result = MoveEef.Result(
-                accepted=False, error=text, tool_text=text, stop_reason=StopReason.PLAN_FAILED.value
-            )
-            result.holding = True  # nothing of this goal moved
+            result = MoveEef.Result()
+            convert.fill_move_result(result, MoveReport.rejected(Refused(text)), self.control_dt_s, ArmArrival)
             goal_handle.abort()
             self.get_logger().warning(f"MoveEef goal refused: {text}", throttle_duration_sec=1.0)
             return result
