@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from robodojo.geometry import matrix_from_quat
@@ -52,11 +52,14 @@ def test_angles_to_quaternion_and_back(p, r, y, axis):
 
 
 @given(st.tuples(*[st.floats(-1, 1, allow_nan=False)] * 4).filter(lambda q: np.linalg.norm(q) > 0.1), axes)
+@example(q=(0.0, -5.960464477539063e-08, 1.0, 1.0), axis=(1.0, 0.0, 0.0))  # at gimbal lock: 1.2e-7 off
 def test_any_quaternion_round_trips_through_the_angles(q, axis):
     q = np.array(q) / np.linalg.norm(q)
     angles = down_angles_from_quat(q, axis)
     assert -180 <= angles.pitch_deg <= 180 and -90 <= angles.roll_deg <= 90 and -180 <= angles.yaw_deg <= 180
-    np.testing.assert_allclose(rotation_from_down_angles(angles, axis), matrix_from_quat(q), atol=1e-7)
+    # Next to gimbal lock (roll +/-90) the angles come from asin/atan2 of nearly degenerate entries, whose error grows
+    # like sqrt(machine epsilon): 1e-6 bounds it, far below any tolerance that matters (0.1 mm, 0.01 deg).
+    np.testing.assert_allclose(rotation_from_down_angles(angles, axis), matrix_from_quat(q), atol=1e-6)
 
 
 def test_gimbal_lock_still_round_trips():
