@@ -88,7 +88,7 @@ def test_a_request_beyond_the_context_is_refused_with_the_option_to_use():
     assert (
         str(refused.value) == f"request of ~{n} tokens exceeds the model's context of 8192: use --images none or head"
     )
-    with pytest.raises(LlmError, match="holds no images; use a model with a longer context"):
+    with pytest.raises(LlmError, match="holds no images and no older turn is left to drop; use a model with a longer context"):
         ContextBudget(10).check([{"role": "user", "content": "w" * 100}])
 
 
@@ -217,7 +217,7 @@ def test_code_cell_head_only_shows_the_head_camera(cell_agent, dual_world):
 
 @pytest.mark.parametrize("cell_agent", ["all"], indirect=True)
 def test_code_cell_refuses_an_oversized_request_before_sending(cell_agent):
-    cell_agent.context = ContextBudget(500)  # the system message and API reference alone are larger
+    cell_agent.conversation.context = ContextBudget(500)  # the system message and API reference alone are larger
     caller = Caller([])
     with pytest.raises(LlmError, match=r"exceeds the model's context of 500: it holds no images"):
         cell_agent.turn(caller, 1)

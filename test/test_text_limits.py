@@ -196,7 +196,7 @@ def test_the_history_keeps_the_used_note_and_the_model_is_told() -> None:
     stored = conversation.history[-1]["tool_calls"][0]["function"]["arguments"]
     assert json.loads(stored) == {"targets": {"left_z": 0.8}, "note": "goal: " + "n" * 14}  # re-sent every turn
     assert conversation.cleaned == {"note": valid.cleaned["note"].record()}
-    assert conversation.with_text_flags({"a": 1}) == {"a": 1, "text_limits": conversation.cleaned}
+    assert conversation.turn_details({"a": 1}) == {"a": 1, "text_limits": conversation.cleaned}
     text = conversation.add_tool_result("call_0", "Accepted")
     assert text == (
         "Accepted\n[1 control or invisible character(s) removed from 'note'; 'note' cut to 20 characters "
@@ -205,7 +205,7 @@ def test_the_history_keeps_the_used_note_and_the_model_is_told() -> None:
     assert conversation.history[-1]["content"] == text
     assert conversation.add_tool_result("call_0", "again") == "again"  # told once
     ok, _ = _accept(conversation, _reply(("move_eef", json.dumps({"targets": {"left_z": 0.8}, "note": "fine"}))))
-    assert ok is not None and conversation.cleaned == {} and conversation.with_text_flags({}) == {}
+    assert ok is not None and conversation.cleaned == {} and conversation.turn_details({}) == {}
 
 
 def test_reply_text_is_cleaned_and_cut_in_the_history() -> None:

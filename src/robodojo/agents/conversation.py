@@ -8,6 +8,11 @@ tool results) is kept whole, the model's own within its text limits (below). ``i
 image; it is never 0: a run without pictures adds none (``images: none``, :mod:`robodojo.agents.context_budget`).
 The stored history always holds the full messages; the policy is applied when a request is built.
 
+When the model's context length is known (:class:`~robodojo.agents.context_budget.ContextBudget`), a request that
+would not fit leaves out the oldest exchanges (an observation or a reply with its tool results) after the preamble,
+which says how many are left out; the latest exchange is always sent. Dropping goes below the limit by a margin and
+never takes an exchange back, so later requests share their prefix (a local server's prompt cache keeps working).
+
 What the model wrote is kept as it was used, within :mod:`robodojo.agents.text_limits`: a reply's text is cleaned and
 cut, the free-text arguments of its valid tool call are replaced by what was used (the call's arguments re-serialized
 only when something changed), and the raw arguments of a refused call keep their head and tail. The model is told in
@@ -18,11 +23,12 @@ for the turn record.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from robodojo.agents.code_cell.kernel_main import trim_text
+from robodojo.agents.context_budget import ContextBudget, TokenScale
 from robodojo.agents.llm.types import ChatReply, Message, ToolCall
 from robodojo.agents.text_limits import MAX_QUOTED_CHARS, CleanText, TextLimits, clean_text, default_text_limits
 from robodojo.errors import ConfigError, InvalidCommandError
@@ -41,6 +47,10 @@ class CheckedCall(Protocol):
 V = TypeVar("V", bound=CheckedCall)
 
 OMITTED_IMAGE_TEXT = "[earlier camera image omitted to save context]"
+OMITTED_TURNS_TEXT = (
+    "[The oldest {n} exchange(s) of this episode are left out of this request to fit the model's context of "
+    "{context} tokens; the most recent ones follow. The robot's state is as the latest messages report it.]"
+)
 
 
 @dataclass
@@ -52,14 +62,27 @@ class _Entry:
 class Conversation:
     """Messages of one episode; :meth:`request` applies the image horizon."""
 
-    def __init__(self, image_horizon: int | None = 2, text_limits: TextLimits | None = None) -> None:
+    def __init__(
+        self,
+        image_horizon: int | None = 2,
+        text_limits: TextLimits | None = None,
+        context: ContextBudget | None = None,
+    ) -> None:
+        """``context``: the model's context length, if known: older exchanges are left out of a request that would
+        not fit, and a request that cannot fit even then is refused (LlmError) before it is sent."""
         if image_horizon is not None and (
             isinstance(image_horizon, bool) or not isinstance(image_horizon, int) or image_horizon < 1
         ):
             raise ConfigError(f"image_horizon must be a positive integer or None (unlimited), got {image_horizon!r}")
         self.image_horizon = image_horizon
         self.text_limits = text_limits or default_text_limits()
+        self.context = context or ContextBudget()
         self._entries: list[_Entry] = []
+        self._scale = TokenScale()
+        self._last_estimate = 0  # the last request's raw estimate, to learn the scale from the reply's usage
+        self._dropped = 0  # exchanges left out; it only grows, so the requests of later turns share their prefix
+        #: how many of the oldest exchanges the last request left out to fit the context
+        self.omitted_turns = 0
         self._notices: list[str] = []  # what was cut from the last reply, told with the next tool result
         #: free text of the last reply that was cleaned or cut: "content" or the argument's name -> the record's flag
         self.cleaned: dict[str, dict[str, Any]] = {}
@@ -83,6 +106,7 @@ class Conversation:
         """Append the model's reply as the assistant message, its text cleaned and cut and the raw arguments of its
         tool calls bounded (a valid call's are replaced by what was used in :meth:`accept_tool_call`)."""
         limits = self.text_limits
+        self._scale.update(self._last_estimate, reply.usage.input_tokens)
         self.cleaned, self._notices = {}, []
         message = reply.assistant_message()
         if message.get("content"):
@@ -131,9 +155,15 @@ class Conversation:
                             else call.arguments)  # fmt: skip
         return valid, []
 
-    def with_text_flags(self, details: dict[str, Any]) -> dict[str, Any]:
-        """``details`` for the turn record, with ``text_limits``: the flags of the last reply's cleaned or cut text."""
-        return {**details, "text_limits": dict(self.cleaned)} if self.cleaned else details
+    def turn_details(self, details: dict[str, Any]) -> dict[str, Any]:
+        """``details`` for the turn record, with ``text_limits`` (the flags of the last reply's cleaned or cut text)
+        and ``omitted_turns`` (exchanges the request left out to fit the context), each when there is one."""
+        extra: dict[str, Any] = {}
+        if self.cleaned:
+            extra["text_limits"] = dict(self.cleaned)
+        if self.omitted_turns:
+            extra["omitted_turns"] = self.omitted_turns
+        return {**details, **extra} if extra else details
 
     def _clean(self, name: str, text: str, max_chars: int, what: str) -> str:
         cleaned = clean_text(text, max_chars)
@@ -169,8 +199,10 @@ class Conversation:
         """Every message as added, images included."""
         return [e.message for e in self._entries]
 
-    def request(self) -> list[Message]:
-        """The messages to send now, with images outside the horizon replaced by the omission text."""
+    def request(self, tools: Sequence[dict[str, Any]] = ()) -> list[Message]:
+        """The messages to send now: images outside the horizon replaced by the omission text and, when the context
+        length is known, the oldest exchanges left out until the request fits with room for the reply. LlmError
+        (nothing sent) when even the preamble and the latest exchange do not fit."""
         n_obs = sum(e.observation for e in self._entries)
         keep_from = 0 if self.image_horizon is None else n_obs - self.image_horizon
         out = []
@@ -181,7 +213,47 @@ class Conversation:
                 index += 1
             else:
                 out.append(entry.message)
+        out = self._fit(out, tools)
+        self.context.check(out, tools, self._scale.value)
+        self._last_estimate = self.context.estimate(out, tools)
         return out
+
+    def _exchange_starts(self) -> list[int]:
+        """Where each exchange begins: an observation, or a reply that no observation leads (code cells). Tool
+        results and error messages stay with the reply before them, as the chat API needs."""
+        starts = []
+        after_observation = False
+        for i, entry in enumerate(self._entries):
+            if (entry.observation or entry.message.get("role") == "assistant") and not after_observation:
+                starts.append(i)
+            after_observation = entry.observation
+        return starts
+
+    def _fit(self, messages: list[Message], tools: Sequence[dict[str, Any]]) -> list[Message]:
+        self.omitted_turns = 0
+        limit = self.context.history_limit_tokens
+        starts = self._exchange_starts()
+        if limit is None or len(starts) < 2:
+            return messages
+        sizes = [self.context.message_tokens(m) for m in messages]
+        fixed = self.context.tools_tokens(tools) + sum(sizes[: starts[0]]) + len(OMITTED_TURNS_TEXT) // 4 + 8
+        scale = self._scale.value
+
+        def estimate(dropped: int) -> float:
+            return (fixed + sum(sizes[starts[dropped] :])) * scale
+
+        dropped = min(self._dropped, len(starts) - 1)
+        if estimate(dropped) > limit:
+            low_water = limit * self.context.trim_to_fraction
+            while dropped < len(starts) - 1 and estimate(dropped) > low_water:
+                dropped += 1
+        self._dropped = self.omitted_turns = dropped
+        if not dropped:
+            return messages
+        note = OMITTED_TURNS_TEXT.format(n=dropped, context=self.context.context_tokens)
+        preamble = list(messages[: starts[0]]) or [{"role": "user", "content": ""}]
+        preamble[-1] = with_note(preamble[-1], note)  # no message of its own: some templates need roles alternating
+        return preamble + messages[starts[dropped] :]
 
 
 def _strict_json(text: str) -> bool:
@@ -202,3 +274,11 @@ def without_images(message: Message) -> Message:
         {"type": "text", "text": OMITTED_IMAGE_TEXT} if part.get("type") == "image_url" else part for part in content
     ]
     return {**message, "content": parts}
+
+
+def with_note(message: Message, note: str) -> Message:
+    """A copy of ``message`` with ``note`` appended to its text (a text part when its content is a list)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return {**message, "content": [*content, {"type": "text", "text": note}]}
+    return {**message, "content": f"{content}\n\n{note}" if content else note}

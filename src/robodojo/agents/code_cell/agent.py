@@ -119,7 +119,7 @@ class CodeCellAgent:
             preload=ROBO_RESULT_MODULES,
         )
         self.kernel.start()
-        self.conversation = Conversation(self.image_horizon, self.text_limits)
+        self.conversation = Conversation(self.image_horizon, self.text_limits, self.context)
         label = f"robodojo-{episode.robot.name.replace('_', '-')}"
         self.conversation.add(
             system_message(
@@ -152,8 +152,7 @@ class CodeCellAgent:
         return self.call_log.run(method, args, kwargs, call)
 
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
-        request = self.conversation.request()
-        self.context.check(request, self.tools)  # refused before sending when it cannot fit
+        request = self.conversation.request(self.tools)  # older exchanges dropped to fit; refused if it cannot
         # "required" is the semantics asked for (call one tool); the LLM client's profile (or --tool-choice) decides
         # what is sent, exactly as for move_eef: "auto" to servers that reject "required", nothing to Ollama.
         reply = llm.chat(request, self.tools, tool_choice=TOOL_CHOICE)
@@ -170,7 +169,7 @@ class CodeCellAgent:
                 f"finish received ({valid.arguments['status']}): the episode ends here. It does not change the score."
             )
             text = self.conversation.add_tool_result(call.id, text)
-            details = self.conversation.with_text_flags(dict(valid.arguments))
+            details = self.conversation.turn_details(dict(valid.arguments))
             return TurnRecord(turn, request, reply, [text], FINISH, finished=True, details=details)
 
         assert self.kernel is not None
@@ -199,7 +198,7 @@ class CodeCellAgent:
             reply,
             [text],
             "python",
-            details=self.conversation.with_text_flags(details),
+            details=self.conversation.turn_details(details),
             robo_calls=self.call_log.drain(),
         )
 
@@ -209,5 +208,5 @@ class CodeCellAgent:
             self.kernel = None
 
     def _error(self, turn: int, request: list[Message], reply: ChatReply, texts: list[str]) -> TurnRecord:
-        details = self.conversation.with_text_flags({"error": texts[0]})
+        details = self.conversation.turn_details({"error": texts[0]})
         return TurnRecord(turn, request, reply, texts, "error", details=details)

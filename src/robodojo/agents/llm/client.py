@@ -27,6 +27,7 @@ import cv2
 import numpy as np
 import openai
 
+from robodojo.agents.llm.server_errors import context_length_in_error, is_context_error
 from robodojo.agents.llm.settings import (
     ALWAYS_RETRIED_STATUSES,
     TOOL_CHOICES,
@@ -165,9 +166,15 @@ class _Attempt:
     """Why one attempt failed and whether it is worth retrying."""
 
     def __init__(
-        self, description: str, retry: bool, retry_after_s: float | None = None, status: int | None = None
+        self,
+        description: str,
+        retry: bool,
+        retry_after_s: float | None = None,
+        status: int | None = None,
+        context_tokens: int | None = None,
     ) -> None:
         self.description, self.retry, self.retry_after_s, self.status = description, retry, retry_after_s, status
+        self.context_tokens = context_tokens  # the context length a "does not fit" answer states
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -194,7 +201,11 @@ def _classify(exc: Exception, profile: ServerProfile) -> _Attempt:
         detail = detail or (exc.message if isinstance(exc.message, str) else str(body))
         retry = status in ALWAYS_RETRIED_STATUSES or status in profile.transient_statuses
         return _Attempt(
-            f"HTTP {status}: {detail}", retry, _retry_after(exc.response.headers) if retry else None, status
+            f"HTTP {status}: {detail}",
+            retry,
+            _retry_after(exc.response.headers) if retry else None,
+            status,
+            context_length_in_error(body, str(detail)),
         )
     if isinstance(exc, _InvalidResponse):
         return _Attempt(f"invalid response: {exc}", True)
@@ -207,6 +218,14 @@ def _hint(attempt: _Attempt, request: Mapping[str, Any], base_url: str | None, s
         if base_url and not base_url.rstrip("/").endswith("/v1"):
             return f" (is the base URL missing /v1? it is {base_url}; most servers serve {base_url.rstrip('/')}/v1)"
         return " (check the base URL and the model name: the server has no such route or model)"
+    if is_context_error(attempt.status, attempt.description):
+        n = attempt.context_tokens
+        size = f"its context of {n} tokens" if n else "its context"
+        flag = f"--context-tokens {n}" if n else "--context-tokens N (robodojo doctor measures N)"
+        return (
+            f" (the request does not fit {size}: pass {flag} so the oldest turns are left out to fit; "
+            "pictures are the largest part: --images none or head)"
+        )
     if attempt.status is not None and attempt.status >= 500 and request.get("tool_choice") == "required":
         auto = [n for n, p in settings.profiles.items() if p.supports_tool_choice and not p.tool_choice_required_ok]
         others = f", or a profile that sends auto ({', '.join(auto)})" if auto else ""

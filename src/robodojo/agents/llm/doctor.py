@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import openai
 
+from robodojo.agents.llm.server_errors import context_length_in_error, is_context_error
 from robodojo.agents.llm.settings import LlmSettings, ServerProfile, load_llm_settings
 from robodojo.errors import ConfigError
 
@@ -185,19 +186,11 @@ def _get_json(url: str, api_key: str, timeout_s: float) -> tuple[int | None, Any
 
 
 def _context_from_error(answer: _Answer) -> int | None:
-    """n_ctx from llama.cpp's error object, or the number in vLLM's "maximum context length is N tokens"."""
-    body = answer.error_body
-    if isinstance(body, Mapping):
-        inner = body.get("error")
-        inner = inner if isinstance(inner, Mapping) else body
-        if isinstance(inner.get("n_ctx"), int):
-            return int(inner["n_ctx"])
-    found = re.search(r"maximum context length is (\d+)", answer.error)
-    return int(found.group(1)) if found else None
+    return context_length_in_error(answer.error_body, answer.error)
 
 
 def _is_context_error(answer: _Answer) -> bool:
-    return answer.status == 400 and bool(re.search(r"context (size|length)|exceed_context", answer.error, re.I))
+    return is_context_error(answer.status, answer.error)
 
 
 def _probe_image_part() -> tuple[dict[str, Any], int]:

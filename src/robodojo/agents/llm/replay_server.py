@@ -55,6 +55,9 @@ ServerBehaviour flags:
     context_tokens                0: no limit; else the context size: a prompt estimated longer (4 characters a
                                   token) gets llama.cpp's HTTP 400 "the request exceeds the available context size",
                                   with n_prompt_tokens and n_ctx in the error body
+    token_ratio                   tokens the "tokenizer" counts per 4 characters (default 1.0); above 1 the server
+                                  counts more than the client's characters / 4 estimate, as small models' tokenizers
+                                  do (SmolLM2 on llama-cpp-python: 1.2-1.33); applies to usage and to context_tokens
     context_report                where the server states its context size: "none", "props" (llama.cpp's GET /props
                                   default_generation_settings.n_ctx) or "models" (vLLM's max_model_len in GET
                                   /v1/models); needs context_tokens
@@ -115,6 +118,7 @@ class ServerBehaviour:
     reject_images: bool = False
     images_as_text: bool = False
     context_tokens: int = 0
+    token_ratio: float = 1.0
     context_report: str = "none"
     html_escape: bool = False
     delay_s: float = 0.0
@@ -163,6 +167,10 @@ class ServerBehaviour:
                 if value not in CONTEXT_REPORTS:
                     raise ConfigError(f"{at}: expected one of {', '.join(CONTEXT_REPORTS)}, got {value!r}")
                 kwargs[key] = value
+            elif key == "token_ratio":
+                if isinstance(value, bool) or not isinstance(value, int | float) or not 0.1 <= value <= 10:
+                    raise ConfigError(f"{at}: expected a number in [0.1, 10], got {value!r}")
+                kwargs[key] = float(value)
             elif key in ("retry_after_s", "hang_s", "delay_s"):
                 if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                     raise ConfigError(f"{at}: expected a number >= 0, got {value!r}")
@@ -532,7 +540,7 @@ class ReplayServer:
         tool_choice = body.get("tool_choice")
         tools_ignored = b.tools_need_tool_choice and tool_choice is None and bool(body.get("tools"))
         prompt_all = prompt + json.dumps(body.get("tools") or [])
-        estimated = max(1, len(prompt_all) // 4 + (0 if b.images_as_text else 85 * images))
+        estimated = max(1, round(len(prompt_all) / 4 * b.token_ratio) + (0 if b.images_as_text else 85 * images))
         if b.context_tokens and estimated > b.context_tokens:
             raise _HttpError(
                 400,

@@ -210,7 +210,7 @@ class MoveEefAgent:
         self.tools = tool_schemas(self.model_bounds, self.text_limits)
         # The cameras observed are the ones whose pictures are sent: with images none the observation is state only.
         self.cameras = cameras_sent(self.config.images, robot, self.probes.visible_cameras(robot))
-        self.conversation = Conversation(self.config.image_horizon, self.text_limits)
+        self.conversation = Conversation(self.config.image_horizon, self.text_limits, self.config.context)
         self.conversation.add(
             system_message(
                 robot,
@@ -256,8 +256,7 @@ class MoveEefAgent:
                 jpeg_quality=self.config.jpeg_quality,
             )
         )
-        request = self.conversation.request()
-        self.config.context.check(request, self.tools)  # refused before sending when it cannot fit
+        request = self.conversation.request(self.tools)  # older exchanges dropped to fit; refused if it cannot
         reply = llm.chat(request, self.tools, tool_choice=self.config.tool_choice)
         self.conversation.add_reply(reply)
 
@@ -281,7 +280,7 @@ class MoveEefAgent:
                 tool_results=[text],
                 action=GIVE_UP,
                 gave_up=True,
-                details=self.conversation.with_text_flags(details),
+                details=self.conversation.turn_details(details),
             )
 
         model_targets = valid.arguments["targets"]
@@ -305,7 +304,7 @@ class MoveEefAgent:
             tool_results=[text],
             action="move_eef",
             move=report,
-            details=self.conversation.with_text_flags(details),
+            details=self.conversation.turn_details(details),
         )
 
     # -- helpers ------------------------------------------------------------------------------------------------
@@ -323,7 +322,7 @@ class MoveEefAgent:
             reply=reply,
             tool_results=texts,
             action="error",
-            details=self.conversation.with_text_flags({"error": texts[0], **(details or {})}),
+            details=self.conversation.turn_details({"error": texts[0], **(details or {})}),
         )
 
     def _rejection_text(self, rejection: Rejection) -> str:
