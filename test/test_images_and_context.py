@@ -88,7 +88,7 @@ def test_a_request_beyond_the_context_is_refused_with_the_option_to_use():
     assert (
         str(refused.value) == f"request of ~{n} tokens exceeds the model's context of 8192: use --images none or head"
     )
-    with pytest.raises(LlmError, match="holds no images and no older turn is left to drop; use a model with a longer context"):
+    with pytest.raises(LlmError, match="holds no images and no older turn is left to drop; use a model with a longer"):
         ContextBudget(10).check([{"role": "user", "content": "w" * 100}])
 
 
