@@ -104,6 +104,29 @@ def _arguments() -> list[DeclareLaunchArgument]:
             description="OpenAI-compatible endpoint; empty: the llm profile's own",
         ),
         DeclareLaunchArgument(
+            "images",
+            default_value="",
+            choices=["", "none", "head", "all"],
+            description="Cameras whose pictures the model gets: none (text-only models), head, all; empty: the agent's",
+        ),
+        DeclareLaunchArgument(
+            "context_tokens",
+            default_value="0",
+            description="The model's context length (robodojo doctor measures it): older turns are left out to fit; "
+            "0: unknown",
+        ),
+        DeclareLaunchArgument(
+            "tool_choice",
+            default_value="profile",
+            choices=["profile", "auto", "required", "none"],
+            description="tool_choice sent with every LLM call; profile: the server profile decides",
+        ),
+        DeclareLaunchArgument(
+            "llm_config",
+            default_value="",
+            description="File of LLM profiles merged over config/llm.yaml and the per-user file; empty: none",
+        ),
+        DeclareLaunchArgument(
             "planner",
             default_value="native",
             choices=["native", "moveit"],
@@ -151,6 +174,14 @@ def _flag(context, name: str) -> bool:
     if value in FALSE_WORDS:
         return False
     raise ValueError(f"launch argument {name}:={value!r} must be true or false")
+
+
+def _integer(context, name: str) -> int:
+    text = LaunchConfiguration(name).perform(context).strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"launch argument {name}:={text!r} must be an integer") from None
 
 
 def _text(value: str) -> ParameterValue:
@@ -206,17 +237,13 @@ def _launch_setup(context, *args, **kwargs):
     agent = LaunchConfiguration("agent").perform(context)
     task = LaunchConfiguration("task").perform(context)
     variant = LaunchConfiguration("variant").perform(context)
-    seed_text = LaunchConfiguration("seed").perform(context)
     llm = _llm(agent, LaunchConfiguration("llm").perform(context)) if agent != "none" else ""
     base_url = LaunchConfiguration("base_url").perform(context)
     planner = LaunchConfiguration("planner").perform(context)
     out = LaunchConfiguration("out").perform(context)
     camera_topic = LaunchConfiguration("camera_topic").perform(context)
     use_sim_time = _flag(context, "use_sim_time")
-    try:
-        seed = int(seed_text)
-    except ValueError:
-        raise ValueError(f"launch argument seed:={seed_text!r} must be an integer") from None
+    seed = _integer(context, "seed")
 
     config = _robot_config(share, robot)
     urdf_path = os.path.join(share, config["scene_urdf"])  # urdf/<scene>.urdf, installed under share/
@@ -329,6 +356,10 @@ def _launch_setup(context, *args, **kwargs):
                     "agent": _text(agent),
                     "llm": _text(llm),
                     "base_url": _text(base_url),
+                    "images": _text(LaunchConfiguration("images").perform(context)),
+                    "context_tokens": _integer(context, "context_tokens"),
+                    "tool_choice": _text(LaunchConfiguration("tool_choice").perform(context)),
+                    "llm_config": _text(LaunchConfiguration("llm_config").perform(context)),
                     "task": _text(task),
                     "variant": _text(variant),
                     "seed": seed,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -201,3 +202,26 @@ def test_graph_llm_follows_the_agent_unless_given():
     assert llm("--agent", "none") == ""
     for spec in (llm(), llm("--agent", "code_cell")):  # both defaults are real scripts, from any working directory
         assert ReplayScript.load(spec.removeprefix("replay:")).replies
+
+
+def test_graph_passes_the_llm_and_agent_options_to_the_agent_node(monkeypatch, tmp_path):
+    """What `robodojo graph` hands run_graph for agent_node: every flag, as the node's parameters (nodes.yaml names)."""
+    import robodojo.nodes.process_graph as process_graph
+    from robodojo.cli import main
+    from robodojo.nodes.parameters import AgentNodeParams
+
+    seen = {}
+    monkeypatch.setattr(process_graph, "run_graph", lambda **kwargs: seen.update(kwargs) or 0)
+    config = tmp_path / "llm.yaml"
+    config.write_text("defaults: {timeout_s: 30}\n")
+    args = ["graph", "--llm", "llamacpppy:smollm2", "--timeout", "60", "--retries", "0", "--tool-choice", "auto",
+            "--images", "none", "--context-tokens", "8192", "--llm-config", str(config)]  # fmt: skip
+    assert main(args) == 0
+    params = seen["agent_params"]
+    assert params == {"llm_config": str(config.resolve()), "llm_timeout_s": 60.0, "llm_retries": 0,
+                      "tool_choice": "auto", "images": "none", "context_tokens": 8192}  # fmt: skip
+    assert set(params) <= {f.name for f in dataclasses.fields(AgentNodeParams)}
+    assert main(["graph"]) == 0  # nothing given: the node's own defaults (config/nodes.yaml)
+    assert seen["agent_params"] == {"llm_config": "", "llm_timeout_s": 0.0, "llm_retries": -1,
+                                    "tool_choice": "profile", "images": "", "context_tokens": 0}  # fmt: skip
+    assert main(["graph", "--llm-config", str(tmp_path / "missing.yaml")]) == 2  # said before any node starts

@@ -145,3 +145,24 @@ def test_every_episode_failing_exits_1_with_the_causes_in_compare_json(tmp_path,
     assert [e["end_reason"] for e in report["episodes"]] == ["llm_error", "llm_error"]
     assert all("was rejected: HTTP 500" in e["error"] for e in report["episodes"])  # not retried: one attempt
     assert report["request"]["max_retries"] == 3 and report["request"]["tool_choice"] == "profile"
+
+
+def test_what_the_agents_send_is_set_for_the_whole_comparison_and_recorded(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    code = main(
+        ["compare", "--tasks", "general_pickup", "--seeds", "0", "--move-eef-llm", MOVE_EEF,
+         "--code-cell-llm", CODE_CELL, "--out", str(out), "--images", "none", "--context-tokens", "100000",
+         "--image-horizon", "1"]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().out
+    report = json.loads((out / "compare.json").read_text())
+    for episode in report["episodes"]:
+        folder = Path(episode["folder"])
+        settings = json.loads((folder / "meta.json").read_text())["agent_settings"]
+        assert (settings["images"], settings["context_tokens"], settings["image_horizon"]) == ("none", 100000, 1)
+        for line in (folder / "requests.jsonl").read_text().splitlines():
+            assert "image_url" not in line  # no picture was sent
+    with pytest.raises(SystemExit):
+        main(["compare", "--tasks", "general_pickup", "--seeds", "0", "--llm", MOVE_EEF, "--context-tokens", "0",
+              "--out", str(tmp_path / "bad")])  # fmt: skip
+    assert "--context-tokens: expected a positive integer, got '0'" in capsys.readouterr().err

@@ -80,7 +80,7 @@ def test_llama_cpp_python_needs_tool_choice_auto_and_no_images():
     assert report.facts.context_tokens == 8192 and "/props" in report.check("context length").detail
     assert report.working and report.profile == "llamacpp"
     assert report.fixes[0] == "use --tool-choice auto" and report.fixes[1].startswith("use --images none")
-    assert format_report(report).endswith("--tool-choice auto --images none")
+    assert format_report(report).endswith("--tool-choice auto --images none --context-tokens 8192")
     # a profile that sends "auto" by itself is chosen instead, and the flag is no longer needed
     auto = {"assistant_content_null_ok": False, "tool_choice_required_ok": False, "supports_tool_choice": True}
     report = doctor(settings=settings_with(**{"llama-cpp-python": auto}), **behaviour)
@@ -117,7 +117,7 @@ def test_images_rejected_or_overflowing_the_context():
     assert report.working and any(fix.startswith("use --images none (the server rejects") for fix in report.fixes)
     report = doctor(images_as_text=True, context_tokens=1000)
     assert report.facts.images == "context" and report.facts.context_tokens == 1000
-    assert "context-length error" in report.check("context length").detail
+    assert "prompt gets" in report.check("context length").detail
 
 
 def test_context_length_from_vllm_models():
@@ -128,6 +128,24 @@ def test_context_length_from_vllm_models():
 def test_html_escaping_is_reported():
     report = doctor(html_escape=True)
     assert statuses(report)["html escaping"] == "FAIL" and any("HTML-escapes" in fix for fix in report.fixes)
+    assert "echoes" in report.check("html escaping").detail
+
+
+@pytest.mark.parametrize("escape", [True, False])
+def test_html_escaping_is_measured_from_token_counts_when_the_model_does_not_echo(escape):
+    # llama-cpp-python 0.3.36's chatml-function-calling template with SmolLM2-135M, which answers anything but the echo
+    report = doctor(html_escape=escape, echo_text="<p> I am glad to inform you", token_ratio=1.3)
+    check = report.check("html escaping")
+    assert check.status == ("FAIL" if escape else "ok") and "... costs +" in check.detail, check.detail
+    assert report.facts.escaped is escape
+
+
+def test_a_context_the_server_states_only_in_its_error_is_measured_by_overflowing_it():
+    # llama-cpp-python: no max_model_len, no /props; a prompt beyond n_ctx gets HTTP 400 naming the length
+    report = doctor(context_tokens=8192, tools_need_tool_choice=True, reject_tool_choice_required=True)
+    assert report.facts.context_tokens == 8192 and "prompt gets" in report.check("context length").detail
+    assert "use --context-tokens 8192 (long episodes then leave their oldest turns out)" in report.fixes
+    assert doctor().check("context length").status == "-"  # no limit: nothing to measure, said so
 
 
 def test_base_url_without_v1():

@@ -158,6 +158,20 @@ def test_a_cell_that_does_not_parse_gets_only_its_own_location(kernel: Kernel, c
     assert result.error.rstrip().endswith(kind)
 
 
+def test_code_that_parses_only_with_html_entities_decoded_runs_decoded_and_says_so(kernel: Kernel) -> None:
+    # as a model writes after an autoescaping chat template showed it its own code
+    result = run(kernel, "x = 2\nif x &lt; 3 and x &gt; 1:\n    print('small &amp; fine')")
+    assert result.ok, result.error
+    assert result.stdout == "small & fine\n" and result.notice is not None and "ran decoded" in result.notice
+    kept = run(kernel, "print('a &lt; b')")  # parses as written: the entities are the cell's own text
+    assert kept.ok and kept.stdout == "a &lt; b\n" and kept.notice is None
+    broken = run(kernel, "if x &lt; 3 print(x)")  # a SyntaxError either way: reported as written
+    assert broken.notice is None and broken.error.lstrip().startswith('File "<cell ')
+    assert "&lt;" in broken.error and broken.error.rstrip().endswith("SyntaxError: invalid syntax")
+    after = run(kernel, "1/0")  # the decoded lines do not leak into the next cell's traceback
+    assert "&lt;" not in after.error and "1/0" in after.error
+
+
 def test_a_runtime_error_starts_at_the_cell_frame(kernel: Kernel) -> None:
     result = run(kernel, "import json\nx = 2\njson.loads('{')")
     frames = [line.strip() for line in result.error.splitlines() if line.strip().startswith("File ")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from robodojo.errors import RobodojoError
 
@@ -83,26 +84,40 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_agent_options(parser: argparse.ArgumentParser, *, image_horizon: bool = True) -> None:
+    """--image-horizon (unless ``image_horizon`` is false), --images and --context-tokens: what the agents send the
+    model."""
+    if image_horizon:
+        parser.add_argument(
+            "--image-horizon",
+            type=_image_horizon,
+            default=None,
+            help="observations whose images stay in the context: N >= 1 or 'all' (default: the agent's, 2)",
+        )
+    parser.add_argument(
+        "--images",
+        default=None,
+        choices=("none", "head", "all"),
+        help="which cameras' pictures are sent to the model: none (text-only models), head, all (default)",
+    )
+    parser.add_argument(
+        "--context-tokens", type=_positive_int, default=None,
+        help="the model's context length (robodojo doctor measures it): the oldest turns are left out of requests "
+        "that would not fit, and a request that cannot fit is refused before sending (llm_error)",
+    )  # fmt: skip
+
+
+def agent_options(args: argparse.Namespace) -> dict[str, Any]:
+    """make_agent's keyword arguments from add_agent_options' flags."""
+    options = {"images": args.images, "context_tokens": args.context_tokens}
+    return {**options, "image_horizon": args.image_horizon} if "image_horizon" in args else options
+
+
 def llm_settings(args: argparse.Namespace):
     """The LLM settings of this run: config/llm.yaml, the per-user file, --llm-config, then --timeout/--retries."""
-    import dataclasses
+    from robodojo.agents.llm.settings import run_llm_settings
 
-    from robodojo.agents.llm.settings import load_llm_settings_layers
-    from robodojo.errors import ConfigError
-
-    settings = load_llm_settings_layers(args.llm_config)
-    if args.timeout is not None:
-        if not args.timeout > 0:
-            raise ConfigError(f"--timeout must be > 0 seconds, got {args.timeout}")
-        # a longer per-request timeout than the call deadline would be cut short by it: the flag wins
-        settings = dataclasses.replace(
-            settings, timeout_s=args.timeout, call_deadline_s=max(settings.call_deadline_s, args.timeout)
-        )
-    if args.retries is not None:
-        if args.retries < 0:
-            raise ConfigError(f"--retries must be >= 0, got {args.retries}")
-        settings = dataclasses.replace(settings, max_retries=args.retries)
-    return settings
+    return run_llm_settings(args.llm_config, timeout_s=args.timeout, retries=args.retries)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -147,13 +162,7 @@ def _make_agent(args: argparse.Namespace):
         probes["pose_jitter_m"] = args.pose_jitter
     if args.demonstration:
         probes["demonstration"] = Path(args.demonstration)
-    return make_agent(
-        args.agent,
-        image_horizon=args.image_horizon,
-        images=args.images,
-        context_tokens=args.context_tokens,
-        probes=probes,
-    )
+    return make_agent(args.agent, **agent_options(args), probes=probes)
 
 
 def _image_horizon(text: str) -> int | str:
@@ -189,9 +198,19 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     from robodojo.nodes.process_graph import run_graph
 
     llm = graph_llm(args.agent, args.llm)
+    llm_settings(args)  # bad --llm-config, --timeout or --retries: said here, not in the agent node's log
+    agent_params = {
+        "llm_config": str(Path(args.llm_config).expanduser().resolve()) if args.llm_config else "",
+        "llm_timeout_s": args.timeout or 0.0,
+        "llm_retries": -1 if args.retries is None else args.retries,
+        "tool_choice": args.tool_choice,
+        "images": args.images or "",
+        "context_tokens": args.context_tokens or 0,
+    }
     return run_graph(
         robot=args.robot, task=args.task, seed=args.seed, variant=args.variant, agent=args.agent, llm=llm,
         base_url=args.base_url or "", out=Path(args.out), log_dir=Path(args.log_dir), domain_id=args.domain_id,
+        agent_params=agent_params,
     )  # fmt: skip
 
 
@@ -242,6 +261,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         progress=lambda o: print(outcome_line(o), flush=True),
         settings=settings,
         tool_choice=args.tool_choice,
+        agent_options=agent_options(args),
     )
     summary = summarize(outcomes, AGENTS)
     print()
@@ -311,22 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_llm_options(run)
     run.add_argument("--budget", type=int, default=100, help="LLM-call budget (default 100)")
     run.add_argument("--out", default="out/episodes", help="episode records go here (default out/episodes)")
-    run.add_argument(
-        "--image-horizon",
-        type=_image_horizon,
-        default=None,
-        help="observations whose images stay in the context: N >= 1 or 'all' (default: the agent's, 2)",
-    )
-    run.add_argument(
-        "--images",
-        default=None,
-        choices=("none", "head", "all"),
-        help="which cameras' pictures are sent to the model: none (text-only models), head, all (default)",
-    )
-    run.add_argument(
-        "--context-tokens", type=_positive_int, default=None,
-        help="the model's context length: requests estimated larger are refused before sending (llm_error)",
-    )  # fmt: skip
+    add_agent_options(run)
     run.add_argument(
         "--probe",
         action="append",
@@ -348,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--code-cell-llm", default=None, help="LLM spec for the code_cell agent (overrides --llm)")
     compare.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
     add_llm_options(compare)
+    add_agent_options(compare)
     compare.add_argument("--budget", type=int, default=100, help="LLM-call budget per episode (default 100)")
     compare.add_argument("--out", default="out/compare", help="compare.json and episodes/ (default out/compare)")
     compare.set_defaults(func=_cmd_compare)
@@ -365,6 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="as for run (default: the agent's replay, " + ", ".join(GRAPH_REPLAYS.values()) + ")",
     )
     graph.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
+    add_llm_options(graph)
+    add_agent_options(graph, image_horizon=False)
     graph.add_argument("--out", default="out/episodes", help="episode records go here (default out/episodes)")
     graph.add_argument("--log-dir", default="out/graph", help="one log file per node (default out/graph)")
     graph.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: the environment's)")

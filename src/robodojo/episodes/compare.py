@@ -154,10 +154,12 @@ def run_one(
     *,
     settings: LlmSettings | None = None,
     tool_choice: str | None = None,
+    agent_options: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Run one agent on one episode; a missing replay script gives a skipped Outcome, a crash a failed one.
 
-    ``settings`` and ``tool_choice`` go to open_llm (the user's profiles and the run's overrides)."""
+    ``settings`` and ``tool_choice`` go to open_llm (the user's profiles and the run's overrides),
+    ``agent_options`` to make_agent (image_horizon, images, context_tokens)."""
     from robodojo.agents.llm.client import open_llm
 
     base = functools.partial(
@@ -166,7 +168,7 @@ def run_one(
     missing = missing_script(spec_text)
     if missing is not None:
         return base(skipped=f"no script ({missing})")
-    agent = make_agent(agent_name)
+    agent = make_agent(agent_name, **(agent_options or {}))
     started = time.perf_counter()
     try:
         with open_llm(
@@ -214,11 +216,13 @@ def run_compare(
     progress: Callable[[Outcome], None] | None = None,
     settings: LlmSettings | None = None,
     tool_choice: str | None = None,
+    agent_options: Mapping[str, Any] | None = None,
 ) -> list[Outcome]:
     """Run every agent of ``specs`` (agent name -> LLM spec, placeholders allowed) on every task and seed.
 
     Episode records go to ``out/episodes``. One embedded world per robot is reused across episodes. Every spec's
-    credentials are checked before the first world is built.
+    credentials, and ``agent_options`` (make_agent's image_horizon, images, context_tokens), are checked before the
+    first world is built.
     """
     from robodojo.sim.tasks import get_task
     from robodojo.sim.world import EmbeddedWorld
@@ -229,6 +233,7 @@ def run_compare(
         if agent_name not in AGENTS:
             raise ConfigError(f"unknown agent {agent_name!r}; known: {', '.join(AGENTS)}")
         check_spec(spec, settings)
+        make_agent(agent_name, **(agent_options or {}))  # bad options fail here, before any world is built
         if tasks and seeds:
             check_credentials(fill_spec(spec, tasks[0], seeds[0]), base_url, settings)
     outcomes: list[Outcome] = []
@@ -254,6 +259,7 @@ def run_compare(
                         base_url,
                         settings=settings,
                         tool_choice=tool_choice,
+                        agent_options=agent_options,
                     )
                     outcomes.append(outcome)
                     if progress is not None:

@@ -58,6 +58,8 @@ def run_episode(
             "model": model,
             # profile, base URL, timeouts: what a reader needs to reproduce the calls (LlmClient.describe)
             "llm": describe() if callable(describe := getattr(llm, "describe", None)) else {},
+            # what the agent sends the model: images, image horizon, known context (an agent's describe())
+            "agent_settings": describe() if callable(describe := getattr(agent, "describe", None)) else {},
             "llm_call_budget": spec.llm_call_budget,
             "env_step_limit": host.step_limit,
         },

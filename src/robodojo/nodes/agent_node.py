@@ -15,6 +15,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from agent_bringup.msg import EpisodeStatus
 from agent_bringup.srv import ResetEpisode
@@ -23,6 +24,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
 from robodojo.agents.llm.client import open_llm
+from robodojo.agents.llm.settings import TOOL_CHOICES, run_llm_settings
 from robodojo.episodes import EndReason, EpisodeSpec, run_episode
 from robodojo.episodes.factory import make_agent
 from robodojo.errors import BackendLostError, ConfigError, EpisodeInterrupted, RobodojoError
@@ -45,7 +47,15 @@ class AgentNode(GraphNode):
         p = declare_parameters(self, AgentNodeParams)
         self.params = p
         self.spec = EpisodeSpec(p.task, p.seed, p.variant or "standard", p.llm_call_budget)
-        make_agent(p.agent)  # an unknown agent name fails here, before anything runs
+        # Unknown agents, bad images or context values and bad LLM settings fail here, before anything runs.
+        make_agent(p.agent, **self.agent_options)
+        self.llm_settings = run_llm_settings(
+            p.llm_config or None,
+            timeout_s=p.llm_timeout_s or None,
+            retries=None if p.llm_retries == -1 else p.llm_retries,
+        )
+        if p.tool_choice not in TOOL_CHOICES:
+            raise ConfigError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)}, got {p.tool_choice!r}")
         self.view = GraphView()
         inputs = MutuallyExclusiveCallbackGroup()
         self.create_subscription(
@@ -141,6 +151,12 @@ class AgentNode(GraphNode):
             raise ConfigError(f"the simulator refused the reset: {response.message}")
         self.current_status(newer_than=old)
 
+    @property
+    def agent_options(self) -> dict[str, Any]:
+        """make_agent's options from the parameters (empty or 0: the agent's own configuration)."""
+        p = self.params
+        return {"images": p.images or None, "context_tokens": p.context_tokens or None}
+
     def _work(self) -> None:
         code = 1
         try:
@@ -154,8 +170,13 @@ class AgentNode(GraphNode):
             self._wait_for_robot(robot)
             host = GraphEpisodeHost(self, robot)
             self._hosts.append(host)
-            agent = make_agent(self.params.agent)
-            with open_llm(self.params.llm, base_url=self.params.base_url or None) as llm:
+            agent = make_agent(self.params.agent, **self.agent_options)
+            with open_llm(
+                self.params.llm,
+                base_url=self.params.base_url or None,
+                settings=self.llm_settings,
+                tool_choice=self.params.tool_choice,
+            ) as llm:
                 try:
                     result = run_episode(host, agent, llm, spec, Path(self.params.out), model=llm.model)
                 finally:

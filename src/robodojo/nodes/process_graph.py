@@ -326,10 +326,12 @@ def run_graph(
     out: Path,
     log_dir: Path,
     domain_id: int | None = None,
+    agent_params: Mapping[str, object] | None = None,
 ) -> int:
     """``robodojo graph``: what robodojo.launch.py starts with sim:=mujoco, as processes, until the agent is done.
 
     With ``agent`` "none" the simulator and motion server run until Ctrl-C (drive them with your own client).
+    ``agent_params``: more agent_node parameters (LLM settings, images, context_tokens; config/nodes.yaml).
     The launcher keeps to ros2 launch's habits, with the agent node marked required:
 
     - The agent node is required: when it ends, the launcher stops the other nodes and exits with the agent's exit
@@ -352,7 +354,7 @@ def run_graph(
     ]
     if agent != "none":
         params = {"agent": agent, "llm": llm, "base_url": base_url, "task": task, "seed": seed, "variant": variant}
-        params |= {"out": str(out.resolve()), "use_sim_time": True}
+        params |= {"out": str(out.resolve()), "use_sim_time": True, **(agent_params or {})}
         starts.append(("agent_node", params, "agent_node.log"))
     _say(f"{robot}, task {task} seed {seed} ({variant}); node logs in {log_dir}/")
     nodes: list[NodeProcess] = []

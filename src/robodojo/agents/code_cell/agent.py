@@ -55,7 +55,7 @@ LIMIT_TEXTS = {
 
 def cell_result_text(result: CellResult) -> str:
     """What the model gets back from a cell: printed output, result, traceback, limit notices; nothing else."""
-    sections = []
+    sections = [f"[{result.notice}]"] if result.notice else []
     if result.stdout:
         sections.append(result.stdout.rstrip("\n"))
     if result.stderr:
@@ -100,6 +100,15 @@ class CodeCellAgent:
         self.jpeg_quality = jpeg_quality
         self.kernel_limits = kernel_limits
         self.kernel: Kernel | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """What this agent sends the model, for the episode record (meta.json)."""
+        return {
+            "images": self.images,
+            "image_horizon": self.image_horizon,
+            "context_tokens": self.context.context_tokens,
+            "tool_choice": TOOL_CHOICE,
+        }
 
     def begin(self, episode: EpisodeContext) -> None:
         self.close()
@@ -191,6 +200,7 @@ class CodeCellAgent:
             "cell_wall_s": result.wall_s,
             "rpc_calls": result.rpc_calls,
             "images_shown": [camera for camera, _ in shown],
+            **({"kernel_notice": result.notice} if result.notice else {}),
         }
         return TurnRecord(
             turn,

@@ -176,6 +176,7 @@ class CellResult:
     episode_ended: bool  #: the handler raised EpisodeOver during this cell
     wall_s: float  #: time from sending the cell to its result, robo calls included [s]
     rpc_calls: int  #: robo calls answered during this cell
+    notice: str | None = None  #: what the kernel changed to run the cell (HTML entities decoded), for the model
 
 
 def load_kernel_config(path: str | Path = CONFIG_PATH) -> tuple[KernelLimits, KernelContainment]:
@@ -677,6 +678,7 @@ class _CellRun:
         stderr = text("stderr", limits.max_output_chars)
         result_repr = text("result_repr", limits.max_result_chars, optional=True)
         error = text("error", limits.max_error_chars, optional=True)
+        notice = text("notice", limits.max_error_chars, optional=True)
         limit: LimitName | None = None
         if fields.get("memory_error") is True:
             limit = "memory"
@@ -698,6 +700,7 @@ class _CellRun:
             episode_ended=self.episode_ended,
             wall_s=time.monotonic() - self.start,
             rpc_calls=self.calls,
+            notice=notice,
         )
 
     def _reset_after_cell(self, fields: Mapping[str, Any]) -> tuple[LimitName, str] | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import html
 import io
 import linecache
 import os
@@ -490,12 +491,12 @@ class _CellRunner:
         sys.stdout, sys.stderr, sys.stdin = self.stdout, self.stderr, io.StringIO()  # whatever the last cell set
         self.namespace["__builtins__"] = builtins
         self.namespace["robo"] = _make_robo(self.channel, self.api, self.properties)
-        result_repr = error = None
+        result_repr = error = notice = None
         memory_error = episode_ended = False
         with self.channel.lock:
             self.channel.in_cell = True
         try:
-            tree = ast.parse(code, filename, "exec")
+            tree, notice = _parse_cell(code, filename)
             last = tree.body[-1] if tree.body else None
             if isinstance(last, ast.Expr):
                 tree.body.pop()
@@ -523,9 +524,32 @@ class _CellRunner:
             "output_trimmed": self.stdout.trimmed or self.stderr.trimmed,
             "result_repr": result_repr,
             "error": error,
+            "notice": notice,
             "memory_error": memory_error,
             "episode_ended": episode_ended,
         }
+
+
+def _parse_cell(code: str, filename: str) -> tuple[ast.Module, str | None]:
+    """The cell's syntax tree, and a notice when it only parsed with HTML entities decoded.
+
+    A server whose chat template HTML-escapes the prompt (llama-cpp-python's chatml-function-calling) shows the model
+    its own earlier code as ``if x &lt; 3:``, and models copy it. Code that is a SyntaxError as written and parses
+    once ``&lt;`` ``&gt;`` ``&amp;`` ``&quot;`` ``&#39;`` are decoded cannot have meant the entities, so it runs
+    decoded and the model is told; any other SyntaxError is raised as it was.
+    """
+    try:
+        return ast.parse(code, filename, "exec"), None
+    except SyntaxError as original:
+        decoded = html.unescape(code) if "&" in code else code
+        if decoded == code:
+            raise
+        try:
+            tree = ast.parse(decoded, filename, "exec")
+        except SyntaxError:
+            raise original from None
+    linecache.cache[filename] = (len(decoded), None, decoded.splitlines(True), filename)
+    return tree, "the cell had HTML entities (such as &lt;) where Python needs the characters; it ran decoded"
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:

@@ -51,6 +51,16 @@ TOOL = {
 }
 TOOL_PROMPT = f'Call the {TOOL_NAME} tool with status "ok". Do not answer in text.'
 TOOL_CHOICES = ("required", "auto", None)  # None: the field is not sent
+#: the answer length of every probe on local servers: llama.cpp and llama-cpp-python generate up to their whole
+#: context when max_tokens is not sent (a 135M model that ignores the tools talked until the 15 s timeout)
+PROBE_MAX_TOKENS = 96
+#: the escaping probe: these characters, and the same text already escaped. Unescaped by the server, the escaped text
+#: costs several times the characters (entities are 4-5 characters of several tokens); escaped by the server, both
+#: are escaped once more and the second costs only a little more than the first.
+ESCAPE_PROBE = '<"' * 50
+ESCAPE_PROBE_ESCAPED = "&lt;&#34;" * 50
+ESCAPE_RATIO = 2.5  #: the token ratio of the two below which the server escapes
+OVERFLOW_PROMPT_CHARS = 400_000  # ~100k tokens: beyond the context of local servers that do not state theirs
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,8 @@ def _short(text: str, limit: int = 90) -> str:
 
 
 def _chat(client: openai.OpenAI, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> _Answer:
+    if not str(client.base_url).startswith(OPENAI_URL):  # OpenAI's reasoning models refuse max_tokens
+        kwargs.setdefault("max_tokens", PROBE_MAX_TOKENS)
     try:
         reply = client.chat.completions.create(model=model, messages=messages, **kwargs)  # type: ignore[arg-type]
     except openai.APITimeoutError:
@@ -287,12 +299,11 @@ def _probe_chat(
         facts = Facts(reachable=True, needs_v1=needs_v1, timed_out=chat.timed_out, context_tokens=context)
         return tuple(checks), facts, models
     checks.append(Check("plain chat", OK, f"answered {_short(chat.content, 50)!r}"))
-    escaped = bool(re.search(r"&lt;|&amp;|&quot;|&#x27;|&#34;", chat.content)) and "<ok>" not in chat.content
-    checks.append(
-        Check("html escaping", FAIL, 'the model sees &lt; &amp; &quot; for < & " (autoescaping template)')
-        if escaped
-        else Check("html escaping", OK, "text arrives as sent")
-    )
+    if context is None and not base.startswith(OPENAI_URL):
+        context, context_source = _probe_overflow(client, model)
+    escape_check = _probe_escaping(client, model, chat)
+    escaped = escape_check.status == FAIL
+    checks.append(escape_check)
 
     calls: dict[str, bool | None] = {}
     errors: dict[str, str] = {}
@@ -356,6 +367,38 @@ def _probe_chat(
         context_tokens=context,
     )
     return tuple(checks), facts, models
+
+
+def _probe_escaping(client: openai.OpenAI, model: str, echo: _Answer) -> Check:
+    """Whether message text reaches the model HTML-escaped (a chat template rendered with autoescape, as
+    llama-cpp-python's chatml-function-calling): from the echo when the model repeated the text, else from what
+    the server counts for a prompt of characters that escaping lengthens."""
+    if re.search(r"&lt;|&amp;|&quot;|&#x27;|&#34;", echo.content) and "<ok>" not in echo.content:
+        return Check("html escaping", FAIL, 'the model echoes &lt; &amp; &quot; for < & " (autoescaping template)')
+    if ECHO_TEXT in echo.content:
+        return Check("html escaping", OK, "text arrives as sent (echoed)")
+    sizes = []
+    for text in ("", ESCAPE_PROBE, ESCAPE_PROBE_ESCAPED):
+        sizes.append(_chat(client, model, [{"role": "user", "content": f"Say ok. {text}"}], max_tokens=1).prompt_tokens)
+    base, plain, escaped = sizes
+    if base is None or plain is None or escaped is None or plain <= base:
+        return Check("html escaping", WARN, "could not tell: the model did not echo and the server reports no usage")
+    ratio = (escaped - base) / (plain - base)
+    seen = f"{ESCAPE_PROBE[:4]}... costs +{plain - base} tokens, {ESCAPE_PROBE_ESCAPED[:9]}... +{escaped - base}"
+    if ratio < ESCAPE_RATIO:
+        return Check("html escaping", FAIL, f"escaped (autoescaping template): {seen}")
+    return Check("html escaping", OK, f"text arrives as sent: {seen}")
+
+
+def _probe_overflow(client: openai.OpenAI, model: str) -> tuple[int | None, str]:
+    """The context length from the error a too-long prompt gets (llama-cpp-python states it only there)."""
+    words = "robot " * (OVERFLOW_PROMPT_CHARS // 6)
+    answer = _chat(client, model, [{"role": "user", "content": words}], max_tokens=1)
+    if answer.body is None and _is_context_error(answer):
+        n_ctx = _context_from_error(answer)
+        if n_ctx is not None:
+            return n_ctx, f"the error a {OVERFLOW_PROMPT_CHARS // 1000}k-character prompt gets"
+    return None, ""
 
 
 def _tool_row(choice: str | None) -> str:
@@ -472,7 +515,13 @@ def recommend(f: Facts, kind: str, base_url: str, settings: LlmSettings) -> tupl
                   "context": "an image overflows the context"}[f.images]  # fmt: skip
         fixes.append(f"use --images none ({reason}; or serve a vision model, llama.cpp: --mmproj)")
     if f.escaped:
-        fixes.append("the chat template HTML-escapes prompts: use a template without autoescape (code and JSON break)")
+        fixes.append(
+            "the chat template HTML-escapes prompts: the model reads &lt; for < in code, tool results and JSON; "
+            "robodojo runs a cell that only parses unescaped, but a template without autoescape is better "
+            "(llama.cpp's llama-server --jinja)"
+        )
+    if f.context_tokens is not None:
+        fixes.append(f"use --context-tokens {f.context_tokens} (long episodes then leave their oldest turns out)")
     if f.tool_role in ("rejected", "dropped") and profile.tool_role_supported:
         fixes.append(
             f"tool results are {f.tool_role}: add a profile with tool_role_supported: false to config/llm.yaml "

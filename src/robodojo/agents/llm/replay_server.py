@@ -71,6 +71,8 @@ ServerBehaviour flags:
                                   the one tool_choice names) with arguments {} when tools are sent and honoured, else
                                   answer with the whole prompt the model saw (so a test can see what reached it);
                                   replies may then be empty
+    echo_text                     with echo_model: answer this text instead of the prompt (a model that does not
+                                  repeat what it is asked to, as small models do); "" (default): the prompt
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ class ServerBehaviour:
     delay_s: float = 0.0
     v1_only: bool = False
     echo_model: bool = False
+    echo_text: str = ""
 
     @staticmethod
     def parse(data: Any, where: str) -> ServerBehaviour:
@@ -166,6 +169,10 @@ class ServerBehaviour:
             elif key == "context_report":
                 if value not in CONTEXT_REPORTS:
                     raise ConfigError(f"{at}: expected one of {', '.join(CONTEXT_REPORTS)}, got {value!r}")
+                kwargs[key] = value
+            elif key == "echo_text":
+                if not isinstance(value, str):
+                    raise ConfigError(f"{at}: expected text, got {value!r}")
                 kwargs[key] = value
             elif key == "token_ratio":
                 if isinstance(value, bool) or not isinstance(value, int | float) or not 0.1 <= value <= 10:
@@ -396,8 +403,8 @@ def render_prompt(
     return "\n".join(lines), images
 
 
-def _echo_reply(prompt: str, tools: Sequence[Any], tool_choice: Any) -> ScriptedReply:
-    """The echo model's reply: call the named or first offered tool with {}, else say the prompt back."""
+def _echo_reply(prompt: str, tools: Sequence[Any], tool_choice: Any, text: str = "") -> ScriptedReply:
+    """The echo model's reply: call the named or first offered tool with {}, else say ``text`` or the prompt back."""
     names = [t.get("function", {}).get("name") for t in tools if isinstance(t, Mapping)]
     names = [n for n in names if isinstance(n, str) and n]
     if isinstance(tool_choice, Mapping):
@@ -405,7 +412,7 @@ def _echo_reply(prompt: str, tools: Sequence[Any], tool_choice: Any) -> Scripted
         names = [wanted] if isinstance(wanted, str) and wanted else names
     if names:
         return ScriptedReply(None, (ScriptedToolCall(names[0], "{}"),))
-    return ScriptedReply(prompt)
+    return ScriptedReply(text or prompt)
 
 
 class _HttpError(Exception):
@@ -554,7 +561,7 @@ class ReplayServer:
                 self.prompts.append(prompt)
                 index = len(self.prompts) - 1
             honoured = [] if tools_ignored or tool_choice == "none" else list(body.get("tools") or [])
-            reply = _echo_reply(prompt, honoured, tool_choice)
+            reply = _echo_reply(prompt, honoured, tool_choice, b.echo_text)
             return self._completion(body, index, reply, estimated, 0)
         with self._lock:
             if self._next_reply >= len(self.script.replies):

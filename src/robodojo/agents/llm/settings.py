@@ -9,6 +9,7 @@ the package's config/llm.yaml, each layer validated with its own file name in th
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -262,6 +263,26 @@ def load_llm_settings_layers(extra: str | Path | None = None, *, user_file: bool
     for path in layers:
         data = merge_llm_config(data, load_yaml(path), str(path))
         settings = parse_llm_settings(data, str(path))
+    return settings
+
+
+def run_llm_settings(
+    llm_config: str | Path | None = None, *, timeout_s: float | None = None, retries: int | None = None
+) -> LlmSettings:
+    """The LLM settings of one run: config/llm.yaml, the per-user file, ``llm_config`` (--llm-config), then the
+    ``timeout_s`` (--timeout) and ``retries`` (--retries) overrides; None keeps the configured value."""
+    settings = load_llm_settings_layers(llm_config)
+    if timeout_s is not None:
+        if not timeout_s > 0:
+            raise ConfigError(f"--timeout must be > 0 seconds, got {timeout_s}")
+        # a longer per-request timeout than the call deadline would be cut short by it: the flag wins
+        settings = dataclasses.replace(
+            settings, timeout_s=timeout_s, call_deadline_s=max(settings.call_deadline_s, timeout_s)
+        )
+    if retries is not None:
+        if retries < 0:
+            raise ConfigError(f"--retries must be >= 0, got {retries}")
+        settings = dataclasses.replace(settings, max_retries=retries)
     return settings
 
 

@@ -22,6 +22,7 @@ Every turn is one LLM call, malformed ones included; budgets and success are the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,6 +200,18 @@ class MoveEefAgent:
             load_demonstration(self.probes.demonstration) if self.probes.demonstration is not None else None
         )
         self._ctx: EpisodeContext | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """What this agent sends the model, for the episode record (meta.json)."""
+        c = self.config
+        probes = {f.name: getattr(c.probes, f.name) for f in dataclasses.fields(c.probes)}
+        return {
+            "images": c.images,
+            "image_horizon": c.image_horizon,
+            "context_tokens": c.context.context_tokens,
+            "tool_choice": c.tool_choice,
+            "probes": {k: str(v) if isinstance(v, Path) else v for k, v in probes.items()},
+        }
 
     # -- episode ------------------------------------------------------------------------------------------------
     def begin(self, episode: EpisodeContext) -> None:
