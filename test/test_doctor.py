@@ -148,6 +148,15 @@ def test_a_context_the_server_states_only_in_its_error_is_measured_by_overflowin
     assert doctor().check("context length").status == "-"  # no limit: nothing to measure, said so
 
 
+def test_a_server_that_cuts_prompts_silently_is_warned_about():
+    # Ollama beyond num_ctx (4096 by default on GPUs under 24 GiB since 0.15.5): no error, the prompt is cut
+    report = doctor("ollama:qwen", context_tokens=4096, truncate_prompt=True)
+    check = report.check("context length")
+    assert check.status == "WARN" and check.detail.startswith("4096 tokens (") and "without an error" in check.detail
+    assert report.facts.truncates_prompts and any("OLLAMA_CONTEXT_LENGTH" in fix for fix in report.fixes)
+    assert not any(fix.startswith("use --context-tokens") for fix in report.fixes)  # raising it comes first
+
+
 def test_base_url_without_v1():
     with server(v1_only=True) as s:
         root = s.url.removesuffix("/v1")

@@ -330,6 +330,32 @@ def test_max_tokens_parameter_name_follows_the_profile():
         assert server.requests[0]["max_tokens"] == 256
 
 
+def test_servers_that_generate_until_their_context_is_full_get_an_answer_length_from_their_profile():
+    settings = load_llm_settings()
+    for name in ("llamacpp", "llamacpppy"):  # llama.cpp and llama-cpp-python: unlimited unless max_tokens is sent
+        assert settings.profile(name).max_output_tokens == 2048
+    assert settings.profile("vllm").max_output_tokens is None and settings.max_output_tokens is None
+    with serve([TEXT_REPLY, TEXT_REPLY, TEXT_REPLY]) as server:
+        llamacpppy = dataclasses.replace(settings.profile("llamacpppy"), name="llamacpppy")
+        client = LlmClient("m", server.url, None, llamacpppy, settings)
+        client.chat(USER, [])
+        assert server.requests[-1]["max_tokens"] == 2048 and client.describe()["max_output_tokens"] == 2048
+        flagged = LlmClient("m", server.url, None, llamacpppy, dataclasses.replace(settings, max_output_tokens=300))
+        flagged.chat(USER, [])  # --max-output-tokens wins over the profile
+        assert server.requests[-1]["max_tokens"] == 300 and flagged.max_output_tokens == 300
+        LlmClient("m", server.url, None, settings.profile("vllm"), settings).chat(USER, [])
+        assert "max_tokens" not in server.requests[-1]  # the server's own default
+
+
+def test_agents_keep_the_answer_length_free_in_a_known_context():
+    from robodojo.episodes.factory import make_agent
+
+    cell = make_agent("code_cell", context_tokens=8192, reply_reserve_tokens=2048)
+    move = make_agent("move_eef", context_tokens=8192, reply_reserve_tokens=2048)
+    assert cell.context.history_limit_tokens == move.config.context.history_limit_tokens == 8192 - 2048
+    assert make_agent("code_cell", context_tokens=8192).context.reply_reserve_tokens == 1024  # no answer length known
+
+
 # -- images ------------------------------------------------------------------------------------------------------------
 
 

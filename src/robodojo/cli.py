@@ -64,7 +64,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
 
 def add_llm_options(parser: argparse.ArgumentParser) -> None:
-    """--llm-config, --timeout, --retries and --tool-choice: the LLM client's settings for this run."""
+    """--llm-config, --timeout, --retries, --max-output-tokens and --tool-choice: the LLM client's settings."""
     from robodojo.agents.llm.settings import TOOL_CHOICES, user_llm_config_path
 
     parser.add_argument(
@@ -76,6 +76,10 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--timeout", type=float, default=None, help="per-request LLM timeout [s] (default: config)")
     parser.add_argument("--retries", type=int, default=None, help="LLM retries per call (default: config)")
+    parser.add_argument(
+        "--max-output-tokens", type=_positive_int, default=None,
+        help="answer length sent with every LLM call (default: config/llm.yaml, per profile)",
+    )  # fmt: skip
     parser.add_argument(
         "--tool-choice",
         default="profile",
@@ -117,7 +121,9 @@ def llm_settings(args: argparse.Namespace):
     """The LLM settings of this run: config/llm.yaml, the per-user file, --llm-config, then --timeout/--retries."""
     from robodojo.agents.llm.settings import run_llm_settings
 
-    return run_llm_settings(args.llm_config, timeout_s=args.timeout, retries=args.retries)
+    return run_llm_settings(
+        args.llm_config, timeout_s=args.timeout, retries=args.retries, max_output_tokens=args.max_output_tokens
+    )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -133,7 +139,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     with open_llm(args.llm, base_url=args.base_url, settings=settings, tool_choice=args.tool_choice) as llm:
         world = EmbeddedWorld(robot)
         try:
-            agent = _make_agent(args)
+            agent = _make_agent(args, reply_reserve_tokens=llm.max_output_tokens)
             try:
                 result = run_episode(WorldHost(world), agent, llm, spec, Path(args.out), model=llm.model)
             finally:
@@ -154,7 +160,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0 if result.success else 1
 
 
-def _make_agent(args: argparse.Namespace):
+def _make_agent(args: argparse.Namespace, reply_reserve_tokens: int | None = None):
     from robodojo.episodes.factory import make_agent
 
     probes: dict[str, object] = {name: True for name in args.probe}
@@ -162,7 +168,7 @@ def _make_agent(args: argparse.Namespace):
         probes["pose_jitter_m"] = args.pose_jitter
     if args.demonstration:
         probes["demonstration"] = Path(args.demonstration)
-    return make_agent(args.agent, **agent_options(args), probes=probes)
+    return make_agent(args.agent, **agent_options(args), reply_reserve_tokens=reply_reserve_tokens, probes=probes)
 
 
 def _image_horizon(text: str) -> int | str:
@@ -203,6 +209,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         "llm_config": str(Path(args.llm_config).expanduser().resolve()) if args.llm_config else "",
         "llm_timeout_s": args.timeout or 0.0,
         "llm_retries": -1 if args.retries is None else args.retries,
+        "llm_max_output_tokens": args.max_output_tokens or 0,
         "tool_choice": args.tool_choice,
         "images": args.images or "",
         "context_tokens": args.context_tokens or 0,

@@ -168,7 +168,7 @@ def run_one(
     missing = missing_script(spec_text)
     if missing is not None:
         return base(skipped=f"no script ({missing})")
-    agent = make_agent(agent_name, **(agent_options or {}))
+    agent = None
     started = time.perf_counter()
     try:
         with open_llm(
@@ -177,6 +177,7 @@ def run_one(
             settings=settings,
             tool_choice=tool_choice,
         ) as llm:
+            agent = make_agent(agent_name, **(agent_options or {}), reply_reserve_tokens=llm.max_output_tokens)
             result = run_episode(WorldHost(world), agent, llm, episode, out_root, model=llm.model)
     except ConfigError:
         raise  # a bad script or spec: the user's to fix, not an episode outcome
@@ -187,7 +188,8 @@ def run_one(
             error="".join(traceback.format_exception_only(type(exc), exc)).strip(),
         )
     finally:
-        getattr(agent, "close", lambda: None)()
+        if agent is not None:
+            getattr(agent, "close", lambda: None)()
     u = result.usage
     return base(
         success=result.success,

@@ -33,12 +33,14 @@ def make_agent(
     image_horizon: int | str | None = None,
     images: str | None = None,
     context_tokens: int | None = None,
+    reply_reserve_tokens: int | None = None,
     probes: Mapping[str, Any] | None = None,
 ) -> Agent:
     """A fresh agent with its shipped configuration and these overrides (None keeps the configured value):
     ``image_horizon`` a positive count or ``"all"``; ``images`` none | head | all (robodojo.agents.context_budget);
-    ``context_tokens`` the model's context length, requests beyond it refused before sending; ``probes`` fields of
-    the move_eef agent's probes (seed 002 perturbations)."""
+    ``context_tokens`` the model's context length (the oldest turns are left out to fit, with
+    ``reply_reserve_tokens`` free for the answer: pass the client's max_output_tokens); ``probes`` fields of the
+    move_eef agent's probes (seed 002 perturbations)."""
     if name not in AGENTS:
         raise UnknownNameError("agent", name, AGENTS)
     overrides: dict[str, Any] = {}
@@ -47,14 +49,17 @@ def make_agent(
     if images is not None:
         overrides["images"] = check_images(images, "--images")
     context_tokens = check_positive_or_none(context_tokens, "--context-tokens")
+    budget: dict[str, int] = {} if context_tokens is None else {"context_tokens": context_tokens}
+    if reply_reserve_tokens is not None:
+        budget["reply_reserve_tokens"] = reply_reserve_tokens
     if name == "code_cell":
         from robodojo.agents.code_cell.agent import CodeCellAgent
 
-        return CodeCellAgent(**overrides, context=ContextBudget(context_tokens))
+        return CodeCellAgent(**overrides, context=ContextBudget(**budget))
     from robodojo.agents.move_eef import MoveEefAgent, load_move_eef_config
 
     config = load_move_eef_config()
-    if context_tokens is not None:
-        overrides["context"] = dataclasses.replace(config.context, context_tokens=context_tokens)
+    if budget:
+        overrides["context"] = dataclasses.replace(config.context, **budget)
     config = dataclasses.replace(config, probes=dataclasses.replace(config.probes, **(probes or {})), **overrides)
     return MoveEefAgent(config)

@@ -53,6 +53,7 @@ class AgentNode(GraphNode):
             p.llm_config or None,
             timeout_s=p.llm_timeout_s or None,
             retries=None if p.llm_retries == -1 else p.llm_retries,
+            max_output_tokens=p.llm_max_output_tokens or None,
         )
         if p.tool_choice not in TOOL_CHOICES:
             raise ConfigError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)}, got {p.tool_choice!r}")
@@ -170,13 +171,13 @@ class AgentNode(GraphNode):
             self._wait_for_robot(robot)
             host = GraphEpisodeHost(self, robot)
             self._hosts.append(host)
-            agent = make_agent(self.params.agent, **self.agent_options)
             with open_llm(
                 self.params.llm,
                 base_url=self.params.base_url or None,
                 settings=self.llm_settings,
                 tool_choice=self.params.tool_choice,
             ) as llm:
+                agent = make_agent(self.params.agent, **self.agent_options, reply_reserve_tokens=llm.max_output_tokens)
                 try:
                     result = run_episode(host, agent, llm, spec, Path(self.params.out), model=llm.model)
                 finally:

@@ -294,6 +294,13 @@ class LlmClient:
         #: the replay server this client talks to, when open_llm("replay:FILE") started one
         self.replay_server: ReplayServer | None = None
 
+    @property
+    def max_output_tokens(self) -> int | None:
+        """The answer length sent with every call: the settings' (--max-output-tokens), else the profile's; None: the
+        server's default. Agents keep this much of a known context free for the reply."""
+        s = self.settings.max_output_tokens
+        return s if s is not None else self.profile.max_output_tokens
+
     def describe(self) -> dict[str, Any]:
         """Where and how this client calls, for the episode's meta.json."""
         return {
@@ -304,6 +311,7 @@ class LlmClient:
             "max_retries": self.settings.max_retries,
             "call_deadline_s": self.settings.call_deadline_s,
             "tool_choice": self.tool_choice_override or "profile",
+            "max_output_tokens": self.max_output_tokens,
         }
 
     # -- accounting ----------------------------------------------------------------------------------------------
@@ -359,8 +367,8 @@ class LlmClient:
                 request["tool_choice"] = sent
             if parallel_tool_calls is not None and p.supports_parallel_tool_calls_param:
                 request["parallel_tool_calls"] = parallel_tool_calls
-        if s.max_output_tokens is not None:
-            request[p.max_tokens_param] = s.max_output_tokens
+        if self.max_output_tokens is not None:
+            request[p.max_tokens_param] = self.max_output_tokens
         if s.temperature is not None:
             request["temperature"] = s.temperature
         return request

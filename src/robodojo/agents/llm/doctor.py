@@ -87,6 +87,7 @@ class Facts:
     tool_role: str | None = None  # ok, rejected, dropped
     null_content_ok: bool | None = None
     context_tokens: int | None = None
+    truncates_prompts: bool = False  #: prompts beyond the context are cut without an error (Ollama)
 
 
 @dataclass(frozen=True)
@@ -299,8 +300,9 @@ def _probe_chat(
         facts = Facts(reachable=True, needs_v1=needs_v1, timed_out=chat.timed_out, context_tokens=context)
         return tuple(checks), facts, models
     checks.append(Check("plain chat", OK, f"answered {_short(chat.content, 50)!r}"))
+    truncates = False
     if context is None and not base.startswith(OPENAI_URL):
-        context, context_source = _probe_overflow(client, model)
+        context, context_source, truncates = _probe_overflow(client, model)
     escape_check = _probe_escaping(client, model, chat)
     escaped = escape_check.status == FAIL
     checks.append(escape_check)
@@ -353,7 +355,7 @@ def _probe_chat(
         if null_ok
         else Check("null content", FAIL, f"assistant content null next to tool_calls: {answer.failure()}")
     )
-    checks.insert(2, _context_check(context, context_source or "the server's context-length error"))
+    checks.insert(2, _context_check(context, context_source or "the server's context-length error", truncates))
     facts = Facts(
         reachable=True,
         needs_v1=needs_v1,
@@ -365,6 +367,7 @@ def _probe_chat(
         tool_role=tool_role,
         null_content_ok=null_ok,
         context_tokens=context,
+        truncates_prompts=truncates,
     )
     return tuple(checks), facts, models
 
@@ -390,25 +393,30 @@ def _probe_escaping(client: openai.OpenAI, model: str, echo: _Answer) -> Check:
     return Check("html escaping", OK, f"text arrives as sent: {seen}")
 
 
-def _probe_overflow(client: openai.OpenAI, model: str) -> tuple[int | None, str]:
-    """The context length from the error a too-long prompt gets (llama-cpp-python states it only there)."""
+def _probe_overflow(client: openai.OpenAI, model: str) -> tuple[int | None, str, bool]:
+    """The context length from what a too-long prompt gets: the error that states it (llama-cpp-python states it only
+    there), or the prompt size a server that cuts prompts silently reports (Ollama beyond its num_ctx)."""
     words = "robot " * (OVERFLOW_PROMPT_CHARS // 6)
     answer = _chat(client, model, [{"role": "user", "content": words}], max_tokens=1)
     if answer.body is None and _is_context_error(answer):
         n_ctx = _context_from_error(answer)
         if n_ctx is not None:
-            return n_ctx, f"the error a {OVERFLOW_PROMPT_CHARS // 1000}k-character prompt gets"
-    return None, ""
+            return n_ctx, f"the error a {OVERFLOW_PROMPT_CHARS // 1000}k-character prompt gets", False
+    sent = OVERFLOW_PROMPT_CHARS // 6  # at least a token a word
+    if answer.body is not None and answer.prompt_tokens is not None and answer.prompt_tokens < sent // 2:
+        size = f"a {OVERFLOW_PROMPT_CHARS // 1000}k-character prompt"
+        return answer.prompt_tokens, f"{size} was cut to this without an error: what does not fit is dropped", True
+    return None, "", False
 
 
 def _tool_row(choice: str | None) -> str:
     return f"tools, tool_choice={choice}" if choice else "tools, no tool_choice"
 
 
-def _context_check(context: int | None, source: str) -> Check:
+def _context_check(context: int | None, source: str, truncates: bool = False) -> Check:
     if context is None:
         return Check("context length", SKIP, "the server does not say")
-    return Check("context length", OK, f"{context} tokens ({source})")
+    return Check("context length", WARN if truncates else OK, f"{context} tokens ({source})")
 
 
 def _probe_images(client: openai.OpenAI, model: str) -> tuple[str, tuple[Check, int | None]]:
@@ -520,7 +528,13 @@ def recommend(f: Facts, kind: str, base_url: str, settings: LlmSettings) -> tupl
             "robodojo runs a cell that only parses unescaped, but a template without autoescape is better "
             "(llama.cpp's llama-server --jinja)"
         )
-    if f.context_tokens is not None:
+    if f.truncates_prompts:
+        fixes.append(
+            f"the server cuts prompts beyond {f.context_tokens} tokens without an error (Ollama drops the older "
+            "messages, the model never knows): give it a larger context (Ollama: OLLAMA_CONTEXT_LENGTH=32768 "
+            "ollama serve, or num_ctx in a Modelfile) and pass that as --context-tokens"
+        )
+    elif f.context_tokens is not None:
         fixes.append(f"use --context-tokens {f.context_tokens} (long episodes then leave their oldest turns out)")
     if f.tool_role in ("rejected", "dropped") and profile.tool_role_supported:
         fixes.append(

@@ -55,6 +55,8 @@ ServerBehaviour flags:
     context_tokens                0: no limit; else the context size: a prompt estimated longer (4 characters a
                                   token) gets llama.cpp's HTTP 400 "the request exceeds the available context size",
                                   with n_prompt_tokens and n_ctx in the error body
+    truncate_prompt               with context_tokens: a longer prompt is cut to context_tokens silently (usage says
+                                  so) instead of HTTP 400, as Ollama does beyond its num_ctx
     token_ratio                   tokens the "tokenizer" counts per 4 characters (default 1.0); above 1 the server
                                   counts more than the client's characters / 4 estimate, as small models' tokenizers
                                   do (SmolLM2 on llama-cpp-python: 1.2-1.33); applies to usage and to context_tokens
@@ -121,6 +123,7 @@ class ServerBehaviour:
     images_as_text: bool = False
     context_tokens: int = 0
     token_ratio: float = 1.0
+    truncate_prompt: bool = False
     context_report: str = "none"
     html_escape: bool = False
     delay_s: float = 0.0
@@ -187,6 +190,8 @@ class ServerBehaviour:
                     raise ConfigError(f"{at}: expected true or false, got {value!r}")
                 kwargs[key] = value
         behaviour = ServerBehaviour(**kwargs)
+        if behaviour.truncate_prompt and not behaviour.context_tokens:
+            raise ConfigError(f"{where}.truncate_prompt needs context_tokens > 0")
         if behaviour.context_report != "none" and not behaviour.context_tokens:
             raise ConfigError(f"{where}.context_report: {behaviour.context_report!r} needs context_tokens > 0")
         return behaviour
@@ -548,7 +553,9 @@ class ReplayServer:
         tools_ignored = b.tools_need_tool_choice and tool_choice is None and bool(body.get("tools"))
         prompt_all = prompt + json.dumps(body.get("tools") or [])
         estimated = max(1, round(len(prompt_all) / 4 * b.token_ratio) + (0 if b.images_as_text else 85 * images))
-        if b.context_tokens and estimated > b.context_tokens:
+        if b.context_tokens and estimated > b.context_tokens and b.truncate_prompt:
+            estimated = b.context_tokens  # as Ollama: what does not fit is dropped, nothing is said
+        elif b.context_tokens and estimated > b.context_tokens:
             raise _HttpError(
                 400,
                 "the request exceeds the available context size, try increasing it",

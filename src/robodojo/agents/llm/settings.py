@@ -64,6 +64,9 @@ class ServerProfile:
     #: 5xx statuses that mean "busy or restarting, try again" on this server (e.g. 502/503/504 from a proxy or a
     #: loading model); every other 5xx is deterministic (a template error, an unsupported option) and not retried
     transient_statuses: tuple[int, ...] = (502, 503, 504)
+    #: answer length sent when defaults.max_output_tokens (or --max-output-tokens) is null: servers that otherwise
+    #: generate until their context is full (llama.cpp, llama-cpp-python) need one; None: not sent
+    max_output_tokens: int | None = None
 
     def tool_choice_for(self, wanted: str | None) -> str | None:
         """What to send when an agent asks for ``wanted`` ("required" semantics: call one of the tools), given this
@@ -147,6 +150,9 @@ def _parse_profile(name: str, s: Section, prices: Mapping[str, Price]) -> Server
         supports_parallel_tool_calls_param=s.boolean("supports_parallel_tool_calls_param"),
         max_tokens_param=s.str("max_tokens_param"),
         transient_statuses=_statuses(s, "transient_statuses"),
+        max_output_tokens=(
+            None if s.data.get("max_output_tokens") is None else s.integer("max_output_tokens", positive=True)
+        ),
     )
     if profile.max_tokens_param not in MAX_TOKENS_PARAMS:
         raise ConfigError(
@@ -267,10 +273,15 @@ def load_llm_settings_layers(extra: str | Path | None = None, *, user_file: bool
 
 
 def run_llm_settings(
-    llm_config: str | Path | None = None, *, timeout_s: float | None = None, retries: int | None = None
+    llm_config: str | Path | None = None,
+    *,
+    timeout_s: float | None = None,
+    retries: int | None = None,
+    max_output_tokens: int | None = None,
 ) -> LlmSettings:
     """The LLM settings of one run: config/llm.yaml, the per-user file, ``llm_config`` (--llm-config), then the
-    ``timeout_s`` (--timeout) and ``retries`` (--retries) overrides; None keeps the configured value."""
+    ``timeout_s`` (--timeout), ``retries`` (--retries) and ``max_output_tokens`` (--max-output-tokens) overrides;
+    None keeps the configured value."""
     settings = load_llm_settings_layers(llm_config)
     if timeout_s is not None:
         if not timeout_s > 0:
@@ -283,6 +294,10 @@ def run_llm_settings(
         if retries < 0:
             raise ConfigError(f"--retries must be >= 0, got {retries}")
         settings = dataclasses.replace(settings, max_retries=retries)
+    if max_output_tokens is not None:
+        if isinstance(max_output_tokens, bool) or max_output_tokens < 1:
+            raise ConfigError(f"--max-output-tokens must be >= 1, got {max_output_tokens}")
+        settings = dataclasses.replace(settings, max_output_tokens=max_output_tokens)
     return settings
 
 
