@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from robodojo.agents.llm.doctor import DoctorReport, diagnose, format_report, tool_choice_sent
+from robodojo.agents.llm.doctor import Check, DoctorReport, diagnose, format_report, tool_choice_sent
 from robodojo.agents.llm.replay_server import ReplayScript, ReplayServer
 from robodojo.agents.llm.settings import LlmSettings, load_llm_settings
 from robodojo.cli import main
@@ -115,8 +115,8 @@ def test_images_rejected_or_overflowing_the_context():
     report = doctor(reject_images=True)
     assert report.facts.images == "rejected" and "image input is not supported" in report.check("images").detail
     assert report.working and any(fix.startswith("use --images none (the server rejects") for fix in report.fixes)
-    report = doctor(images_as_text=True, context_tokens=1000)
-    assert report.facts.images == "context" and report.facts.context_tokens == 1000
+    report = doctor(images_as_text=True, context_tokens=400)
+    assert report.facts.images == "context" and report.facts.context_tokens == 400
     assert "prompt gets" in report.check("context length").detail
 
 
@@ -204,3 +204,13 @@ def test_without_a_working_profile_the_closest_one_is_named():
     assert [fix for fix in report.fixes if "tool_role_supported" in fix] and not [
         fix for fix in report.fixes if "assistant_content_null_ok" in fix
     ]
+
+
+def test_probes_that_time_out_are_not_measured_and_say_how_to_measure_them():
+    # a CPU server reading a pasted image longer than the 2 s timeout of these tests
+    report = doctor(images_as_text=True, image_delay_s=3.0)
+    assert report.check("images") == Check("images", "WARN", "not measured: no answer within the timeout")
+    assert report.facts.images is None and report.facts.timed_out_probes
+    assert any("run doctor again with --timeout 60" in fix for fix in report.fixes)
+    assert report.working  # what was measured makes a working setup
+    assert not doctor().facts.timed_out_probes

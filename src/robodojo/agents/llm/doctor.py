@@ -88,6 +88,7 @@ class Facts:
     null_content_ok: bool | None = None
     context_tokens: int | None = None
     truncates_prompts: bool = False  #: prompts beyond the context are cut without an error (Ollama)
+    timed_out_probes: bool = False  #: some probes got no answer within the timeout: their rows say "not measured"
 
 
 @dataclass(frozen=True)
@@ -207,10 +208,11 @@ def _is_context_error(answer: _Answer) -> bool:
 
 
 def _probe_image_part() -> tuple[dict[str, Any], int]:
-    """A 64x64 noise JPEG as an image part (~4 KB of base64: some 1000 tokens as text, under 300 as a picture)."""
+    """A 32x32 noise JPEG as an image part (~2 KB of base64: 500 tokens and more as text, under 300 as a picture;
+    a 64x64 one cost a CPU server 28 s as escaped text)."""
     from robodojo.agents.llm.client import image_part  # cv2; only needed here
 
-    rgb = np.random.default_rng(13).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    rgb = np.random.default_rng(13).integers(0, 256, (32, 32, 3), dtype=np.uint8)
     part = image_part(rgb, 85)
     return part, len(part["image_url"]["url"])
 
@@ -315,7 +317,10 @@ def _probe_chat(
         if choice is not None:
             kwargs["tool_choice"] = choice
         answer = _chat(client, model, [{"role": "user", "content": TOOL_PROMPT}], **kwargs)
-        if answer.body is None:
+        if answer.timed_out:
+            calls[key], errors[key] = None, answer.failure()
+            checks.append(_not_measured(_tool_row(choice)))
+        elif answer.body is None:
             calls[key], errors[key] = None, answer.failure()
             checks.append(Check(_tool_row(choice), FAIL, answer.failure()))
         elif answer.called:
@@ -334,7 +339,11 @@ def _probe_chat(
     question = {"role": "user", "content": "What is the code word in the tool result? Answer with the word only."}
     ask: dict[str, Any] = {"role": "user", "content": TOOL_PROMPT}
     answer = _chat(client, model, [ask, {"role": "assistant", "content": "", "tool_calls": [call]}, result, question])
-    if answer.body is None:
+    tool_role: str | None
+    if answer.timed_out:
+        tool_role = None
+        checks.append(_not_measured("tool role"))
+    elif answer.body is None:
         tool_role = "rejected"
         checks.append(Check("tool role", FAIL, f"role 'tool' rejected: {answer.failure()}"))
     elif CODE_WORD in answer.content.upper():
@@ -349,12 +358,14 @@ def _probe_chat(
     history = [ask, {"role": "assistant", "content": None, "tool_calls": [call]}]
     history += [result, question] if tool_role != "rejected" else [folded, question]
     answer = _chat(client, model, history)
-    null_ok = answer.body is not None
-    checks.append(
-        Check("null content", OK, "assistant content null accepted")
-        if null_ok
-        else Check("null content", FAIL, f"assistant content null next to tool_calls: {answer.failure()}")
-    )
+    null_ok: bool | None = answer.body is not None
+    if answer.timed_out:
+        null_ok = None
+        checks.append(_not_measured("null content"))
+    elif null_ok:
+        checks.append(Check("null content", OK, "assistant content null accepted"))
+    else:
+        checks.append(Check("null content", FAIL, f"assistant content null next to tool_calls: {answer.failure()}"))
     checks.insert(2, _context_check(context, context_source or "the server's context-length error", truncates))
     facts = Facts(
         reachable=True,
@@ -363,11 +374,12 @@ def _probe_chat(
         escaped=escaped,
         tool_calls=MappingProxyType(calls),
         tool_errors=MappingProxyType(errors),
-        images=images,
+        images=images or None,
         tool_role=tool_role,
         null_content_ok=null_ok,
         context_tokens=context,
         truncates_prompts=truncates,
+        timed_out_probes=any(c.detail.startswith("not measured") for c in checks),
     )
     return tuple(checks), facts, models
 
@@ -409,6 +421,10 @@ def _probe_overflow(client: openai.OpenAI, model: str) -> tuple[int | None, str,
     return None, "", False
 
 
+def _not_measured(name: str) -> Check:
+    return Check(name, WARN, "not measured: no answer within the timeout")
+
+
 def _tool_row(choice: str | None) -> str:
     return f"tools, tool_choice={choice}" if choice else "tools, no tool_choice"
 
@@ -425,6 +441,8 @@ def _probe_images(client: openai.OpenAI, model: str) -> tuple[str, tuple[Check, 
     text = {"type": "text", "text": "How many images do you see? Answer with a number."}
     plain = _chat(client, model, [{"role": "user", "content": [text]}])
     answer = _chat(client, model, [{"role": "user", "content": [text, part]}])
+    if answer.timed_out:
+        return "", (_not_measured("images"), None)
     if answer.body is None:
         if _is_context_error(answer):
             n_ctx = _context_from_error(answer)
@@ -517,6 +535,11 @@ def recommend(f: Facts, kind: str, base_url: str, settings: LlmSettings) -> tupl
             f"use --tool-choice {modes[0]}"
             if modes[0] != "omitted"
             else "tool_choice must not be sent: a profile with supports_tool_choice: false (e.g. ollama)"
+        )
+    if f.timed_out_probes:
+        fixes.append(
+            "some probes got no answer in time (a server on a CPU reads a few hundred tokens a second, and one that "
+            "serves a request at a time makes the next probes wait): run doctor again with --timeout 60"
         )
     if f.images in ("rejected", "as_text", "context"):
         reason = {"rejected": "the server rejects images", "as_text": "images reach the model as base64 text",

@@ -67,6 +67,8 @@ ServerBehaviour flags:
                                   autoescape): ReplayServer.prompts and echo_model show &lt; instead of <
     delay_s                       every request (GET too) is answered only after this many seconds: a busy or hung
                                   server whose socket accepts and then says nothing (stop() releases held requests)
+    image_delay_s                 a chat request with an image part is answered only after this many seconds, as a CPU
+                                  server reading pasted base64 (28 s for 4 KB on llama-cpp-python with SmolLM2-135M)
     v1_only                       serve the OpenAI routes only under /v1 (vLLM, Ollama): a base URL without /v1 gets
                                   404 (by default /models and /chat/completions answer at the root too, as llama.cpp's)
     echo_model                    ignore the script and act as a cooperative model: call the first offered tool (or
@@ -127,6 +129,7 @@ class ServerBehaviour:
     context_report: str = "none"
     html_escape: bool = False
     delay_s: float = 0.0
+    image_delay_s: float = 0.0
     v1_only: bool = False
     echo_model: bool = False
     echo_text: str = ""
@@ -181,7 +184,7 @@ class ServerBehaviour:
                 if isinstance(value, bool) or not isinstance(value, int | float) or not 0.1 <= value <= 10:
                     raise ConfigError(f"{at}: expected a number in [0.1, 10], got {value!r}")
                 kwargs[key] = float(value)
-            elif key in ("retry_after_s", "hang_s", "delay_s"):
+            elif key in ("retry_after_s", "hang_s", "delay_s", "image_delay_s"):
                 if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                     raise ConfigError(f"{at}: expected a number >= 0, got {value!r}")
                 kwargs[key] = float(value)
@@ -677,6 +680,16 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         return False
 
+    def _image_delayed(self, body: Mapping[str, Any]) -> bool:
+        """Hold a request with an image part for image_delay_s; True if stop() released it (then drop it)."""
+        delay = self.replay.behaviour.image_delay_s
+        if delay <= 0 or '"image_url"' not in json.dumps(body.get("messages")):
+            return False
+        if self.replay._stopping.wait(delay):
+            self.close_connection = True
+            return True
+        return False
+
     def do_GET(self) -> None:
         if self._delayed():
             return
@@ -718,7 +731,7 @@ class _Handler(BaseHTTPRequestHandler):
         server = self.replay
         with server._lock:
             server.requests.append(body)
-        if self._delayed():
+        if self._delayed() or self._image_delayed(body):
             return
         failure = server._failure_for_this_call()
         if failure == "timeout":
