@@ -77,6 +77,19 @@ def test_the_oldest_exchanges_are_left_out_to_fit_and_later_requests_keep_their_
     assert conversation.turn_details({"a": 1}) == {"a": 1, "omitted_turns": seen_omitted[-1]}
 
 
+def test_a_preamble_that_fills_most_of_the_context_still_leaves_the_history_its_room():
+    # llama-cpp-python with n_ctx 8192: ~5300 tokens of code-cell preamble and tools, 2048 kept for the answer
+    budget = ContextBudget(3000, reply_reserve_tokens=500)
+    conversation = Conversation(context=budget)
+    conversation.add({"role": "system", "content": "s" * 8000})  # 2000 tokens: 500 left for the history
+    conversation.add({"role": "user", "content": "Goal: lift the cube."})
+    for i in range(40):
+        _cell(conversation, i, output_chars=100)
+        request = conversation.request(TOOLS)
+    history = budget.estimate(request[2:])
+    assert 0.5 * 500 <= history <= 500 and conversation.omitted_turns < 40 - 3
+
+
 def test_move_eef_exchanges_start_at_their_observation_and_keep_the_image_horizon():
     budget = ContextBudget(2000, image_tokens=100, reply_reserve_tokens=200)
     conversation = Conversation(image_horizon=2, context=budget)

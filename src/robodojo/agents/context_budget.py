@@ -83,7 +83,9 @@ class ContextBudget:
     context_tokens: int | None = None  #: None: unknown, nothing is dropped or refused
     image_tokens: int | None = None  #: None: an image counts as its pasted data URL (length / 4)
     reply_reserve_tokens: int = 1024  #: left free for the reply when older turns are dropped
-    trim_to_fraction: float = 0.75  #: dropping goes this far below the limit, so the next turns keep the same prefix
+    #: dropping leaves the history this share of its room (the limit less preamble and tools), so the next turns keep
+    #: the same prefix for a while
+    trim_to_fraction: float = 0.75
 
     def __post_init__(self) -> None:
         check_positive_or_none(self.context_tokens, "context_tokens")

@@ -244,7 +244,8 @@ class Conversation:
 
         dropped = min(self._dropped, len(starts) - 1)
         if estimate(dropped) > limit:
-            low_water = limit * self.context.trim_to_fraction
+            # the margin is a share of the room the history has beside the preamble and tools, not of the context
+            low_water = fixed * scale + (limit - fixed * scale) * self.context.trim_to_fraction
             while dropped < len(starts) - 1 and estimate(dropped) > low_water:
                 dropped += 1
         self._dropped = self.omitted_turns = dropped
