@@ -34,6 +34,8 @@ world (``EmbeddedWorld('dual_arx_x5')``, 3 cameras of 640x480):
    Medians and p95 are over every turn of every seed (the first turn included: it opens the HTTP connection); the
    recorder and the runner's gap exclude each episode's last turn, after which the runner only closes the record.
    The same episode with image_horizon unlimited (seed 0) gives a second overhead row: its requests grow each turn.
+   A third row runs it with horizon 2 and a known context (FIT_CONTEXT: 6000 tokens, images at 765): the oldest
+   exchanges are left out to fit, so every turn pays for the fit (a size estimate of every message).
    Also printed: the overhead by turn (the history grows), and the round trip of a one-line text request (no images,
    no tools, as most tests send) to the replay server with Nagle's algorithm on and with TCP_NODELAY (as shipped:
    the server writes the headers and the body of an answer separately, and with Nagle's algorithm on the body
@@ -80,6 +82,7 @@ from _common import cpu_model, gl_renderer_string, mark, nproc, table, write_fig
 
 import robodojo.agents.move_eef.agent as agent_module
 import robodojo.agents.move_eef.observation as observation_module
+from robodojo.agents.context_budget import ContextBudget
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.client import LlmClient, open_llm
 from robodojo.agents.llm.replay_server import _Handler
@@ -108,6 +111,8 @@ RECORDER = "recorder"
 LLM_CALL = (BUILD, TRANSFORM, CLIENT, SERVER, PARSE)
 HARNESS = (OBSERVE, JPEG, OBS_TEXT, REQUEST, *LLM_CALL, AGENT)
 ROUND_TRIPS = 20  # text-only requests per replay-server socket setting
+#: the context of the fitted episode: small enough that a 30-turn episode drops exchanges every few turns
+FIT_CONTEXT = ContextBudget(context_tokens=6000, image_tokens=765, reply_reserve_tokens=1024)
 MOTION_PARTS = (MOTION, PLAN, EXECUTE)
 
 # OpenAI's image-token rule and the text rule of thumb.
@@ -134,6 +139,7 @@ class Turn:
     gap_s: float | None = None  # end of this turn to the start of the next (None after the last)
     body_bytes: int = 0
     accepted: bool = False
+    omitted_turns: int = 0  # exchanges the request left out to fit a known context
 
     def add(self, name: str, dt: float) -> None:
         self.parts[name] = self.parts.get(name, 0.0) + dt
@@ -209,6 +215,7 @@ def instrumented(prof: Profiler) -> Iterator[None]:
         prof.current.ended = time.perf_counter()
         prof.current.turn_s = prof.current.ended - now
         prof.current.accepted = record.move is not None and record.move.accepted
+        prof.current.omitted_turns = record.details.get("omitted_turns", 0)
         return record
 
     def timed_post(self: _Handler) -> None:
@@ -290,10 +297,14 @@ def run(
     horizon: int | None,
     turns: int,
     out: Path,
+    context: ContextBudget | None = None,
 ) -> Episode:
     config = dataclasses.replace(load_move_eef_config(), image_horizon=horizon)
+    if context is not None:
+        config = dataclasses.replace(config, context=context)
     spec = EpisodeSpec(task=task, seed=seed, llm_call_budget=turns)
     name = f"seed {seed}, horizon {horizon if horizon is not None else 'unlimited'}"
+    name += f", context {context.context_tokens}" if context is not None else ""
     prof.episode = name
     start = len(prof.turns)
     t0 = time.perf_counter()
@@ -455,6 +466,7 @@ def main(argv: list[str] | None = None) -> int:
             for seed in range(n_seeds):
                 episodes.append(run(world, prof, script, args.task, seed, config.image_horizon, args.turns, out))
             unlimited = run(world, prof, script, args.task, 0, None, args.turns, out)
+            fitted = run(world, prof, script, args.task, 0, config.image_horizon, args.turns, out, FIT_CONTEXT)
         round_trip = {nodelay: text_round_trip(Path(tmp), nodelay) for nodelay in (False, True)}
     world.close()
     bounded = episodes
@@ -533,6 +545,18 @@ def main(argv: list[str] | None = None) -> int:
             fmt(un["mean_ms"]),
             f"seed 0; turn {last.turn}: {last.harness_s() * 1e3:.1f} ms, LLM call "
             f"{sum(last.parts.get(p, 0.0) for p in LLM_CALL) * 1e3:.1f} ms",
+        )
+    )
+    fit = stats_ms([t.harness_s() for t in fitted.turns])
+    dropped = fitted.turns[-1].omitted_turns
+    rows.append(
+        (
+            f"  same, context {FIT_CONTEXT.context_tokens}",
+            fmt(fit["median_ms"]),
+            fmt(fit["p95_ms"]),
+            fmt(fit["mean_ms"]),
+            f"seed 0, images at {FIT_CONTEXT.image_tokens} tokens: the fit runs every turn; the last request "
+            f"left out {dropped} exchanges",
         )
     )
     rows.append(("not harness overhead:", "", "", "", ""))

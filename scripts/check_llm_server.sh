@@ -14,15 +14,19 @@
 #      --host 127.0.0.1 --port <free port> --n_ctx 8192` in the background and waits for /v1/models.
 #   3. With the project's robodojo ($ROOT/.venv/bin/robodojo, or ROBODOJO):
 #        robodojo doctor --llm PROFILE:smollm2 --base-url URL   (skipped with a note when there is no doctor command)
-#        robodojo run --task general_pickup --seed 0 --agent move_eef  --llm PROFILE:smollm2 --base-url URL ...
-#        robodojo run --task general_pickup --seed 0 --agent code_cell --llm PROFILE:smollm2 --base-url URL ...
+#        robodojo run --task general_pickup --seed 0 --agent move_eef  --llm PROFILE:smollm2 --base-url URL \
+#            --images none --budget BUDGET <the options of doctor's verdict> $EXTRA_ARGS
+#        robodojo run ... --agent code_cell ... (the same options)
 #      and prints for each episode: end reason, LLM calls, tool calls executed (turns.jsonl for move_eef,
 #      robo_calls.jsonl for code_cell) and the first error, if any.
 #   4. Stops the server on exit (trap), whatever happened.
 #
 # Environment (all optional):
 #   PROFILE          robodojo LLM profile; default llamacpppy when this robodojo knows it, else llamacpp
-#   EXTRA_ARGS       extra words for each `robodojo run`, e.g. "--images none --tool-choice auto --budget 20"
+#   EXTRA_ARGS       extra words for each `robodojo run`, e.g. "--tool-choice auto"; they follow the options doctor
+#                    recommends (its verdict line: e.g. --images none --context-tokens 8192), --images none (the model
+#                    is text-only) and --budget BUDGET
+#   BUDGET           LLM-call budget of each episode (default 20: each call takes ~10-40 s on 2 cores)
 #   DOCTOR_ARGS      extra words for `robodojo doctor`
 #   AGENTS           agents to run (default "move_eef code_cell")
 #   TASK, SEED       episode task and seed (default general_pickup, 0)
@@ -37,7 +41,7 @@
 #
 # Exit status: 0 when every episode ran and ended other than llm_error/crashed, 1 otherwise, 2 on a setup failure.
 #
-# Example: EXTRA_ARGS="--budget 10" scripts/check_llm_server.sh
+# Example: BUDGET=10 scripts/check_llm_server.sh
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -49,6 +53,7 @@ LLM_CHECK_VENV="${LLM_CHECK_VENV:-/var/tmp/robodojo-llm-check}"
 PYTHON="${PYTHON:-python3}"
 ROBODOJO="${ROBODOJO:-$ROOT/.venv/bin/robodojo}"
 EXTRA_ARGS="${EXTRA_ARGS:-}"
+BUDGET="${BUDGET:-20}"
 DOCTOR_ARGS="${DOCTOR_ARGS:-}"
 AGENTS="${AGENTS:-move_eef code_cell}"
 TASK="${TASK:-general_pickup}"
@@ -109,7 +114,8 @@ if [[ -z "${PROFILE:-}" ]]; then
         PROFILE=llamacpp
     fi
 fi
-say "robodojo: $ROBODOJO; profile: $PROFILE; EXTRA_ARGS: ${EXTRA_ARGS:-(none)}"
+say "robodojo: $ROBODOJO; profile: $PROFILE; budget $BUDGET; EXTRA_ARGS: ${EXTRA_ARGS:-(none)}"
+RECOMMENDED=""
 
 # --- 2. the server ------------------------------------------------------------------------------------------------
 OUT="${OUT:-$(mktemp -d /tmp/robodojo-llm-check.XXXXXX)}"
@@ -147,11 +153,15 @@ SPEC="$PROFILE:$MODEL_NAME"
 if "$ROBODOJO" doctor --help >/dev/null 2>&1; then
     say "robodojo doctor --llm $SPEC --base-url $BASE_URL $DOCTOR_ARGS"
     # shellcheck disable=SC2086
-    if "$ROBODOJO" doctor --llm "$SPEC" --base-url "$BASE_URL" $DOCTOR_ARGS; then
-        say "doctor: exit 0"
-    else
-        say "doctor: exit $?"
-    fi
+    set +e
+    "$ROBODOJO" doctor --llm "$SPEC" --base-url "$BASE_URL" $DOCTOR_ARGS | tee "$OUT/doctor.txt"
+    doctor_rc="${PIPESTATUS[0]}"
+    set -e
+    say "doctor: exit $doctor_rc"
+    # The options of doctor's verdict ("verdict: working setup: --llm X --base-url U --images none ..."), without
+    # --llm and --base-url, which this script sets itself.
+    RECOMMENDED="$(sed -n 's/^verdict: working setup: --llm [^ ]* --base-url [^ ]*//p' "$OUT/doctor.txt")"
+    say "doctor recommends:${RECOMMENDED:- nothing more}"
 else
     say "skipping doctor: this robodojo has no doctor command (\`robodojo doctor --help\` failed)"
 fi
@@ -230,7 +240,7 @@ for agent in $AGENTS; do
     from_line="$(wc -l <"$SERVER_LOG")"
     # shellcheck disable=SC2086  # EXTRA_ARGS is a word list
     cmd=("$ROBODOJO" run --task "$TASK" --seed "$SEED" --agent "$agent" --llm "$SPEC" --base-url "$BASE_URL"
-         --out "$ep_out" $EXTRA_ARGS)
+         --out "$ep_out" --images none --budget "$BUDGET" ${RECOMMENDED:-} $EXTRA_ARGS)
     say "${cmd[*]}"
     set +e
     timeout "$EPISODE_TIMEOUT" "${cmd[@]}" 2>&1 | tee "$OUT/$agent.log"

@@ -213,6 +213,8 @@ class Conversation:
                 index += 1
             else:
                 out.append(entry.message)
+        if self.context.context_tokens is None:  # nothing to fit: no estimate to make
+            return out
         out = self._fit(out, tools)
         self.context.check(out, tools, self._scale.value)
         self._last_estimate = self.context.estimate(out, tools)
