@@ -298,6 +298,8 @@ def test_robodojo_graph_runs_a_code_cell_episode_without_ros2_launch(graph, tmp_
 
     cmd = [sys.executable, "-m", "robodojo.cli", "graph", "--agent", "code_cell"]
     cmd += ["--out", str(tmp_path / "episodes"), "--log-dir", str(tmp_path / "logs")]
+    # the LLM and agent options reach agent_node as its parameters
+    cmd += ["--images", "none", "--context-tokens", "100000", "--max-output-tokens", "512", "--tool-choice", "auto"]
     cmd += ["--domain-id", str(graph.domain_id)]
     proc = subprocess.run(cmd, env=graph.env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr + (tmp_path / "logs" / "agent_node.log").read_text()
@@ -306,6 +308,9 @@ def test_robodojo_graph_runs_a_code_cell_episode_without_ros2_launch(graph, tmp_
     assert record["metrics"]["success"] and record["metrics"]["end_reason"] == "success"
     assert record["metrics"]["steps_used"] > 0
     assert {t["action"] for t in record["turns"]} <= {"python", "finish"}
+    meta = json.loads((_only_folder(tmp_path / "episodes") / "meta.json").read_text())
+    assert meta["agent_settings"]["images"] == "none" and meta["agent_settings"]["context_tokens"] == 100000
+    assert meta["llm"]["max_output_tokens"] == 512 and meta["llm"]["tool_choice"] == "auto"
 
 
 @pytest.mark.parametrize(
@@ -318,6 +323,9 @@ def test_robodojo_graph_runs_a_code_cell_episode_without_ros2_launch(graph, tmp_
         ("motion_server_node", {"robot": "ur5"}, "ur5"),
         ("agent_node", {"agent": "react"}, "unknown agent 'react'; available: code_cell, move_eef"),
         ("agent_node", {"status_timeout_s": 0.0}, "parameter 'status_timeout_s' must be > 0"),
+        ("agent_node", {"images": "some"}, "parameter 'images' must be one of none, head, all, got 'some'"),
+        ("agent_node", {"tool_choice": "always"}, "parameter 'tool_choice' must be one of auto, required, none"),
+        ("agent_node", {"llm_config": "/nonexistent/llm.yaml"}, "/nonexistent/llm.yaml"),
     ],
 )
 def test_a_bad_parameter_ends_the_node_with_one_line_and_exit_code_2(graph, node, params, message):

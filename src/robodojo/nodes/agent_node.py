@@ -23,6 +23,7 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
+from robodojo.agents.context_budget import check_images
 from robodojo.agents.llm.client import open_llm
 from robodojo.agents.llm.settings import TOOL_CHOICES, run_llm_settings
 from robodojo.episodes import EndReason, EpisodeSpec, run_episode
@@ -48,6 +49,10 @@ class AgentNode(GraphNode):
         self.params = p
         self.spec = EpisodeSpec(p.task, p.seed, p.variant or "standard", p.llm_call_budget)
         # Unknown agents, bad images or context values and bad LLM settings fail here, before anything runs.
+        if p.images:
+            check_images(p.images, "parameter 'images'")
+        if p.context_tokens < 0:
+            raise ConfigError(f"parameter 'context_tokens' must be >= 0 (0: unknown), got {p.context_tokens}")
         make_agent(p.agent, **self.agent_options)
         self.llm_settings = run_llm_settings(
             p.llm_config or None,
@@ -56,7 +61,8 @@ class AgentNode(GraphNode):
             max_output_tokens=p.llm_max_output_tokens or None,
         )
         if p.tool_choice not in TOOL_CHOICES:
-            raise ConfigError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)}, got {p.tool_choice!r}")
+            choices = ", ".join(TOOL_CHOICES)
+            raise ConfigError(f"parameter 'tool_choice' must be one of {choices}, got {p.tool_choice!r}")
         self.view = GraphView()
         inputs = MutuallyExclusiveCallbackGroup()
         self.create_subscription(
