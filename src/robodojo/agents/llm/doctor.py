@@ -455,9 +455,9 @@ def _probe_images(client: openai.OpenAI, model: str) -> tuple[str, tuple[Check, 
     if before is None or after is None:
         return "ok", (Check("images", WARN, "accepted; no usage to tell a picture from pasted text"), None)
     delta = after - before
-    # base64 tokenises at 2-4 characters a token; a vision encoder spends well under 300 tokens on 64x64 pixels
+    # base64 tokenises at 2-4 characters a token; a vision encoder spends well under 300 tokens on 32x32 pixels
     if delta > max(300, chars // 8):
-        detail = f"pasted into the prompt as text: +{delta} tokens for a {chars}-character 64x64 image"
+        detail = f"pasted into the prompt as text: +{delta} tokens for a {chars}-character 32x32 image"
         return "as_text", (Check("images", FAIL, detail), None)
     return "ok", (Check("images", OK, f"accepted as a picture (+{delta} prompt tokens)"), None)
 
