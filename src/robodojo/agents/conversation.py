@@ -10,8 +10,9 @@ The stored history always holds the full messages; the policy is applied when a 
 
 When the model's context length is known (:class:`~robodojo.agents.context_budget.ContextBudget`), a request that
 would not fit leaves out the oldest exchanges (an observation or a reply with its tool results) after the preamble,
-which says how many are left out; the latest exchange is always sent. Dropping goes below the limit by a margin and
-never takes an exchange back, so later requests share their prefix (a local server's prompt cache keeps working).
+which says how many are left out; the latest exchange is always sent. Dropping leaves the history only a share of its
+room (``trim_to_fraction``) and never takes an exchange back, so the next requests share their prefix (a local
+server's prompt cache keeps working).
 
 What the model wrote is kept as it was used, within :mod:`robodojo.agents.text_limits`: a reply's text is cleaned and
 cut, the free-text arguments of its valid tool call are replaced by what was used (the call's arguments re-serialized
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from robodojo.agents.code_cell.kernel_main import trim_text
-from robodojo.agents.context_budget import ContextBudget, TokenScale
+from robodojo.agents.context_budget import CHARS_PER_TOKEN, ContextBudget, TokenScale
 from robodojo.agents.llm.types import ChatReply, Message, ToolCall
 from robodojo.agents.text_limits import MAX_QUOTED_CHARS, CleanText, TextLimits, clean_text, default_text_limits
 from robodojo.errors import ConfigError, InvalidCommandError
@@ -238,7 +239,8 @@ class Conversation:
         if limit is None or len(starts) < 2:
             return messages
         sizes = [self.context.message_tokens(m) for m in messages]
-        fixed = self.context.tools_tokens(tools) + sum(sizes[: starts[0]]) + len(OMITTED_TURNS_TEXT) // 4 + 8
+        note = len(OMITTED_TURNS_TEXT) // CHARS_PER_TOKEN + 8  # the note about what is left out, numbers filled in
+        fixed = self.context.tools_tokens(tools) + sum(sizes[: starts[0]]) + note
         scale = self._scale.value
 
         def estimate(dropped: int) -> float:
