@@ -11,7 +11,8 @@
 #                                           (--no-deps: its plugin code and the `llm` CLI are not needed)
 #      The project's own venv ($ROOT/.venv) is never touched.
 #   2. Starts `python -m llama_cpp.server --model <gguf> --model_alias smollm2 --chat_format chatml-function-calling
-#      --host 127.0.0.1 --port <free port> --n_ctx 8192` in the background and waits for /v1/models.
+#      --host 127.0.0.1 --port <free port> --n_ctx 8192` (or, with SERVER=llama-server, llama.cpp's
+#      `llama-server -m <gguf> --alias smollm2 -c 8192 --jinja`) in the background and waits for /v1/models.
 #   3. With the project's robodojo ($ROOT/.venv/bin/robodojo, or ROBODOJO):
 #        robodojo doctor --llm PROFILE:smollm2 --base-url URL   (skipped with a note when there is no doctor command)
 #        robodojo run --task general_pickup --seed 0 --agent move_eef  --llm PROFILE:smollm2 --base-url URL \
@@ -37,7 +38,11 @@
 #   PYTHON           the Python that makes that venv (default python3)
 #   LLAMA_CMAKE_ARGS CMAKE_ARGS for the llama-cpp-python build (default: CPU only, no BLAS/OpenMP/curl/tests)
 #   N_CTX            the server's context length (default 8192)
-#   SERVER_ARGS      extra words for llama_cpp.server
+#   SERVER           llama-cpp-python (default): `python -m llama_cpp.server`, profile llamacpppy; or llama-server:
+#                    llama.cpp's own server, started with --jinja, profile llamacpp. It is built (~30 minutes on 2
+#                    cores, once) from the llama.cpp sources that llama-cpp-python's sdist on PyPI vendors, into
+#                    $LLM_CHECK_VENV/llama.cpp (LLAMA_SERVER_BIN: use this binary instead)
+#   SERVER_ARGS      extra words for the server
 #
 # Exit status: 0 when every episode ran and ended other than llm_error/crashed, 1 otherwise, 2 on a setup failure.
 #
@@ -61,6 +66,10 @@ SEED="${SEED:-0}"
 EPISODE_TIMEOUT="${EPISODE_TIMEOUT:-1800}"
 N_CTX="${N_CTX:-8192}"
 SERVER_ARGS="${SERVER_ARGS:-}"
+SERVER="${SERVER:-llama-cpp-python}"
+LLAMA_SERVER_BIN="${LLAMA_SERVER_BIN:-$LLM_CHECK_VENV/llama.cpp/build/bin/llama-server}"
+[[ "$SERVER" == llama-cpp-python || "$SERVER" == llama-server ]] \
+    || { printf 'check_llm_server: SERVER must be llama-cpp-python or llama-server, got %s\n' "$SERVER" >&2; exit 2; }
 LLAMA_CMAKE_ARGS="${LLAMA_CMAKE_ARGS:--DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_BLAS=OFF -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF}"
 
 say() { printf '==> %s\n' "$*"; }
@@ -105,7 +114,9 @@ EOF
 say "model file: $GGUF"
 
 # --- profile ------------------------------------------------------------------------------------------------------
-if [[ -z "${PROFILE:-}" ]]; then
+if [[ -z "${PROFILE:-}" && "$SERVER" == llama-server ]]; then
+    PROFILE=llamacpp
+elif [[ -z "${PROFILE:-}" ]]; then
     if "$ROBODOJO" run --help 2>/dev/null | grep -q llamacpppy \
         || "$ROBODOJO_PY" -c "from robodojo.agents.llm.settings import load_llm_settings as l; l().profile('llamacpppy')" \
             >/dev/null 2>&1; then
@@ -114,7 +125,7 @@ if [[ -z "${PROFILE:-}" ]]; then
         PROFILE=llamacpp
     fi
 fi
-say "robodojo: $ROBODOJO; profile: $PROFILE; budget $BUDGET; EXTRA_ARGS: ${EXTRA_ARGS:-(none)}"
+say "robodojo: $ROBODOJO; server: $SERVER; profile: $PROFILE; budget $BUDGET; EXTRA_ARGS: ${EXTRA_ARGS:-(none)}"
 RECOMMENDED=""
 
 # --- 2. the server ------------------------------------------------------------------------------------------------
@@ -135,9 +146,28 @@ stop_server() {
 trap stop_server EXIT
 trap 'exit 130' INT TERM
 
-# shellcheck disable=SC2086  # SERVER_ARGS is a word list
-"$VPY" -m llama_cpp.server --model "$GGUF" --model_alias "$MODEL_NAME" --chat_format chatml-function-calling \
-    --host 127.0.0.1 --port "$PORT" --n_ctx "$N_CTX" $SERVER_ARGS >"$SERVER_LOG" 2>&1 &
+if [[ "$SERVER" == llama-server ]]; then
+    if [[ ! -x "$LLAMA_SERVER_BIN" ]]; then
+        src="$LLM_CHECK_VENV/llama.cpp"
+        say "building llama-server from llama-cpp-python $LLAMA_CPP_PYTHON_VERSION's vendored llama.cpp (~30 minutes)"
+        mkdir -p "$src"
+        "$VPY" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" -d "$src"
+        tar -xzf "$src/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION.tar.gz" -C "$src"
+        cmake -S "$src/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp" -B "$src/build" \
+            -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+            -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON \
+            -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF >"$src/configure.log"
+        cmake --build "$src/build" --target llama-server -j "$(nproc)" >"$src/build.log"
+        LLAMA_SERVER_BIN="$src/build/bin/llama-server"
+    fi
+    # shellcheck disable=SC2086  # SERVER_ARGS is a word list
+    "$LLAMA_SERVER_BIN" -m "$GGUF" --alias "$MODEL_NAME" --host 127.0.0.1 --port "$PORT" -c "$N_CTX" --jinja \
+        $SERVER_ARGS >"$SERVER_LOG" 2>&1 &
+else
+    # shellcheck disable=SC2086  # SERVER_ARGS is a word list
+    "$VPY" -m llama_cpp.server --model "$GGUF" --model_alias "$MODEL_NAME" --chat_format chatml-function-calling \
+        --host 127.0.0.1 --port "$PORT" --n_ctx "$N_CTX" $SERVER_ARGS >"$SERVER_LOG" 2>&1 &
+fi
 SERVER_PID=$!
 say "server pid $SERVER_PID at $BASE_URL (log: $SERVER_LOG)"
 for i in $(seq 240); do
