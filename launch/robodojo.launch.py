@@ -4,6 +4,8 @@
     ros2 launch agent_bringup robodojo.launch.py agent:=code_cell         # code cells, replayed from examples/cells/
     ros2 launch agent_bringup robodojo.launch.py agent:=code_cell llm:=openai:gpt-4.1
     ros2 launch agent_bringup robodojo.launch.py robot:=fr3 task:=fr3_pick_cube llm:=...
+    ros2 launch agent_bringup robodojo.launch.py agent:=code_cell llm:=llamacpppy:smollm2 \
+        base_url:=http://127.0.0.1:8000/v1 images:=none context_tokens:=8192  # a local text-only model
     ros2 launch agent_bringup robodojo.launch.py sim:=isaac               # Isaac Sim's ROS 2 bridge is the backend
     ros2 launch agent_bringup robodojo.launch.py sim:=none \\
         camera_topic:='/drivers/{camera}/image_raw'                      # real hardware
