@@ -214,3 +214,18 @@ def test_probes_that_time_out_are_not_measured_and_say_how_to_measure_them():
     assert any("run doctor again with --timeout 60" in fix for fix in report.fixes)
     assert report.working  # what was measured makes a working setup
     assert not doctor().facts.timed_out_probes
+
+
+def test_a_slow_server_gets_the_timeout_its_longest_calls_need():
+    # a CPU server: 2000 tokens read a second, episodes configured with a 2 s timeout; an 8192-token context takes ~4 s
+    settings = dataclasses.replace(SETTINGS, timeout_s=2.0)
+    report = doctor(settings=settings, context_tokens=8192, read_tokens_per_s=2000.0)
+    speed = report.check("speed")
+    assert speed.status == "ok" and speed.detail.startswith("reads ~") and report.facts.read_tokens_per_s
+    assert 1000 < report.facts.read_tokens_per_s < 2500, speed.detail
+    (advice,) = [fix for fix in report.fixes if fix.startswith("use --timeout")]
+    assert advice.startswith("use --timeout 10 (at the measured speeds, reading 8192 tokens and writing"), advice
+    assert format_report(report).endswith("--timeout 10 --context-tokens 8192")
+    fast = doctor(settings=settings, context_tokens=8192)
+    assert fast.check("speed").detail == "too fast to time (a GPU server)"
+    assert not any(fix.startswith("use --timeout") for fix in fast.fixes)

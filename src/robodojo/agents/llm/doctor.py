@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -61,6 +62,12 @@ ESCAPE_PROBE = '<"' * 50
 ESCAPE_PROBE_ESCAPED = "&lt;&#34;" * 50
 ESCAPE_RATIO = 2.5  #: the token ratio of the two below which the server escapes
 OVERFLOW_PROMPT_CHARS = 400_000  # ~100k tokens: beyond the context of local servers that do not state theirs
+SPEED_PROMPT_WORDS = 1500  #: the reading-speed probe: this many words (some 1500-3000 tokens), one token answered
+SPEED_MIN_S = 0.5  #: below this a probe is too quick to time: the server is fast, no timeout advice is needed
+#: an agent call at its worst: a full context read and a full answer written; the default answer length when neither
+#: the settings nor the profile set one
+WORST_ANSWER_TOKENS = 1024
+TIMEOUT_MARGIN = 1.5  #: the --timeout advised: this times the worst call, in whole 10 s
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,8 @@ class Facts:
     context_tokens: int | None = None
     truncates_prompts: bool = False  #: prompts beyond the context are cut without an error (Ollama)
     timed_out_probes: bool = False  #: some probes got no answer within the timeout: their rows say "not measured"
+    read_tokens_per_s: float | None = None  #: prompt tokens the server reads a second (None: too fast to time)
+    write_tokens_per_s: float | None = None  #: answer tokens it writes a second (None: too fast to time)
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,7 @@ class _Answer:
     error: str = ""
     error_body: Any = None
     timed_out: bool = False
+    elapsed_s: float = 0.0
 
     @property
     def message(self) -> Mapping[str, Any]:
@@ -141,6 +151,12 @@ class _Answer:
     def called(self) -> bool:
         calls = self.message.get("tool_calls") or []
         return any(isinstance(c, Mapping) and (c.get("function") or {}).get("name") == TOOL_NAME for c in calls)
+
+    @property
+    def completion_tokens(self) -> int | None:
+        usage = (self.body or {}).get("usage") or {}
+        value = usage.get("completion_tokens")
+        return value if isinstance(value, int) else None
 
     @property
     def prompt_tokens(self) -> int | None:
@@ -165,17 +181,18 @@ def _short(text: str, limit: int = 90) -> str:
 def _chat(client: openai.OpenAI, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> _Answer:
     if not str(client.base_url).startswith(OPENAI_URL):  # OpenAI's reasoning models refuse max_tokens
         kwargs.setdefault("max_tokens", PROBE_MAX_TOKENS)
+    started = time.monotonic()
     try:
         reply = client.chat.completions.create(model=model, messages=messages, **kwargs)  # type: ignore[arg-type]
     except openai.APITimeoutError:
-        return _Answer(timed_out=True, error="timed out")
+        return _Answer(timed_out=True, error="timed out", elapsed_s=time.monotonic() - started)
     except openai.APIStatusError as exc:
         body = exc.body
         message = body.get("message") if isinstance(body, Mapping) else None
         return _Answer(status=exc.status_code, error=str(message or exc.message), error_body=body)
     except openai.APIConnectionError as exc:
         return _Answer(error=str(exc.__cause__ or exc))
-    return _Answer(body=reply.model_dump())
+    return _Answer(body=reply.model_dump(), elapsed_s=time.monotonic() - started)
 
 
 def _get_json(url: str, api_key: str, timeout_s: float) -> tuple[int | None, Any, str]:
@@ -308,6 +325,8 @@ def _probe_chat(
     escape_check = _probe_escaping(client, model, chat)
     escaped = escape_check.status == FAIL
     checks.append(escape_check)
+    speed_check, read_rate, write_rate = _probe_speed(client, model, chat)
+    checks.append(speed_check)
 
     calls: dict[str, bool | None] = {}
     errors: dict[str, str] = {}
@@ -380,6 +399,8 @@ def _probe_chat(
         context_tokens=context,
         truncates_prompts=truncates,
         timed_out_probes=any(c.detail.startswith("not measured") for c in checks),
+        read_tokens_per_s=read_rate,
+        write_tokens_per_s=write_rate,
     )
     return tuple(checks), facts, models
 
@@ -419,6 +440,22 @@ def _probe_overflow(client: openai.OpenAI, model: str) -> tuple[int | None, str,
         size = f"a {OVERFLOW_PROMPT_CHARS // 1000}k-character prompt"
         return answer.prompt_tokens, f"{size} was cut to this without an error: what does not fit is dropped", True
     return None, "", False
+
+
+def _probe_speed(client: openai.OpenAI, model: str, chat: _Answer) -> tuple[Check, float | None, float | None]:
+    """How fast the server reads a prompt and writes an answer (a CPU server reads a few hundred tokens a second):
+    a long prompt answered with one token, and the plain chat's answer."""
+    long = _chat(client, model, [{"role": "user", "content": "Say ok. " + "robot " * SPEED_PROMPT_WORDS}], max_tokens=1)
+    read = long.prompt_tokens / long.elapsed_s if long.prompt_tokens and long.elapsed_s > SPEED_MIN_S else None
+    written = chat.completion_tokens
+    write = written / chat.elapsed_s if written and written > 1 and chat.elapsed_s > SPEED_MIN_S else None
+    if long.timed_out:
+        return _not_measured("speed"), None, None
+    if read is None and write is None:
+        return Check("speed", OK, "too fast to time (a GPU server)"), None, None
+    parts = [f"reads ~{read:.0f} tokens/s" if read else "reads too fast to time"]
+    parts.append(f"writes ~{write:.0f} tokens/s" if write else "writes too fast to time")
+    return Check("speed", OK, ", ".join(parts)), read, write
 
 
 def _not_measured(name: str) -> Check:
@@ -551,6 +588,9 @@ def recommend(f: Facts, kind: str, base_url: str, settings: LlmSettings) -> tupl
             "robodojo runs a cell that only parses unescaped, but a template without autoescape is better "
             "(llama.cpp's llama-server --jinja)"
         )
+    advice = _timeout_advice(f, settings, profile)
+    if advice:
+        fixes.append(advice)
     if f.truncates_prompts:
         fixes.append(
             f"the server cuts prompts beyond {f.context_tokens} tokens without an error (Ollama drops the older "
@@ -568,6 +608,25 @@ def recommend(f: Facts, kind: str, base_url: str, settings: LlmSettings) -> tupl
         names = ", ".join(p.name for p in candidates if not p.assistant_content_null_ok) or "none configured"
         fixes.append(f"null assistant content fails: a profile with assistant_content_null_ok: false ({names})")
     return profile.name, tuple(fixes), working
+
+
+def _timeout_advice(f: Facts, settings: LlmSettings, profile: ServerProfile) -> str:
+    """``use --timeout N`` when the worst agent call (a full known context read, a full answer written) at the
+    measured speeds would outlast the configured per-request timeout; "" otherwise."""
+    if f.read_tokens_per_s is None and f.write_tokens_per_s is None:
+        return ""
+    answer = settings.max_output_tokens or profile.max_output_tokens or WORST_ANSWER_TOKENS
+    worst = answer / f.write_tokens_per_s if f.write_tokens_per_s else 0.0
+    if f.context_tokens and f.read_tokens_per_s:
+        worst += f.context_tokens / f.read_tokens_per_s
+    if worst <= settings.timeout_s:
+        return ""
+    timeout = int(-(-worst * TIMEOUT_MARGIN // 10) * 10)
+    reading = f"reading {f.context_tokens} tokens and " if f.context_tokens and f.read_tokens_per_s else ""
+    return (
+        f"use --timeout {timeout} (at the measured speeds, {reading}writing {answer} take ~{worst:.0f} s, over the "
+        f"{settings.timeout_s:g} s per request configured)"
+    )
 
 
 def resolve_endpoint(kind: str, base_url: str | None, api_key: str | None, settings: LlmSettings) -> tuple[str, str]:

@@ -67,6 +67,9 @@ ServerBehaviour flags:
                                   autoescape): ReplayServer.prompts and echo_model show &lt; instead of <
     delay_s                       every request (GET too) is answered only after this many seconds: a busy or hung
                                   server whose socket accepts and then says nothing (stop() releases held requests)
+    read_tokens_per_s             0: answer at once; else a prompt that fits is answered only after prompt_tokens /
+                                  this many seconds, as a server on a CPU (llama-cpp-python with SmolLM2-135M on 2
+                                  cores: ~140 tokens/s)
     image_delay_s                 a chat request with an image part is answered only after this many seconds, as a CPU
                                   server reading pasted base64 (28 s for 4 KB on llama-cpp-python with SmolLM2-135M)
     v1_only                       serve the OpenAI routes only under /v1 (vLLM, Ollama): a base URL without /v1 gets
@@ -130,6 +133,7 @@ class ServerBehaviour:
     html_escape: bool = False
     delay_s: float = 0.0
     image_delay_s: float = 0.0
+    read_tokens_per_s: float = 0.0
     v1_only: bool = False
     echo_model: bool = False
     echo_text: str = ""
@@ -184,7 +188,7 @@ class ServerBehaviour:
                 if isinstance(value, bool) or not isinstance(value, int | float) or not 0.1 <= value <= 10:
                     raise ConfigError(f"{at}: expected a number in [0.1, 10], got {value!r}")
                 kwargs[key] = float(value)
-            elif key in ("retry_after_s", "hang_s", "delay_s", "image_delay_s"):
+            elif key in ("retry_after_s", "hang_s", "delay_s", "image_delay_s", "read_tokens_per_s"):
                 if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                     raise ConfigError(f"{at}: expected a number >= 0, got {value!r}")
                 kwargs[key] = float(value)
@@ -566,6 +570,8 @@ class ReplayServer:
                 extra={"n_prompt_tokens": estimated, "n_ctx": b.context_tokens},
                 error_type="exceed_context_size_error",
             )
+        if b.read_tokens_per_s > 0:  # reading the prompt takes its time; one that does not fit is refused first
+            self._stopping.wait(estimated / b.read_tokens_per_s)
         if b.echo_model:
             with self._lock:
                 self.prompts.append(prompt)
