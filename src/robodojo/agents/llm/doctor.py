@@ -564,8 +564,10 @@ def recommend(f: Facts, kind: str, base_url: str, settings: LlmSettings) -> tupl
     working = usable and bool(modes)
     if not modes:
         fixes.append(
-            "the model never calls tools: llama.cpp needs --jinja, llama-cpp-python a function-calling chat_format, "
-            "Ollama and vLLM a model (and vLLM --enable-auto-tool-choice --tool-call-parser) with tool support"
+            "the model never calls tools: llama.cpp needs --jinja and a chat template that describes tools (the "
+            "model's own, or --chat-template-file), llama-cpp-python a function-calling chat_format, Ollama and vLLM a "
+            "model with tool support (vLLM also --enable-auto-tool-choice --tool-call-parser); small models may not "
+            "call tools at all"
         )
     elif not calls.get(tool_choice_sent(profile)):
         fixes.append(
