@@ -226,6 +226,11 @@ def test_a_slow_server_gets_the_timeout_its_longest_calls_need():
     (advice,) = [fix for fix in report.fixes if fix.startswith("use --timeout")]
     assert advice.startswith("use --timeout 10 (at the measured speeds, reading 8192 tokens and writing"), advice
     assert format_report(report).endswith("--timeout 10 --context-tokens 8192")
+    # a server that writes slowly: an answer of the profile's 2048 tokens outlasts the configured timeout
+    slow = doctor(settings=settings, echo_text="one, two, three, four, five, " * 8, write_tokens_per_s=80.0)
+    assert slow.facts.write_tokens_per_s and 50 < slow.facts.write_tokens_per_s < 100, slow.check("speed").detail
+    (advice,) = [fix for fix in slow.fixes if fix.startswith("use --timeout")]
+    assert "writing 1024 take ~" in advice  # these test profiles set no answer length: the default worst case
     fast = doctor(settings=settings, context_tokens=8192)
     assert fast.check("speed").detail == "too fast to time (a GPU server)"
     assert not any(fix.startswith("use --timeout") for fix in fast.fixes)

@@ -64,6 +64,8 @@ ESCAPE_RATIO = 2.5  #: the token ratio of the two below which the server escapes
 OVERFLOW_PROMPT_CHARS = 400_000  # ~100k tokens: beyond the context of local servers that do not state theirs
 SPEED_PROMPT_WORDS = 1500  #: the reading-speed probe: this many words (some 1500-3000 tokens), one token answered
 SPEED_MIN_S = 0.5  #: below this a probe is too quick to time: the server is fast, no timeout advice is needed
+SPEED_ANSWER_PROMPT = "Write the numbers from 1 to 200 in words, separated by commas."
+SPEED_ANSWER_TOKENS = 64  #: the writing-speed probe's answer length
 #: an agent call at its worst: a full context read and a full answer written; the default answer length when neither
 #: the settings nor the profile set one
 WORST_ANSWER_TOKENS = 1024
@@ -325,7 +327,7 @@ def _probe_chat(
     escape_check = _probe_escaping(client, model, chat)
     escaped = escape_check.status == FAIL
     checks.append(escape_check)
-    speed_check, read_rate, write_rate = _probe_speed(client, model, chat)
+    speed_check, read_rate, write_rate = _probe_speed(client, model)
     checks.append(speed_check)
 
     calls: dict[str, bool | None] = {}
@@ -442,15 +444,18 @@ def _probe_overflow(client: openai.OpenAI, model: str) -> tuple[int | None, str,
     return None, "", False
 
 
-def _probe_speed(client: openai.OpenAI, model: str, chat: _Answer) -> tuple[Check, float | None, float | None]:
-    """How fast the server reads a prompt and writes an answer (a CPU server reads a few hundred tokens a second):
-    a long prompt answered with one token, and the plain chat's answer."""
+def _probe_speed(client: openai.OpenAI, model: str) -> tuple[Check, float | None, float | None]:
+    """How fast the server reads a prompt and writes an answer (a CPU server reads a few hundred tokens a second and
+    writes tens): a long prompt answered with one token, then a short prompt asking for a long answer, its reading
+    time taken out."""
     long = _chat(client, model, [{"role": "user", "content": "Say ok. " + "robot " * SPEED_PROMPT_WORDS}], max_tokens=1)
-    read = long.prompt_tokens / long.elapsed_s if long.prompt_tokens and long.elapsed_s > SPEED_MIN_S else None
-    written = chat.completion_tokens
-    write = written / chat.elapsed_s if written and written > 1 and chat.elapsed_s > SPEED_MIN_S else None
     if long.timed_out:
         return _not_measured("speed"), None, None
+    read = long.prompt_tokens / long.elapsed_s if long.prompt_tokens and long.elapsed_s > SPEED_MIN_S else None
+    count = _chat(client, model, [{"role": "user", "content": SPEED_ANSWER_PROMPT}], max_tokens=SPEED_ANSWER_TOKENS)
+    written, prompt = count.completion_tokens, count.prompt_tokens or 0
+    writing_s = count.elapsed_s - (prompt / read if read else 0.0)
+    write = written / writing_s if written and written > 8 and writing_s > SPEED_MIN_S else None
     if read is None and write is None:
         return Check("speed", OK, "too fast to time (a GPU server)"), None, None
     parts = [f"reads ~{read:.0f} tokens/s" if read else "reads too fast to time"]

@@ -70,6 +70,8 @@ ServerBehaviour flags:
     read_tokens_per_s             0: answer at once; else a prompt that fits is answered only after prompt_tokens /
                                   this many seconds, as a server on a CPU (llama-cpp-python with SmolLM2-135M on 2
                                   cores: ~140 tokens/s)
+    write_tokens_per_s            0: answer at once; else an answer is sent only after completion_tokens / this many
+                                  seconds (llama-server with SmolLM2-135M on 2 cores, busy: ~13 tokens/s)
     image_delay_s                 a chat request with an image part is answered only after this many seconds, as a CPU
                                   server reading pasted base64 (28 s for 4 KB on llama-cpp-python with SmolLM2-135M)
     v1_only                       serve the OpenAI routes only under /v1 (vLLM, Ollama): a base URL without /v1 gets
@@ -103,6 +105,7 @@ from robodojo import PACKAGE_ROOT
 from robodojo.errors import ConfigError
 
 FAILURE_WORDS = ("timeout", "disconnect")
+_SECONDS_OR_RATES = ("retry_after_s", "hang_s", "delay_s", "image_delay_s", "read_tokens_per_s", "write_tokens_per_s")
 CONTEXT_REPORTS = ("none", "props", "models")
 
 
@@ -134,6 +137,7 @@ class ServerBehaviour:
     delay_s: float = 0.0
     image_delay_s: float = 0.0
     read_tokens_per_s: float = 0.0
+    write_tokens_per_s: float = 0.0
     v1_only: bool = False
     echo_model: bool = False
     echo_text: str = ""
@@ -188,7 +192,7 @@ class ServerBehaviour:
                 if isinstance(value, bool) or not isinstance(value, int | float) or not 0.1 <= value <= 10:
                     raise ConfigError(f"{at}: expected a number in [0.1, 10], got {value!r}")
                 kwargs[key] = float(value)
-            elif key in ("retry_after_s", "hang_s", "delay_s", "image_delay_s", "read_tokens_per_s"):
+            elif key in _SECONDS_OR_RATES:
                 if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                     raise ConfigError(f"{at}: expected a number >= 0, got {value!r}")
                 kwargs[key] = float(value)
@@ -644,6 +648,8 @@ class ReplayServer:
             if not b.omit_cached_tokens:
                 usage["prompt_tokens_details"] = {"cached_tokens": cached}
             answer["usage"] = usage
+            if b.write_tokens_per_s > 0:  # writing the answer takes its time
+                self._stopping.wait(completion / b.write_tokens_per_s)
         return answer
 
 
