@@ -617,3 +617,24 @@ def test_user_profiles_are_merged_over_the_package_file(tmp_path, monkeypatch):
     bad.write_text("profile:\n  vllm: {}\n")
     with pytest.raises(ConfigError, match=r"bad\.yaml: unknown key\(s\) profile; valid: defaults, prices, profiles"):
         load_llm_settings_layers(bad)
+
+
+def test_a_context_error_is_named_whatever_its_status_and_before_the_tool_choice_hint():
+    from robodojo.agents.llm.client import _Attempt, _hint
+    from robodojo.agents.llm.server_errors import context_length_in_error, is_context_error
+
+    # llama-server (llama-cpp-python 0.3.36's vendored llama.cpp), slots sharing the cache: HTTP 500
+    assert is_context_error(500, "HTTP 500: Context size has been exceeded.")
+    assert is_context_error(400, "This model's maximum context length is 8192 tokens. However, you requested 9000")
+    assert not is_context_error(500, "AssertionError: tool_choice 'required' is not supported")
+    assert not is_context_error(None, "context size")  # no HTTP answer is not the server's word on it
+    assert context_length_in_error({"error": {"n_ctx": 4096}}, "") == 4096
+    assert context_length_in_error(None, "maximum context length is 8192 tokens") == 8192
+    with serve([TEXT_REPLY], fail_with=[]) as server:
+        client = client_for(server, prof="llamacpp")
+        request = client.build_request(USER, [MOVE_EEF], tool_choice="required")
+    full = _Attempt("HTTP 500: Context size has been exceeded.", False, status=500)
+    hint = _hint(full, request, None, client.settings)
+    assert "does not fit its context: pass --context-tokens N" in hint and "tool_choice" not in hint
+    other = _hint(_Attempt("HTTP 500: template error", False, status=500), request, None, client.settings)
+    assert 'may not support tool_choice "required"' in other

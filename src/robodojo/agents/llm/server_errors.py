@@ -1,7 +1,8 @@
 """What servers say when a prompt does not fit their context, read the same way by the client and ``doctor``.
 
-llama.cpp's server answers HTTP 400 ``exceed_context_size_error`` with ``n_ctx`` in the error object; vLLM, OpenAI and
-llama-cpp-python answer HTTP 400 "This model's maximum context length is N tokens. ...".
+llama.cpp's server answers HTTP 400 ``exceed_context_size_error`` with ``n_ctx`` in the error object, or (measured on
+the llama-server vendored in llama-cpp-python 0.3.36, when its slots share the cache) HTTP 500 "Context size has been
+exceeded."; vLLM, OpenAI and llama-cpp-python answer HTTP 400 "This model's maximum context length is N tokens. ...".
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ _MAXIMUM_CONTEXT = re.compile(r"maximum context length is (\d+)")
 
 
 def is_context_error(status: int | None, text: str) -> bool:
-    """Whether an HTTP answer says the prompt does not fit the model's context."""
-    return status == 400 and bool(_CONTEXT_ERROR.search(text))
+    """Whether an HTTP error answer (4xx or 5xx) says the prompt does not fit the model's context."""
+    return status is not None and 400 <= status <= 599 and bool(_CONTEXT_ERROR.search(text))
 
 
 def context_length_in_error(body: Any, text: str) -> int | None:
