@@ -19,7 +19,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -327,7 +327,7 @@ def _probe_chat(
     escape_check = _probe_escaping(client, model, chat)
     escaped = escape_check.status == FAIL
     checks.append(escape_check)
-    speed_check, read_rate, write_rate = _probe_speed(client, model)
+    speed_check, read_rate, write_rate = _probe_speed(client, model, [chat])
     checks.append(speed_check)
 
     calls: dict[str, bool | None] = {}
@@ -444,17 +444,21 @@ def _probe_overflow(client: openai.OpenAI, model: str) -> tuple[int | None, str,
     return None, "", False
 
 
-def _probe_speed(client: openai.OpenAI, model: str) -> tuple[Check, float | None, float | None]:
+def _probe_speed(
+    client: openai.OpenAI, model: str, answers: Sequence[_Answer] = ()
+) -> tuple[Check, float | None, float | None]:
     """How fast the server reads a prompt and writes an answer (a CPU server reads a few hundred tokens a second and
-    writes tens): a long prompt answered with one token, then a short prompt asking for a long answer, its reading
-    time taken out."""
+    writes tens): a long prompt answered with one token, then the longest of a request for a long answer and
+    ``answers`` (earlier probes), its reading time taken out."""
     long = _chat(client, model, [{"role": "user", "content": "Say ok. " + "robot " * SPEED_PROMPT_WORDS}], max_tokens=1)
     if long.timed_out:
         return _not_measured("speed"), None, None
     read = long.prompt_tokens / long.elapsed_s if long.prompt_tokens and long.elapsed_s > SPEED_MIN_S else None
     count = _chat(client, model, [{"role": "user", "content": SPEED_ANSWER_PROMPT}], max_tokens=SPEED_ANSWER_TOKENS)
-    written, prompt = count.completion_tokens, count.prompt_tokens or 0
-    writing_s = count.elapsed_s - (prompt / read if read else 0.0)
+    # small models often answer in a few tokens whatever they are asked: time the longest answer seen
+    longest = max((count, *answers), key=lambda a: a.completion_tokens or 0)
+    written, prompt = longest.completion_tokens, longest.prompt_tokens or 0
+    writing_s = longest.elapsed_s - (prompt / read if read else 0.0)
     write = written / writing_s if written and written > 8 and writing_s > SPEED_MIN_S else None
     if read is None and write is None:
         return Check("speed", OK, "too fast to time (a GPU server)"), None, None
