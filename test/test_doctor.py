@@ -217,15 +217,15 @@ def test_probes_that_time_out_are_not_measured_and_say_how_to_measure_them():
 
 
 def test_a_slow_server_gets_the_timeout_its_longest_calls_need():
-    # a CPU server: 2000 tokens read a second, episodes configured with a 2 s timeout; an 8192-token context takes ~4 s
+    # a CPU server: 800 tokens read a second, episodes configured with a 2 s timeout; an 8192-token context takes ~10 s
     settings = dataclasses.replace(SETTINGS, timeout_s=2.0)
-    report = doctor(settings=settings, context_tokens=8192, read_tokens_per_s=2000.0)
+    report = doctor(settings=settings, context_tokens=8192, read_tokens_per_s=800.0)
     speed = report.check("speed")
     assert speed.status == "ok" and speed.detail.startswith("reads ~") and report.facts.read_tokens_per_s
-    assert 1000 < report.facts.read_tokens_per_s < 2500, speed.detail
+    assert 500 < report.facts.read_tokens_per_s < 1000, speed.detail
     (advice,) = [fix for fix in report.fixes if fix.startswith("use --timeout")]
-    assert advice.startswith("use --timeout 10 (at the measured speeds, reading 8192 tokens and writing"), advice
-    assert format_report(report).endswith("--timeout 10 --context-tokens 8192")
+    assert advice.startswith("use --timeout 20 (at the measured speeds, reading 8192 tokens and writing"), advice
+    assert format_report(report).endswith("--timeout 20 --context-tokens 8192")
     # a server that writes slowly: an answer of the profile's 2048 tokens outlasts the configured timeout
     slow = doctor(settings=settings, echo_text="one, two, three, four, five, " * 8, write_tokens_per_s=80.0)
     assert slow.facts.write_tokens_per_s and 50 < slow.facts.write_tokens_per_s < 100, slow.check("speed").detail
