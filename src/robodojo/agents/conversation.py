@@ -239,8 +239,8 @@ class Conversation:
         if limit is None or len(starts) < 2:
             return messages
         sizes = [self.context.message_tokens(m) for m in messages]
-        note = len(OMITTED_TURNS_TEXT) // CHARS_PER_TOKEN + 8  # the note about what is left out, numbers filled in
-        fixed = self.context.tools_tokens(tools) + sum(sizes[: starts[0]]) + note
+        note_tokens = len(OMITTED_TURNS_TEXT) // CHARS_PER_TOKEN + 8  # the note on what is left out, numbers filled in
+        fixed = self.context.tools_tokens(tools) + sum(sizes[: starts[0]]) + note_tokens
         scale = self._scale.value
 
         def estimate(dropped: int) -> float:
