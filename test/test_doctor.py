@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -222,13 +223,14 @@ def test_a_slow_server_gets_the_timeout_its_longest_calls_need():
     report = doctor(settings=settings, context_tokens=8192, read_tokens_per_s=800.0)
     speed = report.check("speed")
     assert speed.status == "ok" and speed.detail.startswith("reads ~") and report.facts.read_tokens_per_s
-    assert 500 < report.facts.read_tokens_per_s < 1000, speed.detail
+    assert 200 < report.facts.read_tokens_per_s <= 850, speed.detail  # never faster than the server; slower if loaded
     (advice,) = [fix for fix in report.fixes if fix.startswith("use --timeout")]
-    assert advice.startswith("use --timeout 20 (at the measured speeds, reading 8192 tokens and writing"), advice
-    assert format_report(report).endswith("--timeout 20 --context-tokens 8192")
+    found = re.match(r"use --timeout (\d+) \(at the measured speeds, reading 8192 tokens and writing", advice)
+    assert found and int(found.group(1)) >= 30, advice  # 2 x 8192 / 800 s at least, in whole 10 s
+    assert format_report(report).endswith(f"--timeout {found.group(1)} --context-tokens 8192")
     # a server that writes slowly: an answer of the profile's 2048 tokens outlasts the configured timeout
     slow = doctor(settings=settings, echo_text="one, two, three, four, five, " * 8, write_tokens_per_s=80.0)
-    assert slow.facts.write_tokens_per_s and 50 < slow.facts.write_tokens_per_s < 100, slow.check("speed").detail
+    assert slow.facts.write_tokens_per_s and 10 < slow.facts.write_tokens_per_s <= 85, slow.check("speed").detail
     (advice,) = [fix for fix in slow.fixes if fix.startswith("use --timeout")]
     assert "writing 1024 take ~" in advice  # these test profiles set no answer length: the default worst case
     fast = doctor(settings=settings, context_tokens=8192)

@@ -69,7 +69,7 @@ SPEED_ANSWER_TOKENS = 64  #: the writing-speed probe's answer length
 #: an agent call at its worst: a full context read and a full answer written; the default answer length when neither
 #: the settings nor the profile set one
 WORST_ANSWER_TOKENS = 1024
-TIMEOUT_MARGIN = 1.5  #: the --timeout advised: this times the worst call, in whole 10 s
+TIMEOUT_MARGIN = 2.0  #: the --timeout advised: this times the worst call, in whole 10 s; advised when it exceeds it
 
 
 @dataclass(frozen=True)
@@ -630,7 +630,9 @@ def _timeout_advice(f: Facts, settings: LlmSettings, profile: ServerProfile) -> 
     worst = answer / f.write_tokens_per_s if f.write_tokens_per_s else 0.0
     if f.context_tokens and f.read_tokens_per_s:
         worst += f.context_tokens / f.read_tokens_per_s
-    if worst <= settings.timeout_s:
+    # the margin counts for the comparison too: a CPU server writes slower as its context fills (measured: 55 tokens/s
+    # on the probe, ~15 late in a code-cell episode, where 120 s timed out although this estimate said 96 s)
+    if worst * TIMEOUT_MARGIN <= settings.timeout_s:
         return ""
     timeout = int(-(-worst * TIMEOUT_MARGIN // 10) * 10)
     reading = f"reading {f.context_tokens} tokens and " if f.context_tokens and f.read_tokens_per_s else ""
