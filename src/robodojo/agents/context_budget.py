@@ -135,13 +135,13 @@ class ContextBudget:
         None; tokenizers differ, so :class:`TokenScale` corrects it with what the server reports)."""
         return self.tools_tokens(tools) + sum(self.message_tokens(m) for m in messages)
 
-    def check(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] = (), scale: float = 1.0) -> None:
-        """Raise LlmError (the episode ends as llm_error) when the request would not fit; nothing is sent then."""
-        if self.context_tokens is None:
-            return
-        estimate = round(self.estimate(messages, tools) * scale)
-        if estimate <= self.context_tokens:
-            return
+    def check(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]] = (), scale: float = 1.0) -> int:
+        """The request's raw estimate; LlmError (the episode ends as llm_error) when, scaled, it would not fit:
+        nothing is sent then."""
+        raw = self.estimate(messages, tools)
+        estimate = round(raw * scale)
+        if self.context_tokens is None or estimate <= self.context_tokens:
+            return raw
         has_images = any(
             isinstance(m.get("content"), list) and any(p.get("type") == "image_url" for p in m["content"])
             for m in messages

@@ -217,8 +217,7 @@ class Conversation:
         if self.context.context_tokens is None:  # nothing to fit: no estimate to make
             return out
         out = self._fit(out, tools)
-        self.context.check(out, tools, self._scale.value)
-        self._last_estimate = self.context.estimate(out, tools)
+        self._last_estimate = self.context.check(out, tools, self._scale.value)  # one pass: refusal and scale
         return out
 
     def _exchange_starts(self) -> list[int]:
