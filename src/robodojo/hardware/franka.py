@@ -30,6 +30,7 @@ status ``error`` until :meth:`FrankaArm.recover_from_errors` is called: recovery
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -183,7 +184,9 @@ class FrankaArm:
         with self._lock:
             if self._status.status != "playing":
                 return False
-            running = bool(self._call(lambda robot: robot.poll_motion()))
+            # join_motion(0) is True once the motion has finished. Not poll_motion: with franky 2.0.0 against
+            # franky-sim it returned False while a motion ran and True after it ended, the opposite of its docstring.
+            running = not self._call(lambda robot: robot.join_motion(0.0))
             if not running:
                 self._finished()
             return running
@@ -232,10 +235,8 @@ class FrankaArm:
         self._status = ArmStatus("idle", "")
 
     def _on_watchdog(self) -> None:
-        try:
+        with contextlib.suppress(HardwareError):  # the status already says lost or error
             self.stop(why=f"no feed() for {self.watchdog.timeout_s:g} s: stopped and holding")
-        except HardwareError:
-            pass  # the status already says lost or error
         with self._lock:
             if self._status.status == "stopped":
                 self._status = ArmStatus("watchdog", self._status.detail)
@@ -303,9 +304,10 @@ class FrankaArm:
         raise ContactLostError(f"lost contact with the FR3 at {self.ip}: {why}")
 
 
-def as_command(joint_names: Sequence[str], times_s: Sequence[float], positions_rad: Sequence[Sequence[float]]) -> TrajectoryCommand:
+def as_command(
+    joint_names: Sequence[str], times_s: Sequence[float], positions_rad: Sequence[Sequence[float]]
+) -> TrajectoryCommand:
     """A TrajectoryCommand from plain sequences (stamp 0: now)."""
     return TrajectoryCommand(
         tuple(joint_names), tuple(float(t) for t in times_s), tuple(tuple(float(v) for v in p) for p in positions_rad)
     )
-

@@ -104,7 +104,9 @@ class TrajectoryGuard:
         self.joint_names = settings.joint_names
         self.dt_s = robot.control_dt_s
         urdf = load_urdf(robot.scene_urdf)
-        self.limits = {j: JointLimit(urdf.joint(j).lower, urdf.joint(j).upper, urdf.joint(j).velocity) for j in self.joint_names}
+        self.limits = {
+            j: JointLimit(urdf.joint(j).lower, urdf.joint(j).upper, urdf.joint(j).velocity) for j in self.joint_names
+        }
         self._player = TrajectoryPlayer(self.joint_names, self.limits, settings.guard.velocity_margin)
         self._accel = np.asarray(settings.guard.joint_accel_rad_s2, dtype=float)
         self._kinematics = kinematics or ArmKinematics(robot)
@@ -127,7 +129,7 @@ class TrajectoryGuard:
             raise TrajectoryRefusedError(Refusal("empty", "an empty trajectory is a stop, not a motion to check"))
         self._check_jump(cmd, q0)
         try:
-            self._player.submit(replace(cmd, start_s=0.0), 0.0, q0, self.dt_s)
+            self._player.submit(replace(cmd, start_s=0.0), 0.0, q0.tolist(), self.dt_s)
         except InvalidCommandError as exc:
             raise TrajectoryRefusedError(Refusal("trajectory", str(exc))) from None
         finally:
@@ -171,7 +173,8 @@ class TrajectoryGuard:
                     Refusal(
                         "jump",
                         f"trajectory point 0 for {name!r} is {short_number(value)}, {short_number(gap)} rad from the "
-                        f"measured {short_number(q0[j])}; at most {limit:g} rad is accepted (plan from the current state)",
+                        f"measured {short_number(q0[j])}; "
+                        f"at most {limit:g} rad is accepted (plan from the current state)",
                         joint=name,
                         point_index=0,
                         value=float(value),
@@ -187,7 +190,8 @@ class TrajectoryGuard:
         q0: NDArray[np.float64],
         dq0: NDArray[np.float64],
     ) -> None:
-        """Each tick's change of velocity over one period, from ``dq0`` before the first tick to a hold after the last."""
+        """Each tick's change of velocity over one period, from ``dq0`` before the first tick to a hold after the
+        last."""
         dt = self.dt_s
         steps = np.diff(np.vstack((q0[np.newaxis, :], ticks, ticks[-1:])), axis=0) / dt  # velocity into each tick
         velocities = np.vstack((dq0[np.newaxis, :], steps))
@@ -259,7 +263,7 @@ class TrajectoryGuard:
 
 def _point_at(times: NDArray[np.float64], tau_s: float) -> int:
     """The index of the point a tick at ``tau_s`` [s] moves towards (the last one after the end)."""
-    return int(min(np.searchsorted(times, tau_s - 1e-6), len(times) - 1))
+    return min(int(np.searchsorted(times, tau_s - 1e-6)), len(times) - 1)
 
 
 def _point_velocities(
