@@ -122,7 +122,8 @@ def main() -> None:
         )
         worst_mm, end_mm, travelled_m = tracking(arm, args.move_s)
         print(
-            f"30 cm Cartesian move ({args.move_s:g} s planned, dynamics factor {arm.settings.relative_dynamics_factor:g}): "
+            f"30 cm Cartesian move ({args.move_s:g} s planned, "
+            f"dynamics factor {arm.settings.relative_dynamics_factor:g}): "
             f"TCP off the planned line max {worst_mm:.2f} mm, end {end_mm:.2f} mm from the target, "
             f"travelled {travelled_m * 100:.1f} cm"
         )
