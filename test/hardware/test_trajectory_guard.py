@@ -160,3 +160,14 @@ def test_no_trajectory_breaking_a_limit_passes(guard, n_points, step_s, scale, s
     except TrajectoryRefusedError:
         return  # refusing a valid one (e.g. for the workspace) is allowed; passing a broken one is not
     assert not broken, "a trajectory breaking a joint limit at some tick was accepted"
+
+
+def test_the_hardware_layer_does_not_import_rclpy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, robodojo.hardware.franka, robodojo.hardware.trajectory_guard, robodojo.hardware.watchdog; "
+        "assert 'rclpy' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
