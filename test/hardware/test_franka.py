@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import HOME_RAD, FrankySim
+from conftest import HOME_RAD, FrankySim, start_franky_sim
 
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError
@@ -73,6 +73,40 @@ def test_a_small_trajectory_is_followed(arm):
     error = np.abs(q_of(arm) - (start + amplitude)).max()
     assert error < END_TOLERANCE_RAD, f"ended {error:.4f} rad from the last point"
     assert arm.status.status == "idle"
+
+
+def test_a_trajectory_faster_than_frankys_dynamics_factor_plays_slower_on_the_same_path(arm):
+    """1.3 rad/s is within the FR3's limits (the guard passes it) but above franky's 2.175 rad/s x 0.5: franky's
+    planner would reject such waypoint velocities, so the adapter clips them and the move still ends on target."""
+    start = q_of(arm)
+    amplitude = np.array([1.0, 0, 0, 0, 0, 0, 0])  # cosine over 1.2 s: peak 1.31 rad/s
+    arm.follow(smooth(start, amplitude, 1.2))
+    assert arm.wait(MOTION_TIMEOUT_S), arm.status
+    time.sleep(SETTLE_S)
+    assert arm.status.status == "idle", arm.status
+    assert np.abs(q_of(arm) - (start + amplitude)).max() < END_TOLERANCE_RAD
+
+
+def test_a_new_trajectory_replaces_the_running_one(arm):
+    start = q_of(arm)
+    arm.follow(smooth(start, np.array([0.8, 0, 0, 0, 0, 0, 0]), 4.0))
+    deadline = time.monotonic() + MOTION_TIMEOUT_S
+    while q_of(arm)[0] - start[0] < 0.05:
+        assert time.monotonic() < deadline
+        arm.feed()
+        time.sleep(0.01)
+    now = arm.joint_state()
+    # From where the arm is, at the speed it has: back to the start, slowly.
+    times = np.arange(1, 76) * DT
+    s = (1 - np.cos(np.pi * times / times[-1])) / 2
+    v0 = np.array(now.velocities_rad_s)
+    q_now = np.array(now.positions_rad)
+    first = q_now + v0 * DT  # keeps the current speed for one tick, so the acceleration check passes
+    points = first + np.outer(s, start - first)
+    arm.follow(TrajectoryCommand(NAMES, tuple(times), tuple(map(tuple, points))))
+    assert arm.wait(MOTION_TIMEOUT_S), arm.status
+    time.sleep(SETTLE_S)
+    assert np.abs(q_of(arm) - start).max() < END_TOLERANCE_RAD  # ended at the second one's end, not the first's
 
 
 def test_gripper_opens_and_closes(arm):
@@ -143,7 +177,7 @@ def test_watchdog_stops_a_motion_that_is_not_fed(arm):
     assert np.abs(q_of(arm) - held).max() < 0.005
 
 
-def test_killing_franky_sim_mid_motion_is_lost_contact(killable_franky_sim: FrankySim, guard):
+def test_killing_franky_sim_mid_motion_is_lost_contact(killable_franky_sim: FrankySim, guard, tmp_path):
     arm = FrankaArm(SETTINGS, guard=guard)
     try:
         arm.connect(killable_franky_sim.host)
@@ -160,6 +194,13 @@ def test_killing_franky_sim_mid_motion_is_lost_contact(killable_franky_sim: Fran
         assert arm.status.status == "lost"
         with pytest.raises(ContactLostError, match="connect"):  # nothing is sent until connected again
             arm.follow(smooth(start, np.full(7, 0.05), 1.0))
+        back = start_franky_sim(killable_franky_sim.host, tmp_path)  # the control box is back: serve again
+        try:
+            arm.connect(back.host)
+            assert arm.status.status == "idle"
+            assert np.allclose(arm.joint_state().positions_rad, HOME_RAD, atol=0.005)
+        finally:
+            back.kill()
     finally:
         arm.close()
 

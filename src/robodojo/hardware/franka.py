@@ -17,6 +17,12 @@ The waypoint motion tracks the path more closely with less speed overshoot, and 
 clock inside libfranka, not on a Python thread that the GIL, the garbage collector or a slow simulator can delay;
 a JointMotion sequence also needs one SDK call per point. Both end well within 0.01 rad after settling.
 
+Speed: the guard checks the robot's own limits (URDF velocity, FR3 acceleration); franky plays no faster than its
+own velocity limits times ``relative_dynamics_factor`` (2.175 rad/s on joints 1-4 in franky 2.0.0, so 1.09 rad/s at
+0.5). Pass-through velocities are clipped just inside that (:data:`WAYPOINT_SPEED_FRACTION`), because franky's
+planner rejects a faster waypoint and fails the whole motion: a segment planned faster plays slower than stamped,
+on the same path.
+
 Hold: when no motion runs, the controller holds the last commanded position (libfranka's idle mode; franky-sim does
 the same), so :meth:`FrankaArm.stop` is also the hold: franky decelerates within its limits and the arm stays there.
 
@@ -33,9 +39,11 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
+
+import numpy as np
 
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
@@ -48,6 +56,10 @@ _T = TypeVar("_T")
 #: Arm statuses: idle (connected, nothing playing), playing, stopped (by stop()), watchdog (stopped because feed()
 #: stopped), error (a motion failed: recover_from_errors()), lost (no contact: connect()), disconnected.
 STATUSES = ("disconnected", "idle", "playing", "stopped", "watchdog", "error", "lost")
+# Waypoint velocities are kept this far inside franky's velocity limit (times the dynamics factor): a pass-through
+# velocity at or above it is invalid input to franky's planner, which then fails the whole motion (measured:
+# "Motion planner failed with error code -100" for 1.3 rad/s at factor 0.5, where franky allows 1.09 rad/s).
+WAYPOINT_SPEED_FRACTION = 0.99
 
 
 @dataclass(frozen=True)
@@ -91,7 +103,9 @@ class FrankaArm:
         self.guard = guard or TrajectoryGuard(settings)
         self.joint_names = settings.joint_names
         self.max_width_m = 2.0 * settings.robot.arm(settings.arm).gripper_max_m  # two fingers
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the arm's calls; stop() never waits behind a gripper move
+        self._gripper_lock = threading.Lock()
+        self._waypoint_speed_rad_s = np.zeros(len(self.joint_names))  # set by connect(), from franky's limits
         self._robot: Any = None
         self._gripper: Any = None
         self._status = ArmStatus("disconnected", "connect() first")
@@ -115,6 +129,9 @@ class FrankaArm:
                 self._status = ArmStatus("lost", f"cannot connect to {ip}: {exc}")
                 raise ContactLostError(f"cannot connect to the FR3 at {ip}: {exc}") from None
             self._robot, self._gripper = robot, gripper
+            factor = self.settings.relative_dynamics_factor
+            sdk_limit = np.asarray(robot.joint_velocity_limit.get(), dtype=float)
+            self._waypoint_speed_rad_s = sdk_limit * factor * WAYPOINT_SPEED_FRACTION
             self._status = ArmStatus("idle", "")
 
     def close(self) -> None:
@@ -158,9 +175,13 @@ class FrankaArm:
         if not isinstance(trajectory, CheckedTrajectory) or trajectory.joint_names != self.joint_names:
             raise InvalidCommandError("play() takes a CheckedTrajectory of this arm's joints (TrajectoryGuard.check)")
         franky = _franky()
+        # The guard checked the robot's own limits; franky plays no faster than its limits times the dynamics
+        # factor, so faster segments play slower than stamped (the path is kept, the timing is not).
+        speed = self._waypoint_speed_rad_s
+        velocities = np.clip(trajectory.velocities_rad_s, -speed, speed)
         waypoints = [
             franky.JointWaypoint(franky.JointState(q, v))
-            for q, v in zip(trajectory.positions_rad, trajectory.velocities_rad_s, strict=True)
+            for q, v in zip(trajectory.positions_rad, velocities, strict=True)
         ]
         motion = franky.JointWaypointMotion(waypoints)
 
@@ -243,11 +264,11 @@ class FrankaArm:
 
     # -- gripper ------------------------------------------------------------------------------------------------
     def gripper_state(self) -> GripperReading:
-        width = float(self._call(lambda _robot: self._gripper.width))
+        width = float(self._gripper_call(lambda gripper: gripper.width))
         return GripperReading(
             width_m=width,
             opening=min(1.0, max(0.0, width / self.max_width_m)),
-            grasped=bool(self._call(lambda _robot: self._gripper.is_grasped)),
+            grasped=bool(self._gripper_call(lambda gripper: gripper.is_grasped)),
         )
 
     def move_gripper(self, width_m: float) -> bool:
@@ -255,7 +276,7 @@ class FrankaArm:
         if not 0.0 <= width_m <= self.max_width_m:
             raise InvalidCommandError(f"gripper width {width_m!r} m is outside [0, {self.max_width_m:g}] m")
         speed = self.settings.gripper.speed_m_s
-        return bool(self._call(lambda _robot: self._gripper.move(width_m, speed)))
+        return bool(self._gripper_call(lambda gripper: gripper.move(width_m, speed)))
 
     def set_opening(self, opening: float) -> bool:
         """The agents' gripper command: 0 closed .. 1 fully open (``max_width_m``)."""
@@ -269,8 +290,8 @@ class FrankaArm:
             raise InvalidCommandError(f"grasp width {width_m!r} m is outside [0, {self.max_width_m:g}] m")
         g = self.settings.gripper
         return bool(
-            self._call(
-                lambda _robot: self._gripper.grasp(
+            self._gripper_call(
+                lambda gripper: gripper.grasp(
                     width_m, g.speed_m_s, g.force_n, epsilon_inner=g.epsilon_m, epsilon_outer=g.epsilon_m
                 )
             )
@@ -278,36 +299,37 @@ class FrankaArm:
 
     # -- franky calls -------------------------------------------------------------------------------------------
     def _call(self, fn: Callable[[Any], _T]) -> _T:
-        """Run ``fn(robot)`` under the lock; franky's errors become ContactLostError (network) or HardwareError."""
-        franky = _franky()
+        """Run ``fn(robot)`` under the arm's lock, franky's errors mapped (:meth:`_mapped`)."""
         with self._lock:
-            if self._robot is None or self._status.status in ("lost", "disconnected"):
-                raise ContactLostError(f"no contact with the FR3 ({self._status.detail}): connect() again")
-            try:
-                return fn(self._robot)
-            except franky.NetworkException as exc:
+            return self._mapped(fn, self._robot)
+
+    def _gripper_call(self, fn: Callable[[Any], _T]) -> _T:
+        """Run ``fn(gripper)`` under the gripper's own lock: a gripper move blocks for seconds, a stop must not wait."""
+        with self._gripper_lock:
+            return self._mapped(fn, self._gripper)
+
+    def _mapped(self, fn: Callable[[Any], _T], target: Any) -> _T:
+        """``fn(target)``; network errors become ContactLostError (status lost), other franky errors HardwareError
+        (status error, until recover_from_errors())."""
+        franky = _franky()
+        if target is None or self._status.status in ("lost", "disconnected"):
+            raise ContactLostError(f"no contact with the FR3 ({self._status.detail}): connect() again")
+        try:
+            return fn(target)
+        except franky.NetworkException as exc:
+            self._lose(str(exc))
+        except (franky.Exception, RuntimeError) as exc:
+            # franky raises a bare RuntimeError("Net Exception") from state reads on a dead connection, and a bare
+            # RuntimeError("Motion planner failed ...") when a motion cannot be planned.
+            if isinstance(exc, RuntimeError) and str(exc).startswith("Net"):
                 self._lose(str(exc))
-            except RuntimeError as exc:  # franky raises a bare RuntimeError("Net Exception") from state reads
-                if "Net" not in str(exc):
-                    raise
-                self._lose(str(exc))
-            except franky.Exception as exc:
-                self._status = ArmStatus("error", f"{type(exc).__name__}: {exc}")
-                self.watchdog.disarm()
-                raise HardwareError(
-                    f"the FR3 reported {type(exc).__name__}: {exc}; call recover_from_errors() before moving again"
-                ) from None
+            self._status = ArmStatus("error", f"{type(exc).__name__}: {exc}")
+            self.watchdog.disarm()
+            raise HardwareError(
+                f"the FR3 reported {type(exc).__name__}: {exc}; call recover_from_errors() before moving again"
+            ) from None
 
     def _lose(self, why: str) -> NoReturn:
         self.watchdog.disarm()
         self._status = ArmStatus("lost", f"lost contact: {why}")
         raise ContactLostError(f"lost contact with the FR3 at {self.ip}: {why}")
-
-
-def as_command(
-    joint_names: Sequence[str], times_s: Sequence[float], positions_rad: Sequence[Sequence[float]]
-) -> TrajectoryCommand:
-    """A TrajectoryCommand from plain sequences (stamp 0: now)."""
-    return TrajectoryCommand(
-        tuple(joint_names), tuple(float(t) for t in times_s), tuple(tuple(float(v) for v in p) for p in positions_rad)
-    )
