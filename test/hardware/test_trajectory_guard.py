@@ -13,6 +13,7 @@ from robodojo.control.trajectory_player import TrajectoryCommand, tick_samples
 from robodojo.errors import ConfigError
 from robodojo.hardware.settings import load_hardware_settings, parse_hardware_settings
 from robodojo.hardware.trajectory_guard import TrajectoryGuard, TrajectoryRefusedError
+from robodojo.robots.urdf import load_urdf
 
 HOME = np.array([0.0, 0.0, 0.0, -1.57, 0.0, 1.57, 0.785])
 SETTINGS = load_hardware_settings()
@@ -120,46 +121,86 @@ def test_config_errors_name_the_key():
 
 
 # -- the property: nothing that breaks a limit at any tick passes ---------------------------------------------------
-LOWER = np.array([guard_limit.lower for guard_limit in TrajectoryGuard(SETTINGS).limits.values()])
-UPPER = np.array([guard_limit.upper for guard_limit in TrajectoryGuard(SETTINGS).limits.values()])
+GUARD_LIMITS = list(TrajectoryGuard(SETTINGS).limits.values())
+LOWER = np.array([limit.lower for limit in GUARD_LIMITS])
+UPPER = np.array([limit.upper for limit in GUARD_LIMITS])
+VMAX = np.array([limit.velocity for limit in GUARD_LIMITS]) * SETTINGS.guard.velocity_margin
+AMAX = np.array(SETTINGS.guard.joint_accel_rad_s2)
+SCENE = load_urdf(SETTINGS.robot.scene_urdf)  # forward kinematics independent of the guard's (MuJoCo) one
+TCP_LINK = SETTINGS.robot.arm(SETTINGS.arm).tcp_link
 
 
-def _violations(guard: TrajectoryGuard, times, points, q0) -> bool:
-    """An independent oracle: does any tick break a position, velocity or acceleration limit, or the jump rule?"""
+def _broken(times, points, q0) -> str:
+    """An independent oracle: the first rule a tick (or point) breaks, or "" if none."""
+    if not np.isfinite(points).all():
+        return "nan"
     if np.abs(points[0] - q0).max() > SETTINGS.guard.max_start_jump_rad:
-        return True
+        return "jump"
     if ((points < LOWER) | (points > UPPER)).any():
-        return True
+        return "position"
     _, ticks = tick_samples(times, points, q0, 0.0, DT)
-    path = np.vstack((q0, ticks, ticks[-1]))
-    velocity = np.diff(path, axis=0) / DT
-    vmax = np.array([lim.velocity for lim in guard.limits.values()]) * SETTINGS.guard.velocity_margin
-    if (np.abs(velocity[:-1]) > vmax + 1e-9).any():
-        return True
-    accel = np.diff(np.vstack((np.zeros(7), velocity)), axis=0) / DT
-    return bool((np.abs(accel) > np.array(SETTINGS.guard.joint_accel_rad_s2) + 1e-9).any())
+    velocity = np.diff(np.vstack((q0, ticks, ticks[-1])), axis=0) / DT
+    if (np.abs(velocity[:-1]) > VMAX + 1e-9).any():
+        return "velocity"
+    if (np.abs(np.diff(np.vstack((np.zeros(7), velocity)), axis=0) / DT) > AMAX + 1e-9).any():
+        return "acceleration"
+    box = SETTINGS.guard.box
+    floor_z = SETTINGS.robot.table.top_z_m + SETTINGS.guard.table_margin_m
+    for q in np.vstack((points, ticks)):
+        tcp = SCENE.forward_kinematics(dict(zip(NAMES, q, strict=True)))[TCP_LINK][:3, 3]
+        if tcp[2] < floor_z - 1e-9:
+            return "table"
+        if (tcp < np.array(box.low_m) - 1e-9).any() or (tcp > np.array(box.high_m) + 1e-9).any():
+            return "workspace"
+    return ""
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def _steps(rng: np.random.Generator, scale: float, n_points: int) -> np.ndarray:
+    """Random joint steps; the first one mostly small, so that more than the jump rule gets exercised."""
+    steps = rng.normal(0.0, scale, size=(n_points, 7))
+    steps[0] *= 0.02 / scale if rng.random() < 0.8 else 1.0
+    return steps
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     n_points=st.integers(1, 12),
     step_s=st.sampled_from([DT, 2 * DT, 0.1, 0.25]),
     scale=st.sampled_from([0.0005, 0.005, 0.02, 0.08, 0.4]),
+    start_offset=st.sampled_from([0.0, 0.3, 1.0]),
+    nan_at=st.one_of(st.none(), st.tuples(st.integers(0, 11), st.integers(0, 6))),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_no_trajectory_breaking_a_limit_passes(guard, n_points, step_s, scale, seed):
+def test_no_trajectory_breaking_a_limit_passes(guard, n_points, step_s, scale, start_offset, nan_at, seed):
+    """Random walks from random starts, some with a NaN: whatever the guard accepts breaks no rule at any tick."""
     rng = np.random.default_rng(seed)
-    q0 = HOME
-    steps = rng.normal(0.0, scale, size=(n_points, 7))
-    points = q0 + np.cumsum(steps, axis=0)
+    q0 = np.clip(HOME + rng.uniform(-start_offset, start_offset, 7), LOWER + 0.01, UPPER - 0.01)
+    points = q0 + np.cumsum(_steps(rng, scale, n_points), axis=0)
+    if nan_at is not None and nan_at[0] < n_points:
+        points[nan_at] = math.nan
     times = np.arange(1, n_points + 1) * step_s
-    cmd = TrajectoryCommand(NAMES, tuple(times), tuple(map(tuple, points)))
-    broken = _violations(guard, times, points, q0)
     try:
-        guard.check(cmd, q0)
+        guard.check(TrajectoryCommand(NAMES, tuple(times), tuple(map(tuple, points))), q0)
     except TrajectoryRefusedError:
-        return  # refusing a valid one (e.g. for the workspace) is allowed; passing a broken one is not
-    assert not broken, "a trajectory breaking a joint limit at some tick was accepted"
+        return  # refusing is always allowed; accepting a broken one is not
+    broken = _broken(times, points, q0)
+    assert not broken, f"accepted a trajectory that breaks the {broken} rule"
+
+
+def test_the_random_walks_cover_both_outcomes(guard):
+    """The property above is not vacuous: its generator yields accepted and refused trajectories alike."""
+    outcomes = set()
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        n_points, scale = int(rng.integers(1, 13)), (0.005, 0.08, 0.4)[seed % 3]
+        points = HOME + np.cumsum(_steps(rng, scale, n_points), axis=0)
+        times = np.arange(1, n_points + 1) * 0.1
+        try:
+            guard.check(TrajectoryCommand(NAMES, tuple(times), tuple(map(tuple, points))), HOME)
+            outcomes.add("accepted")
+        except TrajectoryRefusedError as exc:
+            outcomes.add(exc.refusal.check)
+    assert {"accepted", "jump", "trajectory", "acceleration"} <= outcomes, outcomes
 
 
 def test_the_hardware_layer_does_not_import_rclpy():
