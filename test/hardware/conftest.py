@@ -17,9 +17,6 @@ from pathlib import Path
 
 import pytest
 
-franky = pytest.importorskip("franky", reason="franky-control is not installed (pip install '.[hardware]')")
-pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install '.[hardware]')")
-
 FCI_PORT = 1337  # libfranka's command port
 START_TIMEOUT_S = 30.0  # it serves about 3 s after start on 2 cores; slack for a loaded CI machine
 SHARED_HOST = "127.0.0.3"  # the module simulator
@@ -56,6 +53,10 @@ def _port_open(host: str) -> bool:
 
 
 def start_franky_sim(host: str, log_dir: Path) -> FrankySim:
+    """franky-sim serving ``host``; skips the test when franky or franky-sim is not installed (the guard's tests,
+    which need neither, still run)."""
+    pytest.importorskip("franky", reason="franky-control is not installed (pip install '.[hardware]')")
+    pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install '.[hardware]')")
     if _port_open(host):
         pytest.fail(f"something already serves {host}:{FCI_PORT}; stop it (another franky-sim?)")
     log = log_dir / f"franky-sim-{host}.log"
