@@ -10,6 +10,8 @@ What is measured (franky-sim started here on its own loopback address, killed at
    measured joints are read at about 100 Hz; each is put through forward kinematics and its distance to the planned
    straight line is the tracking error (max, mm; path error, so the simulator's slower-than-wall clock does not count).
    The end error is the TCP distance from the line's end after settling.
+3. Joint-state reads on a fixed-rate loop at the configured state rate for 3 s: achieved rate, period jitter (p95 of
+   the deviation from the period) and the median cost of one read.
 
 Run: ``.venv/bin/python benchmarks/hardware.py [--samples 30] [--move-s 3.0]``.
 """
@@ -75,6 +77,25 @@ def latency(arm: FrankaArm, samples: int) -> list[float]:
     return out
 
 
+def state_reads(arm: FrankaArm, seconds: float) -> tuple[float, float, float]:
+    """Joint states read on a fixed-rate loop at the config's rate: (achieved Hz, period jitter p95 [ms], read
+    median [ms]). What a driver publishing /joint_states from this adapter could sustain."""
+    period_s = 1.0 / arm.settings.state_rate_hz
+    stamps, reads = [], []
+    next_s = time.perf_counter()
+    end_s = next_s + seconds
+    while next_s < end_s:
+        t0 = time.perf_counter()
+        arm.joint_state()
+        reads.append((time.perf_counter() - t0) * 1e3)
+        stamps.append(t0)
+        next_s += period_s
+        time.sleep(max(0.0, next_s - time.perf_counter()))
+    periods = np.diff(stamps)
+    jitter_ms = float(np.percentile(np.abs(periods - period_s), 95) * 1e3)
+    return (len(stamps) - 1) / (stamps[-1] - stamps[0]), jitter_ms, float(np.median(reads))
+
+
 def tracking(arm: FrankaArm, move_s: float) -> tuple[float, float, float]:
     settings = arm.settings
     kin = ArmKinematics(settings.robot)
@@ -119,6 +140,11 @@ def main() -> None:
         print(
             f"trajectory -> first SDK command: median {np.median(ms):.2f} ms, p95 {np.percentile(ms, 95):.2f} ms "
             f"({args.samples} trajectories of 25 points, guard + waypoint motion + franky move)"
+        )
+        hz, jitter_ms, read_ms = state_reads(arm, 3.0)
+        print(
+            f"joint state at {arm.settings.state_rate_hz:g} Hz: achieved {hz:.1f} Hz, period jitter p95 "
+            f"{jitter_ms:.2f} ms, one read median {read_ms:.3f} ms"
         )
         worst_mm, end_mm, travelled_m = tracking(arm, args.move_s)
         print(

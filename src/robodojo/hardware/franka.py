@@ -36,7 +36,6 @@ status ``error`` until :meth:`FrankaArm.recover_from_errors` is called: recovery
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -96,7 +95,8 @@ def _franky() -> Any:
 
 
 class FrankaArm:
-    """One FR3 arm and its Franka Hand. Thread-safe: calls to franky are serialised by one lock."""
+    """One FR3 arm and its Franka Hand. Thread-safe: the arm's calls to franky are serialised by one lock, the
+    gripper's (which block until the fingers stop) by another, so a stop never waits behind a gripper move."""
 
     def __init__(self, settings: HardwareSettings, *, guard: TrajectoryGuard | None = None) -> None:
         self.settings = settings
@@ -256,11 +256,17 @@ class FrankaArm:
         self._status = ArmStatus("idle", "")
 
     def _on_watchdog(self) -> None:
-        with contextlib.suppress(HardwareError):  # the status already says lost or error
-            self.stop(why=f"no feed() for {self.watchdog.timeout_s:g} s: stopped and holding")
+        """Runs on the watchdog's thread when feed() stopped coming: stop and hold, if the motion still plays."""
         with self._lock:
-            if self._status.status == "stopped":
-                self._status = ArmStatus("watchdog", self._status.detail)
+            if self.watchdog.armed:
+                return  # a new trajectory re-armed it meanwhile
+            try:
+                if not self.is_playing():
+                    return  # it ended (or was stopped) before anyone asked
+                self.stop(why=f"no feed() for {self.watchdog.timeout_s:g} s: stopped and holding")
+            except HardwareError:
+                return  # lost contact or a motion error: the status says which
+            self._status = ArmStatus("watchdog", self._status.detail)
 
     # -- gripper ------------------------------------------------------------------------------------------------
     def gripper_state(self) -> GripperReading:
