@@ -10,7 +10,9 @@ What is measured (franky-sim started here on its own loopback address, killed at
    measured joints are read at about 100 Hz; each is put through forward kinematics and its distance to the planned
    straight line is the tracking error (max, mm; path error, so the simulator's slower-than-wall clock does not count).
    The end error is the TCP distance from the line's end after settling.
-3. Joint-state reads on a fixed-rate loop at the configured state rate for 3 s: achieved rate, period jitter (p95 of
+3. How to play a trajectory: the same 2 s move as one waypoint motion and as a JointMotion sequence (the figures
+   quoted in robodojo/hardware/franka.py).
+4. Joint-state reads on a fixed-rate loop at the configured state rate for 3 s: achieved rate, period jitter (p95 of
    the deviation from the period) and the median cost of one read.
 
 Run: ``.venv/bin/python benchmarks/hardware.py [--samples 30] [--move-s 3.0]``.
@@ -96,6 +98,60 @@ def state_reads(arm: FrankaArm, seconds: float) -> tuple[float, float, float]:
     return (len(stamps) - 1) / (stamps[-1] - stamps[0]), jitter_ms, float(np.median(reads))
 
 
+def compare_playback(arm: FrankaArm, duration_s: float = 2.0) -> list[tuple[str, float, float, float, float, float]]:
+    """The same cosine move (0.2-0.3 rad per joint over ``duration_s``, a point per control period) played as one
+    waypoint motion with pass-through velocities (what FrankaArm.play does) and as a sequence of JointMotions paced
+    by this process's clock. Per way: (name, duration on the robot's clock [s], largest joint error against the plan
+    at the same robot time [rad], max distance from the planned joint path [rad], peak joint speed [rad/s], end error
+    after settling [rad])."""
+    import franky
+
+    dt = arm.guard.dt_s
+    amplitude = np.array([0.3, 0.2, 0.2, 0.3, 0.3, 0.3, 0.3])
+    rows = []
+    for name in ("waypoint motion", "JointMotion sequence"):
+        q0 = np.array(arm.joint_state().positions_rad)
+        times, points = cosine(q0, amplitude, duration_s, dt)
+        dense = q0 + np.outer(np.linspace(0.0, 1.0, 2000), amplitude)
+        worst, peak, late = 0.0, 0.0, 0.0
+        robot_t0 = arm.joint_state().robot_time_s
+        t0 = time.monotonic()
+        if name == "waypoint motion":
+            cmd = TrajectoryCommand(arm.joint_names, tuple(times), tuple(map(tuple, points)))
+            arm.follow(cmd)
+        else:
+            speeds = np.gradient(points, dt, axis=0)
+            robot = arm._robot  # a benchmark of franky itself: the adapter plays only waypoint motions
+            k = 0
+        while True:
+            reading = arm.joint_state()
+            worst = max(worst, float(np.min(np.linalg.norm(dense - reading.positions_rad, axis=1))))
+            peak = max(peak, float(np.abs(reading.velocities_rad_s).max()))
+            tau = min(reading.robot_time_s - robot_t0, duration_s)
+            planned = q0 + amplitude * (1 - np.cos(np.pi * tau / duration_s)) / 2
+            late = max(late, float(np.abs(np.array(reading.positions_rad) - planned).max()))
+            if name == "waypoint motion":
+                arm.feed()
+                if not arm.is_playing():
+                    break
+            else:
+                while k < len(times) and time.monotonic() - t0 >= times[k] - dt:
+                    robot.move(franky.JointMotion(franky.JointState(points[k], speeds[k])), asynchronous=True)
+                    k += 1
+                if k == len(times) and robot.join_motion(0.0):
+                    break
+            time.sleep(STATE_PERIOD_S / 2)
+        robot_s = arm.joint_state().robot_time_s - robot_t0
+        time.sleep(SETTLE_S)
+        end = float(np.abs(np.array(arm.joint_state().positions_rad) - points[-1]).max())
+        rows.append((name, robot_s, late, worst, peak, end))
+        back_times, back = cosine(np.array(arm.joint_state().positions_rad), -amplitude, duration_s, dt)
+        arm.follow(TrajectoryCommand(arm.joint_names, tuple(back_times), tuple(map(tuple, back))))
+        arm.wait(20.0)
+        time.sleep(SETTLE_S)
+    return rows
+
+
 def tracking(arm: FrankaArm, move_s: float) -> tuple[float, float, float]:
     settings = arm.settings
     kin = ArmKinematics(settings.robot)
@@ -146,6 +202,12 @@ def main() -> None:
             f"joint state at {arm.settings.state_rate_hz:g} Hz: achieved {hz:.1f} Hz, period jitter p95 "
             f"{jitter_ms:.2f} ms, one read median {read_ms:.3f} ms"
         )
+        for name, robot_s, late, worst, peak, end in compare_playback(arm):
+            print(
+                f"2 s cosine move as {name}: {robot_s:.2f} s on the robot's clock, error against the plan in time "
+                f"{late:.4f} rad, off the planned path max {worst:.4f} rad, peak speed {peak:.2f} rad/s "
+                f"(planned 0.24), end {end:.4f} rad after settling"
+            )
         worst_mm, end_mm, travelled_m = tracking(arm, args.move_s)
         print(
             f"30 cm Cartesian move ({args.move_s:g} s planned, "

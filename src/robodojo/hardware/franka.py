@@ -4,18 +4,23 @@ Every trajectory goes through the :class:`~robodojo.hardware.trajectory_guard.Tr
 :class:`~robodojo.hardware.trajectory_guard.CheckedTrajectory` reaches franky.
 
 How a trajectory is played, and why: as one ``franky.JointWaypointMotion`` whose waypoints are the trajectory's
-points with their pass-through velocities (central differences; zero at the last point). Measured against franky-sim
-(2 cores, dynamics factor 0.5, a 2 s, 50-point cosine move of 0.2-0.3 rad on all joints):
+points with their pass-through velocities (central differences; zero at the last point) and, as each waypoint's
+``minimum_time``, its segment's stamped duration. Measured against franky-sim (2 cores, dynamics factor 0.5, a 2 s,
+50-point cosine move of 0.2-0.3 rad on all joints; durations on the robot's clock, RobotState.time):
 
-- waypoint motion with velocities: one SDK call, 2.35 s wall, largest distance of the measured joints from the planned
-  path 1.5e-3 rad, peak speed 0.35 rad/s (planned 0.24), end within 2.3e-3 rad;
-- a sequence of ``JointMotion`` (one per point, each replacing the last, paced by Python's wall clock): 2.06 s wall,
-  path deviation 2.0e-3 rad, peak speed 0.43 rad/s, end within 2.2e-3 rad;
-- waypoints without velocities (or with a per-segment minimum time): each point reached at rest, 4.2-4.6 s.
+- waypoints with velocities and minimum times: 2.02 s (planned 2.0), largest joint error against the plan at the
+  same robot time 0.026 rad (the controller's lag), off the planned path at most 1.5e-3 rad, end within 3e-4 rad;
+- the same without minimum times: 1.54 s, error against the plan in time 0.040 rad: franky plans each segment
+  time-optimally, so the stamps are not kept;
+- a sequence of ``JointMotion`` (one per point, each replacing the last, paced by Python's clock): 1.89 s (Python's
+  wall clock ran ahead of the simulator's), error in time 0.024 rad, off the path 2.7e-3 rad, peak speed 0.41 rad/s
+  against the waypoint motion's 0.31 (planned 0.24);
+- waypoints without velocities: each point reached at rest, 4.2-4.6 s of wall time.
 
-The waypoint motion tracks the path more closely with less speed overshoot, and its timing runs on the robot's 1 kHz
-clock inside libfranka, not on a Python thread that the GIL, the garbage collector or a slow simulator can delay;
-a JointMotion sequence also needs one SDK call per point. Both end well within 0.01 rad after settling.
+The waypoint motion keeps the stamps on the robot's 1 kHz clock inside libfranka, where a JointMotion sequence keeps
+them on a Python thread that the GIL, the garbage collector or a slower-than-wall simulator shifts; it stays closer to
+the path with less speed overshoot, and it is one SDK call, not one per point. benchmarks/hardware.py reproduces the
+comparison.
 
 Speed: the guard checks the robot's own limits (URDF velocity, FR3 acceleration); franky plays no faster than its
 own velocity limits times ``relative_dynamics_factor`` (2.175 rad/s on joints 1-4 in franky 2.0.0, so 1.09 rad/s at
@@ -59,6 +64,7 @@ STATUSES = ("disconnected", "idle", "playing", "stopped", "watchdog", "error", "
 # velocity at or above it is invalid input to franky's planner, which then fails the whole motion (measured:
 # "Motion planner failed with error code -100" for 1.3 rad/s at factor 0.5, where franky allows 1.09 rad/s).
 WAYPOINT_SPEED_FRACTION = 0.99
+_MS_PER_S = 1000.0
 
 
 @dataclass(frozen=True)
@@ -179,9 +185,11 @@ class FrankaArm:
         # factor, so faster segments play slower than stamped (the path is kept, the timing is not).
         speed = self._waypoint_speed_rad_s
         velocities = np.clip(trajectory.velocities_rad_s, -speed, speed)
+        # Each segment takes at least its stamped duration, on the robot's clock (franky's unit is the millisecond).
+        segments_ms = np.round(np.diff(trajectory.times_from_start_s, prepend=0.0) * _MS_PER_S).astype(int)
         waypoints = [
-            franky.JointWaypoint(franky.JointState(q, v))
-            for q, v in zip(trajectory.positions_rad, velocities, strict=True)
+            franky.JointWaypoint(franky.JointState(q, v), minimum_time=franky.Duration(int(ms)))
+            for q, v, ms in zip(trajectory.positions_rad, velocities, segments_ms, strict=True)
         ]
         motion = franky.JointWaypointMotion(waypoints)
 
