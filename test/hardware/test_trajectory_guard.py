@@ -45,6 +45,8 @@ def test_a_smooth_move_passes(guard):
     assert checked.positions_rad.shape == (25, 7)
     assert np.allclose(checked.velocities_rad_s[-1], 0.0)
     assert checked.tcp_min_z_m > SETTINGS.robot.table.top_z_m
+    with pytest.raises(ValueError, match="read-only"):
+        checked.positions_rad[0, 0] = 10.0
 
 
 def test_position_limit(guard):

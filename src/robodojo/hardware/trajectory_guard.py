@@ -69,7 +69,8 @@ class TrajectoryRefusedError(InvalidCommandError):
 
 @dataclass(frozen=True, eq=False)
 class CheckedTrajectory:
-    """A trajectory the guard accepted: the only kind an arm adapter plays. Joints in the robot's order.
+    """A trajectory the guard accepted: the only kind an arm adapter plays. Joints in the robot's order; the arrays
+    are read-only, so what was checked is what plays.
 
     ``velocities_rad_s`` are per point (central differences of the checked polyline, zero at the last point): the
     pass-through velocities a waypoint motion needs. ``tcp_min_z_m`` is the lowest TCP height over the ticks.
@@ -140,11 +141,14 @@ class TrajectoryGuard:
         taus, ticks = tick_samples(times, points, q0, 0.0, self.dt_s)
         self._check_acceleration(times, taus, ticks, q0, dq0)
         min_z = self._check_workspace(times, points, taus, ticks)
+        velocities = _point_velocities(times, points, q0)
+        for array in (times, points, velocities):
+            array.setflags(write=False)  # what was checked is what plays
         return CheckedTrajectory(
             joint_names=self.joint_names,
             times_from_start_s=times,
             positions_rad=points,
-            velocities_rad_s=_point_velocities(times, points, q0),
+            velocities_rad_s=velocities,
             tick_dt_s=self.dt_s,
             tcp_min_z_m=min_z,
         )
