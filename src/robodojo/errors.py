@@ -36,3 +36,11 @@ class BackendLostError(RobodojoError):
 
 class EpisodeInterrupted(RobodojoError):
     """The episode was asked to stop from outside (the agent node is shutting down); it ends as ``interrupted``."""
+
+
+class HardwareError(RobodojoError):
+    """A real arm (or its protocol simulator) refused or failed a command; the message says what to do next."""
+
+
+class ContactLostError(HardwareError, BackendLostError):
+    """The connection to a real arm's controller was lost; nothing is sent until it is connected again."""

@@ -162,10 +162,10 @@ class TrajectoryPlayer:
         if outside.any():
             j = int(np.argmax(outside.any(axis=0)))  # the first joint out of its limits ...
             col = points[:, j]
-            bad = col[np.argmax((col < self._lower[j]) | (col > self._upper[j]))]  # ... at its first such point
+            k = int(np.argmax((col < self._lower[j]) | (col > self._upper[j])))  # ... at its first such point
             limit = self.limits[j]
             raise InvalidCommandError(
-                f"trajectory point for {self.joint_names[j]!r} is {short_number(bad)}, "
+                f"trajectory point {k} for {self.joint_names[j]!r} is {short_number(col[k])}, "
                 f"outside [{limit.lower}, {limit.upper}]"
             )
 
@@ -184,16 +184,7 @@ class TrajectoryPlayer:
         start are skipped, and the first tick at or past the last point is the last one checked. All ticks are
         sampled at once: the work is one array per tick, however far ahead the start is.
         """
-        last = times[-1]
-        # A few ticks of slack at both ends; the exact ones are chosen below with the same arithmetic as one tick.
-        first_k = max(1, math.floor((delay_s + _TIME_EPS_S) / dt_s) - 1)
-        last_k = math.ceil((last + delay_s) / dt_s) + 2
-        ks = np.arange(first_k, last_k + 1)
-        taus = ks * dt_s - delay_s
-        taus = taus[taus > _TIME_EPS_S]
-        end = int(np.argmax(taus >= last - _TIME_EPS_S))  # the last tick checked
-        taus = taus[: end + 1]
-        q = _interpolate_many(times, points, start_q, taus)
+        taus, q = tick_samples(times, points, start_q, delay_s, dt_s)
         previous = np.vstack((start_q[np.newaxis, :], q[:-1]))
         step = np.abs(q - previous)
         allowed = self.velocity_margin * self._velocity * dt_s
@@ -236,6 +227,31 @@ class TrajectoryPlayer:
             )
         index = {n: i for i, n in enumerate(names)}
         return [index[n] for n in self.joint_names]
+
+
+def tick_samples(
+    times: NDArray[np.float64],
+    points: NDArray[np.float64],
+    start_q: NDArray[np.float64],
+    delay_s: float,
+    dt_s: float,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """What the controller would send, tick by tick: (taus [s] from the trajectory's start, one row of positions per
+    tick), for a trajectory starting ``delay_s`` [s] after the next tick at control period ``dt_s`` [s].
+
+    Tick k (k = 1, 2, ...) samples the trajectory at ``tau = k dt - delay``; ticks with ``tau`` not past the start are
+    skipped, and the first tick at or past the last point is the last one. The same arithmetic as :meth:`sample`.
+    """
+    last = times[-1]
+    # A few ticks of slack at both ends; the exact ones are chosen below with the same arithmetic as one tick.
+    first_k = max(1, math.floor((delay_s + _TIME_EPS_S) / dt_s) - 1)
+    last_k = math.ceil((last + delay_s) / dt_s) + 2
+    ks = np.arange(first_k, last_k + 1)
+    taus = ks * dt_s - delay_s
+    taus = taus[taus > _TIME_EPS_S]
+    end = int(np.argmax(taus >= last - _TIME_EPS_S))  # the last tick
+    taus = taus[: end + 1]
+    return taus, _interpolate_many(times, points, start_q, taus)
 
 
 def _interpolate(

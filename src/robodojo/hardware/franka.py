@@ -1,0 +1,349 @@
+"""The Franka FR3 over libfranka, through franky-control: joint state, checked trajectories, stop, hold, gripper.
+
+Every trajectory goes through the :class:`~robodojo.hardware.trajectory_guard.TrajectoryGuard` first; only a
+:class:`~robodojo.hardware.trajectory_guard.CheckedTrajectory` reaches franky.
+
+How a trajectory is played, and why: as one ``franky.JointWaypointMotion`` whose waypoints are the trajectory's
+points with their pass-through velocities (central differences; zero at the last point) and, as each waypoint's
+``minimum_time``, its segment's stamped duration. Measured against franky-sim (2 cores, dynamics factor 0.5, a 2 s,
+50-point cosine move of 0.2-0.3 rad on all joints; durations on the robot's clock, RobotState.time):
+
+- waypoints with velocities and minimum times: 2.02 s (planned 2.0), largest joint error against the plan at the
+  same robot time 0.026 rad (the controller's lag), off the planned path at most 1.5e-3 rad, end within 3e-4 rad;
+- the same without minimum times: 1.54 s, error against the plan in time 0.040 rad: franky plans each segment
+  time-optimally, so the stamps are not kept;
+- a sequence of ``JointMotion`` (one per point, each replacing the last, paced by Python's clock): 1.89 s (Python's
+  wall clock ran ahead of the simulator's), error in time 0.024 rad, off the path 2.7e-3 rad, peak speed 0.41 rad/s
+  against the waypoint motion's 0.31 (planned 0.24);
+- waypoints without velocities: each point reached at rest, 4.2-4.6 s of wall time.
+
+The waypoint motion keeps the stamps on the robot's 1 kHz clock inside libfranka, where a JointMotion sequence keeps
+them on a Python thread that the GIL, the garbage collector or a slower-than-wall simulator shifts; it stays closer to
+the path with less speed overshoot, and it is one SDK call, not one per point. benchmarks/hardware.py reproduces the
+comparison.
+
+Speed: the guard checks the robot's own limits (URDF velocity, FR3 acceleration); franky plays no faster than its
+own velocity limits times ``relative_dynamics_factor`` (2.175 rad/s on joints 1-4 in franky 2.0.0, so 1.09 rad/s at
+0.5). Pass-through velocities are clipped just inside that (:data:`WAYPOINT_SPEED_FRACTION`), because franky's
+planner rejects a faster waypoint and fails the whole motion: a segment planned faster plays slower than stamped,
+on the same path.
+
+Hold: when no motion runs, the controller holds the last commanded position (libfranka's idle mode; franky-sim does
+the same), so :meth:`FrankaArm.stop` is also the hold: franky decelerates within its limits and the arm stays there.
+
+Lost contact: libfranka notices about 1 s after the last packet (measured: a killed franky-sim raised
+``NetworkException: UDP receive: Timeout`` from ``poll_motion`` after 1.1 s; reading the state raised
+``RuntimeError: Net Exception``). Every such error becomes :class:`~robodojo.errors.ContactLostError`, the status
+says ``lost``, and nothing is sent until :meth:`FrankaArm.connect` succeeds again (franky's ``move`` on a dead
+connection returned without error: the adapter, not franky, refuses it). Other motion errors (reflexes) leave the
+status ``error`` until :meth:`FrankaArm.recover_from_errors` is called: recovery is never automatic.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
+
+import numpy as np
+
+from robodojo.control.trajectory_player import TrajectoryCommand
+from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
+from robodojo.hardware.settings import HardwareSettings
+from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryGuard
+from robodojo.hardware.watchdog import CommandWatchdog
+
+_T = TypeVar("_T")
+
+#: Arm statuses: idle (connected, nothing playing), playing, stopped (by stop()), watchdog (stopped because feed()
+#: stopped), error (a motion failed: recover_from_errors()), lost (no contact: connect()), disconnected.
+STATUSES = ("disconnected", "idle", "playing", "stopped", "watchdog", "error", "lost")
+# Waypoint velocities are kept this far inside franky's velocity limit (times the dynamics factor): a pass-through
+# velocity at or above it is invalid input to franky's planner, which then fails the whole motion (measured:
+# "Motion planner failed with error code -100" for 1.3 rad/s at factor 0.5, where franky allows 1.09 rad/s).
+WAYPOINT_SPEED_FRACTION = 0.99
+_MS_PER_S = 1000.0
+
+
+@dataclass(frozen=True)
+class JointReading:
+    """One joint state of the arm, in the robot config's joint order."""
+
+    positions_rad: tuple[float, ...]
+    velocities_rad_s: tuple[float, ...]
+    efforts_nm: tuple[float, ...]  #: measured link-side torques (libfranka tau_J)
+    robot_time_s: float  #: the controller's clock
+    read_s: float  #: this process's monotonic clock when read
+
+
+@dataclass(frozen=True)
+class GripperReading:
+    width_m: float  #: between the fingers, 0 .. max_width_m
+    opening: float  #: width over the largest width, the 0..1 the agents use
+    grasped: bool
+
+
+@dataclass(frozen=True)
+class ArmStatus:
+    status: str  #: one of :data:`STATUSES`
+    detail: str  #: why, in a sentence ("" when idle or playing)
+
+
+def _franky() -> Any:
+    """franky, imported on first use so that the package imports without the hardware extra."""
+    try:
+        import franky
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise HardwareError(f"franky is not installed ({exc}); pip install 'agent-bringup[hardware]'") from None
+    return franky
+
+
+class FrankaArm:
+    """One FR3 arm and its Franka Hand. Thread-safe: the arm's calls to franky are serialised by one lock, the
+    gripper's (which block until the fingers stop) by another, so a stop never waits behind a gripper move."""
+
+    def __init__(self, settings: HardwareSettings, *, guard: TrajectoryGuard | None = None) -> None:
+        self.settings = settings
+        self.guard = guard or TrajectoryGuard(settings)
+        self.joint_names = settings.joint_names
+        self.max_width_m = 2.0 * settings.robot.arm(settings.arm).gripper_max_m  # two fingers
+        self._lock = threading.RLock()  # the arm's calls; stop() never waits behind a gripper move
+        self._gripper_lock = threading.Lock()
+        self._waypoint_speed_rad_s = np.zeros(len(self.joint_names))  # set by connect(), from franky's limits
+        self._robot: Any = None
+        self._gripper: Any = None
+        self._status = ArmStatus("disconnected", "connect() first")
+        self.ip = settings.robot_ip  #: the address connected to (or last tried)
+        self.sent_motions = 0  #: motions handed to franky since construction (the tests' proof of "nothing sent")
+        self.watchdog = CommandWatchdog(settings.watchdog_timeout_s, self._on_watchdog)
+
+    # -- connection ---------------------------------------------------------------------------------------------
+    def connect(self, ip: str | None = None) -> None:
+        """Connect to the controller at ``ip`` (default: the config's robot_ip) and its gripper."""
+        franky = _franky()
+        ip = ip or self.settings.robot_ip
+        self.ip = ip
+        realtime = {"ignore": franky.RealtimeConfig.Ignore, "enforce": franky.RealtimeConfig.Enforce}
+        with self._lock:
+            try:
+                robot = franky.Robot(ip, realtime_config=realtime[self.settings.realtime_config])
+                robot.relative_dynamics_factor = self.settings.relative_dynamics_factor
+                gripper = franky.Gripper(ip)
+            except (franky.Exception, RuntimeError) as exc:
+                self._status = ArmStatus("lost", f"cannot connect to {ip}: {exc}")
+                raise ContactLostError(f"cannot connect to the FR3 at {ip}: {exc}") from None
+            self._robot, self._gripper = robot, gripper
+            factor = self.settings.relative_dynamics_factor
+            sdk_limit = np.asarray(robot.joint_velocity_limit.get(), dtype=float)
+            self._waypoint_speed_rad_s = sdk_limit * factor * WAYPOINT_SPEED_FRACTION
+            self._status = ArmStatus("idle", "")
+
+    def close(self) -> None:
+        """Stop the watchdog thread and drop the connection (the arm holds where it is)."""
+        self.watchdog.close()
+        with self._lock:
+            self._robot = self._gripper = None
+            self._status = ArmStatus("disconnected", "closed")
+
+    @property
+    def status(self) -> ArmStatus:
+        return self._status
+
+    # -- state --------------------------------------------------------------------------------------------------
+    def joint_state(self) -> JointReading:
+        """The measured joints; ContactLostError when the controller does not answer (after about 1 s)."""
+        state = self._call(lambda robot: robot.state)
+        return JointReading(
+            positions_rad=tuple(float(v) for v in state.q),
+            velocities_rad_s=tuple(float(v) for v in state.dq),
+            efforts_nm=tuple(float(v) for v in state.tau_J),
+            robot_time_s=float(state.time.to_sec()),
+            read_s=time.monotonic(),
+        )
+
+    # -- motion -------------------------------------------------------------------------------------------------
+    def follow(self, cmd: TrajectoryCommand) -> CheckedTrajectory | None:
+        """joint_trajectory_controller semantics: an empty trajectory stops (None); any other is checked against the
+        measured state and replaces what plays. TrajectoryRefusedError: refused, nothing was sent."""
+        if not cmd.positions:
+            self.stop()
+            return None
+        reading = self.joint_state()
+        checked = self.guard.check(cmd, reading.positions_rad, reading.velocities_rad_s)
+        self.play(checked)
+        return checked
+
+    def play(self, trajectory: CheckedTrajectory) -> None:
+        """Hand a checked trajectory to franky as one waypoint motion (see the module docstring) and arm the watchdog:
+        :meth:`feed` must then come at least every ``watchdog.timeout_s`` until the motion ends."""
+        if not isinstance(trajectory, CheckedTrajectory) or trajectory.joint_names != self.joint_names:
+            raise InvalidCommandError("play() takes a CheckedTrajectory of this arm's joints (TrajectoryGuard.check)")
+        franky = _franky()
+        # The guard checked the robot's own limits; franky plays no faster than its limits times the dynamics
+        # factor, so faster segments play slower than stamped (the path is kept, the timing is not).
+        speed = self._waypoint_speed_rad_s
+        velocities = np.clip(trajectory.velocities_rad_s, -speed, speed)
+        # Each segment takes at least its stamped duration, on the robot's clock (franky's unit is the millisecond).
+        segments_ms = np.round(np.diff(trajectory.times_from_start_s, prepend=0.0) * _MS_PER_S).astype(int)
+        waypoints = [
+            franky.JointWaypoint(franky.JointState(q, v), minimum_time=franky.Duration(int(ms)))
+            for q, v, ms in zip(trajectory.positions_rad, velocities, segments_ms, strict=True)
+        ]
+        motion = franky.JointWaypointMotion(waypoints)
+
+        def send(robot: Any) -> None:
+            if self._status.status == "error":
+                raise HardwareError(f"the arm is in error ({self._status.detail}): call recover_from_errors() first")
+            robot.move(motion, asynchronous=True)
+
+        with self._lock:
+            self._call(send)
+            self.sent_motions += 1
+            self._status = ArmStatus("playing", "")
+            self.watchdog.arm()
+
+    def feed(self) -> None:
+        """The commander is alive (a lease renewal): keeps a playing trajectory going."""
+        self.watchdog.feed()
+
+    def is_playing(self) -> bool:
+        """Whether a motion is still running; raises what the motion raised (ContactLostError, HardwareError)."""
+        with self._lock:
+            if self._status.status != "playing":
+                return False
+            # join_motion(0) is True once the motion has finished. Not poll_motion: with franky 2.0.0 against
+            # franky-sim it returned False while a motion ran and True after it ended, the opposite of its docstring.
+            running = not self._call(lambda robot: robot.join_motion(0.0))
+            if not running:
+                self._finished()
+            return running
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` [s] for the motion to end (feeding the watchdog meanwhile); True if it did."""
+        deadline = time.monotonic() + timeout_s
+        poll_s = self.watchdog.timeout_s / 4.0  # feeds well within the timeout
+        while time.monotonic() < deadline:
+            if not self.is_playing():
+                return True
+            self.feed()
+            time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+        return not self.is_playing()
+
+    def stop(self, *, why: str = "stopped on request") -> None:
+        """Stop now: franky decelerates within its limits and the arm holds where it stops (see :meth:`hold`)."""
+        with self._lock:
+            self.watchdog.disarm()
+            if self._robot is None or self._status.status in ("lost", "disconnected"):
+                return
+
+            def stop_and_clear(robot: Any) -> None:
+                robot.stop()
+                # The stopped motion ends with "Move command preempted"; collect it here, or the next move raises it.
+                try:
+                    robot.join_motion(self.watchdog.timeout_s)
+                except _franky().ControlException:
+                    pass
+
+            self._call(stop_and_clear)
+            self._status = ArmStatus("stopped", why)
+
+    def hold(self) -> None:
+        """Hold the current position: stop any motion; the controller then holds where the arm stopped."""
+        self.stop(why="holding")
+
+    def recover_from_errors(self) -> None:
+        """Clear the controller's error state (after a reflex); explicit, never automatic."""
+        with self._lock:
+            self._call(lambda robot: robot.recover_from_errors())
+            self._status = ArmStatus("idle", "")
+
+    def _finished(self) -> None:
+        self.watchdog.disarm()
+        self._status = ArmStatus("idle", "")
+
+    def _on_watchdog(self) -> None:
+        """Runs on the watchdog's thread when feed() stopped coming: stop and hold, if the motion still plays."""
+        with self._lock:
+            if self.watchdog.armed:
+                return  # a new trajectory re-armed it meanwhile
+            try:
+                if not self.is_playing():
+                    return  # it ended (or was stopped) before anyone asked
+                self.stop(why=f"no feed() for {self.watchdog.timeout_s:g} s: stopped and holding")
+            except HardwareError:
+                return  # lost contact or a motion error: the status says which
+            self._status = ArmStatus("watchdog", self._status.detail)
+
+    # -- gripper ------------------------------------------------------------------------------------------------
+    def gripper_state(self) -> GripperReading:
+        width = float(self._gripper_call(lambda gripper: gripper.width))
+        return GripperReading(
+            width_m=width,
+            opening=min(1.0, max(0.0, width / self.max_width_m)),
+            grasped=bool(self._gripper_call(lambda gripper: gripper.is_grasped)),
+        )
+
+    def move_gripper(self, width_m: float) -> bool:
+        """Move the fingers to ``width_m`` [m] apart (0 .. max_width_m); True when reached. Blocks until done."""
+        if not 0.0 <= width_m <= self.max_width_m:
+            raise InvalidCommandError(f"gripper width {width_m!r} m is outside [0, {self.max_width_m:g}] m")
+        speed = self.settings.gripper.speed_m_s
+        return bool(self._gripper_call(lambda gripper: gripper.move(width_m, speed)))
+
+    def set_opening(self, opening: float) -> bool:
+        """The agents' gripper command: 0 closed .. 1 fully open (``max_width_m``)."""
+        if not 0.0 <= opening <= 1.0:
+            raise InvalidCommandError(f"gripper opening {opening!r} is outside [0, 1]")
+        return self.move_gripper(opening * self.max_width_m)
+
+    def grasp(self, width_m: float) -> bool:
+        """Close on an object about ``width_m`` [m] wide with the configured force; True if it is held."""
+        if not 0.0 <= width_m <= self.max_width_m:
+            raise InvalidCommandError(f"grasp width {width_m!r} m is outside [0, {self.max_width_m:g}] m")
+        g = self.settings.gripper
+        return bool(
+            self._gripper_call(
+                lambda gripper: gripper.grasp(
+                    width_m, g.speed_m_s, g.force_n, epsilon_inner=g.epsilon_m, epsilon_outer=g.epsilon_m
+                )
+            )
+        )
+
+    # -- franky calls -------------------------------------------------------------------------------------------
+    def _call(self, fn: Callable[[Any], _T]) -> _T:
+        """Run ``fn(robot)`` under the arm's lock, franky's errors mapped (:meth:`_mapped`)."""
+        with self._lock:
+            return self._mapped(fn, self._robot)
+
+    def _gripper_call(self, fn: Callable[[Any], _T]) -> _T:
+        """Run ``fn(gripper)`` under the gripper's own lock: a gripper move blocks for seconds, a stop must not wait."""
+        with self._gripper_lock:
+            return self._mapped(fn, self._gripper)
+
+    def _mapped(self, fn: Callable[[Any], _T], target: Any) -> _T:
+        """``fn(target)``; network errors become ContactLostError (status lost), other franky errors HardwareError
+        (status error, until recover_from_errors())."""
+        franky = _franky()
+        if target is None or self._status.status in ("lost", "disconnected"):
+            raise ContactLostError(f"no contact with the FR3 ({self._status.detail}): connect() again")
+        try:
+            return fn(target)
+        except franky.NetworkException as exc:
+            self._lose(str(exc))
+        except (franky.Exception, RuntimeError) as exc:
+            # franky raises a bare RuntimeError("Net Exception") from state reads on a dead connection, and a bare
+            # RuntimeError("Motion planner failed ...") when a motion cannot be planned.
+            if isinstance(exc, RuntimeError) and str(exc).startswith("Net"):
+                self._lose(str(exc))
+            self._status = ArmStatus("error", f"{type(exc).__name__}: {exc}")
+            self.watchdog.disarm()
+            raise HardwareError(
+                f"the FR3 reported {type(exc).__name__}: {exc}; call recover_from_errors() before moving again"
+            ) from None
+
+    def _lose(self, why: str) -> NoReturn:
+        self.watchdog.disarm()
+        self._status = ArmStatus("lost", f"lost contact: {why}")
+        raise ContactLostError(f"lost contact with the FR3 at {self.ip}: {why}")
