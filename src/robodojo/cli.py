@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -214,11 +215,33 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         "images": args.images or "",
         "context_tokens": args.context_tokens or 0,
     }
+    hardware_params = {"hardware_config": args.hardware_config or "", "robot_ip": args.robot_ip or ""}
+    episode_params = {"instruction": args.instruction or ""}
     return run_graph(
         robot=args.robot, task=args.task, seed=args.seed, variant=args.variant, agent=args.agent, llm=llm,
         base_url=args.base_url or "", out=Path(args.out), log_dir=Path(args.log_dir), domain_id=args.domain_id,
-        agent_params=agent_params,
+        agent_params=agent_params, hardware=args.hardware, hardware_params=hardware_params,
+        episode_params=episode_params, camera_topic=args.camera_topic,
     )  # fmt: skip
+
+
+def _cmd_judge(args: argparse.Namespace) -> int:
+    from robodojo.nodes.process_graph import build_interfaces, use_interfaces_here
+
+    build_interfaces()
+    use_interfaces_here()
+    from robodojo.nodes.judge_client import send_judgement
+
+    if args.ready:
+        answer = send_judgement(ready=True, timeout_s=args.timeout)
+    else:
+        score = math.nan if args.score is None else args.score
+        success = bool(args.success) or (args.score is not None and args.score >= 1.0)
+        answer = send_judgement(
+            success=success, score=score, note=args.note, episode_id=args.episode, timeout_s=args.timeout
+        )
+    print(f"{'accepted' if answer.accepted else 'refused'}: {answer.message}")
+    return 0 if answer.accepted else 1
 
 
 def _cmd_api(args: argparse.Namespace) -> int:
@@ -383,7 +406,34 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--out", default="out/episodes", help="episode records go here (default out/episodes)")
     graph.add_argument("--log-dir", default="out/graph", help="one log file per node (default out/graph)")
     graph.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: the environment's)")
+    graph.add_argument(
+        "--hardware",
+        default="none",
+        choices=("none", "franka"),
+        help="none: the embedded simulator; franka: an FR3 over libfranka (fr3_driver_node, episode_node, "
+        "camera_node per camera); use with --robot fr3",
+    )
+    graph.add_argument("--hardware-config", default=None, help="hardware config (default config/hardware/fr3.yaml)")
+    graph.add_argument("--robot-ip", default=None, help="the control box's address (default: the hardware config's)")
+    graph.add_argument("--instruction", default=None, help="real robots: free-text instruction (default: the task's)")
+    graph.add_argument(
+        "--camera-topic",
+        default="/{camera}/image_raw",
+        help="real robots: each camera driver's image topic, {camera} replaced (default %(default)s)",
+    )
     graph.set_defaults(func=_cmd_graph)
+    judge = sub.add_parser(
+        "judge", help="real robots: the operator's verdict on the running episode, or --ready after a reset"
+    )
+    verdict = judge.add_mutually_exclusive_group(required=True)
+    verdict.add_argument("--success", action="store_true", help="the task succeeded (score 1)")
+    verdict.add_argument("--fail", action="store_true", help="the task failed (score 0 unless --score)")
+    verdict.add_argument("--ready", action="store_true", help="the scene is set up: a waiting reset goes on")
+    verdict.add_argument("--score", type=float, default=None, help="process score in [0, 1] (1: success)")
+    judge.add_argument("--note", default="", help="why, in your words (logged and published on /episode/verdict)")
+    judge.add_argument("--episode", default="", help="the episode id judged (default: the running one)")
+    judge.add_argument("--timeout", type=float, default=10.0, help="wait this long for episode_node [s]")
+    judge.set_defaults(func=_cmd_judge)
     api = sub.add_parser("api", help="print the robo API reference the code-cell agent's model sees")
     api.add_argument("--robot", default="dual_arx_x5")
     api.set_defaults(func=_cmd_api)

@@ -298,6 +298,26 @@ class FrankaArm:
             raise InvalidCommandError(f"gripper opening {opening!r} is outside [0, 1]")
         return self.move_gripper(opening * self.max_width_m)
 
+    @property
+    def gripper_busy(self) -> bool:
+        """A gripper call (a move, a grasp, a reading) is under way."""
+        return self._gripper_lock.locked()
+
+    def close_on(self, width_m: float = 0.0) -> bool:
+        """Close towards ``width_m`` [m] and hold whatever stops the fingers on the way with the configured force
+        (a grasp that succeeds anywhere between ``width_m`` and fully open); True if something is held or the
+        fingers reached ``width_m``."""
+        if not 0.0 <= width_m <= self.max_width_m:
+            raise InvalidCommandError(f"gripper width {width_m!r} m is outside [0, {self.max_width_m:g}] m")
+        g = self.settings.gripper
+        return bool(
+            self._gripper_call(
+                lambda gripper: gripper.grasp(
+                    width_m, g.speed_m_s, g.force_n, epsilon_inner=g.epsilon_m, epsilon_outer=self.max_width_m
+                )
+            )
+        )
+
     def grasp(self, width_m: float) -> bool:
         """Close on an object about ``width_m`` [m] wide with the configured force; True if it is held."""
         if not 0.0 <= width_m <= self.max_width_m:

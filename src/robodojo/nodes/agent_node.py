@@ -142,7 +142,7 @@ class AgentNode(GraphNode):
                 self.view.changed.wait(timeout=0.1)
 
     def _reset(self) -> None:
-        timeout = self.params.status_timeout_s * 10
+        timeout = self.params.reset_timeout_s
         deadline = time.monotonic() + timeout
         # In short waits, so that an interruption is noticed (wait_for_service itself cannot be interrupted)
         while not self.reset_client.wait_for_service(timeout_sec=0.2):

@@ -113,6 +113,9 @@ class AgentNodeParams:
         "upper bound on one MoveEef goal (the server reports long before) [s]", positive=True
     )
     exit_when_done: bool = parameter("shut the node down after the episode (launch then ends the graph)")
+    reset_timeout_s: float = parameter(
+        "wait this long for /episode/reset to answer (a real robot's reset waits for the operator) [s]", positive=True
+    )
 
 
 @dataclass(frozen=True)
@@ -136,12 +139,43 @@ class TcpStatePublisherParams:
     max_rate_hz: float = parameter("publish at most this often, on /joint_states arrival [Hz]", positive=True)
 
 
+@dataclass(frozen=True)
+class Fr3DriverParams:
+    """fr3_driver_node: a Franka FR3 over libfranka (franky) as the graph's robot, in the simulator's place."""
+
+    hardware_config: str = parameter("hardware config (robot, IP, limits, scaling); empty: config/hardware/fr3.yaml")
+    robot_ip: str = parameter("the control box's FCI address; empty: the hardware config's robot_ip")
+    status_rate_hz: float = parameter("trajectory_status of holding controllers, and /diagnostics [Hz]", positive=True)
+    gripper_rate_hz: float = parameter("gripper width readings between moves [Hz]", positive=True)
+    reconnect_period_s: float = parameter("after lost contact, try to connect again this often [s]", positive=True)
+
+
+@dataclass(frozen=True)
+class EpisodeNodeParams:
+    """episode_node: a real robot's episode (no simulator): instruction, step budget, the operator's verdict."""
+
+    robot: str = parameter("robot configuration (config/robots/<robot>.yaml)")
+    task: str = parameter("task whose instruction, recipe and step budget the episode takes (robodojo tasks)")
+    variant: str = parameter("task variant named in the episode status")
+    seed: int = parameter("seed named in the episode status (a real scene has no seeded layout)")
+    instruction: str = parameter("free-text instruction; empty: the task's (its {color}-like slots from defaults)")
+    step_limit: int = parameter("25 Hz trajectory points the episode may play; 0: the task's")
+    status_rate_hz: float = parameter(
+        "/episode/status heartbeat [Hz]; it is also published on every change", positive=True
+    )
+    home_on_reset: bool = parameter("a reset homes the arms through the motion server's /motion/home")
+    confirm_reset: bool = parameter("a reset waits for the operator's `robodojo judge --ready`")
+    reset_timeout_s: float = parameter("how long a reset waits for the operator [s]", positive=True)
+
+
 NODE_PARAMS: dict[str, type] = {
     "sim_node": SimNodeParams,
     "motion_server_node": MotionServerParams,
     "agent_node": AgentNodeParams,
     "camera_node": CameraNodeParams,
     "tcp_state_publisher": TcpStatePublisherParams,
+    "fr3_driver_node": Fr3DriverParams,
+    "episode_node": EpisodeNodeParams,
 }
 
 P = TypeVar("P")

@@ -314,6 +314,63 @@ def _supervise(nodes: Sequence[NodeProcess], stop: _StopRequest) -> int:
         time.sleep(POLL_S)
 
 
+#: ``--hardware`` of `robodojo graph` and ``hardware:=`` of the launch file: the driver node of each arm family.
+HARDWARE_DRIVERS = {"franka": "fr3_driver_node"}
+#: A real robot's reset waits for the operator (episode_node's confirm_reset); the agent waits as long.
+OPERATOR_RESET_TIMEOUT_S = 900.0
+
+
+def graph_nodes(
+    *,
+    robot: str,
+    task: str,
+    seed: int,
+    variant: str,
+    agent: str,
+    agent_params: Mapping[str, object],
+    hardware: str = "none",
+    hardware_params: Mapping[str, object] | None = None,
+    episode_params: Mapping[str, object] | None = None,
+    camera_topic: str = "/{camera}/image_raw",
+) -> list[tuple[str, dict[str, object], str]]:
+    """The nodes of a graph as (node module, parameters, log file name), in start order.
+
+    ``hardware`` "none": the embedded simulator (sim_node, the clock source; the others use_sim_time). A driver
+    (HARDWARE_DRIVERS) instead: the arm driver, episode_node for the episode, tcp_state_publisher, one camera_node
+    per camera of the robot reading ``camera_topic`` ({camera} replaced), all on the system clock.
+    """
+    if hardware == "none":
+        sim_time = True
+        starts: list[tuple[str, dict[str, object], str]] = [
+            ("sim_node", {"robot": robot, "task": task, "seed": seed, "variant": variant}, "sim_node.log"),
+        ]
+    elif hardware in HARDWARE_DRIVERS:
+        from robodojo.robots.config import load_robot_config
+
+        sim_time = False
+        episode = {"robot": robot, "task": task, "seed": seed, "variant": variant, **(episode_params or {})}
+        starts = [
+            (HARDWARE_DRIVERS[hardware], dict(hardware_params or {}), f"{HARDWARE_DRIVERS[hardware]}.log"),
+            ("episode_node", episode, "episode_node.log"),
+            ("tcp_state_publisher", {"robot": robot}, "tcp_state_publisher.log"),
+        ]
+        for camera in load_robot_config(robot).camera_names:
+            camera_params: dict[str, object] = {"robot": robot, "camera": camera}
+            camera_params["input_topic"] = camera_topic.replace("{camera}", camera)
+            starts.append(("camera_node", camera_params, f"camera_node_{camera}.log"))
+    else:
+        choices = ", ".join(HARDWARE_DRIVERS)
+        raise RobodojoError(f"unknown hardware {hardware!r}; choose none (the simulator) or {choices}")
+    starts.append(("motion_server_node", {"robot": robot, "use_sim_time": sim_time}, "motion_server.log"))
+    if agent != "none":
+        params: dict[str, object] = {"agent": agent, "task": task, "seed": seed, "variant": variant}
+        params["use_sim_time"] = sim_time
+        if not sim_time:
+            params["reset_timeout_s"] = OPERATOR_RESET_TIMEOUT_S
+        starts.append(("agent_node", {**params, **agent_params}, "agent_node.log"))
+    return starts
+
+
 def run_graph(
     *,
     robot: str,
@@ -327,36 +384,40 @@ def run_graph(
     log_dir: Path,
     domain_id: int | None = None,
     agent_params: Mapping[str, object] | None = None,
+    hardware: str = "none",
+    hardware_params: Mapping[str, object] | None = None,
+    episode_params: Mapping[str, object] | None = None,
+    camera_topic: str = "/{camera}/image_raw",
 ) -> int:
-    """``robodojo graph``: what robodojo.launch.py starts with sim:=mujoco, as processes, until the agent is done.
+    """``robodojo graph``: what robodojo.launch.py starts, as processes, until the agent is done.
 
-    With ``agent`` "none" the simulator and motion server run until Ctrl-C (drive them with your own client).
+    With ``agent`` "none" the robot and motion server run until Ctrl-C (drive them with your own client).
     ``agent_params``: more agent_node parameters (LLM settings, images, context_tokens; config/nodes.yaml).
+    ``hardware``: "none" for the embedded simulator, "franka" for an FR3 (:func:`graph_nodes`; ``hardware_params``
+    and ``episode_params`` go to the driver and episode_node).
     The launcher keeps to ros2 launch's habits, with the agent node marked required:
 
     - The agent node is required: when it ends, the launcher stops the other nodes and exits with the agent's exit
       code (0: the episode ran to an end; 3: the robot stopped answering; 1: the episode did not run).
-    - The simulator and the motion server are not required: when one dies the launcher prints its name, its exit
-      code and the last lines of its log, and the other nodes keep running. An agent notices the loss itself and
-      ends its episode as backend_lost (exit code 3), which then ends the graph, so the record says what happened.
-      With agent "none" the graph runs on until Ctrl-C, or until no node is left (exit code 1).
+    - The simulator (or driver) and the motion server are not required: when one dies the launcher prints its name,
+      its exit code and the last lines of its log, and the other nodes keep running. An agent notices the loss itself
+      and ends its episode as backend_lost (exit code 3), which then ends the graph, so the record says what
+      happened. With agent "none" the graph runs on until Ctrl-C, or until no node is left (exit code 1).
     - Ctrl-C or SIGTERM stops every node still running with SIGINT, the agent first (its episode ends as
       interrupted, with a complete record), each given STOP_TIMEOUT_S; the exit code is 0 when each of them exited
       with 0, else 1. Further Ctrl-Cs are ignored while the nodes shut down.
     """
     if domain_id is None and "ROS_DOMAIN_ID" in os.environ:
         domain_id = int(os.environ["ROS_DOMAIN_ID"])
+    agent_all = {"llm": llm, "base_url": base_url, "out": str(out.resolve()), **(agent_params or {})}
+    starts = graph_nodes(
+        robot=robot, task=task, seed=seed, variant=variant, agent=agent, agent_params=agent_all, hardware=hardware,
+        hardware_params=hardware_params, episode_params=episode_params, camera_topic=camera_topic,
+    )  # fmt: skip
     build_interfaces()
     env = ros_environment(domain_id=domain_id, log_dir=log_dir / "ros")
-    starts: list[tuple[str, dict[str, object], str]] = [
-        ("sim_node", {"robot": robot, "task": task, "seed": seed, "variant": variant}, "sim_node.log"),
-        ("motion_server_node", {"robot": robot, "use_sim_time": True}, "motion_server.log"),
-    ]
-    if agent != "none":
-        params = {"agent": agent, "llm": llm, "base_url": base_url, "task": task, "seed": seed, "variant": variant}
-        params |= {"out": str(out.resolve()), "use_sim_time": True, **(agent_params or {})}
-        starts.append(("agent_node", params, "agent_node.log"))
-    _say(f"{robot}, task {task} seed {seed} ({variant}); node logs in {log_dir}/")
+    backend = "the simulator" if hardware == "none" else f"{hardware} hardware"
+    _say(f"{robot} on {backend}, task {task} seed {seed} ({variant}); node logs in {log_dir}/")
     nodes: list[NodeProcess] = []
     with _StopRequest() as stop:
         try:
@@ -364,7 +425,7 @@ def run_graph(
                 nodes.append(NodeProcess(node, node_params, env, log_dir / log_name))
                 _say(f"started {node} (pid {nodes[-1].pid})")
             if agent == "none":
-                _say("simulator and motion server running; Ctrl-C stops them")
+                _say(f"{backend} and motion server running; Ctrl-C stops them")
             return _supervise(nodes, stop)
         finally:
             _stop_all(nodes)  # after an exception; otherwise every node has ended already

@@ -1,0 +1,211 @@
+"""The episode of a real robot: what sim_node publishes about an episode, for robots without a simulator.
+
+Publishes /episode/status (latched, on every change and at ``status_rate_hz``) with the task's instruction (or the
+``instruction`` parameter), recipe and step budget; counts the steps from the controllers' trajectory_status reports
+(points played, as the simulator counts them) and, once the budget is used up, stops every controller with an empty
+trajectory; takes success and score from the operator through /episode/judge (``robodojo judge``), and publishes each
+verdict on /episode/verdict.
+
+/episode/reset starts a new episode: it stops the controllers, homes the arms through the motion server's
+/motion/home (``home_on_reset``), then asks the operator to put the scene back and waits for ``robodojo judge
+--ready`` (``confirm_reset``, up to ``reset_timeout_s``); the steps of the homing are not the agent's.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+
+from agent_bringup.msg import EpisodeStatus, TrajectoryStatus
+from agent_bringup.srv import JudgeEpisode, ResetEpisode
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from robodojo.episodes.operated import EpisodeText, OperatedEpisode, episode_text
+from robodojo.errors import RobodojoError
+from robodojo.nodes import convert, topics
+from robodojo.nodes.parameters import EpisodeNodeParams
+from robodojo.nodes.params import declare_parameters
+from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
+from robodojo.robots.config import load_robot_config
+
+NODE_NAME = "episode_node"
+JUDGE = "/episode/judge"
+VERDICT = "/episode/verdict"
+REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+HOME_TIMEOUT_S = 120.0  # a home move is a few seconds; the motion server answers long before
+PROMPT_PERIOD_S = 15.0  # while a reset waits, the operator is reminded this often
+
+
+class EpisodeNode(GraphNode):
+    def __init__(self) -> None:
+        super().__init__(NODE_NAME)
+        p = declare_parameters(self, EpisodeNodeParams)
+        self.params = p
+        self.robot = load_robot_config(p.robot)
+        self.episode = OperatedEpisode(self._text(p.task, p.variant, p.seed))
+        self._ready = threading.Event()
+        self._waiting_for_ready = False
+        self._budget_stopped = ""  # the episode whose controllers were stopped for its budget
+        self._last_key: tuple | None = None
+        self._lock = threading.Lock()
+
+        self.status_pub = self.create_publisher(EpisodeStatus, topics.EPISODE_STATUS, LATCHED_QOS)
+        self.verdict_pub = self.create_publisher(String, VERDICT, LATCHED_QOS)
+        self.stop_pubs = []
+        for arm in self.robot.arms:
+            for name in (topics.arm_controller_name(arm.name), topics.gripper_controller_name(arm.name)):
+                self.create_subscription(TrajectoryStatus, topics.trajectory_status(name), self._on_report, REPORT_QOS)
+            for topic in (topics.arm_controller(arm.name), topics.gripper_controller(arm.name)):
+                self.stop_pubs.append(self.create_publisher(JointTrajectory, topic, 10))
+        slow = MutuallyExclusiveCallbackGroup()  # a reset waits for the arms and the operator
+        self.create_service(ResetEpisode, topics.EPISODE_RESET, self._on_reset, callback_group=slow)
+        self.create_service(JudgeEpisode, JUDGE, self._on_judge)
+        self.home_client = self.create_client(Trigger, topics.HOME, callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_timer(1.0 / p.status_rate_hz, lambda: self._publish(force=True))
+        self._publish(force=True)
+        self.get_logger().info(
+            f"{self.robot.name}: episode {self.episode.episode_id} ({p.task}): {self.episode.text.instruction!r}; "
+            f"{self.episode.text.step_limit} steps; judge with `robodojo judge --success/--fail/--score S`"
+        )
+
+    def _text(self, task: str, variant: str, seed: int) -> EpisodeText:
+        return episode_text(self.robot, task, variant, seed, self.params.instruction, self.params.step_limit)
+
+    # -- steps ----------------------------------------------------------------------------------------------------
+    def _on_report(self, msg: TrajectoryStatus) -> None:
+        episode = self.episode
+        if episode.on_report(msg.controller, convert.seconds(msg.start), int(msg.points_played)):
+            if episode.steps_left == 0 and self._budget_stopped != episode.episode_id:
+                self._budget_stopped = episode.episode_id
+                self.get_logger().warning("the episode's steps are used up: every controller stopped")
+                for pub in self.stop_pubs:
+                    pub.publish(JointTrajectory())  # empty: stop (joint_trajectory_controller semantics)
+            self._publish(force=False)
+
+    # -- operator -------------------------------------------------------------------------------------------------
+    def _on_judge(self, request: JudgeEpisode.Request, response: JudgeEpisode.Response) -> JudgeEpisode.Response:
+        episode = self.episode
+        response.episode_id = episode.episode_id
+        if request.episode_id and request.episode_id != episode.episode_id:
+            response.accepted = False
+            response.message = f"episode {request.episode_id} is over; the running one is {episode.episode_id}"
+            return response
+        if request.kind == JudgeEpisode.Request.READY:
+            response.accepted = self._waiting_for_ready
+            response.message = (
+                "the scene is ready: the new episode starts"
+                if self._waiting_for_ready
+                else "no reset is waiting for the scene; nothing to confirm"
+            )
+            if self._waiting_for_ready:
+                self._ready.set()
+            return response
+        if request.kind != JudgeEpisode.Request.VERDICT:
+            response.accepted, response.message = False, f"unknown kind {request.kind}: VERDICT (0) or READY (1)"
+            return response
+        try:
+            verdict = episode.judge(bool(request.success), float(request.score), request.note)
+        except RobodojoError as exc:
+            response.accepted, response.message = False, str(exc)
+            return response
+        text = (
+            f"episode {episode.episode_id}: {'success' if verdict.success else 'no success'}, score "
+            f"{verdict.score:g}" + (f" ({verdict.note})" if verdict.note else "")
+        )
+        self.get_logger().info(f"operator's verdict: {text}")
+        self.verdict_pub.publish(String(data=text))
+        self._publish(force=True)
+        response.accepted, response.message = True, text
+        return response
+
+    # -- reset ----------------------------------------------------------------------------------------------------
+    def _on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
+        try:
+            text = self._text(request.task or self.params.task, request.variant, int(request.seed))
+        except RobodojoError as exc:
+            response.success, response.message = False, str(exc)
+            self.get_logger().error(f"reset refused, the episode goes on: {exc}")
+            return response
+        for pub in self.stop_pubs:
+            pub.publish(JointTrajectory())
+        self.episode = OperatedEpisode(text, counting=False)
+        self._publish(force=True)
+        why = self._home() if self.params.home_on_reset else ""
+        if not why and self.params.confirm_reset:
+            why = self._wait_for_operator(text)
+        if why:
+            response.success, response.message = False, why
+            self.get_logger().error(f"reset failed: {why}")
+            return response
+        self.episode.start_counting()
+        self._publish(force=True)
+        response.success, response.episode_id, response.instruction = True, self.episode.episode_id, text.instruction
+        self.get_logger().info(f"reset: {text.task} -> episode {self.episode.episode_id}")
+        return response
+
+    def _home(self) -> str:
+        """Home the arms through the motion server; "" when done, else why not."""
+        if not self.home_client.wait_for_service(timeout_sec=HOME_TIMEOUT_S / 10):
+            return f"no {topics.HOME} service: is the motion server running?"
+        done = threading.Event()
+        future = self.home_client.call_async(Trigger.Request())
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(HOME_TIMEOUT_S):
+            return f"{topics.HOME} did not answer within {HOME_TIMEOUT_S:g} s"
+        result = future.result()
+        if result is None or not result.success:
+            return f"homing failed: {result.message if result else 'no answer'}"
+        return ""
+
+    def _wait_for_operator(self, text: EpisodeText) -> str:
+        """Ask the operator to put the scene back; "" once confirmed, else why not."""
+        self._ready.clear()
+        self._waiting_for_ready = True
+        deadline = time.monotonic() + self.params.reset_timeout_s
+        try:
+            while not self._ready.is_set():
+                self.get_logger().warning(
+                    f"operator: set up the scene for {text.task!r} ({text.instruction!r}), then run "
+                    "`robodojo judge --ready`"
+                )
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return f"the operator did not confirm the scene within {self.params.reset_timeout_s:g} s"
+                self._ready.wait(min(PROMPT_PERIOD_S, left))
+            return ""
+        finally:
+            self._waiting_for_ready = False
+
+    # -- status ---------------------------------------------------------------------------------------------------
+    def _publish(self, *, force: bool) -> None:
+        episode = self.episode
+        text = episode.text
+        steps = episode.steps_used
+        key = (episode.episode_id, steps, episode.success, episode.score)
+        with self._lock:
+            if not force and key == self._last_key:
+                return
+            self._last_key = key
+            self.status_pub.publish(
+                EpisodeStatus(
+                    header=convert.header(time.time(), topics.WORLD_FRAME), episode_id=episode.episode_id,
+                    robot=self.robot.name, task=text.task, variant=text.variant, seed=text.seed,
+                    instruction=text.instruction, recipe=text.recipe, steps_used=steps, step_limit=text.step_limit,
+                    steps_left=max(0, text.step_limit - steps), success=episode.success,
+                    score=float(episode.score) if math.isfinite(episode.score) else 0.0,
+                )
+            )  # fmt: skip
+
+
+def main() -> int:
+    return run_node(EpisodeNode, NODE_NAME, threads=3)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
