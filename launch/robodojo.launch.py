@@ -7,8 +7,10 @@
     ros2 launch agent_bringup robodojo.launch.py agent:=code_cell llm:=llamacpppy:smollm2 \
         base_url:=http://127.0.0.1:8000/v1 images:=none context_tokens:=8192  # a local text-only model
     ros2 launch agent_bringup robodojo.launch.py sim:=isaac               # Isaac Sim's ROS 2 bridge is the backend
+    ros2 launch agent_bringup robodojo.launch.py robot:=fr3 sim:=none hardware:=franka \\
+        robot_ip:=172.16.0.2 camera_topic:='/{camera}/color/image_raw'    # a real FR3 (README: real arms)
     ros2 launch agent_bringup robodojo.launch.py sim:=none \\
-        camera_topic:='/drivers/{camera}/image_raw'                      # real hardware
+        camera_topic:='/drivers/{camera}/image_raw'                      # other hardware, its own drivers
     ros2 launch agent_bringup robodojo.launch.py agent:=none rviz:=false  # the graph only (launch_testing does this)
     ros2 launch agent_bringup robodojo.launch.py robot_state_publisher:=false  # a driver publishes TF and the model
 
@@ -22,6 +24,10 @@ Backends (`sim`):
   camera driver publishes raw images, and one `camera_node` per camera of the robot (config/robots/<robot>.yaml,
   `cameras`) republishes them under /cameras/<camera>/ with calibration and pose. Its `input_topic` parameter is set
   to the driver's topic, `camera_topic` with {camera} replaced by the camera's name (default /<camera>/image_raw).
+  `hardware` picks this package's arm driver: franka starts `fr3_driver_node` (config/hardware/fr3.yaml, or
+  `hardware_config:=`; `robot_ip:=` overrides its address); none expects your own drivers. With sim:=none,
+  `episode_node` runs the episode (instruction from the task or `instruction:=`, steps from the controllers' reports,
+  success from the operator: `robodojo judge --success`), and a reset waits for `robodojo judge --ready`.
 
 Node parameters not given here keep their defaults from config/nodes.yaml. The default `llm` follows the agent: the
 replayed example of its kind (DEFAULT_LLM below); an explicit llm:= always wins.
@@ -57,6 +63,8 @@ TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
 # llm:= left empty: the replayed example of the agent's kind (the move_eef one is also agent_node's own default,
 # config/nodes.yaml). Relative to the working directory, as `robodojo run --llm` reads them.
+SIM_RESET_TIMEOUT_S = 30.0  # a simulator resets in seconds
+OPERATOR_RESET_TIMEOUT_S = 900.0  # a real scene is put back by hand
 DEFAULT_LLM = {
     "move_eef": "replay:examples/replay/general_pickup_seed0.yaml",
     "code_cell": "replay:examples/cells/general_pickup.py",
@@ -160,6 +168,32 @@ def _arguments() -> list[DeclareLaunchArgument]:
             default_value="false",
             choices=["true", "false"],
             description="End the whole launch when the agent node exits after its episode",
+        ),
+        DeclareLaunchArgument(
+            "hardware",
+            default_value="none",
+            choices=["none", "franka"],
+            description="sim:=none only: this package's arm driver (franka: fr3_driver_node, use robot:=fr3), or none "
+            "(your drivers publish /joint_states and follow the controller topics)",
+        ),
+        DeclareLaunchArgument(
+            "hardware_config",
+            default_value="",
+            description="hardware:=franka: config file (address, limits, scaling); empty: config/hardware/fr3.yaml",
+        ),
+        DeclareLaunchArgument(
+            "robot_ip", default_value="", description="hardware:=franka: the control box's address; empty: the config's"
+        ),
+        DeclareLaunchArgument(
+            "instruction",
+            default_value="",
+            description="sim:=none only: the episode's instruction in free text; empty: the task's",
+        ),
+        DeclareLaunchArgument(
+            "confirm_reset",
+            default_value="true",
+            choices=["true", "false"],
+            description="sim:=none only: a reset waits for the operator's `robodojo judge --ready`",
         ),
         DeclareLaunchArgument(
             "camera_topic",
@@ -308,6 +342,45 @@ def _launch_setup(context, *args, **kwargs):
             )
         )
     else:  # none: real hardware drivers publish /joint_states and raw images
+        hardware = LaunchConfiguration("hardware").perform(context)
+        if hardware == "franka":  # the arm families with a driver here (process_graph.HARDWARE_DRIVERS)
+            driver = Node(
+                package="agent_bringup",
+                executable="fr3_driver_node",
+                output="screen",
+                parameters=[
+                    {
+                        "robot": _text(robot),
+                        "hardware_config": _text(LaunchConfiguration("hardware_config").perform(context)),
+                        "robot_ip": _text(LaunchConfiguration("robot_ip").perform(context)),
+                        "use_sim_time": use_sim_time,
+                    }
+                ],
+            )
+            actions.append(driver)
+            actions.append(
+                RegisterEventHandler(
+                    OnProcessExit(target_action=driver, on_exit=_end_launch_on_exit("fr3_driver_node"))
+                )
+            )
+        actions.append(
+            Node(
+                package="agent_bringup",
+                executable="episode_node",
+                output="screen",
+                parameters=[
+                    {
+                        "robot": _text(robot),
+                        "task": _text(task),
+                        "variant": _text(variant),
+                        "seed": seed,
+                        "instruction": _text(LaunchConfiguration("instruction").perform(context)),
+                        "confirm_reset": _flag(context, "confirm_reset"),
+                        "use_sim_time": use_sim_time,
+                    }
+                ],
+            )
+        )
         actions.append(
             Node(
                 package="agent_bringup",
@@ -366,6 +439,8 @@ def _launch_setup(context, *args, **kwargs):
                     "variant": _text(variant),
                     "seed": seed,
                     "out": _text(out),
+                    # a real robot's reset waits for the operator (episode_node)
+                    "reset_timeout_s": OPERATOR_RESET_TIMEOUT_S if sim == "none" else SIM_RESET_TIMEOUT_S,
                     "use_sim_time": use_sim_time,
                 }
             ],

@@ -397,6 +397,42 @@ def test_every_started_package_node_has_a_known_exit_rule(stand_in_launch):
     assert set(_exit_handlers(_run_setup(stand_in_launch, agent="none"))) == {"sim_node", "motion_server_node"}
 
 
+def test_franka_hardware_starts_the_fr3_driver_and_the_operators_episode(stand_in_launch):
+    """robot:=fr3 sim:=none hardware:=franka: the FR3 driver (address given), the operator's episode, a camera node per
+    FR3 camera, all on the system clock; the agent waits for a reset as long as an operator takes."""
+    actions = _run_setup(
+        stand_in_launch, robot="fr3", task="fr3_pick_cube", sim="none", hardware="franka", robot_ip="172.16.0.2",
+        instruction="Pick up the red cube.", use_sim_time="false",
+    )  # fmt: skip
+    nodes = _nodes(actions)
+    assert {"fr3_driver_node", "episode_node", "tcp_state_publisher", "motion_server_node", "agent_node"} <= set(nodes)
+    assert "sim_node" not in nodes
+    assert _parameters(nodes["fr3_driver_node"])["robot_ip"] == "172.16.0.2"
+    episode = _parameters(nodes["episode_node"])
+    assert (episode["robot"], episode["task"], episode["instruction"]) == (
+        "fr3",
+        "fr3_pick_cube",
+        "Pick up the red cube.",
+    )
+    assert episode["confirm_reset"] is True
+    cameras = [a for a in actions if type(a).__name__ == "Node" and a.kwargs["executable"] == "camera_node"]
+    assert sorted(_parameters(c)["camera"] for c in cameras) == sorted(_robot_yaml("fr3")["cameras"])
+    agent = _parameters(nodes["agent_node"])
+    assert agent["reset_timeout_s"] == stand_in_launch.OPERATOR_RESET_TIMEOUT_S and agent["use_sim_time"] is False
+    assert "fr3_driver_node" in _exit_handlers(actions)
+    # without hardware:=, sim:=none expects the user's own drivers: no driver node
+    assert "fr3_driver_node" not in _nodes(_run_setup(stand_in_launch, robot="fr3", task="fr3_pick_cube", sim="none"))
+
+
+def test_hardware_drivers_agree_between_launch_and_graph(stand_in_launch):
+    from robodojo.nodes import process_graph
+
+    description = stand_in_launch.generate_launch_description()
+    (hardware,) = [e for e in description.args[0] if getattr(e, "args", ()) and e.args[0] == "hardware"]
+    assert set(hardware.kwargs["choices"]) == {"none", *process_graph.HARDWARE_DRIVERS}
+    assert stand_in_launch.OPERATOR_RESET_TIMEOUT_S == process_graph.OPERATOR_RESET_TIMEOUT_S
+
+
 # --- RViz config --------------------------------------------------------------------------------------------
 
 
@@ -483,7 +519,7 @@ def test_launch_description_builds():
     [
         ("mujoco", {"sim_node", "motion_server_node", "agent_node"}),
         ("isaac", {"tcp_state_publisher", "motion_server_node", "agent_node"}),
-        ("none", {"tcp_state_publisher", "camera_node", "motion_server_node", "agent_node"}),
+        ("none", {"tcp_state_publisher", "camera_node", "episode_node", "motion_server_node", "agent_node"}),
     ],
 )
 def test_launch_setup_starts_the_backend_nodes(sim, expected):

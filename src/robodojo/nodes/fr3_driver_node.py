@@ -32,7 +32,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robodojo.control.trajectory_controller import Lease, TrajectoryReport
 from robodojo.control.trajectory_player import TrajectoryCommand
-from robodojo.errors import HardwareError, InvalidCommandError
+from robodojo.errors import ConfigError, HardwareError, InvalidCommandError
 from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
 from robodojo.hardware.franka import FrankaArm
 from robodojo.hardware.settings import load_hardware_settings
@@ -56,6 +56,11 @@ class Fr3DriverNode(GraphNode):
         self.params = p
         self.settings = load_hardware_settings(p.hardware_config or None)
         self.robot = self.settings.robot
+        if p.robot != self.robot.name:  # the motion server and cameras would plan for another robot
+            raise ConfigError(
+                f"parameter 'robot' is {p.robot!r} but the hardware config drives robot {self.robot.name!r}; "
+                "launch with the same robot (robot:=fr3)"
+            )
         arm_name = self.settings.arm
         self.arm = FrankaArm(self.settings)
         self.driver = ArmDriver(

@@ -143,6 +143,7 @@ class TcpStatePublisherParams:
 class Fr3DriverParams:
     """fr3_driver_node: a Franka FR3 over libfranka (franky) as the graph's robot, in the simulator's place."""
 
+    robot: str = parameter("robot configuration the rest of the graph uses; must be the hardware config's robot")
     hardware_config: str = parameter("hardware config (robot, IP, limits, scaling); empty: config/hardware/fr3.yaml")
     robot_ip: str = parameter("the control box's FCI address; empty: the hardware config's robot_ip")
     status_rate_hz: float = parameter("trajectory_status of holding controllers, and /diagnostics [Hz]", positive=True)

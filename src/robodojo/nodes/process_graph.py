@@ -350,7 +350,11 @@ def graph_nodes(
         sim_time = False
         episode = {"robot": robot, "task": task, "seed": seed, "variant": variant, **(episode_params or {})}
         starts = [
-            (HARDWARE_DRIVERS[hardware], dict(hardware_params or {}), f"{HARDWARE_DRIVERS[hardware]}.log"),
+            (
+                HARDWARE_DRIVERS[hardware],
+                {"robot": robot, **(hardware_params or {})},
+                f"{HARDWARE_DRIVERS[hardware]}.log",
+            ),
             ("episode_node", episode, "episode_node.log"),
             ("tcp_state_publisher", {"robot": robot}, "tcp_state_publisher.log"),
         ]
