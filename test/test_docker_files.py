@@ -14,6 +14,7 @@ import shlex
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -374,3 +375,18 @@ def test_referenced_paths_and_make_targets_exist():
             assert re.search(rf"^{re.escape(target)}:", makefile, re.M), f"{name}: no make target {target!r}"
         for path in re.findall(r"(?<![\w/.])((?:scripts|examples|docker)/[\w./-]*\w)", text):
             assert (ROOT / path).exists(), f"{name} names {path}, which does not exist"
+
+
+def test_the_image_installs_the_dev_and_hardware_extras():
+    """The RUN that lists the pip requirements, run here on pyproject.toml: franky (a real FR3) is in the image."""
+    (command,) = [c for c in _runs() if "optional-dependencies" in c]
+    script = re.search(r"python -c '([^']*)'", command)
+    assert script is not None
+    default = re.search(r'ARG EXTRAS="([^"]*)"', DOCKERFILE.read_text())
+    assert default is not None and set(default.group(1).split()) == {"dev", "hardware"}
+    env = {**os.environ, "EXTRAS": default.group(1)}
+    code = script.group(1).replace("/tmp/agent_bringup/pyproject.toml", str(ROOT / "pyproject.toml"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    requirements = out.split()
+    assert "franky-control==2.0.0" in requirements and "franky-sim==1.0.4" in requirements
+    assert any(r.startswith("pytest") for r in requirements) and any(r.startswith("mujoco") for r in requirements)
