@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Calibrate the robot's cameras from ChArUco board images and write config/cameras/<camera>.yaml.
+"""Calibrate the robot's cameras from ChArUco board images and write config/cameras/<robot>/<camera>.yaml.
 
 Steps on a real robot (print the board first: `board --png board.png`, and measure the printed square size):
 
@@ -17,8 +17,8 @@ Steps on a real robot (print the board first: `board --png board.png`, and measu
   sim         (also `--sim`) renders all of the above in the embedded world with boards placed there, runs the
               pipeline, prints recovered-vs-true errors and writes the files: a check without hardware.
 
-Files go to config/cameras/ unless --out DIR is given; a step updates its part of an existing file (intrinsics keep
-the pose, head and hand-eye keep the intrinsics). tcp_poses YAML:
+Files go to config/cameras/<robot>/ (--robot, default dual_arx_x5) unless --out DIR is given; a step updates its part
+of an existing file (intrinsics keep the pose, head and hand-eye keep the intrinsics). tcp_poses YAML:
 
   poses:
     - {image: img_000.png, xyz_m: [x, y, z], quat_wxyz: [w, x, y, z]}
@@ -39,7 +39,7 @@ import mujoco
 import numpy as np
 import yaml
 
-from robodojo.config import CONFIG_DIR, load_yaml
+from robodojo.config import load_yaml
 from robodojo.errors import RobodojoError
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, rotation_about_axis, rotation_angle_between, transform
 from robodojo.perception.calibration import (
@@ -53,9 +53,9 @@ from robodojo.perception.calibration import (
     head_extrinsics,
 )
 from robodojo.perception.camera import CameraFile, CameraModel, camera_file_data, load_camera_file
+from robodojo.perception.mounted_camera import calibration_dir
 from robodojo.robots.config import RobotConfig, load_robot_config
 
-CAMERAS_DIR = CONFIG_DIR / "cameras"
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 DEFAULT_BOARD = CharucoBoardSpec(7, 5, 0.04, 0.03, "DICT_4X4_50")
 # The simulated wrist cameras see the table 20-30 cm away past the fingers: a smaller board fits their view.
@@ -166,7 +166,7 @@ def cmd_board(args: argparse.Namespace) -> int:
 
 
 def cmd_intrinsics(args: argparse.Namespace) -> int:
-    board, out = board_from_args(args), Path(args.out)
+    board, out = board_from_args(args), output_folder(args)
     robot = load_robot_config(args.robot)
     print(f"{args.camera}: intrinsics from {args.images}")
     paths = image_paths(args.images)
@@ -208,7 +208,7 @@ def _check_size(model: CameraModel, detections: Sequence[Detection]) -> None:
 
 
 def cmd_head(args: argparse.Namespace) -> int:
-    board, out = board_from_args(args), Path(args.out)
+    board, out = board_from_args(args), output_folder(args)
     old = _intrinsics_file(out, args.camera, "head")
     T_world_board = pose_from_xyz_quat(args.board_pose[:3], args.board_pose[3:])
     print(f"{args.camera}: extrinsics from {args.images}")
@@ -241,7 +241,7 @@ def load_tcp_poses(path: Path) -> dict[str, np.ndarray]:
 
 
 def cmd_hand_eye(args: argparse.Namespace) -> int:
-    board, out = board_from_args(args), Path(args.out)
+    board, out = board_from_args(args), output_folder(args)
     robot = load_robot_config(args.robot)
     robot.arm(args.arm)
     camera = args.camera or f"{args.arm}_wrist"
@@ -298,6 +298,22 @@ BOARD_THICKNESS_M = 0.001
 PIXELS_PER_SQUARE = 100
 HEAD_BOARD_DISTANCE_M = 0.6  # DEFAULT_BOARD's squares are 20-30 px wide from this far with a 58 deg camera
 HELD_DISTANCE_SQUARES = 10  # boards held in view for intrinsics: this many square sizes from the camera
+SIM_WRIST_MAX_DISTANCE_M = 0.25  # SIM_WRIST_BOARD fills about a third of a 58 deg wrist camera's width from here
+SIM_WRIST_MAX_SHIFT_M = 0.3  # how far the wrist board may move away from the arm's base for reachable views
+SIM_WRIST_SHIFT_STEP_M = 0.025
+# Wrist views for hand-eye: (yaw about the board's vertical [deg], elevation change [deg], roll about the optical
+# axis [deg], distance as a multiple of the chosen one).
+WRIST_VIEWS = [
+    (0, 0, 0, 1.0),
+    (20, 0, 10, 1.0),
+    (-20, 0, -10, 1.0),
+    (0, 12, 15, 0.9),
+    (0, -12, -15, 1.1),
+    (15, 10, -20, 1.0),
+    (-15, -10, 20, 1.0),
+    (25, -8, 0, 1.1),
+    (-25, 8, 0, 0.9),
+]
 # What the sim check accepts (recovered vs true): the test's bounds.
 SIM_TOLERANCES = {"fx_pct": 0.5, "fy_pct": 0.5, "cx_px": 2.0, "cy_px": 2.0, "pos_mm": 5.0, "rot_deg": 1.0}
 PARKED = transform(None, [10.0, 10.0, -10.0])  # out of every camera's view, under the floor
@@ -498,45 +514,64 @@ class SimCalibrationScene:
         table_geoms = [i for i in range(self.world.model.ngeom) if self.world.model.geom(i).name.startswith("table")]
         rows, _ = np.nonzero(np.isin(segmentation, table_geoms))
         aim_uv = np.array([home.K[0, 2], np.median(rows)]) if rows.size else home.K[:2, 2]
-        center = self._table_point(home, *aim_uv)
-        T_world_board = self._table_board(self.boards[board_name], center, home.T_world_cam[:3, 0])
-        self.place_board(board_name, T_world_board)
+        home_center = self._table_point(home, *aim_uv)
         aim_ray = np.linalg.solve(home.K, [*aim_uv, 1.0])
         aim_correction = rotation_between(aim_ray / np.linalg.norm(aim_ray), np.array([0.0, 0.0, 1.0]))
         T_tcp_cam = np.linalg.inv(self.T_world_tcp(arm)) @ home.T_world_cam
-        back = home.position_m - center
-        distance = float(np.linalg.norm(back))  # the wrist camera's distance to the table at home
-        back /= distance
+        back = home.position_m - home_center
+        home_distance = float(np.linalg.norm(back))  # the wrist camera's distance to the table at home
+        back /= home_distance
+        # A camera high above the table at home (the FR3's, 0.55 m) would see the small board too small to
+        # calibrate: the views come in along the same directions, no farther than SIM_WRIST_MAX_DISTANCE_M.
+        distance = min(home_distance, SIM_WRIST_MAX_DISTANCE_M)
+        # Closer views may put the TCP where the arm cannot fold (the FR3's camera looks back under its hand,
+        # towards the base): the board moves away from the arm's base until every view is reachable.
+        outward = self.T_world_tcp(arm)[:3, 3] - self.robot.arm(arm).base_xyz_m
+        outward[2] = 0.0
+        outward /= np.linalg.norm(outward)
         q_home = np.array(self.robot.arm(arm).home_joints_rad)
+        best: tuple[np.ndarray, list] = (home_center, [])
+        for shift_m in np.arange(0.0, SIM_WRIST_MAX_SHIFT_M + 1e-9, SIM_WRIST_SHIFT_STEP_M):
+            center = home_center + shift_m * outward
+            solved = []
+            for T_world_cam in self._wrist_view_poses(center, back, distance, home.T_world_cam[:3, 0], aim_correction):
+                T_world_tcp = T_world_cam @ np.linalg.inv(T_tcp_cam)
+                solution = self.kinematics.solve(
+                    arm, T_world_tcp[:3, 3], T_world_tcp[:3, :3], q_home, max_iterations=100
+                )
+                if solution.converged:
+                    solved.append(solution.q)
+            if len(solved) > len(best[1]):
+                best = (center, solved)
+            if len(solved) == len(WRIST_VIEWS):
+                break
+        center, solutions = best
+        T_world_board = self._table_board(self.boards[board_name], center, home.T_world_cam[:3, 0])
+        self.place_board(board_name, T_world_board)
         views = []
-        # (yaw about the board's vertical [deg], elevation change [deg], roll about the optical axis [deg], distance x)
-        for yaw, elevation, roll, scale in [
-            (0, 0, 0, 1.0),
-            (20, 0, 10, 1.0),
-            (-20, 0, -10, 1.0),
-            (0, 12, 15, 0.9),
-            (0, -12, -15, 1.1),
-            (15, 10, -20, 1.0),
-            (-15, -10, 20, 1.0),
-            (25, -8, 0, 1.1),
-            (-25, 8, 0, 0.9),
-        ]:
+        for q in solutions:
+            self.pose_arms({arm: q})
+            views.append(SimView(self.world.render(camera).rgb, T_world_board, self.T_world_tcp(arm), q))
+        self.pose_arms()
+        self.place_board(board_name, None)
+        return views
+
+    @staticmethod
+    def _wrist_view_poses(
+        center: np.ndarray, back: np.ndarray, distance: float, x_hint: np.ndarray, aim_correction: np.ndarray
+    ) -> list[np.ndarray]:
+        """Optical-frame poses seeing ``center`` from ``distance`` around the direction ``back`` (WRIST_VIEWS), at
+        the image point ``aim_correction`` turns onto the optical axis."""
+        poses = []
+        for yaw, elevation, roll, scale in WRIST_VIEWS:
             horizontal = np.cross([0.0, 0.0, 1.0], back)
             direction = rotation_about_axis((0, 0, 1), math.radians(yaw)) @ (
                 rotation_about_axis(horizontal, math.radians(elevation)) @ back
             )
             position = center + scale * distance * direction
-            R = look_at(position, center, home.T_world_cam[:3, 0]) @ rotation_about_axis((0, 0, 1), math.radians(roll))
-            T_world_cam = transform(R @ aim_correction, position)
-            T_world_tcp = T_world_cam @ np.linalg.inv(T_tcp_cam)
-            solution = self.kinematics.solve(arm, T_world_tcp[:3, 3], T_world_tcp[:3, :3], q_home, max_iterations=100)
-            if not solution.converged:
-                continue
-            self.pose_arms({arm: solution.q})
-            views.append(SimView(self.world.render(camera).rgb, T_world_board, self.T_world_tcp(arm), solution.q))
-        self.pose_arms()
-        self.place_board(board_name, None)
-        return views
+            R = look_at(position, center, x_hint) @ rotation_about_axis((0, 0, 1), math.radians(roll))
+            poses.append(transform(R @ aim_correction, position))
+        return poses
 
     def _park_all(self) -> None:
         for name in self.boards:
@@ -617,13 +652,22 @@ def sim_fixed_camera(scene: SimCalibrationScene, camera: str, save_images: Path 
 def sim_wrist_camera(
     scene: SimCalibrationScene, camera: str, arm: str, save_images: Path | None, report: dict
 ) -> tuple[CameraModel, np.ndarray]:
-    """Intrinsics and hand-eye from the same views: the board fixed on the table, the arm moving around it."""
+    """Intrinsics from the board held in view and the hand-eye views together, hand-eye from the latter: the board
+    fixed on the table, the arm moving around it.
+
+    The hand-eye views alone tilt the board too little to pin down the focal length when the board looks small (the
+    FR3's wrist camera); a wrist camera that low over the table sees no held board (the ARX X5's) and uses the
+    hand-eye views only.
+    """
+    held = scene.held_board_views(camera, "wrist_board")
     views = scene.hand_eye_views(arm, "wrist_board")
-    model, detections = _sim_intrinsics(scene, camera, views, "wrist_board", report)
+    model, detections = _sim_intrinsics(scene, camera, [*held, *views], "wrist_board", report)
     if save_images is not None:
         folder = save_images / camera
+        save_views(folder / "intrinsics", held, camera)
         save_tcp_poses(folder / "tcp_poses.yaml", save_views(folder / "hand_eye", views, camera), views)
-    result = wrist_hand_eye(model, detections, [v.T_world_tcp for v in views])  # type: ignore[misc]
+    hand_eye_detections = detections[len(held) :]
+    result = wrist_hand_eye(model, hand_eye_detections, [v.T_world_tcp for v in views])  # type: ignore[misc]
     if not result.ok:
         raise SimFailure(f"hand-eye failed: {result.reason}")
     print_hand_eye(result)
@@ -669,12 +713,17 @@ def run_sim(robot_name: str, out: Path | None, save_images: Path | None = None) 
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    out = None if args.no_write else Path(args.out)
+    out = None if args.no_write else output_folder(args)
     ok, _ = run_sim(args.robot, out, Path(args.save_images) if args.save_images else None)
     return 0 if ok else 1
 
 
 # -- command line ---------------------------------------------------------------------------------------------------
+def output_folder(args: argparse.Namespace) -> Path:
+    """--out, or the robot's folder of calibration files (config/cameras/<robot>/)."""
+    return Path(args.out) if args.out else calibration_dir(args.robot)
+
+
 def board_from_args(args: argparse.Namespace) -> CharucoBoardSpec:
     try:
         return CharucoBoardSpec(args.squares[0], args.squares[1], args.square_m, args.marker_m, args.dictionary)
@@ -692,7 +741,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--robot", default="dual_arx_x5", help="robot config name (default: %(default)s)")
-    common.add_argument("--out", default=str(CAMERAS_DIR), help="folder for <camera>.yaml (default: %(default)s)")
+    common.add_argument(
+        "--out", help="folder for <camera>.yaml (default: config/cameras/<robot>/, the files camera_node loads)"
+    )
     board = argparse.ArgumentParser(add_help=False)
     d = DEFAULT_BOARD
     board.add_argument("--squares", nargs=2, type=int, default=[d.squares_x, d.squares_y], metavar=("X", "Y"))

@@ -190,26 +190,44 @@ def test_cli_writes_camera_files_that_reproduce_the_world(scene, head_views, lef
     scene.pose_arms()
 
 
-def test_sim_mode_writes_all_cameras(tmp_path, capsys):
-    assert cc.main(["--sim", "--out", str(tmp_path)]) == 0
+# Each robot's cameras and the conftest fixture holding its embedded world.
+ROBOT_CAMERAS = {"dual_arx_x5": ("head", "left_wrist", "right_wrist"), "fr3": ("head", "wrist")}
+WORLD_FIXTURES = {"dual_arx_x5": "dual_world", "fr3": "fr3_world"}
+
+
+@pytest.mark.parametrize("robot", ROBOT_CAMERAS)
+def test_sim_mode_writes_all_cameras(robot, tmp_path, capsys):
+    assert cc.main(["--sim", "--robot", robot, "--out", str(tmp_path)]) == 0
     text = capsys.readouterr().out
-    assert text.count("error vs truth") == 3
-    for camera in ("head", "left_wrist", "right_wrist"):
+    assert text.count("error vs truth") == len(ROBOT_CAMERAS[robot])
+    for camera in ROBOT_CAMERAS[robot]:
         loaded = load_camera_file(tmp_path / f"{camera}.yaml")
         assert loaded.is_wrist == (camera != "head")
         assert "re-calibrated" in (tmp_path / f"{camera}.yaml").read_text().split("camera_name")[0]
 
 
-def test_shipped_camera_files_match_the_simulated_robot(dual_world):
-    """config/cameras/*.yaml (from the sim run) agree with the embedded world's cameras."""
-    for camera in ("head", "left_wrist", "right_wrist"):
-        loaded = load_camera_file(PACKAGE_ROOT / "config" / "cameras" / f"{camera}.yaml")
-        truth = dual_world.calibration(camera)
+def test_files_go_to_the_robots_folder_unless_out_is_given(tmp_path):
+    parse = cc.build_parser().parse_args
+    assert cc.output_folder(parse(["sim"])) == PACKAGE_ROOT / "config" / "cameras" / "dual_arx_x5"
+    assert cc.output_folder(parse(["sim", "--robot", "fr3"])) == PACKAGE_ROOT / "config" / "cameras" / "fr3"
+    assert cc.output_folder(parse(["sim", "--robot", "fr3", "--out", str(tmp_path)])) == tmp_path
+
+
+@pytest.mark.parametrize("robot", ROBOT_CAMERAS)
+def test_shipped_camera_files_match_the_simulated_robot(robot, request):
+    """config/cameras/<robot>/*.yaml (from the sim run) agree with the embedded world's cameras."""
+    world = request.getfixturevalue(WORLD_FIXTURES[robot])
+    assert sorted(p.stem for p in (PACKAGE_ROOT / "config" / "cameras" / robot).glob("*.yaml")) == sorted(
+        ROBOT_CAMERAS[robot]
+    )
+    for camera in ROBOT_CAMERAS[robot]:
+        loaded = load_camera_file(PACKAGE_ROOT / "config" / "cameras" / robot / f"{camera}.yaml")
+        truth = world.calibration(camera)
         _assert_intrinsics(loaded.model.K, truth)
         if loaded.arm is None:
             T = loaded.model.T_world_cam
         else:
-            state = dual_world.arm_state(loaded.arm)
+            state = world.arm_state(loaded.arm)
             T = loaded.at(transform(matrix_from_quat(state.tcp_quat_wxyz), state.tcp_pos_m)).T_world_cam
         pos_err, rot_err = _pose_error(T, truth.T_world_cam)
         assert pos_err < 0.005 and rot_err < 1.0, camera

@@ -22,10 +22,10 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
 
-from robodojo.config import CONFIG_DIR
 from robodojo.geometry import matrix_from_quat, transform
 from robodojo.nodes import convert, topics
 from robodojo.perception.camera import load_camera_file
+from robodojo.perception.mounted_camera import default_calibration_path
 from robodojo.sim.world import EmbeddedWorld
 
 pytestmark = pytest.mark.ros
@@ -156,7 +156,7 @@ def test_head_camera_republishes_bgr8_as_rgb8_with_calibration(graph) -> None:
     }
     inbox = Inbox(graph, out)
     pub = graph.client.create_publisher(Image, "/test_driver/head/image", 10)
-    calib = load_camera_file(CONFIG_DIR / "cameras" / "head.yaml").model
+    calib = load_camera_file(default_calibration_path(ROBOT, "head")).model
 
     rng = np.random.default_rng(3)
     rgb = rng.integers(0, 256, size=(calib.height, calib.width, 3), dtype=np.uint8)
@@ -198,7 +198,7 @@ def test_wrist_camera_pose_follows_the_arm_and_frames_wait_for_joint_states(grap
     inbox = Inbox(graph, out)
     image_pub = graph.client.create_publisher(Image, "/test_driver/wrist", 10)
     joint_pub = graph.client.create_publisher(JointState, topics.JOINT_STATES, 10)
-    file = load_camera_file(CONFIG_DIR / "cameras" / f"{camera}.yaml")
+    file = load_camera_file(default_calibration_path(ROBOT, camera))
     rgb = np.zeros((file.model.height, file.model.width, 3), dtype=np.uint8)
 
     def frame(stamp: Time) -> Image:
@@ -260,7 +260,7 @@ def test_bad_camera_configuration_exits_2_naming_it(graph) -> None:
         name="mixed_up",
         robot=ROBOT,
         camera="left_wrist",
-        calibration_file=str(CONFIG_DIR / "cameras" / "right_wrist.yaml"),
+        calibration_file=str(default_calibration_path(ROBOT, "right_wrist")),
     )
     for proc, words in [
         (wrong_name, ["'nose_cam'", "head, left_wrist, right_wrist"]),

@@ -123,8 +123,10 @@ class CameraNodeParams:
     """camera_node: republishes a camera driver's frames with calibration and the optical frame's pose."""
 
     robot: str = parameter("robot configuration (config/robots/<robot>.yaml)")
-    camera: str = parameter("config/cameras/<camera>.yaml: intrinsics, and a fixed pose or a hand-eye transform")
-    calibration_file: str = parameter("calibration file; empty: config/cameras/<camera>.yaml")
+    camera: str = parameter(
+        "config/cameras/<robot>/<camera>.yaml: intrinsics, and a fixed pose or a hand-eye transform"
+    )
+    calibration_file: str = parameter("calibration file; empty: config/cameras/<robot>/<camera>.yaml")
     input_topic: str = parameter("the driver's image topic (remap it); republished under /cameras/<camera>/")
     joint_state_timeout_s: float = parameter(
         "wrist cameras: frames are dropped when the arm state is older than this [s]", positive=True

@@ -1,7 +1,7 @@
 """Pinhole camera models with distortion: intrinsics, camera-to-world pose (REP 103 optical frame), image size.
 
-Built from the embedded world's calibration, from CameraInfo-like YAML files (config/cameras/*.yaml), or for wrist
-cameras from the TCP pose plus a fixed hand-eye transform.
+Built from the embedded world's calibration, from CameraInfo-like YAML files (config/cameras/<robot>/*.yaml), or for
+wrist cameras from the TCP pose plus a fixed hand-eye transform.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def distort_normalized(
     return xd, yd
 
 
-# -- CameraInfo-like config files (config/cameras/<name>.yaml) ---------------------------------------------------
+# -- CameraInfo-like config files (config/cameras/<robot>/<name>.yaml) --------------------------------------------
 #
 # image_width, image_height, camera_matrix {rows, cols, data}, distortion_model, distortion_coefficients {data}
 # as written by ROS camera_calibration, plus one of:

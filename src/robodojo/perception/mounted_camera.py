@@ -19,7 +19,17 @@ from robodojo.observation import CameraCalibration
 from robodojo.perception.camera import CameraFile, load_camera_file
 from robodojo.robots.config import CameraConfig, RobotConfig
 
-CAMERAS_DIR = CONFIG_DIR / "cameras"
+CAMERAS_DIR = CONFIG_DIR / "cameras"  # one folder per robot: the same camera name means another camera elsewhere
+
+
+def calibration_dir(robot: str) -> Path:
+    """The folder of ``robot``'s calibration files: config/cameras/<robot>/."""
+    return CAMERAS_DIR / robot
+
+
+def default_calibration_path(robot: str, camera: str) -> Path:
+    """Where ``robot``'s ``camera`` keeps its calibration: config/cameras/<robot>/<camera>.yaml."""
+    return calibration_dir(robot) / f"{camera}.yaml"
 
 
 @dataclass(frozen=True)
@@ -73,7 +83,8 @@ class MountedCamera:
 
 
 def load_mounted_camera(robot: RobotConfig, camera: str, calibration_file: str | Path = "") -> MountedCamera:
-    """``robot``'s ``camera`` with its calibration (``calibration_file``, or config/cameras/<camera>.yaml when empty).
+    """``robot``'s ``camera`` with its calibration (``calibration_file``, or config/cameras/<robot>/<camera>.yaml when
+    empty).
 
     Raises ConfigError naming the camera when the robot has no such camera, or the file is missing, invalid or
     describes a different mount (fixed vs wrist, another arm).
@@ -82,7 +93,10 @@ def load_mounted_camera(robot: RobotConfig, camera: str, calibration_file: str |
         raise ConfigError(f"robot {robot.name!r} has no camera {camera!r}; cameras: {', '.join(robot.camera_names)}")
     config = robot.camera(camera)
     # a given path is relative to the working directory, as on any command line
-    path = Path(calibration_file).expanduser() if str(calibration_file) else CAMERAS_DIR / f"{camera}.yaml"
+    if str(calibration_file):
+        path = Path(calibration_file).expanduser()
+    else:
+        path = default_calibration_path(robot.name, camera)
     try:
         file = load_camera_file(path)
     except ConfigError as exc:
