@@ -1,26 +1,40 @@
 """franky-sim fixtures: a libfranka-protocol MuJoCo simulator as a separate process, killed at teardown.
 
 Each simulator binds its own loopback address (port 1337 is fixed by the protocol), so the module's simulator and
-the one a test kills never clash, nor with a franky-sim someone runs on 127.0.0.1.
+the one a test kills never clash, nor with a franky-sim someone runs on 127.0.0.1. ``fr3_world`` is franky-sim in our
+FR3 scene with cameras on ROS 2 (fr3_world.py); within test/hardware it shadows the root conftest's embedded-world
+fixture of the same name.
 """
 
 from __future__ import annotations
 
+import fcntl
+import itertools
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
+
+from robodojo import PACKAGE_ROOT
 
 FCI_PORT = 1337  # libfranka's command port
 START_TIMEOUT_S = 30.0  # it serves about 3 s after start on 2 cores; slack for a loaded CI machine
 SHARED_HOST = "127.0.0.3"  # the module simulator
 KILLED_HOST = "127.0.0.4"  # the one the lost-contact test kills
+WORLD_HOST = os.environ.get("ROBODOJO_FR3_WORLD_HOST", "127.0.0.5")  # fr3_world.py; another address for a second suite
+WORLD_SCRIPT = Path(__file__).with_name("fr3_world.py")
+WORLD_START_TIMEOUT_S = 120.0  # about 10 s on 2 idle cores (imports, GL probe, first frames); a loaded CI takes longer
+WORLD_STOP_TIMEOUT_S = 20.0
 HOME_RAD = (0.0, 0.0, 0.0, -1.57, 0.0, 1.57, 0.785)  # franky-sim's own start pose, within every limit
 
 
@@ -84,3 +98,84 @@ def killable_franky_sim(tmp_path: Path) -> Iterator[FrankySim]:
     sim = start_franky_sim(KILLED_HOST, tmp_path)
     yield sim
     sim.kill()
+
+
+# -- fr3_world.py: franky-sim in our FR3 scene, with cameras on ROS 2 ------------------------------------------------
+# Domain ids as test/ros/conftest.py claims them, with the same lock files: the two never share a domain.
+_DOMAINS = itertools.count(os.getpid() % 100 + 50)
+
+
+def _claim_domain() -> tuple[int, IO[str]]:
+    """A ROS domain id no other process of this machine has claimed, and the open lock file that holds it."""
+    for _ in range(100):
+        domain = next(_DOMAINS) % 100 + 1
+        lock = open(Path(tempfile.gettempdir()) / f"robodojo-ros-domain-{domain}.lock", "w")  # noqa: SIM115
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        return domain, lock
+    pytest.fail("every ROS domain id from 1 to 100 is claimed by another process")
+
+
+@dataclass
+class Fr3World:
+    """fr3_world.py running: franky-sim on ``host``, camera frames and the cube pose in ROS domain ``domain_id``."""
+
+    host: str
+    process: subprocess.Popen[bytes]
+    log: Path
+    domain_id: int
+    env: dict[str, str]  # the ROS environment of its domain, for nodes the test starts beside it
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> int:
+        """SIGINT (a clean shutdown), SIGKILL if it takes longer than WORLD_STOP_TIMEOUT_S; the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=WORLD_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        return self.process.returncode
+
+
+@pytest.fixture(scope="module")
+def fr3_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fr3World]:
+    """fr3_world.py on WORLD_HOST in a private ROS domain, ready (franky-sim serving, first frames out)."""
+    pytest.importorskip("franky", reason="franky-control is not installed (pip install '.[hardware]')")
+    pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install '.[hardware]')")
+    pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env.sh (ROS wheels)")
+    if shutil.which("colcon", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("colcon not installed (scripts/setup_env.sh installs colcon-common-extensions)")
+    from robodojo.nodes.process_graph import build_interfaces, ros_environment, use_interfaces_here
+
+    if _port_open(WORLD_HOST):
+        pytest.fail(f"something already serves {WORLD_HOST}:{FCI_PORT}; stop it (another fr3_world?)")
+    log_dir = tmp_path_factory.mktemp("fr3_world")
+    with (log_dir / "colcon.log").open("w") as f:
+        build_interfaces(PACKAGE_ROOT, log=f)
+    use_interfaces_here(PACKAGE_ROOT)
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # this process's client, as the nodes' environment
+    domain_id, lock = _claim_domain()
+    env = ros_environment(PACKAGE_ROOT, domain_id=domain_id, log_dir=log_dir / "ros")
+    log = log_dir / "fr3_world.log"
+    cmd = [sys.executable, str(WORLD_SCRIPT), "--host", WORLD_HOST, "--log-dir", str(log_dir)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+    world = Fr3World(WORLD_HOST, process, log, domain_id, env)
+    try:
+        deadline = time.monotonic() + WORLD_START_TIMEOUT_S
+        while f"fr3_world: ready {WORLD_HOST}\n" not in world.output():
+            if process.poll() is not None or time.monotonic() > deadline:
+                world.stop()
+                pytest.fail(f"fr3_world on {WORLD_HOST} did not start: {world.output()[-3000:]}")
+            time.sleep(0.1)
+        yield world
+    finally:
+        world.stop()
+        lock.close()

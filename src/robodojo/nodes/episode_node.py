@@ -57,12 +57,15 @@ class EpisodeNode(GraphNode):
 
         self.status_pub = self.create_publisher(EpisodeStatus, topics.EPISODE_STATUS, LATCHED_QOS)
         self.verdict_pub = self.create_publisher(String, VERDICT, LATCHED_QOS)
-        self.stop_pubs = []
+        self.stop_pubs = []  # (publisher, the controller's joints): an empty trajectory naming them stops it
         for arm in self.robot.arms:
             for name in (topics.arm_controller_name(arm.name), topics.gripper_controller_name(arm.name)):
                 self.create_subscription(TrajectoryStatus, topics.trajectory_status(name), self._on_report, REPORT_QOS)
-            for topic in (topics.arm_controller(arm.name), topics.gripper_controller(arm.name)):
-                self.stop_pubs.append(self.create_publisher(JointTrajectory, topic, 10))
+            for topic, joints in (
+                (topics.arm_controller(arm.name), arm.joints),
+                (topics.gripper_controller(arm.name), (arm.gripper_joint,)),
+            ):
+                self.stop_pubs.append((self.create_publisher(JointTrajectory, topic, 10), list(joints)))
         slow = MutuallyExclusiveCallbackGroup()  # a reset waits for the arms and the operator
         self.create_service(ResetEpisode, topics.EPISODE_RESET, self._on_reset, callback_group=slow)
         self.create_service(JudgeEpisode, JUDGE, self._on_judge)
@@ -84,9 +87,12 @@ class EpisodeNode(GraphNode):
             if episode.steps_left == 0 and self._budget_stopped != episode.episode_id:
                 self._budget_stopped = episode.episode_id
                 self.get_logger().warning("the episode's steps are used up: every controller stopped")
-                for pub in self.stop_pubs:
-                    pub.publish(JointTrajectory())  # empty: stop (joint_trajectory_controller semantics)
+                self._stop_controllers()
             self._publish(force=False)
+
+    def _stop_controllers(self) -> None:
+        for pub, joints in self.stop_pubs:
+            pub.publish(JointTrajectory(joint_names=joints))  # no points: stop (joint_trajectory_controller semantics)
 
     # -- operator -------------------------------------------------------------------------------------------------
     def _on_judge(self, request: JudgeEpisode.Request, response: JudgeEpisode.Response) -> JudgeEpisode.Response:
@@ -132,8 +138,7 @@ class EpisodeNode(GraphNode):
             response.success, response.message = False, str(exc)
             self.get_logger().error(f"reset refused, the episode goes on: {exc}")
             return response
-        for pub in self.stop_pubs:
-            pub.publish(JointTrajectory())
+        self._stop_controllers()
         self.episode = OperatedEpisode(text, counting=False)
         self._publish(force=True)
         why = self._home() if self.params.home_on_reset else ""

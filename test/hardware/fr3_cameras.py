@@ -1,0 +1,227 @@
+"""The FR3 test world's cameras: a child process that renders snapshots of franky-sim's state and publishes them.
+
+Rendering runs in its own process because MuJoCo's renderer holds the GIL: in franky-sim's process it took the
+simulation from 0.89x to 0.55-0.65x real time on 2 cores (25 frames/s, one camera per tick), the whole process on
+one core. Here the simulator's process only copies its positions between two physics steps (fr3_world.Snapshots) and
+sends them, stamped, through a pipe; this process renders and publishes them:
+
+- /<camera>/image_raw: sensor_msgs/Image rgb8, the raw driver topic camera_node republishes with CameraInfo and pose;
+- /fr3_world/cube_pose: geometry_msgs/PoseStamped of the cube in the world, for every snapshot;
+- /fr3_world/joint_states and /fr3_world/tcp_pose: franky-sim's own arm and finger joints (named as in our URDF) and
+  its grasp point (the hand body moved by franky's TCP offset), for every snapshot: what the robot really did, for
+  tests that must not take the driver's word for it.
+
+Stamps are the snapshots' (the ROS system clock, read when the state was copied), so a frame and a cube pose of the
+same stamp show the same instant. When rendering falls behind, older snapshots are published as cube poses only and
+the newest is rendered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CUBE_POSE_TOPIC = "/fr3_world/cube_pose"
+TRUE_JOINTS_TOPIC = "/fr3_world/joint_states"
+TRUE_TCP_TOPIC = "/fr3_world/tcp_pose"
+WORLD_FRAME = "world"
+RENDER_MODES = ("alternate", "all")  # one camera per tick in turn (each at fps / cameras), or every camera each tick
+PARENT_POLL_S = 1.0  # how often a child with nothing to do checks that its parent is still there
+STOP_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class CameraSpec:
+    """What the child needs to know of a camera: its MuJoCo name and the optical frame its images carry."""
+
+    name: str
+    frame: str
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """Where franky-sim's state is in its model, and the names our URDF gives it."""
+
+    mujoco_joints: tuple[str, ...]  # franky-sim's arm joints then the first finger joint
+    joint_names: tuple[str, ...]  # ours, in the same order
+    hand_body: str
+    T_hand_tcp: tuple[tuple[float, ...], ...]  # franky's TCP offset from the hand body (4x4)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Positions after one physics step and the ROS system time [ns] when they were copied."""
+
+    stamp_ns: int
+    qpos: np.ndarray
+
+
+class CameraProcess:
+    """The child process, seen from franky-sim's process."""
+
+    def __init__(
+        self,
+        scene_xml: str,
+        cameras: Sequence[CameraSpec],
+        mode: str,
+        cube_body: str,
+        log_dir: Path | None,
+        truth: GroundTruth,
+    ) -> None:
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process with franky-sim's threads and sockets
+        child_conn, self._conn = ctx.Pipe(duplex=False)  # (receiving end, sending end)
+        self.first_frames = ctx.Event()  # every camera has published a frame
+        self.frames = ctx.Value("l", 0)  # frames published so far
+        self.process = ctx.Process(
+            target=run,
+            args=(
+                child_conn,
+                scene_xml,
+                tuple(cameras),
+                mode,
+                cube_body,
+                log_dir,
+                self.first_frames,
+                self.frames,
+                truth,
+            ),
+            name="fr3_world_cameras",
+            daemon=True,
+        )
+        self.process.start()
+        child_conn.close()  # the child's end: the child sees EOF once this process is gone
+
+    def send(self, snapshot: Snapshot) -> None:
+        self._conn.send(snapshot)
+
+    def stop(self) -> None:
+        """Ask the child to finish (None ends it), then end it if it does not."""
+        with contextlib.suppress(OSError):  # already gone
+            self._conn.send(None)
+        self.process.join(STOP_TIMEOUT_S)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self._conn.close()
+
+
+def run(
+    conn: Connection,
+    scene_xml: str,
+    cameras: tuple[CameraSpec, ...],
+    mode: str,
+    cube_body: str,
+    log_dir: Path | None,
+    first_frames: Any,
+    frames: Any,
+    truth: GroundTruth,
+) -> None:
+    """The child: render and publish every snapshot until None or the parent's end of the pipe closes."""
+    # The parent decides when to stop (a terminal's Ctrl-C reaches the whole process group).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    import mujoco
+    import rclpy
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rclpy.signals import SignalHandlerOptions
+    from sensor_msgs.msg import Image, JointState
+
+    from robodojo.geometry import matrix_from_quat, transform
+    from robodojo.nodes import convert
+    from robodojo.sim.render import CameraRenderer
+
+    model = mujoco.MjModel.from_xml_string(scene_xml)
+    data = mujoco.MjData(model)
+    sizes = {tuple(model.cam_resolution[model.camera(c.name).id]) for c in cameras}
+    if len(sizes) != 1:
+        raise ValueError(f"the cameras differ in size ({sorted(sizes)}); one renderer serves one size")
+    ((width, height),) = sizes
+    renderer = CameraRenderer(int(width), int(height))
+    renderer.bind(model)
+    camera_ids = {c.name: model.camera(c.name).id for c in cameras}
+    cube = model.body(cube_body).id
+
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+    node = rclpy.create_node("fr3_world_cameras")
+    qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)  # as sim_node's images
+    image_pubs = {c.name: node.create_publisher(Image, f"/{c.name}/image_raw", qos) for c in cameras}
+    cube_pub = node.create_publisher(PoseStamped, CUBE_POSE_TOPIC, qos)
+    joints_pub = node.create_publisher(JointState, TRUE_JOINTS_TOPIC, qos)
+    tcp_pub = node.create_publisher(PoseStamped, TRUE_TCP_TOPIC, qos)
+    qpos_adr = [int(model.joint(j).qposadr[0]) for j in truth.mujoco_joints]
+    hand = model.body(truth.hand_body).id
+    T_hand_tcp = np.asarray(truth.T_hand_tcp)
+    published: set[str] = set()
+    tick = 0
+
+    def pose(snapshot: Snapshot) -> None:
+        data.qpos[:] = snapshot.qpos
+        mujoco.mj_kinematics(model, data)
+        msg = convert.pose_stamped(transform(matrix_from_quat(data.xquat[cube]), data.xpos[cube]), 0.0, WORLD_FRAME)
+        msg.header.stamp = _stamp(snapshot.stamp_ns)
+        cube_pub.publish(msg)
+        q = [float(data.qpos[a]) for a in qpos_adr]
+        joints = JointState(name=list(truth.joint_names), position=q)
+        joints.header.stamp = msg.header.stamp
+        joints_pub.publish(joints)
+        T_world_tcp = transform(data.xmat[hand].reshape(3, 3), data.xpos[hand]) @ T_hand_tcp
+        tcp = convert.pose_stamped(T_world_tcp, 0.0, WORLD_FRAME)
+        tcp.header.stamp = msg.header.stamp
+        tcp_pub.publish(tcp)
+
+    try:
+        while True:
+            if not conn.poll(PARENT_POLL_S):
+                continue
+            snapshot = conn.recv()
+            while snapshot is not None and conn.poll():  # behind: the older ones as cube poses only
+                pose(snapshot)
+                snapshot = conn.recv()
+            if snapshot is None:
+                return
+            pose(snapshot)  # leaves data at this snapshot's positions
+            mujoco.mj_camlight(model, data)  # camera poses (mj_kinematics leaves them)
+            chosen = [cameras[tick % len(cameras)]] if mode == "alternate" else list(cameras)
+            tick += 1
+            for camera in chosen:
+                rgb = renderer.rgb(data, camera_ids[camera.name])
+                msg = convert.image_msg(rgb, 0.0, camera.frame)
+                msg.header.stamp = _stamp(snapshot.stamp_ns)
+                image_pubs[camera.name].publish(msg)
+                with frames.get_lock():
+                    frames.value += 1
+                if camera.name not in published:
+                    published.add(camera.name)
+                    _save_first_frame(log_dir, camera.name, rgb)
+                    if len(published) == len(cameras):
+                        first_frames.set()
+    except EOFError:
+        return  # the parent is gone
+    finally:
+        renderer.close()
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def _stamp(stamp_ns: int):
+    from builtin_interfaces.msg import Time
+
+    return Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
+
+
+def _save_first_frame(log_dir: Path | None, camera: str, rgb: np.ndarray) -> None:
+    """The first frame of each camera as a PNG in the log folder, for a person to look at."""
+    if log_dir is None:
+        return
+    import cv2
+
+    cv2.imwrite(str(log_dir / f"{camera}.png"), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
