@@ -9,9 +9,12 @@ generous and nothing asserts a duration.
 
 from __future__ import annotations
 
+import json
 import math
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -47,6 +50,10 @@ ROT_TOLERANCE_DEG = 2.0
 # franky-sim's 1 kHz loop, sharing 2 cores with the graph, stalls for up to a second now and then (fr3_world logs
 # it); a real FR3 does not, and libfranka itself gives up after 1 s. So the graph tolerates a longer silence here.
 JOINT_STATE_TIMEOUT_S = 2.0
+# ... and its arm, at 0.1-0.9x real time, takes longer in wall time to settle on a motion's last point than the
+# server's 0.5 s (a motion reported ended while the arm still moves makes the next trajectory start from motion,
+# which the driver's acceleration check rightly refuses).
+ARRIVAL_WAIT_S = 5.0
 STILL_RAD = 2e-3  # franky-sim's joints settle within this once held
 
 
@@ -86,6 +93,7 @@ def driver(fr3_world: Fr3World, client: Client, tmp_path_factory) -> Iterator[No
 def motion_server(fr3_world: Fr3World, driver: NodeProcess, tmp_path_factory) -> Iterator[NodeProcess]:
     logs = tmp_path_factory.mktemp("fr3_motion")
     params = {"robot": "fr3", "use_sim_time": False, "joint_state_timeout_s": JOINT_STATE_TIMEOUT_S}
+    params["arrival_wait_s"] = ARRIVAL_WAIT_S
     node = NodeProcess("motion_server_node", params, fr3_world.env, logs / "motion_server.log")
     yield node
     node.stop()
@@ -298,3 +306,102 @@ def test_move_eef_goals_arrive_as_franky_sims_kinematics_measure_them(
     assert error_mm < POS_TOLERANCE_MM, f"{distance_m} m move ended {error_mm:.1f} mm from its target: {result.arms}"
     turned_deg = math.degrees(rotation_angle_between(matrix_from_quat(start_quat), matrix_from_quat(end_quat)))
     assert turned_deg < ROT_TOLERANCE_DEG, f"the grasp point turned {turned_deg:.2f} deg"  # orientation kept
+
+
+# -- whole agent episodes over libfranka ----------------------------------------------------------------------------
+INSTRUCTION = "Pick up the red cube and lift it 10 cm above the table."
+LIFTED_M = 0.08  # the cube's rise that the operator (this test) calls a success
+EPISODE_TIMEOUT_S = 420.0
+REPLAYS = {
+    "move_eef": Path(__file__).with_name("data") / "fr3_world_pick_cube.yaml",
+    "code_cell": Path(__file__).parents[2] / "examples" / "cells" / "fr3_pick_cube.py",
+}
+
+
+@pytest.fixture(scope="module")
+def episode_graph(fr3_world, client, driver, motion_server, tmp_path_factory) -> Iterator[list[NodeProcess]]:
+    """The rest of the real-robot graph: camera nodes for fr3_world's raw images, and episode_node."""
+    logs = tmp_path_factory.mktemp("fr3_episode")
+    nodes = [
+        NodeProcess(
+            "camera_node",
+            {"robot": "fr3", "camera": camera, "input_topic": f"/{camera}/image_raw"},
+            fr3_world.env,
+            logs / f"camera_node_{camera}.log",
+        )
+        for camera in ROBOT.camera_names
+    ]
+    episode = {"robot": "fr3", "task": "fr3_pick_cube", "instruction": INSTRUCTION, "confirm_reset": True}
+    nodes.append(NodeProcess("episode_node", episode, fr3_world.env, logs / "episode_node.log"))
+    yield nodes
+    for node in reversed(nodes):
+        node.stop()
+
+
+class Operator:
+    """The person at the robot, played from franky-sim's state: confirms the scene after a reset, and judges success
+    from the cube's height, through the episode node's /episode/judge service (what `robodojo judge` calls)."""
+
+    def __init__(self, client: Client, table_cube_z_m: float) -> None:
+        self.client = client
+        self.rest_z_m = table_cube_z_m
+        self.ready_answers: list = []
+        self.verdicts: list = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _judge(self, kind: int, success: bool = False):
+        from agent_bringup.srv import JudgeEpisode
+
+        from robodojo.nodes.episode_node import JUDGE
+
+        return self.client.service(
+            JudgeEpisode, JUDGE, JudgeEpisode.Request(kind=kind, success=success, score=math.nan, note="franky-sim")
+        )
+
+    def _run(self) -> None:
+        from agent_bringup.srv import JudgeEpisode
+
+        while not self._stop.wait(0.3):
+            if not self.ready_answers or not self.ready_answers[-1].accepted:
+                self.ready_answers.append(self._judge(JudgeEpisode.Request.READY))
+                continue
+            cube = self.client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z
+            if cube - self.rest_z_m >= LIFTED_M and not self.verdicts:
+                self.verdicts.append(self._judge(JudgeEpisode.Request.VERDICT, success=True))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+@pytest.mark.parametrize("agent", ["move_eef"])
+def test_an_agent_picks_up_the_cube_over_libfranka_and_the_operator_judges_it(
+    fr3_world, client, driver, motion_server, episode_graph, tmp_path, agent
+):
+    cube = client.messages(CUBE_POSE_TOPIC)[-1].pose.position
+    if math.hypot(cube.x - 0.05, cube.y + 0.05) > 0.01 or cube.z > ROBOT.table.top_z_m + 0.03:
+        pytest.skip(f"the cube is not where the replay expects it (a previous episode moved it): {cube}")
+    operator = Operator(client, cube.z)
+    params = {
+        "agent": agent, "llm": f"replay:{REPLAYS[agent]}", "task": "fr3_pick_cube", "use_sim_time": False,
+        "out": str(tmp_path / "episodes"), "reset_timeout_s": 300.0, "status_timeout_s": 10.0, "images": "head",
+        "image_timeout_s": 15.0,  # fr3_world renders a few frames a second on a loaded 2-core machine
+    }  # fmt: skip
+    node = NodeProcess("agent_node", params, fr3_world.env, tmp_path / "agent_node.log")
+    try:
+        assert node.wait(EPISODE_TIMEOUT_S) == 0, node.output()[-3000:]
+    finally:
+        node.stop()
+        operator.stop()
+    assert any(a.accepted for a in operator.ready_answers)  # the reset waited for the operator
+    assert operator.verdicts and operator.verdicts[0].accepted, (operator.verdicts, node.output()[-2000:])
+    (record,) = (tmp_path / "episodes").glob("*/")
+    metrics = json.loads((record / "metrics.json").read_text())
+    meta = json.loads((record / "meta.json").read_text())
+    assert metrics["success"] is True and metrics["end_reason"] == "success", metrics
+    assert meta["instruction"] == INSTRUCTION
+    assert metrics["steps_used"] > 0
+    lifted = client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z - cube.z
+    assert lifted >= LIFTED_M, f"franky-sim's cube rose {lifted * 100:.1f} cm"

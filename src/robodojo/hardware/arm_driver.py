@@ -124,7 +124,9 @@ class ArmDriver:
     def refresh_gripper(self) -> None:
         """Read the gripper's width now, unless a move holds it (the worker reads it after every move)."""
         if not self.gripper_moving:
-            self._gripper_reading = self.arm.gripper_state()
+            reading = self.arm.gripper_state_now()  # never waits behind a move that starts meanwhile
+            if reading is not None:
+                self._gripper_reading = reading
 
     # -- commands -------------------------------------------------------------------------------------------------
     def submit_arm(self, cmd: TrajectoryCommand) -> None:

@@ -298,6 +298,17 @@ class FrankaArm:
             raise InvalidCommandError(f"gripper opening {opening!r} is outside [0, 1]")
         return self.move_gripper(opening * self.max_width_m)
 
+    def gripper_state_now(self) -> GripperReading | None:
+        """The gripper's state, or None at once if a gripper call (a move of seconds) holds the gripper."""
+        if not self._gripper_lock.acquire(blocking=False):
+            return None
+        try:
+            width = float(self._mapped(lambda gripper: gripper.width, self._gripper))
+            grasped = bool(self._mapped(lambda gripper: gripper.is_grasped, self._gripper))
+        finally:
+            self._gripper_lock.release()
+        return GripperReading(width, min(1.0, max(0.0, width / self.max_width_m)), grasped)
+
     @property
     def gripper_busy(self) -> bool:
         """A gripper call (a move, a grasp, a reading) is under way."""

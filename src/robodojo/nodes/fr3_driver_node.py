@@ -223,7 +223,10 @@ class Fr3DriverNode(GraphNode):
             if line is not None:
                 self.get_logger().error(line)
         finally:
-            for report in controller.take_reports():
+            reports = controller.take_reports()
+            if controller.playing:  # accepted: say so now, not at the next tick (the commander checks it started)
+                reports.append(controller.status())
+            for report in reports:
                 self._publish_report(report)
 
     def _on_lease(self, msg: TrajectoryLease) -> None:
