@@ -399,8 +399,8 @@ def put_the_cube_back(client: Client) -> None:
 
 @pytest.mark.skipif(
     not os.environ.get("ROBODOJO_FR3_EPISODES"),
-    reason="set ROBODOJO_FR3_EPISODES=1: a whole agent episode over franky-sim needs a quiet 2-core machine (with other "
-    "load franky-sim's loop stalls for seconds and the episode ends backend_lost)",
+    reason="set ROBODOJO_FR3_EPISODES=1: a whole agent episode over franky-sim needs a quiet 2-core machine (under "
+    "other load franky-sim's loop stalls for seconds and the episode ends backend_lost)",
 )
 @pytest.mark.parametrize("agent", ["move_eef", "code_cell"])
 def test_an_agent_picks_up_the_cube_over_libfranka_and_the_operator_judges_it(
