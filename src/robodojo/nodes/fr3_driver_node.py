@@ -309,7 +309,9 @@ class Fr3DriverNode(GraphNode):
 
 
 def main() -> int:
-    return run_node(Fr3DriverNode, NODE_NAME, threads=3)
+    # One executor thread: rclpy's multi-threaded executor busy-waited at 90 % of a core here (a message waiting
+    # for a busy callback group); an e-stop then waits at most behind one trajectory's check (milliseconds).
+    return run_node(Fr3DriverNode, NODE_NAME, threads=1)
 
 
 if __name__ == "__main__":
