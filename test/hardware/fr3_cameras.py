@@ -1,9 +1,12 @@
 """The FR3 test world's cameras: a child process that renders snapshots of franky-sim's state and publishes them.
 
-Rendering runs in its own process because MuJoCo's renderer holds the GIL: in franky-sim's process it took the
-simulation from 0.89x to 0.55-0.65x real time on 2 cores (25 frames/s, one camera per tick), the whole process on
-one core. Here the simulator's process only copies its positions between two physics steps (fr3_world.Snapshots) and
-sends them, stamped, through a pipe; this process renders and publishes them:
+Rendering runs in its own process because MuJoCo's renderer holds the GIL while it draws, and franky-sim's 1 kHz
+loop is a Python thread. Measured on 2 cores, 25 ticks a second, one camera per tick (franky-sim alone: 0.83-0.90x
+real time): rendered in a thread of franky-sim's process, 0.46-0.68x at 18-20 frames/s on an idle machine, the
+process held to one core, and 0.14-0.24x at 3-6 frames/s (the process at 21-38 % of a core) on a loaded one; in this
+child, 0.59-0.68x at 21-24 frames/s idle, 0.37x at 11 frames/s loaded. The simulator's process only copies its
+positions between two physics steps (fr3_world.Snapshots) and sends them, stamped, through a pipe; this process
+renders and publishes them:
 
 - /<camera>/image_raw: sensor_msgs/Image rgb8, the raw driver topic camera_node republishes with CameraInfo and pose;
 - /fr3_world/cube_pose: geometry_msgs/PoseStamped of the cube in the world, for every snapshot;
