@@ -187,9 +187,10 @@ def test_killing_franky_sim_mid_motion_is_lost_contact(killable_franky_sim: Fran
         killable_franky_sim.kill()
         with pytest.raises(ContactLostError, match="lost contact"):
             deadline = time.monotonic() + 10.0
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline:  # as the driver does: feed, poll the motion, read the state
                 arm.feed()
                 arm.is_playing()
+                arm.joint_state()
                 time.sleep(0.05)
         assert arm.status.status == "lost"
         with pytest.raises(ContactLostError, match="connect"):  # nothing is sent until connected again

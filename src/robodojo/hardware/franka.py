@@ -41,9 +41,12 @@ status ``error`` until :meth:`FrankaArm.recover_from_errors` is called: recovery
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
@@ -91,6 +94,22 @@ class ArmStatus:
     detail: str  #: why, in a sentence ("" when idle or playing)
 
 
+@contextlib.contextmanager
+def _scheduling_kept(keep: bool) -> Iterator[None]:
+    """Restore the calling thread's scheduling policy afterwards when ``keep``: franky.Robot() puts its caller in
+    SCHED_FIFO 99 even with RealtimeConfig.Ignore (measured), and every thread and process started from it afterwards
+    inherits that, so one busy loop among them takes a core from everything else on the machine."""
+    if not keep or not hasattr(os, "sched_getscheduler"):
+        yield
+        return
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, policy, param)
+
+
 def _franky() -> Any:
     """franky, imported on first use so that the package imports without the hardware extra."""
     try:
@@ -127,10 +146,14 @@ class FrankaArm:
         self.ip = ip
         realtime = {"ignore": franky.RealtimeConfig.Ignore, "enforce": franky.RealtimeConfig.Enforce}
         with self._lock:
+            # A new franky.Robot hangs while the old one lives (measured after a lost connection): drop it first.
+            self._robot = self._gripper = None
+            gc.collect()
             try:
-                robot = franky.Robot(ip, realtime_config=realtime[self.settings.realtime_config])
-                robot.relative_dynamics_factor = self.settings.relative_dynamics_factor
-                gripper = franky.Gripper(ip)
+                with _scheduling_kept(self.settings.realtime_config == "ignore"):
+                    robot = franky.Robot(ip, realtime_config=realtime[self.settings.realtime_config])
+                    robot.relative_dynamics_factor = self.settings.relative_dynamics_factor
+                    gripper = franky.Gripper(ip)
             except (franky.Exception, RuntimeError) as exc:
                 self._status = ArmStatus("lost", f"cannot connect to {ip}: {exc}")
                 raise ContactLostError(f"cannot connect to the FR3 at {ip}: {exc}") from None
@@ -376,5 +399,6 @@ class FrankaArm:
 
     def _lose(self, why: str) -> NoReturn:
         self.watchdog.disarm()
+        self._robot = self._gripper = None  # connect() builds new ones; a live old one makes that hang
         self._status = ArmStatus("lost", f"lost contact: {why}")
         raise ContactLostError(f"lost contact with the FR3 at {self.ip}: {why}")
