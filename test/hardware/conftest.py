@@ -179,3 +179,14 @@ def fr3_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fr3World]:
     finally:
         world.stop()
         lock.close()
+
+
+@pytest.fixture(autouse=True)
+def _normal_scheduling() -> Iterator[None]:
+    """Put this process back to its scheduling policy after each test: franky.Robot() puts its caller in SCHED_FIFO 99
+    even with RealtimeConfig.Ignore, and every node process the suite starts later would inherit it (busy nodes at
+    FIFO 99 starve the machine). FrankaArm.connect restores it itself; tests that call franky directly do not."""
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    yield
+    if os.sched_getscheduler(0) != policy:
+        os.sched_setscheduler(0, policy, param)

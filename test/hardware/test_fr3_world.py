@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import signal
 import threading
 import time
@@ -164,7 +165,9 @@ def camera_nodes(fr3_world: Fr3World, tmp_path_factory) -> Iterator[dict[str, No
 
 @pytest.fixture(scope="module")
 def robot(fr3_world: Fr3World):
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
     r = franky.Robot(fr3_world.host, realtime_config=franky.RealtimeConfig.Ignore)
+    os.sched_setscheduler(0, policy, param)  # franky.Robot() makes its caller SCHED_FIFO 99 (conftest says why)
     r.relative_dynamics_factor = DYNAMICS_FACTOR
     return r
 
