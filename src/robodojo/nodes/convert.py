@@ -13,6 +13,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import InvalidCommandError
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform, wxyz_tuple, xyz_tuple
 from robodojo.motion.rejection import Refused, rejection_from_json, rejection_to_json
@@ -125,6 +126,16 @@ def joint_state_msg(
         header=header(t_s, ""), name=list(names), position=[float(v) for v in positions],
         velocity=[float(v) for v in velocities],
     )  # fmt: skip
+
+
+def trajectory_command(msg: JointTrajectory) -> TrajectoryCommand:
+    """A received JointTrajectory as the controllers take it: ``positions[k]`` at ``header.stamp + time_from_start``."""
+    return TrajectoryCommand(
+        joint_names=tuple(msg.joint_names),
+        times_from_start_s=tuple(seconds(p.time_from_start) for p in msg.points),
+        positions=tuple(tuple(p.positions) for p in msg.points),
+        start_s=seconds(msg.header.stamp),
+    )
 
 
 def joint_trajectory_msg(

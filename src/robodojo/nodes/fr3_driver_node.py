@@ -31,7 +31,6 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robodojo.control.trajectory_controller import Lease, TrajectoryReport
-from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ConfigError, HardwareError, InvalidCommandError
 from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
 from robodojo.hardware.franka import FrankaArm
@@ -192,15 +191,6 @@ class Fr3DriverNode(GraphNode):
                 next_t = time.monotonic()
 
     # -- commands -------------------------------------------------------------------------------------------------
-    @staticmethod
-    def _command(msg: JointTrajectory) -> TrajectoryCommand:
-        return TrajectoryCommand(
-            joint_names=tuple(msg.joint_names),
-            times_from_start_s=tuple(convert.seconds(p.time_from_start) for p in msg.points),
-            positions=tuple(tuple(p.positions) for p in msg.points),
-            start_s=convert.seconds(msg.header.stamp),
-        )
-
     def _on_arm(self, msg: JointTrajectory) -> None:
         self._submit("arm", msg)
 
@@ -212,7 +202,7 @@ class Fr3DriverNode(GraphNode):
         try:
             start_s = convert.seconds(msg.header.stamp)
             controller.check_sizes(msg.joint_names, len(msg.points), self.driver.dt_s, start_s)
-            cmd = self._command(msg)
+            cmd = convert.trajectory_command(msg)
             if kind == "arm":
                 self.driver.submit_arm(cmd)
             else:

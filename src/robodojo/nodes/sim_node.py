@@ -33,7 +33,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robodojo.control.settings import load_trajectory_limits
 from robodojo.control.trajectory_controller import Lease, TrajectoryController, TrajectoryReport, TrajectoryState
-from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, TrajectoryPlayer
+from robodojo.control.trajectory_player import JointLimit, TrajectoryPlayer
 from robodojo.errors import ConfigError, InvalidCommandError, RobodojoError
 from robodojo.geometry import matrix_from_quat, transform
 from robodojo.log_limits import RepeatLimiter
@@ -189,14 +189,6 @@ class SimNode(GraphNode):
         return response
 
     # -- commands -----------------------------------------------------------------------------------------------
-    def _command(self, msg: JointTrajectory) -> TrajectoryCommand:
-        return TrajectoryCommand(
-            joint_names=tuple(msg.joint_names),
-            times_from_start_s=tuple(convert.seconds(p.time_from_start) for p in msg.points),
-            positions=tuple(tuple(p.positions) for p in msg.points),
-            start_s=convert.seconds(msg.header.stamp),
-        )
-
     def _on_trajectory(self, arm: str, kind: str):
         """A controller topic's callback: size-check and deserialise here, validate in the loop thread."""
         joints = len(self.robot.arm(arm).joints) if kind == "arm" else 1
@@ -245,7 +237,7 @@ class SimNode(GraphNode):
                 raise InvalidCommandError(msg)
             start_s = convert.seconds(msg.header.stamp)
             controller.check_sizes(msg.joint_names, len(msg.points), self.world.control_dt_s, start_s)
-            cmd = self._command(msg)
+            cmd = convert.trajectory_command(msg)
             controller.submit(cmd, self.now_s, commanded, self.world.control_dt_s)
         except RobodojoError as exc:
             kind = _NUMBER.sub("#", str(exc))[:REFUSAL_KIND_CHARS]  # repeats differ in their numbers only
