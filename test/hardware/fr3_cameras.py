@@ -12,7 +12,9 @@ renders and publishes them:
 - /fr3_world/cube_pose: geometry_msgs/PoseStamped of the cube in the world, for every snapshot;
 - /fr3_world/joint_states and /fr3_world/tcp_pose: franky-sim's own arm and finger joints (named as in our URDF) and
   its grasp point (the hand body moved by franky's TCP offset), for every snapshot: what the robot really did, for
-  tests that must not take the driver's word for it.
+  tests that must not take the driver's word for it;
+- /fr3_world/place_cube (std_srvs/Trigger): the operator's hands between two episodes. franky-sim's process puts the
+  cube back at its start pose between two physics steps (fr3_world.CubePlacer); the answer comes once it did.
 
 Stamps are the snapshots' (the ROS system clock, read when the state was copied), so a frame and a cube pose of the
 same stamp show the same instant. When rendering falls behind, older snapshots are published as cube poses only and
@@ -35,9 +37,11 @@ import numpy as np
 CUBE_POSE_TOPIC = "/fr3_world/cube_pose"
 TRUE_JOINTS_TOPIC = "/fr3_world/joint_states"
 TRUE_TCP_TOPIC = "/fr3_world/tcp_pose"
+PLACE_CUBE_SERVICE = "/fr3_world/place_cube"
+PLACE_CUBE_TIMEOUT_S = 5.0  # franky-sim steps every millisecond; a stalled loop is reported, not waited for
 WORLD_FRAME = "world"
 RENDER_MODES = ("alternate", "all")  # one camera per tick in turn (each at fps / cameras), or every camera each tick
-PARENT_POLL_S = 1.0  # how often a child with nothing to do checks that its parent is still there
+IDLE_POLL_S = 0.05  # how often a child with nothing to render answers services and checks on its parent
 STOP_TIMEOUT_S = 10.0
 
 
@@ -83,6 +87,8 @@ class CameraProcess:
         child_conn, self._conn = ctx.Pipe(duplex=False)  # (receiving end, sending end)
         self.first_frames = ctx.Event()  # every camera has published a frame
         self.frames = ctx.Value("l", 0)  # frames published so far
+        self.place_cube = ctx.Event()  # the service asks franky-sim's process to put the cube back ...
+        self.cube_placed = ctx.Event()  # ... which says it did
         self.process = ctx.Process(
             target=run,
             args=(
@@ -95,6 +101,8 @@ class CameraProcess:
                 self.first_frames,
                 self.frames,
                 truth,
+                self.place_cube,
+                self.cube_placed,
             ),
             name="fr3_world_cameras",
             daemon=True,
@@ -126,6 +134,8 @@ def run(
     first_frames: Any,
     frames: Any,
     truth: GroundTruth,
+    place_cube: Any,
+    cube_placed: Any,
 ) -> None:
     """The child: render and publish every snapshot until None or the parent's end of the pipe closes."""
     # The parent decides when to stop (a terminal's Ctrl-C reaches the whole process group).
@@ -137,6 +147,7 @@ def run(
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rclpy.signals import SignalHandlerOptions
     from sensor_msgs.msg import Image, JointState
+    from std_srvs.srv import Trigger
 
     from robodojo.geometry import matrix_from_quat, transform
     from robodojo.nodes import convert
@@ -166,6 +177,19 @@ def run(
     published: set[str] = set()
     tick = 0
 
+    def on_place_cube(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        cube_placed.clear()
+        place_cube.set()
+        response.success = bool(cube_placed.wait(PLACE_CUBE_TIMEOUT_S))
+        response.message = (
+            "the cube is back at its start pose"
+            if response.success
+            else f"franky-sim did not step within {PLACE_CUBE_TIMEOUT_S:g} s: the cube was not moved"
+        )
+        return response
+
+    node.create_service(Trigger, PLACE_CUBE_SERVICE, on_place_cube)
+
     def pose(snapshot: Snapshot) -> None:
         data.qpos[:] = snapshot.qpos
         mujoco.mj_kinematics(model, data)
@@ -183,7 +207,8 @@ def run(
 
     try:
         while True:
-            if not conn.poll(PARENT_POLL_S):
+            rclpy.spin_once(node, timeout_sec=0.0)  # the place_cube service
+            if not conn.poll(IDLE_POLL_S):
                 continue
             snapshot = conn.recv()
             while snapshot is not None and conn.poll():  # behind: the older ones as cube poses only

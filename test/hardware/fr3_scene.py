@@ -8,6 +8,8 @@ ElementTree; everything here edits that tree before the simulator compiles it.
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from robodojo.geometry import quat_from_matrix, transform
 from robodojo.perception.mounted_camera import MountedCamera
 from robodojo.robots.config import ArmConfig, RobotConfig
 from robodojo.robots.ik import ArmKinematics
+from robodojo.sim.textures import WOOD_REPEAT_PER_M, wood_grain
 
 PREFIX = "robot0_"  # franky-sim's name prefix for the first robot it adds
 HAND_BODY = PREFIX + "hand"  # franky-sim's Franka Hand body: the flange turned -45 deg about z
@@ -31,6 +34,7 @@ FK_TOLERANCE_RAD = math.radians(0.1)
 FK_CHECKS = 6  # joint configurations compared: home and random ones within the limits
 
 CUBE_BODY = "cube"
+CUBE_JOINT = "cube_joint"
 CUBE_SIZE_M = 0.045
 CUBE_MASS_KG = 0.05  # a 4.5 cm wooden cube
 CUBE_RGBA = (0.85, 0.08, 0.06, 1.0)
@@ -39,7 +43,9 @@ CUBE_RGBA = (0.85, 0.08, 0.06, 1.0)
 CUBE_FRICTION = (1.0, 0.01, 0.0001)
 CUBE_CONDIM = 4
 DEFAULT_CUBE_XY_M = (0.05, -0.05)  # 0.45 m in front of the base: a top-down grasp well inside the FR3's reach
-TABLE_RGBA = (0.76, 0.6, 0.42, 1.0)
+# The embedded world's wood grain (robodojo.sim.textures): a real table has texture, and depth-free perception
+# (robo.table_height's plane sweep, stereo) finds nothing to match on a blank one.
+TABLE_MATERIAL = "table_wood_grain"
 
 
 def _vec(values: Sequence[float]) -> str:
@@ -115,7 +121,7 @@ def build_simulator(robot: RobotConfig, layout: WorldLayout) -> tuple[MujocoSimu
     # add_robot takes a position only: turn the body it appended by the config's base orientation.
     robot_body = sim.worldbody.findall("body")[-1]
     robot_body.set("quat", _vec(quat_from_matrix(arm.base_link_pose[:3, :3])))
-    _add_table(sim.worldbody, robot)
+    _add_table(sim.scene, sim.worldbody, robot)
     _add_cube(sim.worldbody, robot, layout.cube_xy_m)
     T_hand_tcp = our_hand_to_tcp(robot)
     hand = _find_body(robot_body, HAND_BODY)
@@ -127,18 +133,42 @@ def build_simulator(robot: RobotConfig, layout: WorldLayout) -> tuple[MujocoSimu
     return sim, handle
 
 
-def _add_table(worldbody: ET.Element, robot: RobotConfig) -> None:
-    """A solid block from the floor up to table.top_z_m (the arm's base stands on it)."""
+def _add_table(scene: ET.Element, worldbody: ET.Element, robot: RobotConfig) -> None:
+    """A solid wood-grained block from the floor up to table.top_z_m (the arm's base stands on it)."""
+    asset = scene.find("asset")
+    if asset is None:
+        asset = ET.SubElement(scene, "asset")
+    ET.SubElement(asset, "texture", name=TABLE_MATERIAL, type="2d", file=str(_wood_grain_png()))
+    repeat = _vec([WOOD_REPEAT_PER_M, WOOD_REPEAT_PER_M])
+    ET.SubElement(asset, "material", name=TABLE_MATERIAL, texture=TABLE_MATERIAL, texuniform="true", texrepeat=repeat)
     table = robot.table
     half = [table.size_xy_m[0] / 2, table.size_xy_m[1] / 2, table.top_z_m / 2]
     pos = [table.center_xy_m[0], table.center_xy_m[1], table.top_z_m / 2]
-    ET.SubElement(worldbody, "geom", name="table", type="box", size=_vec(half), pos=_vec(pos), rgba=_vec(TABLE_RGBA))
+    ET.SubElement(worldbody, "geom", name="table", type="box", size=_vec(half), pos=_vec(pos), material=TABLE_MATERIAL)
+
+
+def _wood_grain_png() -> str:
+    """The wood-grain image as a PNG file (MJCF textures come from files), written once per machine."""
+    import cv2
+
+    image = wood_grain()
+    path = os.path.join(tempfile.gettempdir(), f"robodojo-wood-grain-{image.shape[0]}px.png")
+    if not os.path.exists(path):
+        partial = f"{path}.{os.getpid()}.png"  # the same image from every writer: the last rename wins, harmlessly
+        cv2.imwrite(partial, cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2BGR))
+        os.replace(partial, path)
+    return path
+
+
+def cube_start_xyz(robot: RobotConfig, xy_m: Sequence[float]) -> tuple[float, float, float]:
+    """The cube's centre resting on the table at ``xy_m`` (world frame)."""
+    return (float(xy_m[0]), float(xy_m[1]), robot.table.top_z_m + CUBE_SIZE_M / 2)
 
 
 def _add_cube(worldbody: ET.Element, robot: RobotConfig, xy_m: tuple[float, float]) -> None:
     half = CUBE_SIZE_M / 2
-    body = ET.SubElement(worldbody, "body", name=CUBE_BODY, pos=_vec([xy_m[0], xy_m[1], robot.table.top_z_m + half]))
-    ET.SubElement(body, "freejoint", name="cube_joint")
+    body = ET.SubElement(worldbody, "body", name=CUBE_BODY, pos=_vec(cube_start_xyz(robot, xy_m)))
+    ET.SubElement(body, "freejoint", name=CUBE_JOINT)
     ET.SubElement(
         body,
         "geom",

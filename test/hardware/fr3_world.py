@@ -13,7 +13,8 @@ with the robot's cameras rendered and published on ROS 2 as a camera driver woul
   rendered). A child process renders them (fr3_cameras.py) from snapshots of the simulator's positions taken here
   between two physics steps at ``--fps``: frames on /<camera>/image_raw (rgb8, the raw driver topic camera_node
   republishes with CameraInfo and pose), the cube's world pose on /fr3_world/cube_pose, stamped alike with the ROS
-  system clock at the snapshot.
+  system clock at the snapshot. The service /fr3_world/place_cube puts the cube back where it started (the operator's
+  hands between two episodes).
 - Prints ``fr3_world: ready <host>`` once franky-sim serves its port and every camera has published a frame, then the
   real-time factor of the simulation every few seconds. SIGINT or SIGTERM end it with exit code 0.
 
@@ -40,12 +41,14 @@ import numpy as np
 from fr3_cameras import CUBE_POSE_TOPIC, RENDER_MODES, CameraProcess, CameraSpec, Snapshot
 from fr3_scene import (
     CUBE_BODY,
+    CUBE_JOINT,
     DEFAULT_CUBE_XY_M,
     FK_TOLERANCE_M,
     FK_TOLERANCE_RAD,
     WorldLayout,
     build_simulator,
     check_kinematics,
+    cube_start_xyz,
     ground_truth,
 )
 from franky_sim import SimulationServer
@@ -132,6 +135,29 @@ class Snapshots:
             self.error = exc
 
 
+class CubePlacer:
+    """The operator's hands: puts the cube back at its start pose, at rest, between two physics steps in franky-sim's
+    own thread, when the camera process's /fr3_world/place_cube service asks."""
+
+    def __init__(self, sim: MujocoSimulator, cameras: CameraProcess, start_xyz: Sequence[float]) -> None:
+        assert sim.model is not None and sim.data is not None
+        joint = sim.model.joint(CUBE_JOINT)
+        self._qpos = int(joint.qposadr[0])
+        self._dof = int(joint.dofadr[0])
+        self._pose = np.array([*start_xyz, 1.0, 0.0, 0.0, 0.0])  # position, then the identity quaternion (w x y z)
+        self._data = sim.data
+        self._cameras = cameras
+        sim.register_post_step_callback(self._after_step)
+
+    def _after_step(self, sim: MujocoSimulator) -> None:
+        if not self._cameras.place_cube.is_set():
+            return
+        self._cameras.place_cube.clear()
+        self._data.qpos[self._qpos : self._qpos + 7] = self._pose
+        self._data.qvel[self._dof : self._dof + 6] = 0.0
+        self._cameras.cube_placed.set()
+
+
 # -- the process -----------------------------------------------------------------------------------------------------
 class Stopped(Exception):
     """SIGINT or SIGTERM came while starting."""
@@ -195,6 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     specs = [CameraSpec(c.name, c.frame) for c in layout.cameras]
     cameras = CameraProcess(scene_xml, specs, args.render, CUBE_BODY, args.log_dir, ground_truth(robot))
     snapshots = Snapshots(sim, cameras, args.fps)
+    CubePlacer(sim, cameras, cube_start_xyz(robot, args.cube_xy_m))
     code = 0
     try:
         server.run_async()

@@ -25,7 +25,7 @@ pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip insta
 pytest.importorskip("franky", reason="franky-control is not installed (pip install '.[hardware]')")
 
 from conftest import Fr3World
-from fr3_cameras import CUBE_POSE_TOPIC, TRUE_JOINTS_TOPIC, TRUE_TCP_TOPIC
+from fr3_cameras import CUBE_POSE_TOPIC, PLACE_CUBE_SERVICE, TRUE_JOINTS_TOPIC, TRUE_TCP_TOPIC
 from fr3_client import Client, wait
 
 from robodojo.control.trajectory_controller import TrajectoryState
@@ -316,6 +316,7 @@ INSTRUCTION = "Pick up the red cube and lift it 10 cm above the table."
 LIFTED_M = 0.08  # the cube's rise that the operator (this test) calls a success
 REST_Z_M = ROBOT.table.top_z_m + 0.0225  # the cube's centre resting on the table
 EPISODE_TIMEOUT_S = 420.0
+HOMED_RAD = 0.02  # the operator waits for the reset to bring the arm this close to home before touching the scene
 REPLAYS = {
     "move_eef": Path(__file__).with_name("data") / "fr3_world_pick_cube.yaml",
     "code_cell": Path(__file__).parents[2] / "examples" / "cells" / "fr3_pick_cube.py",
@@ -374,26 +375,25 @@ class Operator:
                 statuses = self.client.messages(topics.EPISODE_STATUS)
                 if not statuses or statuses[-1].episode_id == self.old_episode:
                     continue  # the reset has not started yet
-                if self.client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z > self.rest_z_m + 0.02:
-                    put_the_cube_back(self.client)  # the previous episode lifted it: the scene is reset by hand
+                if np.abs(true_q(self.client) - HOME_RAD).max() > HOMED_RAD:
+                    continue  # the reset is homing the arm: hands off until it stands
+                if self.client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z > self.rest_z_m + 0.005:
+                    self._place_cube()  # the previous episode moved it: put it back by hand
                 self.ready_answers.append(self._judge(JudgeEpisode.Request.READY))
                 continue
             cube = self.client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z
             if cube - self.rest_z_m >= LIFTED_M and not self.verdicts:
                 self.verdicts.append(self._judge(JudgeEpisode.Request.VERDICT, success=True))
 
+    def _place_cube(self) -> None:
+        from std_srvs.srv import Trigger
+
+        answer = self.client.service(Trigger, PLACE_CUBE_SERVICE, Trigger.Request())
+        assert answer.success, answer.message
+
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
-
-
-def put_the_cube_back(client: Client) -> None:
-    """What the operator does between episodes, with the robot: lower the held cube onto the table and let go."""
-    from fr3_client import move_eef
-
-    for dims in ({"arm_z": 0.795}, {"arm_gripper": 1.0}, {"arm_z": 0.9}):
-        result = move_eef(client, dims, MOTION_TIMEOUT_S * 2)
-        assert result.accepted and result.stop_reason == "completed", (dims, result.stop_reason, result.stop_detail)
 
 
 @pytest.mark.skipif(

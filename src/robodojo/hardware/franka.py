@@ -23,10 +23,14 @@ the path with less speed overshoot, and it is one SDK call, not one per point. b
 comparison.
 
 Speed: the guard checks the robot's own limits (URDF velocity, FR3 acceleration); franky plays no faster than its
-own velocity limits times ``relative_dynamics_factor`` (2.175 rad/s on joints 1-4 in franky 2.0.0, so 1.09 rad/s at
-0.5). Pass-through velocities are clipped just inside that (:data:`WAYPOINT_SPEED_FRACTION`), because franky's
-planner rejects a faster waypoint and fails the whole motion: a segment planned faster plays slower than stamped,
-on the same path.
+own limits times ``relative_dynamics_factor`` (velocity 2.175 rad/s on joints 1-4 in franky 2.0.0, so 1.09 rad/s at
+0.5; acceleration 7.5 rad/s^2 on joint 2, so 3.75). A trajectory beyond them is slowed down whole before it is sent:
+its times are stretched by one factor (:meth:`FrankaArm.time_scale`), so the path is kept and every waypoint's
+velocity stays consistent with its neighbours. Without that, franky must reach each waypoint at a velocity it cannot
+get to within the segment, and its per-segment planner overshoots and comes back: measured in fr3_world at factor
+0.5, a 1.3 s home move (5 rad/s^2 planned on joint 2) swung back and forth for 5-87 s of wall time; at factor 0.2 a
+3 s move took 53 s. Pass-through velocities are also clipped just inside the velocity limit
+(:data:`WAYPOINT_SPEED_FRACTION`), because franky's planner rejects a faster waypoint and fails the whole motion.
 
 Hold: when no motion runs, the controller holds the last commanded position (libfranka's idle mode; franky-sim does
 the same), so :meth:`FrankaArm.stop` is also the hold: franky decelerates within its limits and the arm stays there.
@@ -67,6 +71,9 @@ STATUSES = ("disconnected", "idle", "playing", "stopped", "watchdog", "error", "
 # velocity at or above it is invalid input to franky's planner, which then fails the whole motion (measured:
 # "Motion planner failed with error code -100" for 1.3 rad/s at factor 0.5, where franky allows 1.09 rad/s).
 WAYPOINT_SPEED_FRACTION = 0.99
+# The average acceleration over a segment is kept this far inside franky's (scaled) limit: franky's planner reaches
+# each waypoint with zero acceleration, so within a segment it needs headroom above the average for its jerk ramps.
+SEGMENT_ACCEL_FRACTION = 0.8
 _MS_PER_S = 1000.0
 
 
@@ -131,6 +138,8 @@ class FrankaArm:
         self._lock = threading.RLock()  # the arm's calls; stop() never waits behind a gripper move
         self._gripper_lock = threading.Lock()
         self._waypoint_speed_rad_s = np.zeros(len(self.joint_names))  # set by connect(), from franky's limits
+        self._segment_accel_rad_s2 = np.zeros(len(self.joint_names))  # likewise
+        self.last_time_scale = 1.0  #: how much slower than stamped the last motion was sent (>= 1)
         self._robot: Any = None
         self._gripper: Any = None
         self._status = ArmStatus("disconnected", "connect() first")
@@ -159,8 +168,10 @@ class FrankaArm:
                 raise ContactLostError(f"cannot connect to the FR3 at {ip}: {exc}") from None
             self._robot, self._gripper = robot, gripper
             factor = self.settings.relative_dynamics_factor
-            sdk_limit = np.asarray(robot.joint_velocity_limit.get(), dtype=float)
-            self._waypoint_speed_rad_s = sdk_limit * factor * WAYPOINT_SPEED_FRACTION
+            sdk_speed = np.asarray(robot.joint_velocity_limit.get(), dtype=float)
+            sdk_accel = np.asarray(robot.joint_acceleration_limit.get(), dtype=float)
+            self._waypoint_speed_rad_s = sdk_speed * factor * WAYPOINT_SPEED_FRACTION
+            self._segment_accel_rad_s2 = sdk_accel * factor * SEGMENT_ACCEL_FRACTION
             self._status = ArmStatus("idle", "")
 
     def close(self) -> None:
@@ -204,12 +215,12 @@ class FrankaArm:
         if not isinstance(trajectory, CheckedTrajectory) or trajectory.joint_names != self.joint_names:
             raise InvalidCommandError("play() takes a CheckedTrajectory of this arm's joints (TrajectoryGuard.check)")
         franky = _franky()
-        # The guard checked the robot's own limits; franky plays no faster than its limits times the dynamics
-        # factor, so faster segments play slower than stamped (the path is kept, the timing is not).
+        scale = self.time_scale(trajectory)
         speed = self._waypoint_speed_rad_s
-        velocities = np.clip(trajectory.velocities_rad_s, -speed, speed)
-        # Each segment takes at least its stamped duration, on the robot's clock (franky's unit is the millisecond).
-        segments_ms = np.round(np.diff(trajectory.times_from_start_s, prepend=0.0) * _MS_PER_S).astype(int)
+        velocities = np.clip(trajectory.velocities_rad_s / scale, -speed, speed)
+        # Each segment takes at least its (stretched) duration, on the robot's clock (franky's unit is the ms).
+        times_s = trajectory.times_from_start_s * scale
+        segments_ms = np.round(np.diff(times_s, prepend=0.0) * _MS_PER_S).astype(int)
         waypoints = [
             franky.JointWaypoint(franky.JointState(q, v), minimum_time=franky.Duration(int(ms)))
             for q, v, ms in zip(trajectory.positions_rad, velocities, segments_ms, strict=True)
@@ -224,8 +235,22 @@ class FrankaArm:
         with self._lock:
             self._call(send)
             self.sent_motions += 1
+            self.last_time_scale = scale
             self._status = ArmStatus("playing", "")
             self.watchdog.arm()
+
+    def time_scale(self, trajectory: CheckedTrajectory) -> float:
+        """By how much ``trajectory``'s times must be stretched (>= 1) for its velocities and segment accelerations to
+        fit franky's limits times the dynamics factor (stretching by k divides velocities by k, accelerations by k^2).
+        1.0 before connect(), when franky's limits are not known yet."""
+        if not self._waypoint_speed_rad_s.any():
+            return 1.0
+        v = trajectory.velocities_rad_s
+        dt = np.diff(trajectory.times_from_start_s, prepend=0.0)[:, None]
+        accel = np.abs(np.diff(v, axis=0, prepend=np.zeros((1, v.shape[1])))) / np.maximum(dt, 1e-9)
+        speed_ratio = float(np.max(np.abs(v) / self._waypoint_speed_rad_s))
+        accel_ratio = float(np.max(accel / self._segment_accel_rad_s2))
+        return max(1.0, speed_ratio, accel_ratio**0.5)
 
     def feed(self) -> None:
         """The commander is alive (a lease renewal): keeps a playing trajectory going."""

@@ -310,6 +310,8 @@ class MotionServerNode(GraphNode):
             self._busy.release()
         response.success = report.accepted and report.stop_reason is StopReason.COMPLETED
         response.message = f"{report.tool_text} {report.arrival_text}".strip()
+        detail = f"; {report.stop_detail}" if report.stop_detail else ""
+        self.get_logger().info(f"home {report.log_text()}{detail}")
         return response
 
     def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
