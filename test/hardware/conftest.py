@@ -119,6 +119,19 @@ def _claim_domain() -> tuple[int, IO[str]]:
     pytest.fail("every ROS domain id from 1 to 100 is claimed by another process")
 
 
+def ros_domain(log_dir: Path) -> tuple[int, IO[str], dict[str, str]]:
+    """The package's interfaces built and importable here, and a private ROS domain: its id, the lock that holds it
+    (close it when done) and the environment for node processes in it."""
+    from robodojo.nodes.process_graph import build_interfaces, ros_environment, use_interfaces_here
+
+    with (log_dir / "colcon.log").open("w") as f:
+        build_interfaces(PACKAGE_ROOT, log=f)
+    use_interfaces_here(PACKAGE_ROOT)
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # this process's client, as the nodes' environment
+    domain_id, lock = _claim_domain()
+    return domain_id, lock, ros_environment(PACKAGE_ROOT, domain_id=domain_id, log_dir=log_dir / "ros")
+
+
 @dataclass
 class Fr3World:
     """fr3_world.py running: franky-sim on ``host``, camera frames and the cube pose in ROS domain ``domain_id``."""
@@ -152,17 +165,10 @@ def fr3_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fr3World]:
     pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env.sh (ROS wheels)")
     if shutil.which("colcon", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("colcon not installed (scripts/setup_env.sh installs colcon-common-extensions)")
-    from robodojo.nodes.process_graph import build_interfaces, ros_environment, use_interfaces_here
-
     if _port_open(WORLD_HOST):
         pytest.fail(f"something already serves {WORLD_HOST}:{FCI_PORT}; stop it (another fr3_world?)")
     log_dir = tmp_path_factory.mktemp("fr3_world")
-    with (log_dir / "colcon.log").open("w") as f:
-        build_interfaces(PACKAGE_ROOT, log=f)
-    use_interfaces_here(PACKAGE_ROOT)
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # this process's client, as the nodes' environment
-    domain_id, lock = _claim_domain()
-    env = ros_environment(PACKAGE_ROOT, domain_id=domain_id, log_dir=log_dir / "ros")
+    domain_id, lock, env = ros_domain(log_dir)
     log = log_dir / "fr3_world.log"
     cmd = [sys.executable, str(WORLD_SCRIPT), "--host", WORLD_HOST, "--log-dir", str(log_dir)]
     with log.open("wb") as out:
