@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -396,11 +395,6 @@ class Operator:
         self._thread.join(timeout=30)
 
 
-@pytest.mark.skipif(
-    not os.environ.get("ROBODOJO_FR3_EPISODES"),
-    reason="set ROBODOJO_FR3_EPISODES=1: a whole agent episode over franky-sim needs a quiet 2-core machine (under "
-    "other load franky-sim's loop stalls for seconds and the episode ends backend_lost)",
-)
 @pytest.mark.parametrize("agent", ["move_eef", "code_cell"])
 def test_an_agent_picks_up_the_cube_over_libfranka_and_the_operator_judges_it(
     fr3_world, client, driver, motion_server, episode_graph, tmp_path, agent

@@ -85,6 +85,39 @@ def test_a_trajectory_faster_than_frankys_dynamics_factor_plays_slower_on_the_sa
     time.sleep(SETTLE_S)
     assert arm.status.status == "idle", arm.status
     assert np.abs(q_of(arm) - (start + amplitude)).max() < END_TOLERANCE_RAD
+    assert arm.last_time_scale > 1.2  # sent slowed down whole: 1.31 rad/s into franky's 1.08
+
+
+# franky 2.0.0's FR3 joint limits (Robot.joint_velocity_limit, joint_acceleration_limit), before the dynamics factor
+FRANKY_SPEED_RAD_S = np.array([2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61])
+FRANKY_ACCEL_RAD_S2 = np.array([15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0])
+
+
+@pytest.mark.parametrize(
+    ("joint", "amplitude_rad", "duration_s", "slowed"),
+    [
+        (1, -0.2, 3.0, False),  # 0.1 rad/s, 0.1 rad/s^2: well inside franky's limits at factor 0.5
+        (0, 0.8, 1.1, True),  # 1.14 rad/s: above franky's 1.09 rad/s (3.3 rad/s^2 is within)
+        (1, -0.2, 0.4, True),  # 6.2 rad/s^2 at the ends: above franky's 3.75 on joint 2 (0.8 rad/s is within)
+    ],
+)
+def test_the_time_scale_fits_frankys_scaled_limits_with_the_least_stretch(
+    arm, guard, joint, amplitude_rad, duration_s, slowed
+):
+    start = q_of(arm)
+    amplitude = np.zeros(7)
+    amplitude[joint] = amplitude_rad
+    checked = guard.check(smooth(start, amplitude, duration_s), tuple(start), (0.0,) * 7)
+    scale = arm.time_scale(checked)
+    assert (scale > 1.0) == slowed, scale
+    v = checked.velocities_rad_s[:, joint] / scale
+    dt = np.diff(checked.times_from_start_s * scale, prepend=0.0)
+    accel = np.abs(np.diff(v, prepend=0.0)) / dt
+    factor = SETTINGS.relative_dynamics_factor
+    speed_limit, accel_limit = FRANKY_SPEED_RAD_S[joint] * factor, FRANKY_ACCEL_RAD_S2[joint] * factor
+    assert np.abs(v).max() <= speed_limit and accel.max() <= accel_limit
+    if slowed:  # the least stretch: one of the two limits is met, not undercut by a margin
+        assert np.abs(v).max() > 0.95 * speed_limit or accel.max() > 0.75 * accel_limit
 
 
 def test_a_new_trajectory_replaces_the_running_one(arm):
