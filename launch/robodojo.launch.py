@@ -196,6 +196,13 @@ def _arguments() -> list[DeclareLaunchArgument]:
             description="sim:=none only: a reset waits for the operator's `robodojo judge --ready`",
         ),
         DeclareLaunchArgument(
+            "observed_success",
+            default_value="true",
+            choices=["true", "false"],
+            description="sim:=none only: judge success from the joint states where the task has an observation-only "
+            "check (the operator's `robodojo judge` overrides it)",
+        ),
+        DeclareLaunchArgument(
             "camera_topic",
             default_value="/{camera}/image_raw",
             description="sim:=none only: each camera driver's raw image topic; {camera} is replaced by the camera name",
@@ -376,6 +383,7 @@ def _launch_setup(context, *args, **kwargs):
                         "seed": seed,
                         "instruction": _text(LaunchConfiguration("instruction").perform(context)),
                         "confirm_reset": _flag(context, "confirm_reset"),
+                        "observed_success": _flag(context, "observed_success"),
                         "use_sim_time": use_sim_time,
                     }
                 ],

@@ -414,7 +414,9 @@ def test_franka_hardware_starts_the_fr3_driver_and_the_operators_episode(stand_i
         "fr3_pick_cube",
         "Pick up the red cube.",
     )
-    assert episode["confirm_reset"] is True
+    assert episode["confirm_reset"] is True and episode["observed_success"] is True
+    off = _nodes(_run_setup(stand_in_launch, robot="fr3", task="fr3_pick_cube", sim="none", observed_success="false"))
+    assert _parameters(off["episode_node"])["observed_success"] is False
     cameras = [a for a in actions if type(a).__name__ == "Node" and a.kwargs["executable"] == "camera_node"]
     assert sorted(_parameters(c)["camera"] for c in cameras) == sorted(_robot_yaml("fr3")["cameras"])
     agent = _parameters(nodes["agent_node"])

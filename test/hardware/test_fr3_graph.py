@@ -343,12 +343,14 @@ def episode_graph(fr3_world, client, driver, motion_server, tmp_path_factory) ->
 
 
 class Operator:
-    """The person at the robot, played from franky-sim's state: confirms the scene after a reset, and judges success
-    from the cube's height, through the episode node's /episode/judge service (what `robodojo judge` calls)."""
+    """The person at the robot, played from franky-sim's state: confirms the scene after a reset, and (``judges``)
+    judges success from the cube's height, through the episode node's /episode/judge service (what `robodojo judge`
+    calls)."""
 
-    def __init__(self, client: Client, table_cube_z_m: float) -> None:
+    def __init__(self, client: Client, table_cube_z_m: float, *, judges: bool = True) -> None:
         self.client = client
         self.rest_z_m = table_cube_z_m
+        self.judges = judges
         statuses = client.messages(topics.EPISODE_STATUS)
         self.old_episode = statuses[-1].episode_id if statuses else ""
         self.ready_answers: list = []
@@ -381,7 +383,7 @@ class Operator:
                 self.ready_answers.append(self._judge(JudgeEpisode.Request.READY))
                 continue
             cube = self.client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z
-            if cube - self.rest_z_m >= LIFTED_M and not self.verdicts:
+            if self.judges and cube - self.rest_z_m >= LIFTED_M and not self.verdicts:
                 self.verdicts.append(self._judge(JudgeEpisode.Request.VERDICT, success=True))
 
     def _place_cube(self) -> None:
@@ -395,14 +397,22 @@ class Operator:
         self._thread.join(timeout=30)
 
 
-@pytest.mark.parametrize("agent", ["move_eef", "code_cell"])
-def test_an_agent_picks_up_the_cube_over_libfranka_and_the_operator_judges_it(
-    fr3_world, client, driver, motion_server, episode_graph, tmp_path, agent
+@pytest.mark.parametrize(
+    ("agent", "judge"),
+    [("move_eef", "operator"), ("code_cell", "the task's own check")],  # fr3_pick_cube's HeldAndLifted
+)
+def test_an_agent_picks_up_the_cube_over_libfranka_and_it_is_judged(
+    fr3_world, client, driver, motion_server, episode_graph, tmp_path, agent, judge
 ):
+    from std_msgs.msg import String
+
+    from robodojo.nodes.episode_node import VERDICT
+
+    client.subscribe(String, VERDICT, latched=True)
     cube = client.messages(CUBE_POSE_TOPIC)[-1].pose.position
     if agent == "move_eef" and math.hypot(cube.x - 0.05, cube.y + 0.05) > 0.01:
         pytest.skip(f"the cube is not where the replay expects it: {cube}")  # the code cells look for it
-    operator = Operator(client, REST_Z_M)
+    operator = Operator(client, REST_Z_M, judges=judge == "operator")
     params = {
         "agent": agent, "llm": f"replay:{REPLAYS[agent]}", "task": "fr3_pick_cube", "use_sim_time": False,
         "out": str(tmp_path / "episodes"), "reset_timeout_s": 300.0, "status_timeout_s": 10.0, "images": "head",
@@ -415,7 +425,11 @@ def test_an_agent_picks_up_the_cube_over_libfranka_and_the_operator_judges_it(
         node.stop()
         operator.stop()
     assert any(a.accepted for a in operator.ready_answers)  # the reset waited for the operator
-    assert operator.verdicts and operator.verdicts[0].accepted, (operator.verdicts, node.output()[-2000:])
+    if judge == "operator":
+        assert operator.verdicts and operator.verdicts[0].accepted, (operator.verdicts, node.output()[-2000:])
+    else:  # the robot saw it: the fingers stopped on the cube, the hand rose 10 cm
+        verdicts = [m.data for m in client.messages(VERDICT)]
+        assert any("success (seen by the robot" in v for v in verdicts), verdicts
     (record,) = (tmp_path / "episodes").glob("*/")
     metrics = json.loads((record / "metrics.json").read_text())
     meta = json.loads((record / "meta.json").read_text())

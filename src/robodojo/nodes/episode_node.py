@@ -4,7 +4,9 @@ Publishes /episode/status (latched, on every change and at ``status_rate_hz``) w
 ``instruction`` parameter), recipe and step budget; counts the steps from the controllers' trajectory_status reports
 (points played, as the simulator counts them) and, once the budget is used up, stops every controller with an empty
 trajectory; takes success and score from the operator through /episode/judge (``robodojo judge``), and publishes each
-verdict on /episode/verdict.
+verdict on /episode/verdict. Where the task has an observation-only check (``observed_success``), success is also
+judged from the robot's own joint states (robodojo.episodes.observed), unless the operator judged first; the operator
+can still override it.
 
 /episode/reset starts a new episode: it stops the controllers, homes the arms through the motion server's
 /motion/home (``home_on_reset``), then asks the operator to put the scene back and waits for ``robodojo judge
@@ -22,10 +24,12 @@ from agent_bringup.msg import EpisodeStatus, TrajectoryStatus
 from agent_bringup.srv import JudgeEpisode, ResetEpisode
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from robodojo.episodes.observed import HeldAndLiftedCheck
 from robodojo.episodes.operated import EpisodeText, OperatedEpisode, episode_text
 from robodojo.errors import RobodojoError
 from robodojo.nodes import convert, topics
@@ -33,6 +37,7 @@ from robodojo.nodes.parameters import EpisodeNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
 from robodojo.robots.config import load_robot_config
+from robodojo.sim.tasks import get_task
 
 NODE_NAME = "episode_node"
 JUDGE = "/episode/judge"
@@ -66,6 +71,17 @@ class EpisodeNode(GraphNode):
                 (topics.gripper_controller(arm.name), (arm.gripper_joint,)),
             ):
                 self.stop_pubs.append((self.create_publisher(JointTrajectory, topic, 10), list(joints)))
+        self.check: HeldAndLiftedCheck | None = None
+        self._watch_task(p.task)
+        if p.observed_success:  # for this task's check and every later one's
+            self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, 10)
+            for arm in self.robot.arms:
+                self.create_subscription(
+                    JointTrajectory,
+                    topics.gripper_controller(arm.name),
+                    lambda msg, arm_name=arm.name: self._on_gripper_command(arm_name, msg),
+                    10,
+                )
         slow = MutuallyExclusiveCallbackGroup()  # a reset waits for the arms and the operator
         self.create_service(ResetEpisode, topics.EPISODE_RESET, self._on_reset, callback_group=slow)
         self.create_service(JudgeEpisode, JUDGE, self._on_judge)
@@ -79,6 +95,35 @@ class EpisodeNode(GraphNode):
 
     def _text(self, task: str, variant: str, seed: int) -> EpisodeText:
         return episode_text(self.robot, task, variant, seed, self.params.instruction, self.params.step_limit)
+
+    # -- the task's own check -------------------------------------------------------------------------------------
+    def _watch_task(self, task: str) -> None:
+        """Check ``task``'s observation-only success from now on (where it has one and ``observed_success``)."""
+        spec = get_task(task).observed_success if self.params.observed_success else None
+        if spec is None:
+            self.check = None
+            return
+        if self.check is not None and self.check.spec == spec:
+            self.check.reset()
+            return
+        self.check = HeldAndLiftedCheck(spec, self.robot)
+
+    def _on_gripper_command(self, arm: str, msg: JointTrajectory) -> None:
+        check = self.check
+        if check is not None and check.spec.arm == arm and msg.points and msg.points[-1].positions:
+            check.on_gripper_command(float(msg.points[-1].positions[0]))
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        check, episode = self.check, self.episode
+        if check is None or episode.verdict is not None or self._waiting_for_ready:
+            return
+        if not check.on_joint_state(dict(zip(msg.name, msg.position, strict=False))):
+            return
+        episode.judge(True, math.nan, check.detail)
+        text = f"episode {episode.episode_id}: success ({check.detail})"
+        self.get_logger().info(f"the task's own check: {text}")
+        self.verdict_pub.publish(String(data=text))
+        self._publish(force=True)
 
     # -- steps ----------------------------------------------------------------------------------------------------
     def _on_report(self, msg: TrajectoryStatus) -> None:
@@ -140,6 +185,7 @@ class EpisodeNode(GraphNode):
             return response
         self._stop_controllers()
         self.episode = OperatedEpisode(text, counting=False)
+        self._watch_task(text.task)
         self._publish(force=True)
         why = self._home() if self.params.home_on_reset else ""
         if not why and self.params.confirm_reset:

@@ -169,6 +169,9 @@ class EpisodeNodeParams:
     home_on_reset: bool = parameter("a reset homes the arms through the motion server's /motion/home")
     confirm_reset: bool = parameter("a reset waits for the operator's `robodojo judge --ready`")
     reset_timeout_s: float = parameter("how long a reset waits for the operator [s]", positive=True)
+    observed_success: bool = parameter(
+        "judge success from the joint states where the task has an observation-only check (the operator may override)"
+    )
 
 
 NODE_PARAMS: dict[str, type] = {

@@ -75,8 +75,23 @@ class Workspace:
     y_m: tuple[float, float]
 
 
+@dataclass(frozen=True)
+class HeldAndLifted:
+    """A success a real robot can see for itself, without knowing where objects are: the gripper of ``arm`` stopped
+    closing on something between ``held_width_m`` (both fingers) and the grasp point then rose ``lift_m`` above where
+    it closed (robodojo.episodes.observed checks it from the joint states)."""
+
+    arm: str
+    held_width_m: tuple[float, float]
+    lift_m: float
+
+
 class Task(ABC):
-    """Base class. Subclasses set the class attributes and implement layout, success, score and goal."""
+    """Base class. Subclasses set the class attributes and implement layout, success, score and goal.
+
+    ``observed_success``: where set, the success an episode on a real robot judges from the robot's own sensing
+    (episode_node), beside the operator's verdict.
+    """
 
     name: ClassVar[str]
     robot: ClassVar[str] = "dual_arx_x5"
@@ -86,6 +101,7 @@ class Task(ABC):
     score_ladder: ClassVar[tuple[tuple[float, str], ...]]
     # Where top-down grasps are reachable for the ARX X5 layout (mapped with the IK: 3 cm to 15 cm above the table).
     workspace: ClassVar[Workspace] = Workspace(x_m=(-0.42, 0.42), y_m=(-0.32, -0.1))
+    observed_success: ClassVar[HeldAndLifted | None] = None
 
     registry: ClassVar[dict[str, type[Task]]] = {}
 
