@@ -15,7 +15,9 @@ What is measured (franky-sim started here on its own loopback address, killed at
 4. Joint-state reads on a fixed-rate loop at the configured state rate for 3 s: achieved rate, period jitter (p95 of
    the deviation from the period) and the median cost of one read.
 
-Run: ``.venv/bin/python benchmarks/hardware.py [--samples 30] [--move-s 3.0]``.
+Run: ``.venv/bin/python benchmarks/hardware.py [--samples 30] [--move-s 3.0]``. The same layer on the ROS 2 graph
+(fr3_driver_node: its joint-state rate and stamp jitter, trajectory message to SDK, and MoveEef overhead on the FR3 path
+against the simulated one in one run) is ``benchmarks/fr3_graph.py``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from test_trajectory_guard import LOWER, NAMES, UPPER, _broken, _steps
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import InvalidCommandError
 from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
-from robodojo.hardware.franka import FrankaArm
+from robodojo.hardware.franka import SEGMENT_ACCEL_FRACTION, FrankaArm
 from robodojo.hardware.settings import load_hardware_settings
 
 SETTINGS = load_hardware_settings()
@@ -92,10 +92,16 @@ def test_nothing_outside_the_limits_reaches_the_sdk(rig, n_points, step_s, scale
     assert len(recorder.motions) == before + 1
     sent_times, sent_q, sent_dq = _sent(recorder.motions[-1])
     driver.stop("checked")
-    assert np.allclose(sent_q, points) and np.allclose(sent_times, times, atol=1e-3)
+    scale_time = driver.arm.last_time_scale  # slowed down whole to fit franky's limits x dynamics factor, or 1
+    assert scale_time >= 1.0
+    assert np.allclose(sent_q, points) and np.allclose(sent_times, times * scale_time, atol=1e-3)
     assert ((sent_q >= LOWER) & (sent_q <= UPPER)).all()
     cap = driver.arm._waypoint_speed_rad_s
     assert (np.abs(sent_dq) <= cap + 1e-9).all(), "a waypoint velocity beyond franky's limit x dynamics factor"
+    # Each segment's average acceleration within franky's (scaled) limit, the ms rounding of its duration aside.
+    accel = np.abs(np.diff(sent_dq, axis=0, prepend=np.zeros((1, 7)))) / np.diff(sent_times, prepend=0.0)[:, None]
+    franky_accel = driver.arm._segment_accel_rad_s2 / SEGMENT_ACCEL_FRACTION
+    assert (accel <= franky_accel * 1.05).all(), "a segment beyond franky's acceleration limit x dynamics factor"
     broken = _broken(sent_times, sent_q, q0)
     assert not broken, f"the SDK received a trajectory that breaks the {broken} rule"
 

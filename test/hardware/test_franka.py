@@ -5,6 +5,7 @@ Simulated time runs at 0.5-0.9x wall time on small machines: waits are generous 
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -118,6 +119,30 @@ def test_the_time_scale_fits_frankys_scaled_limits_with_the_least_stretch(
     assert np.abs(v).max() <= speed_limit and accel.max() <= accel_limit
     if slowed:  # the least stretch: one of the two limits is met, not undercut by a margin
         assert np.abs(v).max() > 0.95 * speed_limit or accel.max() > 0.75 * accel_limit
+
+
+def _may_use_fifo() -> bool:
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except OSError:
+        return False
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return True
+
+
+def test_only_frankys_control_thread_runs_at_the_configured_real_time_priority(arm):
+    if not _may_use_fifo():
+        pytest.skip("this process may not use SCHED_FIFO (no root, no rtprio limit): the priority is not applied")
+    start = q_of(arm)
+    arm.follow(smooth(start, np.array([0, 0, 0, 0, 0, 0, 0.3]), 1.0))
+    fifo = {
+        int(tid): os.sched_getparam(int(tid)).sched_priority
+        for tid in os.listdir("/proc/self/task")
+        if os.sched_getscheduler(int(tid)) == os.SCHED_FIFO
+    }
+    assert arm.wait(MOTION_TIMEOUT_S)
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # the caller got its policy back
+    assert list(fifo.values()) == [SETTINGS.control_thread_priority], fifo  # one thread: franky's control loop
 
 
 def test_a_new_trajectory_replaces_the_running_one(arm):

@@ -115,6 +115,8 @@ def test_config_errors_name_the_key():
         (lambda d: d["limits"].update(joint_accel_rad_s2=[1.0] * 6), "joint_accel_rad_s2"),
         (lambda d: d["workspace"]["box_m"].update(z=[2.0, 1.0]), "box_m.z"),
         (lambda d: d["watchdog"].pop("timeout_s"), "timeout_s"),
+        (lambda d: d.update(control_thread_priority=120), "control_thread_priority"),
+        (lambda d: d.update(control_thread_priority="high"), "control_thread_priority"),
     ):
         bad = yaml.safe_load(yaml.safe_dump(data))
         edit(bad)

@@ -97,6 +97,7 @@ class ArmDriver:
         self._gripper_reading: GripperReading | None = None
         self._arm_last_s = 0.0  # when the running arm trajectory's last point is due (system clock)
         self._gripper_last_s = 0.0  # when the running gripper trajectory's last point is due (system clock)
+        self._last_tick_s: float | None = None  # monotonic, for the loop's own stalls
         self._closed = False
         self._gripper_thread = threading.Thread(target=self._gripper_worker, name="gripper", daemon=True)
         self._gripper_thread.start()
@@ -213,6 +214,7 @@ class ArmDriver:
         """
         with self._lock:
             now = self._clock()
+            self._stop_after_a_stall()
             if self._pending is not None and now >= self._pending.start_s:
                 self._send_pending(now)
             status = self.arm.status
@@ -267,6 +269,18 @@ class ArmDriver:
             received_to_sdk_ms=(time.monotonic() - pending.received_s) * 1e3,
             stamp_to_sdk_ms=(self._clock() - pending.start_s) * 1e3,
         )
+
+    def _stop_after_a_stall(self) -> None:
+        """A loop that stalled longer than the watchdog's timeout (a frozen process, SIGSTOP) stops what plays before
+        it feeds the watchdog again: the watchdog's own thread, frozen alike, may wake after this loop did, and the
+        SDK's motion would then go on as if nothing had happened."""
+        tick_s = time.monotonic()
+        last_s, self._last_tick_s = self._last_tick_s, tick_s
+        timeout_s = self.arm.watchdog.timeout_s
+        if last_s is None or tick_s - last_s <= timeout_s or self.arm.status.status != "playing":
+            return
+        with contextlib.suppress(HardwareError):  # lost or in error: not moving under our command
+            self.arm.stop(why=f"the driver's loop stalled for {tick_s - last_s:.1f} s (watchdog {timeout_s:g} s)")
 
     def _watch_motion(self) -> bool:
         """Whether the SDK still plays the motion. Feeds the adapter's watchdog while it does (a stalled driver loop

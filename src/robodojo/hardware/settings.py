@@ -55,6 +55,8 @@ class HardwareSettings:
     robot_ip: str
     realtime_config: str  #: "ignore" (simulators, non-RT hosts) or "enforce" (a real arm on PREEMPT_RT)
     relative_dynamics_factor: float  #: (0, 1], scales the SDK's velocity, acceleration and jerk limits
+    #: SCHED_FIFO priority (1-99) of the SDK's 1 kHz control thread, where the OS allows it; 0: the normal scheduler
+    control_thread_priority: int
     guard: GuardSettings
     watchdog_timeout_s: float
     gripper: GripperSettings
@@ -77,6 +79,12 @@ def parse_hardware_settings(data: dict, where: str) -> HardwareSettings:
     factor = root.number("relative_dynamics_factor", positive=True)
     if factor > 1.0:
         raise ConfigError(f"{where}.relative_dynamics_factor: must be in (0, 1], got {factor}")
+
+    priority = root.integer("control_thread_priority")
+    if not 0 <= priority <= 99:
+        raise ConfigError(
+            f"{where}.control_thread_priority: must be 0 (normal) or a SCHED_FIFO priority 1-99, got {priority}"
+        )
 
     limits = root.section("limits")
     accel = limits.vector("joint_accel_rad_s2", n_joints)
@@ -109,6 +117,7 @@ def parse_hardware_settings(data: dict, where: str) -> HardwareSettings:
         robot_ip=root.str("robot_ip"),
         realtime_config=realtime,
         relative_dynamics_factor=factor,
+        control_thread_priority=priority,
         guard=guard,
         watchdog_timeout_s=root.section("watchdog").number("timeout_s", positive=True),
         gripper=GripperSettings(
