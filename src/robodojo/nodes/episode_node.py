@@ -15,6 +15,7 @@ can still override it.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import threading
@@ -79,7 +80,7 @@ class EpisodeNode(GraphNode):
                 self.create_subscription(
                     JointTrajectory,
                     topics.gripper_controller(arm.name),
-                    lambda msg, arm_name=arm.name: self._on_gripper_command(arm_name, msg),
+                    functools.partial(self._on_gripper_command, arm.name),
                     10,
                 )
         slow = MutuallyExclusiveCallbackGroup()  # a reset waits for the arms and the operator
