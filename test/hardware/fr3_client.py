@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
+from robodojo.nodes import convert
 from robodojo.nodes.process_graph import NodeProcess, wait_until
 from robodojo.nodes.runtime import call_in_executor
+from robodojo.robots.config import load_robot_config
 
 SERVICE_TIMEOUT_S = 30.0
+FR3 = load_robot_config("fr3")
 
 
 class Client:
@@ -112,3 +117,21 @@ def move_eef(client: Client, dims: dict[str, float], timeout_s: float) -> Any:
     result = client.call(handle.get_result_async)
     assert wait_until(result.done, timeout_s), "no MoveEef result"
     return result.result().result
+
+
+def trajectory(start_q, end_q, duration_s: float, start_s: float, names=FR3.arms[0].joints) -> Any:
+    """A smooth (cosine) JointTrajectory message from ``start_q`` to ``end_q`` at the FR3's control rate, stamped
+    ``start_s``."""
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    dt = FR3.control_dt_s
+    msg = JointTrajectory(joint_names=list(names))
+    msg.header.stamp = convert.time_msg(start_s)
+    n = max(1, round(duration_s / dt))
+    for k in range(1, n + 1):
+        s = (1 - math.cos(math.pi * k / n)) / 2
+        q = np.asarray(start_q) + s * (np.asarray(end_q) - np.asarray(start_q))
+        msg.points.append(
+            JointTrajectoryPoint(positions=[float(v) for v in q], time_from_start=convert.duration_msg(k * dt))
+        )
+    return msg

@@ -25,7 +25,7 @@ pytest.importorskip("franky", reason="franky-control is not installed (pip insta
 
 from conftest import Fr3World
 from fr3_cameras import CUBE_POSE_TOPIC, PLACE_CUBE_SERVICE, TRUE_JOINTS_TOPIC, TRUE_TCP_TOPIC
-from fr3_client import Client, wait
+from fr3_client import Client, trajectory, wait
 
 from robodojo.control.trajectory_controller import TrajectoryState
 from robodojo.geometry import matrix_from_quat, rotation_angle_between
@@ -128,22 +128,6 @@ def ended(client: Client, start_s: float, controller: str = ARM_CONTROLLER):
         ):
             return r
     return None
-
-
-def trajectory(start_q, end_q, duration_s: float, start_s: float, names=NAMES):
-    """A smooth (cosine) JointTrajectory message from ``start_q`` to ``end_q``."""
-    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-
-    msg = JointTrajectory(joint_names=list(names))
-    msg.header.stamp = convert.time_msg(start_s)
-    n = max(1, round(duration_s / DT))
-    for k in range(1, n + 1):
-        s = (1 - math.cos(math.pi * k / n)) / 2
-        q = np.asarray(start_q) + s * (np.asarray(end_q) - np.asarray(start_q))
-        msg.points.append(
-            JointTrajectoryPoint(positions=[float(v) for v in q], time_from_start=convert.duration_msg(k * DT))
-        )
-    return msg
 
 
 def publish_and_wait(client: Client, world: Fr3World, node: NodeProcess, msg, controller: str = ARM_CONTROLLER):
