@@ -243,9 +243,10 @@ class FrankaArm:
         scale = self.time_scale(trajectory)
         speed = self._waypoint_speed_rad_s
         velocities = np.clip(trajectory.velocities_rad_s / scale, -speed, speed)
-        # Each segment takes at least its (stretched) duration, on the robot's clock (franky's unit is the ms).
-        times_s = trajectory.times_from_start_s * scale
-        segments_ms = np.round(np.diff(times_s, prepend=0.0) * _MS_PER_S).astype(int)
+        # Each segment takes at least its (stretched) duration, on the robot's clock (franky's unit is the ms); the
+        # times from start are rounded, not the segments, so that rounding never adds up along the trajectory.
+        times_ms = np.round(trajectory.times_from_start_s * scale * _MS_PER_S)
+        segments_ms = np.diff(times_ms, prepend=0.0).astype(int)
         waypoints = [
             franky.JointWaypoint(franky.JointState(q, v), minimum_time=franky.Duration(int(ms)))
             for q, v, ms in zip(trajectory.positions_rad, velocities, segments_ms, strict=True)
