@@ -59,8 +59,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
-import itertools
 import json
 import math
 import os
@@ -83,7 +81,7 @@ from _common import cpu_model, nproc, table, version
 from ros_graph import GraphDown, Pending, build, stats, wait_future
 
 from robodojo.nodes import topics
-from robodojo.nodes.process_graph import NodeProcess, ros_environment
+from robodojo.nodes.process_graph import NodeProcess, claim_ros_domain, ros_environment
 from robodojo.robots.config import RobotConfig, load_robot_config
 
 ROBOT = "fr3"
@@ -132,25 +130,8 @@ moving = sum(r for r, _ in inside) / sum(w for _, w in inside) if inside else fl
 print(json.dumps({"idle": (r1 - r0) / (w1 - w0), "moving": moving}))
 """
 
+
 # -- domains, processes --------------------------------------------------------------------------------------------
-# The same scheme as test/ros/conftest.py: a domain is ours while we hold its lock file.
-_DOMAINS = itertools.count(os.getpid() % 100)
-
-
-def claim_domain() -> tuple[int, IO[str]]:
-    """A ROS domain id no other process of this machine has claimed, and the open lock file that holds it."""
-    for _ in range(100):
-        domain = next(_DOMAINS) % 100 + 1
-        lock = open(Path(tempfile.gettempdir()) / f"robodojo-ros-domain-{domain}.lock", "w")  # noqa: SIM115
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            lock.close()
-            continue
-        return domain, lock
-    raise GraphDown("every ROS domain id from 1 to 100 is claimed by another process")
-
-
 def port_open(host: str) -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)
@@ -440,7 +421,7 @@ class Graph:
 
 
 def open_graph(name: str, starts: Sequence[tuple[str, dict[str, object]]], log_dir: Path) -> Graph:
-    domain_id, lock = claim_domain()
+    domain_id, lock = claim_ros_domain()
     env = ros_environment(domain_id=domain_id, log_dir=log_dir / "ros_log")
     client = Client(domain_id)
     graph = Graph(name, domain_id, lock, client, [])

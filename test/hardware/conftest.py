@@ -8,15 +8,12 @@ fixture of the same name.
 
 from __future__ import annotations
 
-import fcntl
-import itertools
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -101,34 +98,16 @@ def killable_franky_sim(tmp_path: Path) -> Iterator[FrankySim]:
 
 
 # -- fr3_world.py: franky-sim in our FR3 scene, with cameras on ROS 2 ------------------------------------------------
-# Domain ids as test/ros/conftest.py claims them, with the same lock files: the two never share a domain.
-_DOMAINS = itertools.count(os.getpid() % 100 + 50)
-
-
-def _claim_domain() -> tuple[int, IO[str]]:
-    """A ROS domain id no other process of this machine has claimed, and the open lock file that holds it."""
-    for _ in range(100):
-        domain = next(_DOMAINS) % 100 + 1
-        lock = open(Path(tempfile.gettempdir()) / f"robodojo-ros-domain-{domain}.lock", "w")  # noqa: SIM115
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            lock.close()
-            continue
-        return domain, lock
-    pytest.fail("every ROS domain id from 1 to 100 is claimed by another process")
-
-
 def ros_domain(log_dir: Path) -> tuple[int, IO[str], dict[str, str]]:
     """The package's interfaces built and importable here, and a private ROS domain: its id, the lock that holds it
     (close it when done) and the environment for node processes in it."""
-    from robodojo.nodes.process_graph import build_interfaces, ros_environment, use_interfaces_here
+    from robodojo.nodes.process_graph import build_interfaces, claim_ros_domain, ros_environment, use_interfaces_here
 
     with (log_dir / "colcon.log").open("w") as f:
         build_interfaces(PACKAGE_ROOT, log=f)
     use_interfaces_here(PACKAGE_ROOT)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # this process's client, as the nodes' environment
-    domain_id, lock = _claim_domain()
+    domain_id, lock = claim_ros_domain()
     return domain_id, lock, ros_environment(PACKAGE_ROOT, domain_id=domain_id, log_dir=log_dir / "ros")
 
 

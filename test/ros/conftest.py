@@ -6,17 +6,14 @@ cannot answer. The package's interfaces are built once per session with colcon (
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
-import itertools
 import os
 import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import TypeVar
 
 import pytest
 
@@ -24,6 +21,7 @@ from robodojo import PACKAGE_ROOT
 from robodojo.nodes.process_graph import (
     NodeProcess,
     build_interfaces,
+    claim_ros_domain,
     ros_environment,
     use_interfaces_here,
     wait_until,
@@ -32,24 +30,6 @@ from robodojo.nodes.runtime import call_in_executor
 
 pytestmark = pytest.mark.ros
 T = TypeVar("T")
-
-# Fast DDS maps a domain to UDP ports 7400 + 250 * id; ids up to 101 are portable. Each test claims a domain with a
-# lock file, so suites running at once on one machine (two checkouts, a benchmark) never share one.
-_DOMAINS = itertools.count(os.getpid() % 100)
-
-
-def _claim_domain() -> tuple[int, IO[str]]:
-    """A domain id no other process of this machine has claimed, and the open lock file that holds it."""
-    for _ in range(100):
-        domain = next(_DOMAINS) % 100 + 1
-        lock = open(Path(tempfile.gettempdir()) / f"robodojo-ros-domain-{domain}.lock", "w")  # noqa: SIM115
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            lock.close()
-            continue
-        return domain, lock
-    pytest.fail("every ROS domain id from 1 to 100 is claimed by another process")
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +55,7 @@ class Graph:
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
 
-        self.domain_id, self._domain_lock = _claim_domain()
+        self.domain_id, self._domain_lock = claim_ros_domain()
         self.tmp_path = tmp_path
         self.env = ros_environment(PACKAGE_ROOT, domain_id=self.domain_id, log_dir=tmp_path / "ros_log")
         self.nodes: list[NodeProcess] = []

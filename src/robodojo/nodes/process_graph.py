@@ -8,11 +8,14 @@ and this package's generated interfaces. Nothing here imports rclpy.
 from __future__ import annotations
 
 import ctypes
+import fcntl
+import itertools
 import os
 import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -79,6 +82,26 @@ def build_interfaces(root: Path = PACKAGE_ROOT, *, log: IO[str] | None = None, t
             raise InterfaceBuildError(f"colcon build failed ({proc.returncode}):\n{output}")
         (install_prefix(root) / BUILD_STAMP).touch()
     return install_prefix(root)
+
+
+# Fast DDS maps a domain to UDP ports 7400 + 250 * id; ids up to 101 are portable. Test suites and benchmarks claim a
+# domain with a lock file, so that several running at once on one machine never share one.
+_DOMAINS = itertools.count(os.getpid() % 100)
+
+
+def claim_ros_domain() -> tuple[int, IO[str]]:
+    """A ROS domain id (1-100) no other process of this machine has claimed, and the open lock file that holds it
+    (close it to give the domain back). RobodojoError when every id is taken."""
+    for _ in range(100):
+        domain = next(_DOMAINS) % 100 + 1
+        lock = open(Path(tempfile.gettempdir()) / f"robodojo-ros-domain-{domain}.lock", "w")  # noqa: SIM115
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        return domain, lock
+    raise RobodojoError("every ROS domain id from 1 to 100 is claimed by another process")
 
 
 def ros_environment(
