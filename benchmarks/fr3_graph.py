@@ -78,7 +78,7 @@ from typing import IO, Any
 
 import numpy as np
 from _common import cpu_model, nproc, table, version
-from ros_graph import GraphDown, Pending, build, stats, wait_future
+from ros_graph import GraphDown, Pending, build, f1, f2, stats, wait_for, wait_future
 
 from robodojo.nodes import topics
 from robodojo.nodes.process_graph import NodeProcess, claim_ros_domain, ros_environment
@@ -303,18 +303,6 @@ class Log:
 
 def stamp_s(stamp: Any) -> float:
     return float(stamp.sec) + float(stamp.nanosec) * 1e-9
-
-
-def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str, nodes: Sequence[NodeProcess]) -> None:
-    """Wait for ``predicate`` while the nodes live; GraphDown with their logs' tails otherwise."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and not predicate():
-        if any(not n.alive for n in nodes):
-            break
-        time.sleep(0.02)
-    if predicate():
-        return
-    raise GraphDown(f"timed out after {timeout_s:g} s waiting for {what}\n{node_logs(nodes)}")
 
 
 def failure_text(exc: GraphDown, graph: Graph | None) -> str:
@@ -724,14 +712,6 @@ def sim_path(log_dir: Path, targets: Sequence[dict[str, float]]) -> dict[str, An
 
 
 # -- report --------------------------------------------------------------------------------------------------------
-def f1(x: float) -> str:
-    return "-" if math.isnan(x) else f"{x:.1f}"
-
-
-def f2(x: float) -> str:
-    return "-" if math.isnan(x) else f"{x:.2f}"
-
-
 def rtf_text(probe: Any) -> str:
     if isinstance(probe, dict):
         return f"idle {probe['idle']:.2f}, during a joint motion {probe['moving']:.2f}"
