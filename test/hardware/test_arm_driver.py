@@ -17,9 +17,9 @@ from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import InvalidCommandError
 from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
 from robodojo.hardware.franka import FrankaArm
-from robodojo.hardware.settings import load_hardware_settings
+from robodojo.hardware.settings import load_fr3_settings
 
-SETTINGS = load_hardware_settings()
+SETTINGS = load_fr3_settings()
 NAMES = SETTINGS.joint_names
 DT = SETTINGS.robot.control_dt_s
 FINGER = SETTINGS.robot.arm(SETTINGS.arm).gripper_joint

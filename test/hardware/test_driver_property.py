@@ -22,9 +22,9 @@ from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import InvalidCommandError
 from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
 from robodojo.hardware.franka import SEGMENT_ACCEL_FRACTION, FrankaArm
-from robodojo.hardware.settings import load_hardware_settings
+from robodojo.hardware.settings import load_fr3_settings
 
-SETTINGS = load_hardware_settings()
+SETTINGS = load_fr3_settings()
 _MS = 1e-3
 
 

@@ -28,7 +28,7 @@ from fr3_client import Client, trajectory
 
 from robodojo.control.trajectory_controller import TrajectoryState
 from robodojo.hardware.franka import FrankaArm
-from robodojo.hardware.settings import load_hardware_settings
+from robodojo.hardware.settings import load_fr3_settings
 from robodojo.nodes import convert, topics
 from robodojo.nodes.process_graph import NodeProcess, wait_until
 from robodojo.robots.config import load_robot_config
@@ -36,7 +36,7 @@ from robodojo.robots.config import load_robot_config
 pytestmark = pytest.mark.ros
 
 ROBOT = load_robot_config("fr3")
-SETTINGS = load_hardware_settings()
+SETTINGS = load_fr3_settings()
 ARM = ROBOT.arms[0]
 NAMES = list(ARM.joints)
 ARM_CONTROLLER = topics.arm_controller_name(ARM.name)

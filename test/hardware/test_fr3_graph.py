@@ -154,9 +154,9 @@ def is_still(client: Client, window_s: float = 0.5) -> bool:
 
 # -- the driver alone -----------------------------------------------------------------------------------------------
 def test_joint_states_come_at_the_configured_rate_with_the_robots_joints(fr3_world, client, driver):
-    from robodojo.hardware.settings import load_hardware_settings
+    from robodojo.hardware.settings import load_fr3_settings
 
-    rate_hz = load_hardware_settings().state_rate_hz
+    rate_hz = load_fr3_settings().state_rate_hz
     first = len(client.messages(topics.JOINT_STATES))
     time.sleep(2.0)
     msgs = client.messages(topics.JOINT_STATES)[first:]
@@ -235,7 +235,7 @@ def test_an_empty_trajectory_and_the_estop_stop_the_arm(fr3_world, client, drive
     from std_srvs.srv import Trigger
     from trajectory_msgs.msg import JointTrajectory
 
-    from robodojo.nodes.fr3_driver_node import ESTOP, RELEASE
+    from robodojo.nodes.arm_driver_node import ESTOP, RELEASE
 
     go_home(client, fr3_world, driver)
     q0 = true_q(client)

@@ -15,10 +15,10 @@ from conftest import HOME_RAD, FrankySim, start_franky_sim
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError
 from robodojo.hardware.franka import FrankaArm
-from robodojo.hardware.settings import load_hardware_settings
+from robodojo.hardware.settings import load_fr3_settings
 from robodojo.hardware.trajectory_guard import TrajectoryGuard, TrajectoryRefusedError
 
-SETTINGS = load_hardware_settings()
+SETTINGS = load_fr3_settings()
 NAMES = SETTINGS.joint_names
 DT = SETTINGS.robot.control_dt_s
 END_TOLERANCE_RAD = 0.01

@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from robodojo.control.trajectory_player import TrajectoryCommand, tick_samples
 from robodojo.errors import ConfigError
-from robodojo.hardware.settings import load_hardware_settings, parse_hardware_settings
+from robodojo.hardware.settings import load_fr3_settings, parse_fr3_settings
 from robodojo.hardware.trajectory_guard import TrajectoryGuard, TrajectoryRefusedError
 from robodojo.robots.urdf import load_urdf
 
 HOME = np.array([0.0, 0.0, 0.0, -1.57, 0.0, 1.57, 0.785])
-SETTINGS = load_hardware_settings()
+SETTINGS = load_fr3_settings()
 NAMES = SETTINGS.joint_names
 DT = SETTINGS.robot.control_dt_s
 
@@ -121,7 +121,7 @@ def test_config_errors_name_the_key():
         bad = yaml.safe_load(yaml.safe_dump(data))
         edit(bad)
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-            parse_hardware_settings(bad, "fr3.yaml")
+            parse_fr3_settings(bad, "fr3.yaml")
 
 
 # -- the property: nothing that breaks a limit at any tick passes ---------------------------------------------------

@@ -34,7 +34,7 @@ from robodojo.control.trajectory_controller import (
 )
 from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, TrajectoryPlayer
 from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
-from robodojo.hardware.franka import FrankaArm, GripperReading, JointReading
+from robodojo.hardware.adapter import ArmAdapter, GripperReading, JointReading
 from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryRefusedError
 
 #: A gripper command closer than this to the current width [m] is already there: no SDK call.
@@ -69,7 +69,7 @@ class ArmDriver:
 
     def __init__(
         self,
-        arm: FrankaArm,
+        arm: ArmAdapter,
         names: ControllerNames,
         *,
         clock: Callable[[], float] = time.time,

@@ -57,22 +57,19 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
-from robodojo.hardware.settings import HardwareSettings
+from robodojo.hardware.adapter import ArmStatus, GripperReading, JointReading
+from robodojo.hardware.settings import Fr3Settings
 from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryGuard
 from robodojo.hardware.watchdog import CommandWatchdog
 
 _T = TypeVar("_T")
 
-#: Arm statuses: idle (connected, nothing playing), playing, stopped (by stop()), watchdog (stopped because feed()
-#: stopped), error (a motion failed: recover_from_errors()), lost (no contact: connect()), disconnected.
-STATUSES = ("disconnected", "idle", "playing", "stopped", "watchdog", "error", "lost")
 # Waypoint velocities are kept this far inside franky's velocity limit (times the dynamics factor): a pass-through
 # velocity at or above it is invalid input to franky's planner, which then fails the whole motion (measured:
 # "Motion planner failed with error code -100" for 1.3 rad/s at factor 0.5, where franky allows 1.09 rad/s).
@@ -81,30 +78,6 @@ WAYPOINT_SPEED_FRACTION = 0.99
 # each waypoint with zero acceleration, so within a segment it needs headroom above the average for its jerk ramps.
 SEGMENT_ACCEL_FRACTION = 0.8
 _MS_PER_S = 1000.0
-
-
-@dataclass(frozen=True)
-class JointReading:
-    """One joint state of the arm, in the robot config's joint order."""
-
-    positions_rad: tuple[float, ...]
-    velocities_rad_s: tuple[float, ...]
-    efforts_nm: tuple[float, ...]  #: measured link-side torques (libfranka tau_J)
-    robot_time_s: float  #: the controller's clock
-    read_s: float  #: this process's monotonic clock when read
-
-
-@dataclass(frozen=True)
-class GripperReading:
-    width_m: float  #: between the fingers, 0 .. max_width_m
-    opening: float  #: width over the largest width, the 0..1 the agents use
-    grasped: bool
-
-
-@dataclass(frozen=True)
-class ArmStatus:
-    status: str  #: one of :data:`STATUSES`
-    detail: str  #: why, in a sentence ("" when idle or playing)
 
 
 @contextlib.contextmanager
@@ -155,7 +128,7 @@ class FrankaArm:
     """One FR3 arm and its Franka Hand. Thread-safe: the arm's calls to franky are serialised by one lock, the
     gripper's (which block until the fingers stop) by another, so a stop never waits behind a gripper move."""
 
-    def __init__(self, settings: HardwareSettings, *, guard: TrajectoryGuard | None = None) -> None:
+    def __init__(self, settings: Fr3Settings, *, guard: TrajectoryGuard | None = None) -> None:
         self.settings = settings
         self.guard = guard or TrajectoryGuard(settings)
         self.joint_names = settings.joint_names

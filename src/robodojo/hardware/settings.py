@@ -1,8 +1,10 @@
-"""Hardware settings of one real arm (config/hardware/<arm family>.yaml), loaded and validated once.
+"""Hardware settings of real arms (config/hardware/<robot>.yaml), loaded and validated once.
 
 The joint position and velocity limits are not here: they are the robot's own (config/robots/<robot>.yaml and its
-URDF), so the simulator, the planner and the hardware layer refuse the same things. This file holds what only a
+URDF), so the simulator, the planner and the hardware layer refuse the same things. These files hold what only a
 real arm needs: where it is, how fast the SDK may drive it, the acceleration limits, the workspace and the watchdog.
+Every arm family shares :class:`ArmHardwareSettings` (what the trajectory guard and the arm driver use); the FR3
+(fr3.yaml) and the ARX X5 (dual_arx_x5.yaml) add their SDKs' own settings.
 """
 
 from __future__ import annotations
@@ -47,19 +49,13 @@ class GripperSettings:
 
 
 @dataclass(frozen=True)
-class HardwareSettings:
-    """One arm's hardware configuration; ``robot`` is the robot config it belongs to."""
+class ArmHardwareSettings:
+    """What every real arm's driver needs; ``robot`` is the robot config the arm belongs to."""
 
     robot: RobotConfig
     arm: str
-    robot_ip: str
-    realtime_config: str  #: "ignore" (simulators, non-RT hosts) or "enforce" (a real arm on PREEMPT_RT)
-    relative_dynamics_factor: float  #: (0, 1], scales the SDK's velocity, acceleration and jerk limits
-    #: SCHED_FIFO priority (1-99) of the SDK's 1 kHz control thread, where the OS allows it; 0: the normal scheduler
-    control_thread_priority: int
     guard: GuardSettings
     watchdog_timeout_s: float
-    gripper: GripperSettings
     state_rate_hz: float
 
     @property
@@ -67,12 +63,50 @@ class HardwareSettings:
         return self.robot.arm(self.arm).joints
 
 
-def parse_hardware_settings(data: dict, where: str) -> HardwareSettings:
-    """A hardware config mapping; ConfigError naming ``where``, the key and the bad value otherwise."""
+@dataclass(frozen=True)
+class Fr3Settings(ArmHardwareSettings):
+    """One FR3 over libfranka (config/hardware/fr3.yaml)."""
+
+    robot_ip: str
+    realtime_config: str  #: "ignore" (simulators, non-RT hosts) or "enforce" (a real arm on PREEMPT_RT)
+    relative_dynamics_factor: float  #: (0, 1], scales the SDK's velocity, acceleration and jerk limits
+    #: SCHED_FIFO priority (1-99) of the SDK's 1 kHz control thread, where the OS allows it; 0: the normal scheduler
+    control_thread_priority: int
+    gripper: GripperSettings
+
+
+def parse_guard(root: Section, n_joints: int) -> GuardSettings:
+    """The ``limits`` and ``workspace`` sections every arm family's file has."""
+    limits = root.section("limits")
+    accel = limits.vector("joint_accel_rad_s2", n_joints)
+    if min(accel) <= 0:
+        raise ConfigError(f"{limits.where}.joint_accel_rad_s2: every limit must be > 0, got {list(accel)}")
+    margin = limits.number("velocity_margin", positive=True)
+    if margin > 1.0:
+        raise ConfigError(f"{limits.where}.velocity_margin: must be in (0, 1], got {margin}")
+    ws = root.section("workspace")
+    box = ws.section("box_m")
+    low, high = [], []
+    for axis in AXES:
+        lo, hi = box.vector(axis, 2)
+        if not lo < hi:
+            raise ConfigError(f"{box.where}.{axis}: lower bound {lo} must be below upper bound {hi}")
+        low.append(lo)
+        high.append(hi)
+    return GuardSettings(
+        joint_accel_rad_s2=accel,
+        velocity_margin=margin,
+        max_start_jump_rad=limits.number("max_start_jump_rad", positive=True),
+        box=WorkspaceBox(low_m=(low[0], low[1], low[2]), high_m=(high[0], high[1], high[2])),
+        table_margin_m=ws.number("table_margin_m"),
+    )
+
+
+def parse_fr3_settings(data: dict, where: str) -> Fr3Settings:
+    """An FR3 hardware config mapping; ConfigError naming ``where``, the key and the bad value otherwise."""
     root = Section(data, where)
     robot = load_robot_config(root.str("robot"))
     arm = robot.arm(root.str("arm"))
-    n_joints = len(arm.joints)
     realtime = root.str("realtime_config")
     if realtime not in REALTIME_CONFIGS:
         raise ConfigError(f"{where}.realtime_config: {realtime!r} is not one of {', '.join(REALTIME_CONFIGS)}")
@@ -85,52 +119,152 @@ def parse_hardware_settings(data: dict, where: str) -> HardwareSettings:
         raise ConfigError(
             f"{where}.control_thread_priority: must be 0 (normal) or a SCHED_FIFO priority 1-99, got {priority}"
         )
-
-    limits = root.section("limits")
-    accel = limits.vector("joint_accel_rad_s2", n_joints)
-    if min(accel) <= 0:
-        raise ConfigError(f"{limits.where}.joint_accel_rad_s2: every limit must be > 0, got {list(accel)}")
-    margin = limits.number("velocity_margin", positive=True)
-    if margin > 1.0:
-        raise ConfigError(f"{limits.where}.velocity_margin: must be in (0, 1], got {margin}")
-
-    ws = root.section("workspace")
-    box = ws.section("box_m")
-    low, high = [], []
-    for axis in AXES:
-        lo, hi = box.vector(axis, 2)
-        if not lo < hi:
-            raise ConfigError(f"{box.where}.{axis}: lower bound {lo} must be below upper bound {hi}")
-        low.append(lo)
-        high.append(hi)
-    guard = GuardSettings(
-        joint_accel_rad_s2=accel,
-        velocity_margin=margin,
-        max_start_jump_rad=limits.number("max_start_jump_rad", positive=True),
-        box=WorkspaceBox(low_m=(low[0], low[1], low[2]), high_m=(high[0], high[1], high[2])),
-        table_margin_m=ws.number("table_margin_m"),
-    )
     g = root.section("gripper")
-    return HardwareSettings(
+    return Fr3Settings(
         robot=robot,
         arm=arm.name,
+        guard=parse_guard(root, len(arm.joints)),
+        watchdog_timeout_s=root.section("watchdog").number("timeout_s", positive=True),
+        state_rate_hz=root.section("state").number("rate_hz", positive=True),
         robot_ip=root.str("robot_ip"),
         realtime_config=realtime,
         relative_dynamics_factor=factor,
         control_thread_priority=priority,
-        guard=guard,
-        watchdog_timeout_s=root.section("watchdog").number("timeout_s", positive=True),
         gripper=GripperSettings(
             speed_m_s=g.number("speed_m_s", positive=True),
             force_n=g.number("force_n", positive=True),
             epsilon_m=g.number("epsilon_m", positive=True),
         ),
-        state_rate_hz=root.section("state").number("rate_hz", positive=True),
     )
 
 
 @cache
-def load_hardware_settings(path: str | Path | None = None) -> HardwareSettings:
+def load_fr3_settings(path: str | Path | None = None) -> Fr3Settings:
     """config/hardware/fr3.yaml (or ``path``), read once."""
     path = Path(path) if path is not None else HARDWARE_DIR / "fr3.yaml"
-    return parse_hardware_settings(load_yaml(path), str(path))
+    return parse_fr3_settings(load_yaml(path), str(path))
+
+
+TRAJECTORY_MODES = ("stream", "sdk_trajectory")
+#: Interface prefixes the SDK opens as EtherCAT instead of CAN (shared/HARDWARE.md): never an X5's bus.
+ETHERCAT_PREFIXES = ("en", "eth")
+
+
+@dataclass(frozen=True)
+class Arx5Gains:
+    kp: tuple[float, ...]
+    kd: tuple[float, ...]
+    gripper_kp: float
+    gripper_kd: float
+
+
+@dataclass(frozen=True)
+class Arx5GripperSettings:
+    tolerance_m: float  #: a move has arrived this close to its target
+    timeout_s: float  #: a move gives up after this long
+    stalled_s: float  #: a move that has not moved for this long has stopped on an object
+    grasp_torque_nm: float  #: a closed gripper pushing this hard holds something
+
+
+@dataclass(frozen=True)
+class Arx5ArmSettings(ArmHardwareSettings):
+    """One ARX X5 arm of config/hardware/dual_arx_x5.yaml."""
+
+    interface: str  #: its SocketCAN interface
+    sdk_profile: str  #: arx5-interface's robot profile ("X5")
+    trajectory_mode: str  #: one of :data:`TRAJECTORY_MODES`
+    stream_rate_hz: float
+    gains: Arx5Gains
+    following_error_rad: float
+    settle_tolerance_rad: float
+    settle_timeout_s: float
+    silent_after_s: float
+    gripper: Arx5GripperSettings
+    home_before_damping: bool
+
+
+@dataclass(frozen=True)
+class Arx5Settings:
+    """Every arm of an ARX X5 robot, in the robot config's arm order."""
+
+    robot: RobotConfig
+    arms: tuple[Arx5ArmSettings, ...]
+    state_rate_hz: float
+
+    def arm(self, name: str) -> Arx5ArmSettings:
+        for arm in self.arms:
+            if arm.arm == name:
+                return arm
+        raise ConfigError(f"no arm {name!r} in the hardware config; arms: {', '.join(a.arm for a in self.arms)}")
+
+
+def parse_arx5_settings(data: dict, where: str) -> Arx5Settings:
+    """An ARX X5 hardware config mapping; ConfigError naming ``where``, the key and the bad value otherwise."""
+    root = Section(data, where)
+    robot = load_robot_config(root.str("robot"))
+    mode = root.str("trajectory_mode")
+    if mode not in TRAJECTORY_MODES:
+        raise ConfigError(f"{where}.trajectory_mode: {mode!r} is not one of {', '.join(TRAJECTORY_MODES)}")
+    limits = root.section("limits")
+    g = root.section("gains")
+    arms_section = root.section("arms")
+    unknown = sorted(set(arms_section.data) - set(robot.arm_names))
+    if unknown:
+        arms_list = ", ".join(robot.arm_names)
+        raise ConfigError(f"{arms_section.where}: {unknown} are not arms of {robot.name} ({arms_list})")
+    gripper = root.section("gripper")
+    interfaces: dict[str, str] = {}
+    arms = []
+    for arm_name in robot.arm_names:
+        arm = robot.arm(arm_name)
+        n = len(arm.joints)
+        interface = arms_section.section(arm_name).str("interface")
+        if interface.startswith(ETHERCAT_PREFIXES) or not interface.startswith("can"):
+            raise ConfigError(
+                f"{arms_section.where}.{arm_name}.interface: {interface!r}; the SDK drives only interfaces named can* "
+                "over CAN (en*/eth* it drives as EtherCAT, which would send EtherCAT frames to a network port)"
+            )
+        if interface in interfaces:
+            raise ConfigError(f"{arms_section.where}: arms {interfaces[interface]} and {arm_name} share {interface}")
+        interfaces[interface] = arm_name
+        gains = Arx5Gains(
+            kp=g.vector("kp", n), kd=g.vector("kd", n),
+            gripper_kp=g.number("gripper_kp"), gripper_kd=g.number("gripper_kd"),
+        )  # fmt: skip
+        if min(gains.kp + gains.kd + (gains.gripper_kp, gains.gripper_kd)) < 0:
+            raise ConfigError(f"{g.where}: gains must be >= 0")
+        if min(gains.kp) <= 0:
+            raise ConfigError(f"{g.where}.kp: every joint needs kp > 0 to hold its position, got {list(gains.kp)}")
+        arms.append(
+            Arx5ArmSettings(
+                robot=robot,
+                arm=arm_name,
+                guard=parse_guard(root, n),
+                watchdog_timeout_s=root.section("watchdog").number("timeout_s", positive=True),
+                state_rate_hz=root.section("state").number("rate_hz", positive=True),
+                interface=interface,
+                sdk_profile=root.str("sdk_profile"),
+                trajectory_mode=mode,
+                stream_rate_hz=root.number("stream_rate_hz", positive=True),
+                gains=gains,
+                following_error_rad=limits.number("following_error_rad", positive=True),
+                settle_tolerance_rad=limits.number("settle_tolerance_rad", positive=True),
+                settle_timeout_s=limits.number("settle_timeout_s", positive=True),
+                silent_after_s=root.section("bus").number("silent_after_s", positive=True),
+                gripper=Arx5GripperSettings(
+                    tolerance_m=gripper.number("tolerance_m", positive=True),
+                    timeout_s=gripper.number("timeout_s", positive=True),
+                    stalled_s=gripper.number("stalled_s", positive=True),
+                    grasp_torque_nm=gripper.number("grasp_torque_nm", positive=True),
+                ),
+                home_before_damping=root.section("shutdown").boolean("home_before_damping"),
+            )
+        )
+    return Arx5Settings(robot=robot, arms=tuple(arms), state_rate_hz=arms[0].state_rate_hz)
+
+
+@cache
+def load_arx5_settings(path: str | Path | None = None) -> Arx5Settings:
+    """config/hardware/dual_arx_x5.yaml (or ``path``), read once."""
+    path = Path(path) if path is not None else HARDWARE_DIR / "dual_arx_x5.yaml"
+    return parse_arx5_settings(load_yaml(path), str(path))

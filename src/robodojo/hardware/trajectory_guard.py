@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, TrajectoryPlayer, tick_samples
 from robodojo.errors import InvalidCommandError
-from robodojo.hardware.settings import AXES, HardwareSettings
+from robodojo.hardware.settings import AXES, ArmHardwareSettings
 from robodojo.robots.ik import ArmKinematics
 from robodojo.robots.urdf import load_urdf
 from robodojo.text import short_number
@@ -98,7 +98,7 @@ class TrajectoryGuard:
     Not thread-safe (its forward kinematics has one MjData): one guard per thread that checks.
     """
 
-    def __init__(self, settings: HardwareSettings, *, kinematics: ArmKinematics | None = None) -> None:
+    def __init__(self, settings: ArmHardwareSettings, *, kinematics: ArmKinematics | None = None) -> None:
         self.settings = settings
         robot = settings.robot
         self.arm = settings.arm

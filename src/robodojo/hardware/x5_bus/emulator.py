@@ -1,0 +1,291 @@
+"""A motor-bus emulator for one ARX X5 arm: the real SDK talks to it through the SocketCAN shim (shim.py).
+
+The emulator listens on the Unix socket ``<socket_dir>/<interface>`` (SOCK_SEQPACKET: one datagram is one Linux
+``struct can_frame``), which is where the shim connects a CAN socket the SDK binds to ``<interface>``. Every frame
+to a motor of the X5 profile is logged, handed to that motor (motors.py) and answered with its feedback, as the real
+motors answer each command. Frames to other ids are logged and not answered (nothing else is on an X5's bus).
+
+Several sockets may join, as several nodes share a CAN bus: each frame reaches the motors and every other socket, and
+each reply reaches them all (so a read-only bus monitor beside the SDK sees what the SDK sees). An SDK that closes
+its socket (a driver restart) leaves the motors where they are, and the next one finds them there, as real motors
+keep their power and position.
+
+Faults for tests (thread-safe, effective from the next frame): :meth:`BusEmulator.silence` (one motor stops
+answering), :meth:`BusEmulator.set_fault` (its feedback carries an error code), :meth:`BusEmulator.mute` (the whole
+bus stops answering: a dead USB-CAN adapter or the arm's power off) and :meth:`BusEmulator.block_gripper` (an object
+of some width between the fingers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import selectors
+import socket
+import struct
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from robodojo.hardware.x5_bus.frames import (
+    CAN_FRAME_SIZE,
+    CanFrame,
+    DamiaoSpecial,
+    MitCommand,
+    decode_command,
+    family_of,
+)
+from robodojo.hardware.x5_bus.motors import EmulatedMotor
+
+# One command-log record: the emulator's monotonic time [s], then the frame as struct can_frame.
+LOG_RECORD = struct.Struct("<d16s")
+
+
+@dataclass(frozen=True)
+class ArmLayout:
+    """Which motor drives what on one arm's bus (the SDK's "X5" profile, shared/HARDWARE.md)."""
+
+    joint_motor_ids: tuple[int, ...] = (1, 2, 4, 5, 6, 7)
+    gripper_motor_id: int = 8
+    joint_speed_rad_s: tuple[float, ...] = (5.0, 5.0, 5.5, 5.5, 5.0, 5.0)  # the profile's joint_vel_max
+    gripper_speed_rad_s: float = 20.0  # motor side; the SDK caps the fingers at 0.3 m/s (17 rad/s here)
+    gripper_open_readout_rad: float = 5.03  # the gripper motor's angle when the fingers are fully open ...
+    gripper_width_m: float = 0.088  # ... this far apart
+
+    def gripper_rad(self, width_m: float) -> float:
+        return width_m / self.gripper_width_m * self.gripper_open_readout_rad
+
+    def gripper_m(self, motor_rad: float) -> float:
+        return motor_rad / self.gripper_open_readout_rad * self.gripper_width_m
+
+
+X5_LAYOUT = ArmLayout()
+
+
+@dataclass(frozen=True)
+class LoggedCommand:
+    """One command frame from the log, decoded."""
+
+    time_s: float  #: the emulator's monotonic clock
+    motor_id: int
+    command: MitCommand | DamiaoSpecial | None  #: None: a frame to an id the X5 does not use, or undecodable
+    raw: bytes  #: the data bytes as sent
+
+
+def decode_log(data: bytes) -> list[LoggedCommand]:
+    """Records of a command log (:attr:`BusEmulator.log_bytes` or a log file) decoded."""
+    out = []
+    for time_s, raw in LOG_RECORD.iter_unpack(data[: len(data) - len(data) % LOG_RECORD.size]):
+        frame = CanFrame.unpack(raw)
+        try:
+            command: MitCommand | DamiaoSpecial | None = decode_command(frame)
+        except ValueError:
+            command = None
+        out.append(LoggedCommand(time_s, frame.can_id, command, frame.data))
+    return out
+
+
+class BusEmulator:
+    """The motors of one X5 arm behind ``<socket_dir>/<interface>`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        interface: str,
+        socket_dir: str | Path,
+        *,
+        joints_rad: Sequence[float],
+        gripper_width_m: float = 0.0,
+        layout: ArmLayout = X5_LAYOUT,
+        log_path: str | Path | None = None,
+        keep_log: bool = True,
+    ) -> None:
+        if len(joints_rad) != len(layout.joint_motor_ids):
+            raise ValueError(f"{len(layout.joint_motor_ids)} joint positions expected, got {len(joints_rad)}")
+        self.interface = interface
+        self.path = Path(socket_dir) / interface
+        self.layout = layout
+        self.joint_motors = [
+            EmulatedMotor(i, family_of(i), float(q), speed)
+            for i, q, speed in zip(layout.joint_motor_ids, joints_rad, layout.joint_speed_rad_s, strict=True)
+        ]
+        self.gripper_motor = EmulatedMotor(
+            layout.gripper_motor_id,
+            family_of(layout.gripper_motor_id),
+            layout.gripper_rad(gripper_width_m),
+            layout.gripper_speed_rad_s,
+        )
+        self.motors = {m.motor_id: m for m in [*self.joint_motors, self.gripper_motor]}
+        self._lock = threading.Lock()  # the motors, between the serving thread and callers
+        self._muted = False
+        self._keep_log = keep_log
+        self._log = bytearray()
+        self._log_file: BinaryIO | None = open(log_path, "wb", buffering=1 << 16) if log_path else None  # noqa: SIM115
+        self.frames_received = 0
+        self.frames_answered = 0
+        self.connections = 0
+        self.frames_dropped = 0  # frames a socket did not read in time
+        self._server: socket.socket | None = None
+        self._peers: list[socket.socket] = []  # the sockets on the bus (the SDK's, a bus monitor's)
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------------------------
+    def start(self) -> BusEmulator:
+        """Listen and serve on a thread of this process."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        server.bind(str(self.path))
+        server.listen(8)
+        self._server = server
+        self._thread = threading.Thread(target=self._serve, name=f"x5-bus-{self.interface}", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving: the SDK's next reads find the bus gone."""
+        self._closed.set()
+        for sock in [*self._peers, self._server]:
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                with contextlib.suppress(OSError):
+                    sock.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def __enter__(self) -> BusEmulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- state ----------------------------------------------------------------------------------------------------
+    def joint_positions_rad(self) -> list[float]:
+        with self._lock:
+            now = time.monotonic()
+            for motor in self.joint_motors:
+                motor.advance(now)
+            return [m.state.position_rad for m in self.joint_motors]
+
+    def gripper_width_m(self) -> float:
+        with self._lock:
+            self.gripper_motor.advance(time.monotonic())
+            return self.layout.gripper_m(self.gripper_motor.state.position_rad)
+
+    @property
+    def log_bytes(self) -> bytes:
+        """Every command frame received so far (records of :data:`LOG_RECORD`); see :func:`decode_log`."""
+        with self._lock:
+            return bytes(self._log)
+
+    def commands(self) -> list[LoggedCommand]:
+        return decode_log(self.log_bytes)
+
+    def clear_log(self) -> None:
+        with self._lock:
+            self._log.clear()
+
+    # -- faults ---------------------------------------------------------------------------------------------------
+    def silence(self, motor_id: int, silent: bool = True) -> None:
+        """``motor_id`` stops answering (or answers again)."""
+        with self._lock:
+            self._motor(motor_id).silent = silent
+
+    def set_fault(self, motor_id: int, code: int) -> None:
+        """``motor_id``'s feedback carries error ``code`` (0 clears it); a motor in fault stops applying torque."""
+        with self._lock:
+            self._motor(motor_id).fault_code = code
+
+    def mute(self, muted: bool = True) -> None:
+        """The whole bus stops answering (the socket stays open, as a CAN bus without motors does)."""
+        with self._lock:
+            self._muted = muted
+
+    def block_gripper(self, width_m: float | None) -> None:
+        """An object ``width_m`` wide between the fingers: they close no further (None: nothing there)."""
+        with self._lock:
+            self.gripper_motor.blocked_below_rad = None if width_m is None else self.layout.gripper_rad(width_m)
+
+    def _motor(self, motor_id: int) -> EmulatedMotor:
+        if motor_id not in self.motors:
+            raise ValueError(f"no motor {motor_id} on this bus; motors: {sorted(self.motors)}")
+        return self.motors[motor_id]
+
+    # -- serving --------------------------------------------------------------------------------------------------
+    def _serve(self) -> None:
+        """One thread: new sockets join the bus; a frame from one socket reaches the motors and every other socket,
+        and each reply reaches every socket (a CAN bus delivers every frame to every node; a socket does not get its
+        own frames back)."""
+        assert self._server is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._server, selectors.EVENT_READ)
+            while not self._closed.is_set():
+                for key, _ in selector.select():
+                    sock = key.fileobj
+                    assert isinstance(sock, socket.socket)
+                    if sock is self._server:
+                        try:
+                            conn, _ = self._server.accept()
+                        except OSError:
+                            return  # closed
+                        self._peers.append(conn)
+                        self.connections += 1
+                        selector.register(conn, selectors.EVENT_READ)
+                    elif not self._receive(sock):
+                        selector.unregister(sock)
+                        self._drop(sock)
+
+    def _receive(self, sock: socket.socket) -> bool:
+        """Handle one frame from ``sock``; False when that socket is gone."""
+        try:
+            raw = sock.recv(CAN_FRAME_SIZE)
+        except OSError:
+            return False
+        if len(raw) != CAN_FRAME_SIZE:
+            return False  # closed (b""), or not a CAN frame: not an SDK behind the shim
+        now = time.monotonic()
+        frame = CanFrame.unpack(raw)
+        with self._lock:
+            self.frames_received += 1
+            record = LOG_RECORD.pack(now, raw)
+            if self._keep_log:
+                self._log += record
+            if self._log_file is not None:
+                self._log_file.write(record)
+            motor = self.motors.get(frame.can_id)
+            reply = None
+            if motor is not None and not self._muted:
+                with contextlib.suppress(ValueError):  # undecodable: a real motor ignores it too
+                    reply = motor.receive(frame.data, now)
+        for peer in self._peers:
+            if peer is not sock:
+                self._send(peer, raw)
+        if reply is not None:
+            packed = reply.pack()
+            for peer in self._peers:
+                self._send(peer, packed)
+            self.frames_answered += 1
+        return True
+
+    def _send(self, peer: socket.socket, raw: bytes) -> None:
+        try:
+            peer.send(raw, socket.MSG_DONTWAIT)  # a reader that does not keep up loses frames, as on a real bus
+        except BlockingIOError:
+            self.frames_dropped += 1
+        except OSError:
+            pass  # gone: its own recv notices
+
+    def _drop(self, sock: socket.socket) -> None:
+        with contextlib.suppress(ValueError):
+            self._peers.remove(sock)
+        with contextlib.suppress(OSError):
+            sock.close()

@@ -1,0 +1,211 @@
+"""A read-only monitor of one X5 arm's motor bus: which motors answer, and what errors they report.
+
+arx5-interface 0.1.5 keeps each motor's last answer and hands nothing else up: a motor that stops answering keeps its
+last position in ``get_joint_state()``, a motor's error flag is never reported, and a bus that goes dead (a USB-CAN
+adapter unplugged, the arm's power off, the emulator killed) raises nothing (measured against the bus emulator). So
+the driver listens to the bus itself, on a CAN socket of its own beside the SDK's (SocketCAN gives every socket on an
+interface every frame), and decodes the motors' feedback frames: the time each motor last answered, its error or
+state code, its temperature. It never sends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from robodojo.errors import HardwareError
+from robodojo.hardware.x5_bus.frames import (
+    CAN_FRAME_SIZE,
+    DAMIAO_DISABLED,
+    DAMIAO_ENABLED,
+    DAMIAO_REPLY_ID,
+    EC_IDS,
+    decode_damiao_feedback,
+    decode_ec_feedback,
+)
+
+# Damiao state codes in a feedback frame's high nibble (Damiao's DM-J4310 manual).
+DAMIAO_FAULTS = {
+    0x8: "over-voltage",
+    0x9: "under-voltage",
+    0xA: "over-current",
+    0xB: "MOS over-temperature",
+    0xC: "rotor over-temperature",
+    0xD: "communication lost",
+    0xE: "overload",
+}
+_ID_BYTES = struct.Struct("<I")
+_CAN_EFF_MASK = 0x1FFFFFFF
+_RECV_TIMEOUT_S = 0.2  # the reader wakes this often to notice close()
+
+
+@dataclass(frozen=True)
+class MotorHealth:
+    motor_id: int
+    name: str  #: what it drives ("joint3", "gripper")
+    silent_s: float | None  #: since its last answer; None: never answered
+    fault: str  #: "" when it reports none, else the reported error in words
+    temperature_c: float | None
+
+
+@dataclass(frozen=True)
+class BusHealth:
+    """One look at the bus: ``problems`` lists what is wrong in sentences, empty when all is well."""
+
+    interface: str
+    connected: bool  #: the monitor's socket is on the bus
+    lost: bool  #: nothing answers at all (a dead bus, adapter or power), as opposed to some motors failing
+    motors: tuple[MotorHealth, ...]
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+class BusMonitor:
+    """Listens to ``interface`` on a thread; :meth:`health` says which motors answer and what they report.
+
+    ``motors`` maps each motor id to what it drives. A motor counts as silent once the monitor has been reading for
+    ``silent_after_s`` since its last answer (the SDK asks every motor at 500 Hz, so a few missed cycles are already
+    unusual). Silence is measured on the monitor's own reading, not the wall clock: when this process does not get to
+    run the monitor's thread (the SDK holds Python's GIL through ``reset_to_home()``), frames wait in the socket and
+    no motor is called silent for it.
+    """
+
+    def __init__(
+        self,
+        interface: str,
+        motors: dict[int, str],
+        *,
+        silent_after_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.interface = interface
+        self.motor_names = dict(motors)
+        self.silent_after_s = silent_after_s
+        self._clock = clock
+        self._seen_s: dict[int, float] = {}
+        self._state: dict[int, int] = {}
+        self._temperature: dict[int, float] = {}
+        self._read_s: float | None = None  # when the reader last came back from the socket (a frame or a timeout)
+        self._sock: socket.socket | None = None
+        self._connected = False
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.frames = 0  #: feedback frames decoded
+
+    def start(self) -> BusMonitor:
+        """Open a CAN socket on the interface (HardwareError when the OS has no CAN or no such interface)."""
+        try:
+            sock = socket.socket(socket.AF_CAN, socket.SOCK_RAW, socket.CAN_RAW)
+        except (OSError, AttributeError) as exc:
+            raise HardwareError(f"cannot open a CAN socket to monitor {self.interface}: {exc}") from None
+        try:
+            ids = sorted({DAMIAO_REPLY_ID, *EC_IDS})  # feedback only (EC motors answer on their command ids)
+            filters = b"".join(struct.pack("=II", i, socket.CAN_SFF_MASK) for i in ids)
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_CAN_RAW, socket.CAN_RAW_FILTER, filters)
+            sock.settimeout(_RECV_TIMEOUT_S)
+            sock.bind((self.interface,))
+        except OSError as exc:
+            sock.close()
+            raise HardwareError(f"cannot listen on {self.interface}: {exc}") from None
+        self._sock, self._connected = sock, True
+        self._thread = threading.Thread(target=self._read, name=f"bus-monitor-{self.interface}", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def wait_until_all_answer(self, timeout_s: float) -> BusHealth:
+        """Wait up to ``timeout_s`` for every motor to have answered without a fault; the health then."""
+        deadline = self._clock() + timeout_s
+        health = self.health()
+        while not health.ok and self._clock() < deadline:
+            time.sleep(0.01)
+            health = self.health()
+        return health
+
+    def health(self) -> BusHealth:
+        now = self._read_s if self._read_s is not None else self._clock()
+        motors, problems, silent = [], [], 0
+        for motor_id, name in self.motor_names.items():
+            seen = self._seen_s.get(motor_id)
+            silent_s = None if seen is None else max(0.0, now - seen)
+            fault = self._fault(motor_id)
+            if silent_s is None:
+                silent += 1
+                problems.append(f"motor {motor_id} ({name}) never answered")
+            elif silent_s > self.silent_after_s:
+                silent += 1
+                problems.append(f"motor {motor_id} ({name}) silent for {silent_s:.2f} s")
+            elif fault:
+                problems.append(f"motor {motor_id} ({name}) reports {fault}")
+            motors.append(MotorHealth(motor_id, name, silent_s, fault, self._temperature.get(motor_id)))
+        if not self._connected:
+            problems.insert(0, f"the bus monitor lost {self.interface}")
+        lost = not self._connected or silent == len(self.motor_names)
+        return BusHealth(self.interface, self._connected, lost, tuple(motors), tuple(problems))
+
+    def _fault(self, motor_id: int) -> str:
+        state = self._state.get(motor_id)
+        if state is None:
+            return ""
+        if motor_id in EC_IDS:
+            return f"error code {state:#04x}" if state else ""
+        if state == DAMIAO_ENABLED:
+            return ""
+        if state == DAMIAO_DISABLED:
+            return "disabled"
+        return DAMIAO_FAULTS.get(state, f"state {state:#x}")
+
+    def _read(self) -> None:
+        sock = self._sock
+        assert sock is not None
+        names = self.motor_names
+        while not self._closed.is_set():
+            try:
+                raw = sock.recv(CAN_FRAME_SIZE)
+            except TimeoutError:
+                self._read_s = self._clock()
+                continue
+            except OSError:
+                break
+            self._read_s = self._clock()
+            if len(raw) != CAN_FRAME_SIZE:
+                break  # the bus closed (an emulator that went away)
+            can_id = _ID_BYTES.unpack_from(raw)[0] & _CAN_EFF_MASK
+            data = raw[8 : 8 + raw[4]]
+            try:
+                if can_id == DAMIAO_REPLY_ID:
+                    fb = decode_damiao_feedback(data)
+                elif can_id in EC_IDS and len(data) == 8 and data[0] >> 5 == 1:  # an answer, not a command
+                    fb = decode_ec_feedback(can_id, data)
+                else:
+                    continue
+            except ValueError:
+                continue
+            if fb.motor_id in names:
+                now = self._clock()
+                self._seen_s[fb.motor_id] = now
+                self._state[fb.motor_id] = fb.state
+                self._temperature[fb.motor_id] = fb.temperature_c
+                self.frames += 1
+        self._connected = False
+
+
+def motor_names(joint_motor_ids: Sequence[int], gripper_motor_id: int) -> dict[int, str]:
+    """What each motor of an arm drives, for :class:`BusMonitor` (joints numbered from 1)."""
+    return {**{m: f"joint{i + 1}" for i, m in enumerate(joint_motor_ids)}, gripper_motor_id: "gripper"}

@@ -1,0 +1,352 @@
+"""Real arms on the graph in the simulator node's place: the common part of fr3_driver_node and arx5_driver_node.
+
+For every arm of the robot it publishes that arm's joints on /joint_states (position, velocity, measured torque and
+the finger joint) at the hardware config's ``state.rate_hz``, follows ``/<arm>_arm_controller/joint_trajectory`` and
+``/<arm>_gripper_controller/joint_trajectory`` and reports on their ``trajectory_status`` topics exactly as
+``sim_node`` does, takes the motion server's leases on /motion/lease, and serves:
+
+- ``/hardware/estop`` (std_srvs/Trigger): stop every arm now and refuse all trajectories until released;
+- ``/hardware/release`` (std_srvs/Trigger): clear the e-stop and the arms' error states (recovery is never
+  automatic: after a fault the driver refuses trajectories until an operator calls this).
+
+Lost contact is reported, never hidden, per arm: that arm's joints leave /joint_states (so the motion server and the
+agent see it gone), its running trajectories end STOPPED with the reason, /diagnostics says ERROR with the SDK's
+message, and the driver tries to connect it again every ``reconnect_period_s``; once it answers, it serves again
+(/diagnostics OK). A fault that is not lost contact (a motor's error flag, a joint that does not follow) leaves the
+arm's state on /joint_states where it is still known, says ERROR on /diagnostics and refuses trajectories until
+``/hardware/release``.
+
+Time: every stamp is the system clock (ROS time without /clock); trajectories stamped ahead start at their stamp.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agent_bringup.msg import TrajectoryLease, TrajectoryStatus
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from robodojo.control.trajectory_controller import Lease, TrajectoryReport
+from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
+from robodojo.hardware.adapter import ArmAdapter, JointReading
+from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
+from robodojo.log_limits import RepeatLimiter
+from robodojo.nodes import convert, topics
+from robodojo.nodes.runtime import GraphNode
+
+STATE_QOS = QoSProfile(depth=10)
+REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)  # every end reaches its commander
+ESTOP = "/hardware/estop"
+RELEASE = "/hardware/release"
+
+
+@dataclass
+class DrivenArm:
+    """One arm of the robot: its adapter, its controllers' books and its contact."""
+
+    name: str  #: the robot config's arm
+    adapter: ArmAdapter
+    driver: ArmDriver
+    hardware_id: str  #: for /diagnostics ("fr3@172.16.0.2", "arx_x5@can0")
+    contact: threading.Event = field(default_factory=threading.Event)
+    contact_detail: str = "not connected yet"
+    fault: str = ""  #: the last error reading its state that was not lost contact ("" once it reads again)
+    joint_names: tuple[str, ...] = ()
+
+
+def driven_arm(name: str, adapter: ArmAdapter, hardware_id: str) -> DrivenArm:
+    """An arm with its controllers named as on the graph (nodes.topics)."""
+    names = ControllerNames(topics.arm_controller_name(name), topics.gripper_controller_name(name))
+    driver = ArmDriver(adapter, names)
+    joints = (*adapter.settings.joint_names, driver.gripper_joint)
+    return DrivenArm(name, adapter, driver, hardware_id, joint_names=joints)
+
+
+class ArmDriverNode(GraphNode):
+    """The driver node for ``arms`` (built by the subclass before calling :meth:`start`)."""
+
+    def __init__(self, node_name: str) -> None:
+        super().__init__(node_name)
+        self.node_name = node_name
+        self.arms: list[DrivenArm] = []
+        self._log_limit = RepeatLimiter()
+        self._running = True
+        self._threads: list[threading.Thread] = []
+
+    # -- the subclass's part --------------------------------------------------------------------------------------
+    def connect_arm(self, arm: DrivenArm) -> None:
+        """Connect ``arm``'s adapter (ContactLostError/HardwareError when it does not answer)."""
+        arm.adapter.connect()
+
+    def diagnostic_values(self, arm: DrivenArm) -> list[KeyValue]:
+        """Adapter-specific /diagnostics values for ``arm``."""
+        return []
+
+    # -- setup ----------------------------------------------------------------------------------------------------
+    def start(
+        self, arms: Sequence[DrivenArm], *, state_rate_hz: float, status_rate_hz: float, gripper_rate_hz: float,
+        reconnect_period_s: float,
+    ) -> None:  # fmt: skip
+        """Publish, subscribe and serve for ``arms``, connect them, and start the state, control and reconnect
+        threads."""
+        self.arms = list(arms)
+        self.state_rate_hz, self.status_rate_hz = state_rate_hz, status_rate_hz
+        self.gripper_rate_hz, self.reconnect_period_s = gripper_rate_hz, reconnect_period_s
+        self.joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, STATE_QOS)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, STATE_QOS)
+        commands = MutuallyExclusiveCallbackGroup()  # trajectories and leases in arrival order
+        self.status_pubs = {}
+        for arm in self.arms:
+            for controller in (arm.driver.joints, arm.driver.gripper):
+                topic = topics.trajectory_status(controller.name)
+                self.status_pubs[controller.name] = self.create_publisher(TrajectoryStatus, topic, REPORT_QOS)
+            controllers = {"arm": topics.arm_controller(arm.name), "gripper": topics.gripper_controller(arm.name)}
+            for kind, topic in controllers.items():
+                callback = functools.partial(self._submit, arm, kind)
+                self.create_subscription(JointTrajectory, topic, callback, 10, callback_group=commands)
+        self.create_subscription(TrajectoryLease, topics.MOTION_LEASE, self._on_lease, 10, callback_group=commands)
+        services = MutuallyExclusiveCallbackGroup()  # never behind a trajectory's check
+        self.create_service(Trigger, ESTOP, self._on_estop, callback_group=services)
+        self.create_service(Trigger, RELEASE, self._on_release, callback_group=services)
+        for arm in self.arms:
+            self._connect(arm)
+        self._threads = [
+            threading.Thread(target=self._state_loop, name="joint_states", daemon=True),
+            threading.Thread(target=self._control_loop, name="control", daemon=True),
+            threading.Thread(target=self._reconnect_loop, name="reconnect", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    # -- connection -----------------------------------------------------------------------------------------------
+    def _connect(self, arm: DrivenArm) -> bool:
+        try:
+            self.connect_arm(arm)
+        except HardwareError as exc:
+            arm.contact_detail = str(exc)
+            self.get_logger().error(f"{arm.name}: {exc}; trying again every {self.reconnect_period_s:g} s")
+            return False
+        arm.contact_detail, arm.fault = "", ""
+        arm.contact.set()
+        return True
+
+    def _lost(self, arm: DrivenArm, why: str) -> None:
+        if not arm.contact.is_set():
+            return
+        arm.contact.clear()
+        arm.contact_detail = why
+        arm.driver.lose_contact(why)
+        self.get_logger().error(
+            f"{arm.name}: {why}: trajectories stopped; reconnecting every {self.reconnect_period_s:g} s"
+        )
+        self._publish_diagnostics()
+
+    def _reconnect_loop(self) -> None:
+        """Arms without contact: a connection attempt every reconnect period (an SDK may take seconds to start or
+        to let go of a dead connection, so not on the state loop)."""
+        while self._running:
+            time.sleep(self.reconnect_period_s)
+            for arm in self.arms:
+                if self._running and not arm.contact.is_set() and self._connect(arm):
+                    self.get_logger().info(f"{arm.name}: contact with {arm.hardware_id} restored: serving again")
+                    self._publish_diagnostics()
+
+    # -- threads --------------------------------------------------------------------------------------------------
+    def _state_loop(self) -> None:
+        """/joint_states at the configured rate with every arm whose state is known."""
+        period = 1.0 / self.state_rate_hz
+        gripper_every = max(1, round(self.state_rate_hz / self.gripper_rate_hz))
+        next_t, n = time.monotonic(), 0
+        while self._running:
+            names: list[str] = []
+            position: list[float] = []
+            velocity: list[float] = []
+            effort: list[float] = []
+            for arm in self.arms:
+                reading = self._read(arm, refresh_gripper=n % gripper_every == 0)
+                if reading is None:
+                    continue
+                width = arm.driver.gripper_width_m()
+                finger = [] if width is None else [width / 2.0]
+                names += arm.joint_names if finger else list(arm.adapter.settings.joint_names)
+                position += [*reading.positions_rad, *finger]
+                velocity += [*reading.velocities_rad_s, *([0.0] if finger else [])]
+                effort += [*reading.efforts_nm, *([0.0] if finger else [])]
+            n += 1
+            if names:
+                msg = JointState(header=convert.header(time.time(), ""), name=names, position=position)
+                msg.velocity, msg.effort = velocity, effort
+                self.joint_pub.publish(msg)
+            next_t += period
+            delay = next_t - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -5 * period:  # far behind (a loaded machine): keep the period, drop the backlog
+                next_t = time.monotonic()
+
+    def _read(self, arm: DrivenArm, *, refresh_gripper: bool) -> JointReading | None:
+        """``arm``'s joints, or None while its state is unknown (lost contact, a silent motor)."""
+        if not arm.contact.is_set():
+            return None
+        try:
+            reading = arm.driver.read_joints()
+            if refresh_gripper:
+                arm.driver.refresh_gripper()
+        except ContactLostError as exc:
+            self._lost(arm, str(exc))
+            return None
+        except HardwareError as exc:
+            if arm.fault != str(exc):
+                arm.fault = str(exc)
+                self.get_logger().error(f"{arm.name}: {exc}")
+                self._publish_diagnostics()
+            return None
+        if arm.fault:
+            self.get_logger().info(f"{arm.name}: its state reads again")
+            arm.fault = ""
+        return reading
+
+    def _control_loop(self) -> None:
+        """The controllers' tick (the robot config's control period): books, lease lapses, reports."""
+        dt = self.arms[0].driver.dt_s
+        status_period = 1.0 / self.status_rate_hz
+        next_t, next_status = time.monotonic(), 0.0
+        while self._running:
+            try:
+                reports = [r for arm in self.arms for r in arm.driver.tick()]
+                if time.monotonic() >= next_status:
+                    next_status = time.monotonic() + status_period
+                    reports += [r for arm in self.arms for r in arm.driver.status_reports() if r.holding]
+                    self._publish_diagnostics()
+                    self._log_repeats()
+                for report in reports:
+                    self._publish_report(report)
+            except Exception as exc:  # the loop is the robot's controller: log and go on
+                if not self.context.ok():
+                    return
+                self.get_logger().error(f"control tick failed: {type(exc).__name__}: {exc}")
+            next_t += dt
+            delay = next_t - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -5 * dt:
+                next_t = time.monotonic()
+
+    # -- commands -------------------------------------------------------------------------------------------------
+    def _submit(self, arm: DrivenArm, kind: str, msg: JointTrajectory) -> None:
+        driver = arm.driver
+        controller = driver.joints if kind == "arm" else driver.gripper
+        try:
+            start_s = convert.seconds(msg.header.stamp)
+            controller.check_sizes(msg.joint_names, len(msg.points), driver.dt_s, start_s)
+            cmd = convert.trajectory_command(msg)
+            if kind == "arm":
+                driver.submit_arm(cmd)
+            else:
+                driver.submit_gripper(cmd)
+        except InvalidCommandError as exc:
+            what = f"{arm.name} {kind}"
+            line = self._log_limit.message((what, str(exc)[:60]), f"{what} trajectory refused, nothing sent: {exc}")
+            if line is not None:
+                self.get_logger().error(line)
+        finally:
+            reports = controller.take_reports()
+            if controller.playing:  # accepted: say so now, not at the next tick (the commander checks it started)
+                reports.append(controller.status())
+            for report in reports:
+                self._publish_report(report)
+
+    def _on_lease(self, msg: TrajectoryLease) -> None:
+        lease = Lease(convert.seconds(msg.start), convert.seconds(msg.sent), msg.timeout_s)
+        for arm in self.arms:
+            arm.driver.renew(lease)
+
+    def _on_estop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        for arm in self.arms:
+            arm.driver.estop(f"{ESTOP} called")
+        self.get_logger().warning(f"e-stop: every arm is stopped; trajectories are refused until {RELEASE}")
+        response.success, response.message = True, f"stopped; call {RELEASE} to move again"
+        return response
+
+    def _on_release(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        failed = []
+        for arm in self.arms:
+            try:
+                arm.driver.release()
+            except HardwareError as exc:
+                failed.append(f"{arm.name}: {exc}")
+        if failed:
+            response.success, response.message = False, "; ".join(failed)
+            return response
+        self.get_logger().info("e-stop released and errors cleared: trajectories are accepted again")
+        response.success, response.message = True, "released"
+        return response
+
+    # -- publishing -----------------------------------------------------------------------------------------------
+    def _publish_report(self, report: TrajectoryReport) -> None:
+        self.status_pubs[report.controller].publish(
+            TrajectoryStatus(
+                header=convert.header(time.time(), ""), controller=report.controller,
+                start=convert.time_msg(report.start_s), state=int(report.state), points_played=report.points_played,
+                points=report.points, holding=report.holding, reason=report.reason,
+            )
+        )  # fmt: skip
+
+    def _publish_diagnostics(self) -> None:
+        self.diagnostics_pub.publish(
+            DiagnosticArray(header=convert.header(time.time(), ""), status=[self._diagnostic(a) for a in self.arms])
+        )
+
+    def _diagnostic(self, arm: DrivenArm) -> DiagnosticStatus:
+        status = arm.adapter.status
+        latency = arm.driver.latency
+        values = [
+            KeyValue(key="arm_status", value=status.status),
+            KeyValue(key="estop", value=arm.driver.estopped or "released"),
+        ]
+        if latency is not None:
+            values += [
+                KeyValue(key="received_to_sdk_ms", value=f"{latency.received_to_sdk_ms:.3f}"),
+                KeyValue(key="stamp_to_sdk_ms", value=f"{latency.stamp_to_sdk_ms:.3f}"),
+            ]
+        values += self.diagnostic_values(arm)
+        if not arm.contact.is_set():
+            level, message = DiagnosticStatus.ERROR, f"lost contact: {arm.contact_detail}"
+        elif arm.fault:
+            level, message = DiagnosticStatus.ERROR, arm.fault
+        elif arm.driver.estopped or status.status in ("error", "watchdog"):
+            level, message = DiagnosticStatus.WARN, arm.driver.estopped or status.detail
+        else:
+            level, message = DiagnosticStatus.OK, status.status
+        return DiagnosticStatus(
+            level=level, name=f"{self.node_name}: {arm.name}", message=message, hardware_id=arm.hardware_id,
+            values=values,
+        )  # fmt: skip
+
+    def _log_repeats(self) -> None:
+        for key, decision in self._log_limit.due():
+            what = key[0] if isinstance(key, tuple) else key
+            self.get_logger().error(
+                f"{what}: {decision.suppressed} more trajectories refused in the last {decision.since_s:.1f} s "
+                "(each with its reason on the controller's trajectory_status topic)"
+            )
+
+    def close(self) -> None:
+        """Stop every arm (each holds where it stops), then the threads, then each adapter's shutdown."""
+        for arm in self.arms:
+            arm.driver.stop("the driver is shutting down")
+        self._running = False
+        for thread in self._threads:
+            thread.join(timeout=5.0)
+        for arm in self.arms:
+            arm.driver.close()
+            arm.adapter.close()
