@@ -34,7 +34,7 @@ import numpy as np
 
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.hardware.franka import FrankaArm
-from robodojo.hardware.settings import load_hardware_settings
+from robodojo.hardware.settings import load_fr3_settings
 from robodojo.robots.ik import ArmKinematics
 
 HOST = "127.0.0.5"  # away from the tests' 127.0.0.3/4 and a franky-sim on 127.0.0.1
@@ -191,7 +191,7 @@ def main() -> None:
     parser.add_argument("--move-s", type=float, default=3.0)
     args = parser.parse_args()
     sim = start_sim()
-    arm = FrankaArm(load_hardware_settings())
+    arm = FrankaArm(load_fr3_settings())
     try:
         arm.connect(HOST)
         ms = latency(arm, args.samples)
