@@ -8,7 +8,24 @@ import sys
 import pytest
 
 from robodojo import PACKAGE_ROOT
+from robodojo.errors import HardwareError
+from robodojo.hardware.x5_bus import shim
 from robodojo.sim.world import EmbeddedWorld
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The ARX X5 tests run the real SDK in this process against the bus emulator, through the SocketCAN shim, which
+    works only when preloaded at process start: restart pytest once with it, where the SDK and a C compiler are
+    there (test/hardware/test_x5_*.py skip with the reason otherwise). The shim changes nothing but CAN sockets."""
+    if shim.preloaded() or importlib.util.find_spec("arx5_interface") is None or shim.compiler() is None:
+        return
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:  # the restarted pytest writes to the terminal, not to this one's capture files
+        capture.suspend_global_capture(in_=True)
+    try:
+        shim.reexec_with_shim(shim.default_socket_dir())
+    except HardwareError as exc:
+        print(f"conftest: not preloading the SocketCAN shim: {exc}", file=sys.stderr)
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,14 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+import numpy as np
 import pytest
 
 from robodojo import PACKAGE_ROOT
@@ -175,3 +177,52 @@ def _normal_scheduling() -> Iterator[None]:
     yield
     if os.sched_getscheduler(0) != policy:
         os.sched_setscheduler(0, policy, param)
+
+
+# -- the ARX X5: the real SDK against the project's motor-bus emulator -------------------------------------------------
+@dataclass
+class X5Bus:
+    """A bus emulator process serving ``interfaces`` in ``socket_dir`` (this process's shim connects there)."""
+
+    socket_dir: Path
+    process: subprocess.Popen[bytes]
+    client: Any  # robodojo.hardware.x5_bus.server.EmulatorClient
+    interfaces: tuple[str, ...]
+
+    def joints(self, interface: str) -> np.ndarray:
+        return np.array(self.client.state()[interface]["joints_rad"])
+
+    def gripper_m(self, interface: str) -> float:
+        return float(self.client.state()[interface]["gripper_width_m"])
+
+    def kill(self) -> None:
+        self.client.close()
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+
+def start_x5_bus(joints: dict[str, Sequence[float]]) -> X5Bus:
+    """An emulator for ``joints`` (interface -> start joints [rad]) in a fresh short folder, this process's shim
+    pointed at it; skips without the SDK or the preloaded shim."""
+    pytest.importorskip("arx5_interface", reason="arx5-interface is not installed (pip install '.[hardware]')")
+    from robodojo.hardware.x5_bus import shim
+    from robodojo.hardware.x5_bus.server import EmulatorClient, start_emulator_process
+
+    if not shim.preloaded():
+        pytest.skip("the SocketCAN shim is not preloaded (test/conftest.py restarts pytest with it when gcc exists)")
+    socket_dir = Path(tempfile.mkdtemp(prefix="x5-"))  # short: Unix socket paths are limited to 107 bytes
+    os.environ[shim.SOCKET_DIR_ENV] = str(socket_dir)  # read by the shim at each bind()
+    process = start_emulator_process(socket_dir, joints, log=socket_dir / "emulator.log")
+    return X5Bus(socket_dir, process, EmulatorClient(socket_dir), tuple(joints))
+
+
+@pytest.fixture
+def x5_bus() -> Iterator[X5Bus]:
+    """Both arms' buses (can0 left, can1 right), the arms at the robot config's ready pose."""
+    from robodojo.robots.config import load_robot_config
+
+    home = load_robot_config("dual_arx_x5").arm("left").home_joints_rad
+    bus = start_x5_bus({"can0": home, "can1": home})
+    yield bus
+    bus.kill()

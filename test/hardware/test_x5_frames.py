@@ -110,7 +110,7 @@ def test_fields_clip_to_their_range():
 def test_struct_can_frame():
     frame = f.CanFrame(0x7, bytes.fromhex("0102"))
     raw = frame.pack()
-    assert raw == bytes.fromhex("07000000" "02" "000000" "0102000000000000")
+    assert raw == bytes.fromhex("07000000020000000102000000000000")
     assert f.CanFrame.unpack(raw) == frame
     flagged = (0x80000000 | 0x7).to_bytes(4, "little") + raw[4:]  # the extended-frame flag is not part of the id
     assert f.CanFrame.unpack(flagged).can_id == 0x7

@@ -219,7 +219,11 @@ class ArmDriver:
                 self._send_pending(now)
             status = self.arm.status
             sdk_playing = self._watch_motion() if status.status == "playing" else False
-            if self.joints.playing and self._pending is None and status.status in ("stopped", "watchdog", "error"):
+            if (
+                self.joints.playing
+                and self._pending is None
+                and status.status in ("stopped", "watchdog", "error", "lost")
+            ):
                 self.joints.stop(TrajectoryState.STOPPED, status.detail or f"the arm is {status.status}")
             arm_now = min(now, self._arm_last_s - self.dt_s / 2.0) if sdk_playing else now
             self.joints.sample(arm_now - self.dt_s, self.dt_s)  # the tick ending now: points played by now

@@ -12,8 +12,8 @@ keep their power and position.
 
 Faults for tests (thread-safe, effective from the next frame): :meth:`BusEmulator.silence` (one motor stops
 answering), :meth:`BusEmulator.set_fault` (its feedback carries an error code), :meth:`BusEmulator.mute` (the whole
-bus stops answering: a dead USB-CAN adapter or the arm's power off) and :meth:`BusEmulator.block_gripper` (an object
-of some width between the fingers).
+bus stops answering: a dead USB-CAN adapter or the arm's power off), :meth:`BusEmulator.block_gripper` (an object
+of some width between the fingers) and :meth:`BusEmulator.load` (a motor reports more torque than it outputs).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from robodojo.hardware.x5_bus.motors import EmulatedMotor
 
 # One command-log record: the emulator's monotonic time [s], then the frame as struct can_frame.
 LOG_RECORD = struct.Struct("<d16s")
+LOG_FLUSH_S = 0.02  # a log file is at most this far behind the bus (a flush per frame would double the syscalls)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class BusEmulator:
         self._keep_log = keep_log
         self._log = bytearray()
         self._log_file: BinaryIO | None = open(log_path, "wb", buffering=1 << 16) if log_path else None  # noqa: SIM115
+        self._flushed_s = 0.0
         self.frames_received = 0
         self.frames_answered = 0
         self.connections = 0
@@ -215,6 +217,11 @@ class BusEmulator:
         with self._lock:
             self.gripper_motor.blocked_below_rad = None if width_m is None else self.layout.gripper_rad(width_m)
 
+    def load(self, motor_id: int, torque: float) -> None:
+        """``motor_id`` reports ``torque`` more than it outputs (a load it holds: the SDK's over-current check)."""
+        with self._lock:
+            self._motor(motor_id).extra_torque = torque
+
     def _motor(self, motor_id: int) -> EmulatedMotor:
         if motor_id not in self.motors:
             raise ValueError(f"no motor {motor_id} on this bus; motors: {sorted(self.motors)}")
@@ -261,6 +268,9 @@ class BusEmulator:
                 self._log += record
             if self._log_file is not None:
                 self._log_file.write(record)
+                if now - self._flushed_s > LOG_FLUSH_S:
+                    self._log_file.flush()
+                    self._flushed_s = now
             motor = self.motors.get(frame.can_id)
             reply = None
             if motor is not None and not self._muted:

@@ -5,11 +5,12 @@ it moves at ``dq = dq_cmd + kp / kd (q_cmd - q)``, a first-order lag of ``kd / k
 default joint-1 gains 80 / 2), capped at the motor's speed. No gravity acts on it (the SDK's gravity feedforward is
 cancelled by the gravity it would have to hold), so it reports the torque it would output: the feedforward plus
 whatever the spring and damper cannot deliver (a blocked gripper, a capped speed). With kp 0 it keeps its position
-(the SDK's damping mode); with kd 0 and kp > 0 it moves to the target at its top speed.
+(the SDK's damping mode: a real arm would sag under gravity there); with kd 0 and kp > 0 it moves to the target at
+its top speed.
 
-Faults a test can inject: ``silent`` (the motor answers nothing: a loose cable, no power), ``fault_code`` (its
-feedback carries an error: EC error bits, Damiao state 8-14) and ``blocked_below_rad`` (something stops it going
-lower: an object between the gripper's fingers).
+Faults a test can inject: ``silent`` (the motor neither hears nor answers: a loose cable, no power), ``fault_code`` (its
+feedback carries an error: EC error bits, Damiao state 8-14), ``blocked_below_rad`` (something stops it going
+lower: an object between the gripper's fingers) and ``extra_torque`` (a load it reports holding: over-current).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class EmulatedMotor:
         self.silent = False
         self.fault_code = 0  # 0: none
         self.blocked_below_rad: float | None = None
+        self.extra_torque = 0.0  # added to the reported torque: a load the joint holds (over-current tests)
         self._last_s: float | None = None
         self.commands = 0  # MIT frames received
         self.specials: list[DamiaoSpecial] = []
@@ -63,6 +65,8 @@ class EmulatedMotor:
         """Handle one frame addressed to this motor; its reply frame, or None when it stays silent.
         ValueError for a frame the motor cannot decode (it does not answer it either)."""
         self.advance(now_s)
+        if self.silent:
+            return None  # it hears nothing either: a loose cable, no power
         if self.family is MotorFamily.EC:
             self.command = decode_ec_command(data)
             self.commands += 1
@@ -75,7 +79,7 @@ class EmulatedMotor:
                     self.command = command
             else:
                 self._special(special)
-        return None if self.silent else encode_feedback(self.feedback())
+        return encode_feedback(self.feedback())
 
     def _special(self, special: DamiaoSpecial) -> None:
         self.specials.append(special)
@@ -94,7 +98,8 @@ class EmulatedMotor:
         else:
             state = self.fault_code or (DAMIAO_ENABLED if self.enabled else DAMIAO_DISABLED)
         s = self.state
-        return MotorFeedback(self.motor_id, state, s.position_rad, s.velocity_rad_s, s.torque, TEMPERATURE_C)
+        torque = s.torque + self.extra_torque
+        return MotorFeedback(self.motor_id, state, s.position_rad, s.velocity_rad_s, torque, TEMPERATURE_C)
 
     def advance(self, now_s: float) -> None:
         """Integrate the joint under the held command up to ``now_s`` (monotonic seconds)."""
@@ -103,7 +108,7 @@ class EmulatedMotor:
             return
         dt = min(max(0.0, now_s - last), MAX_STEP_S)
         cmd, s = self.command, self.state
-        if cmd is None or self.fault_code or dt == 0.0:  # no command, or a motor in fault: torque off, it stays
+        if cmd is None or self.fault_code or self.silent or dt == 0.0:  # no command, a fault, no power: it stays
             s.velocity_rad_s, s.torque = 0.0, 0.0
             return
         if cmd.kp > 0.0 and cmd.kd > 0.0:  # the lag solved exactly over dt: stable for any gains
@@ -111,8 +116,8 @@ class EmulatedMotor:
             speed = cmd.velocity_rad_s + closed * (cmd.position_rad - s.position_rad) / dt
         elif cmd.kp > 0.0:  # no damper: straight to the target
             speed = (cmd.position_rad - s.position_rad) / dt
-        else:  # damping only: the commanded speed (the SDK sends 0)
-            speed = cmd.velocity_rad_s if cmd.kd > 0.0 else 0.0
+        else:  # damping only (or limp): without gravity nothing drives it; the damper's quantized zero speed (the
+            speed = 0.0  # field cannot encode 0 exactly: 0.011 rad/s on a Damiao) stays within static friction
         speed = min(max(speed, -self.max_speed_rad_s), self.max_speed_rad_s)
         position = s.position_rad + speed * dt
         if self.blocked_below_rad is not None:  # it may move up, never below the obstacle (or where it stands)

@@ -14,7 +14,9 @@ stream socket: one JSON request per line, one JSON answer per line):
 - ``{"op": "fault", "interface": "can0", "motor": 5, "code": 10}``: its feedback carries error ``code`` (0 clears);
 - ``{"op": "mute", "interface": "can0", "on": true}``: the whole bus stops answering;
 - ``{"op": "block_gripper", "interface": "can0", "width_m": 0.04}``: an object that wide between the fingers (null:
-  none).
+  none);
+- ``{"op": "load", "interface": "can0", "motor": 2, "torque": 25.0}``: the motor reports that much more torque (its
+  feedback unit) than it outputs (0 clears).
 
 Every answer has ``"ok"``; a failed request says why in ``"error"``.
 """
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from robodojo.errors import HardwareError
-from robodojo.hardware.x5_bus.emulator import BusEmulator, LoggedCommand, decode_log
+from robodojo.hardware.x5_bus.emulator import LOG_RECORD, BusEmulator, LoggedCommand, decode_log
 
 CONTROL = "control"
 START_TIMEOUT_S = 30.0
@@ -122,8 +124,8 @@ class EmulatorServer:
                     for name, bus in self.buses.items()
                 }
             }
-        if op not in ("silence", "fault", "mute", "block_gripper"):
-            raise ValueError(f"unknown op {op!r}; ops: state, silence, fault, mute, block_gripper")
+        if op not in ("silence", "fault", "mute", "block_gripper", "load"):
+            raise ValueError(f"unknown op {op!r}; ops: state, silence, fault, mute, block_gripper, load")
         name = request["interface"]
         if name not in self.buses:
             raise ValueError(f"no bus {name!r}; buses: {', '.join(self.buses)}")
@@ -134,6 +136,8 @@ class EmulatorServer:
             bus.set_fault(int(request["motor"]), int(request["code"]))
         elif op == "mute":
             bus.mute(bool(request.get("on", True)))
+        elif op == "load":
+            bus.load(int(request["motor"]), float(request["torque"]))
         else:
             width = request.get("width_m")
             bus.block_gripper(None if width is None else float(width))
@@ -167,9 +171,15 @@ class EmulatorClient:
         arms: dict[str, Any] = self.request("state")["arms"]
         return arms
 
-    def commands(self, interface: str) -> list[LoggedCommand]:
-        """Every command frame the emulator received on ``interface`` so far."""
-        return decode_log(frames_path(self.socket_dir, interface).read_bytes())
+    def commands(self, interface: str, since: int = 0) -> list[LoggedCommand]:
+        """The command frames the emulator received on ``interface``, from the ``since``-th on."""
+        with frames_path(self.socket_dir, interface).open("rb") as f:
+            f.seek(since * LOG_RECORD.size)
+            return decode_log(f.read())
+
+    def command_count(self, interface: str) -> int:
+        """How many command frames the emulator has logged on ``interface`` (flushed as they come)."""
+        return frames_path(self.socket_dir, interface).stat().st_size // LOG_RECORD.size
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

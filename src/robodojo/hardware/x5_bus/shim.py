@@ -28,6 +28,11 @@ SHIM_NAME = "robodojo_can_shim"
 _REEXEC_GUARD = "ROBODOJO_CAN_SHIM_REEXEC"
 
 
+def default_socket_dir() -> Path:
+    """A per-user folder for the bus sockets (short: a Unix socket path has at most 107 bytes)."""
+    return Path(tempfile.gettempdir()) / f"robodojo-can-{os.getuid()}"
+
+
 def compiler() -> str | None:
     """The C compiler to build the shim with ($CC, else cc or gcc on PATH), or None when there is none."""
     for candidate in (os.environ.get("CC"), "cc", "gcc"):

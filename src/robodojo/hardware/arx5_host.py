@@ -1,0 +1,370 @@
+"""arx5-interface in a process of its own, one per arm: the SDK's failures stay there, and the driver keeps running.
+
+Measured with arx5-interface 0.1.5 against the bus emulator, and why the SDK does not run in the driver's process:
+
+- It holds Python's GIL through its blocking calls: ``reset_to_home()`` for about 2.5 s, the destructor (which
+  damps the arm) for 2 s. In the driver's process that freezes every other thread: joint states, the e-stop service,
+  the other arm.
+- A construction that fails (the arm's power off: "None of the motors are initialized") leaves its logger
+  registered, and every later construction on that interface in the same process raises "logger with name 'X5_can0'
+  already exists": an arm switched on after the driver started could never be connected. The process then aborts
+  at exit ("free(): invalid pointer").
+- Its emergency state (over-current, implausible readings) damps the arm in an endless loop that only a restart of
+  the process ends ("Please restart the program").
+
+So :class:`SdkHost` starts ``python -m robodojo.hardware.arx5_host`` per arm and talks to it over a socket pair
+(multiprocessing's pickled messages; a request takes about 0.1 ms). The host streams trajectories itself, so the
+500 Hz command stream never waits for the driver's GIL. A host that dies or stops answering is lost contact; a new
+one is started by the next ``start()``. Its standard output (the SDK's log lines) is read by the driver, echoed, and
+the SDK's warnings and errors are handed to a callback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from robodojo.errors import ContactLostError, HardwareError
+
+REPLY_TIMEOUT_S = 10.0  # longer than any SDK call (reset_to_home: max(error, 0.5) s + 0.5 s at 1 rad/s)
+START_TIMEOUT_S = 30.0  # interpreter, numpy and the SDK's import, then the construction (0.2 s)
+EXIT_TIMEOUT_S = 8.0  # the SDK's destructor damps for 2 s
+#: An SDK log line: "[19:37:49 X5_can0 error] message" (spdlog, the SDK's pattern).
+SDK_LOG_LINE = re.compile(r"^\[\d\d:\d\d:\d\d (?P<logger>\S+) (?P<level>\w+)\] (?P<message>.*)$")
+EMERGENCY = "Emergency state entered"
+
+
+@dataclass(frozen=True)
+class SdkState:
+    """One ``get_joint_state()`` of the SDK."""
+
+    positions_rad: tuple[float, ...]
+    velocities_rad_s: tuple[float, ...]
+    torques_nm: tuple[float, ...]
+    gripper_m: float
+    gripper_torque_nm: float
+    timestamp_s: float  #: the SDK's clock
+
+
+@dataclass(frozen=True)
+class SdkProfile:
+    """What the host reports of the SDK's robot profile at start."""
+
+    joint_dof: int
+    joint_pos_min: tuple[float, ...]
+    joint_pos_max: tuple[float, ...]
+    gripper_width_m: float
+    motor_ids: tuple[int, ...]
+    gripper_motor_id: int
+
+
+def position_at(
+    times_s: NDArray[np.float64], points: NDArray[np.float64], start_rad: NDArray[np.float64], tau_s: float
+) -> NDArray[np.float64]:
+    """A trajectory's position ``tau_s`` after its start: linear from ``start_rad`` (at 0) through ``points`` (at
+    ``times_s``), the last point after the end; the polyline the trajectory guard checked."""
+    if tau_s >= times_s[-1]:
+        return np.array(points[-1], dtype=float)
+    k = int(np.searchsorted(times_s, tau_s, side="right"))
+    t0, q0 = (0.0, start_rad) if k == 0 else (float(times_s[k - 1]), points[k - 1])
+    t1, q1 = float(times_s[k]), points[k]
+    alpha = 0.0 if t1 <= t0 else max(0.0, tau_s - t0) / (t1 - t0)
+    return np.asarray(q0 + alpha * (q1 - q0), dtype=float)
+
+
+class SdkHost:
+    """The client side: one host process for one arm (see the module docstring)."""
+
+    def __init__(self, interface: str, *, on_log: Callable[[str, str], None], env: dict[str, str] | None = None):
+        self.interface = interface
+        self._on_log = on_log  # (level, message) for the SDK's warnings and errors
+        self._env = env
+        self._lock = threading.Lock()
+        self._conn: Connection | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self.emergency = ""  #: the SDK's emergency message, once it entered that state ("" otherwise)
+
+    # -- lifecycle ------------------------------------------------------------------------------------------------
+    def start(
+        self, profile: str, gains: tuple[Sequence[float], Sequence[float], float, float], stream_rate_hz: float
+    ) -> tuple[SdkProfile, SdkState]:
+        """A new host (any old one ended first) with the SDK started on the interface, holding where the arm stands
+        under ``gains`` (kp, kd, gripper kp, gripper kd); the profile and the first state. ContactLostError when the
+        motors do not answer."""
+        self.stop_process()
+        parent, child = socket.socketpair()
+        env = {**os.environ, **(self._env or {})}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "robodojo.hardware.arx5_host", str(child.fileno())],
+            pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env=env, start_new_session=True,  # a Ctrl-C at the terminal goes to the driver, which shuts it down
+        )  # fmt: skip
+        child.close()
+        self._process, self._conn, self.emergency = process, Connection(parent.detach()), ""
+        assert process.stdout is not None
+        threading.Thread(
+            target=self._read_log, args=(process.stdout,), name=f"sdk-log-{self.interface}", daemon=True
+        ).start()
+        kp, kd, gripper_kp, gripper_kd = gains
+        reply = self.call(
+            "start", profile, self.interface, list(kp), list(kd), gripper_kp, gripper_kd, stream_rate_hz,
+            timeout_s=START_TIMEOUT_S,
+        )  # fmt: skip
+        return SdkProfile(**reply["profile"]), SdkState(**reply["state"])
+
+    def stop_process(self) -> None:
+        """End the host: the SDK's destructor damps the arm (2 s), then the process exits (killed if it hangs)."""
+        conn, process = self._conn, self._process
+        self._conn = self._process = None
+        if conn is not None:
+            with contextlib.suppress(OSError, EOFError, ValueError):
+                conn.send(("exit",))
+            conn.close()
+        if process is not None:
+            try:
+                process.wait(timeout=EXIT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, 9)
+                process.wait(timeout=5.0)
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    # -- requests -------------------------------------------------------------------------------------------------
+    def call(self, op: str, *args: Any, timeout_s: float = REPLY_TIMEOUT_S) -> Any:
+        """One request to the host; its answer. ContactLostError when the host is gone or does not answer in time,
+        HardwareError when the SDK raised."""
+        with self._lock:
+            conn, process = self._conn, self._process
+            if conn is None or process is None:
+                raise ContactLostError(f"no SDK process for {self.interface}: start() it")
+            try:
+                conn.send((op, *args))
+                answered = conn.poll(timeout_s)
+                if answered:
+                    kind, value = conn.recv()
+            except (OSError, EOFError) as exc:
+                code = process.poll()
+                raise ContactLostError(
+                    f"the SDK process for {self.interface} ended (exit code {code}): {exc or 'connection closed'}"
+                ) from None
+            if not answered:  # a late answer would be taken for the next request's: this host is done
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, 9)
+                raise ContactLostError(f"the SDK process for {self.interface} did not answer {op} in {timeout_s:g} s")
+        if kind == "error":
+            error_type, message = value
+            if error_type == "RuntimeError" and op == "start":
+                raise ContactLostError(f"the X5 on {self.interface} does not answer: {message}")
+            raise HardwareError(f"the SDK on {self.interface} raised {error_type}: {message}")
+        return value
+
+    def state(self) -> SdkState:
+        return SdkState(**self.call("state"))
+
+    def _read_log(self, stream: Any) -> None:
+        for raw in stream:
+            line = raw.decode(errors="replace").rstrip()
+            sys.stdout.write(f"[arx5 {self.interface}] {line}\n")
+            sys.stdout.flush()
+            match = SDK_LOG_LINE.match(line)
+            if match is None or match["level"] not in ("warning", "error", "critical"):
+                continue
+            if EMERGENCY in match["message"]:
+                self.emergency = match["message"]
+            self._on_log(match["level"], match["message"])
+
+
+# -- the host process -------------------------------------------------------------------------------------------------
+class _Host:
+    """The SDK's side: one controller, the requests, and the streaming thread."""
+
+    def __init__(self) -> None:
+        import arx5_interface
+
+        self.sdk = arx5_interface
+        self.ctrl: Any = None
+        self.dof = 0
+        self.lock = threading.Lock()
+        self.gripper_m = 0.0
+        self.mode = "stream"
+        self.trajectory: _Trajectory | None = None  # the one playing (until its last stamp)
+        self.period_s = 0.002
+        self.wake = threading.Event()
+        threading.Thread(target=self.stream, name="stream", daemon=True).start()
+
+    def handle(self, op: str, *args: Any) -> Any:
+        return getattr(self, f"op_{op}")(*args)
+
+    def op_start(self, profile: str, interface: str, kp: list, kd: list, gkp: float, gkd: float, rate_hz: float):
+        sdk = self.sdk
+        robot = sdk.RobotConfigFactory.get_instance().get_config(profile)
+        controller = sdk.ControllerConfigFactory.get_instance().get_config("joint_controller", robot.joint_dof)
+        self.ctrl = sdk.Arx5JointController(robot, controller, interface)
+        self.dof, self.period_s = robot.joint_dof, 1.0 / rate_hz
+        state = self.ctrl.get_joint_state()  # bound to a name first: a chained .pos() reads freed memory
+        self.gripper_m = float(state.gripper_pos)
+        self.command(np.array(state.pos(), dtype=float))  # hold where it stands ...
+        self.ctrl.set_gain(sdk.Gain(np.array(kp, dtype=float), np.array(kd, dtype=float), gkp, gkd))  # ... stiffly
+        profile_facts = {
+            "joint_dof": int(robot.joint_dof),
+            "joint_pos_min": tuple(float(v) for v in robot.joint_pos_min),
+            "joint_pos_max": tuple(float(v) for v in robot.joint_pos_max),
+            "gripper_width_m": float(robot.gripper_width),
+            "motor_ids": tuple(int(v) for v in robot.motor_id),
+            "gripper_motor_id": int(robot.gripper_motor_id),
+        }
+        return {"profile": profile_facts, "state": self.op_state()}
+
+    def op_state(self) -> dict[str, Any]:
+        state = self.ctrl.get_joint_state()
+        return {
+            "positions_rad": tuple(float(v) for v in state.pos()),
+            "velocities_rad_s": tuple(float(v) for v in state.vel()),
+            "torques_nm": tuple(float(v) for v in state.torque()),
+            "gripper_m": float(state.gripper_pos),
+            "gripper_torque_nm": float(state.gripper_torque),
+            "timestamp_s": float(state.timestamp),
+        }
+
+    def op_hold(self) -> tuple[float, ...]:
+        """Stop what plays and hold the measured joints; the position held."""
+        with self.lock:
+            self.trajectory = None
+            state = self.ctrl.get_joint_state()
+            held = np.array(state.pos(), dtype=float)
+            self.command(held)
+        return tuple(float(v) for v in held)
+
+    def op_play(self, mode: str, start_s: float, start_rad: list, times_s: list, points: list) -> None:
+        """A trajectory from ``start_s`` (monotonic: this machine's clock, the same in every process) on."""
+        trajectory = _Trajectory(np.array(times_s), np.array(points), np.array(start_rad), start_s)
+        with self.lock:
+            self.mode, self.trajectory = mode, trajectory
+            if mode == "stream":
+                self.command(trajectory.at(time.monotonic()))
+            else:
+                self.send_trajectory(trajectory)
+        self.wake.set()
+
+    def op_gripper(self, width_m: float) -> None:
+        with self.lock:
+            self.gripper_m = float(width_m)
+            trajectory = self.trajectory
+            if trajectory is not None and time.monotonic() < trajectory.end_s:
+                if self.mode == "sdk_trajectory":
+                    self.send_trajectory(trajectory)  # the rest of it, with the new width
+                return  # streaming: the next cycle carries it
+            cmd = self.ctrl.get_joint_cmd()
+            self.command(np.array(cmd.pos(), dtype=float))
+
+    def op_reset_to_home(self) -> None:
+        with self.lock:
+            self.trajectory = None
+        self.ctrl.reset_to_home()
+
+    def op_set_to_damping(self) -> None:
+        with self.lock:
+            self.trajectory = None
+        self.ctrl.set_to_damping()
+
+    def command(self, q: NDArray[np.float64]) -> None:
+        cmd = self.sdk.JointState(self.dof)
+        cmd.pos()[:] = q
+        cmd.gripper_pos = self.gripper_m
+        self.ctrl.set_joint_cmd(cmd)
+
+    def send_trajectory(self, trajectory: _Trajectory) -> None:
+        """What is left of ``trajectory`` from now, as one set_joint_traj stamped on the SDK's clock."""
+        now = time.monotonic()
+        offset = float(self.ctrl.get_timestamp()) - now  # monotonic -> the SDK's clock
+        stamped = [(now, trajectory.at(now))]
+        stamped += [
+            (trajectory.start_s + float(t), q)
+            for t, q in zip(trajectory.times_s, trajectory.points, strict=True)
+            if trajectory.start_s + float(t) > now
+        ]
+        states = []
+        for at_s, q in stamped:
+            state = self.sdk.JointState(self.dof)
+            state.pos()[:] = q
+            state.gripper_pos = self.gripper_m
+            state.timestamp = at_s + offset
+            states.append(state)
+        self.ctrl.set_joint_traj(states)
+
+    def stream(self) -> None:
+        """stream mode: the playing trajectory's position at every SDK cycle, until its last point is sent."""
+        next_s = time.monotonic()
+        while True:
+            with self.lock:
+                trajectory = self.trajectory if self.mode == "stream" else None
+                if trajectory is not None:
+                    now = time.monotonic()
+                    self.command(trajectory.at(now))
+                    if now > trajectory.end_s:
+                        self.trajectory = None  # the last point is sent; the SDK holds it
+            if trajectory is None:
+                self.wake.wait(0.1)
+                self.wake.clear()
+                next_s = time.monotonic()
+                continue
+            next_s += self.period_s
+            delay = next_s - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -5 * self.period_s:
+                next_s = time.monotonic()
+
+
+@dataclass(frozen=True)
+class _Trajectory:
+    times_s: NDArray[np.float64]
+    points: NDArray[np.float64]
+    start_rad: NDArray[np.float64]
+    start_s: float  # monotonic
+
+    @property
+    def end_s(self) -> float:
+        return self.start_s + float(self.times_s[-1])
+
+    def at(self, now_s: float) -> NDArray[np.float64]:
+        return position_at(self.times_s, self.points, self.start_rad, now_s - self.start_s)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    conn = Connection(int(args[0]))
+    host = _Host()
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            break  # the driver is gone: the SDK's destructor damps the arm on the way out
+        if request[0] == "exit":
+            break
+        try:
+            conn.send(("ok", host.handle(*request)))
+        except Exception as exc:
+            conn.send(("error", (type(exc).__name__, str(exc))))
+    conn.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""Arx5Arm and ArmDriver on the real SDK against the bus emulator: connect, trajectories, gripper, faults, shutdown.
+
+The SDK runs in its host process (robodojo.hardware.arx5_host), the bus monitor in this one; both reach the emulator
+through the SocketCAN shim. What the motors were told is read from the emulator's command log, never from the
+driver's own books.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+from conftest import X5Bus
+
+from robodojo.control.trajectory_controller import TrajectoryState
+from robodojo.control.trajectory_player import TrajectoryCommand
+from robodojo.errors import ContactLostError, HardwareError
+from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
+from robodojo.hardware.arx5 import Arx5Arm
+from robodojo.hardware.settings import load_arx5_settings
+from robodojo.hardware.x5_bus.frames import MitCommand
+
+SETTINGS = dataclasses.replace(load_arx5_settings().arm("left"), home_before_damping=False)  # fast teardown
+NAMES = SETTINGS.joint_names
+DT = SETTINGS.robot.control_dt_s
+FINGER = SETTINGS.robot.arm("left").gripper_joint
+JOINT_MOTORS = (1, 2, 4, 5, 6, 7)
+END_TOLERANCE_RAD = 0.01  # the issue's bound for a followed trajectory
+TIMEOUT_S = 15.0
+
+
+@pytest.fixture
+def arm(x5_bus: X5Bus):
+    a = Arx5Arm(SETTINGS)
+    a.connect()
+    yield a
+    a.close()
+
+
+@pytest.fixture
+def driver(arm: Arx5Arm):
+    d = ArmDriver(arm, ControllerNames("left_arm_controller", "left_gripper_controller"))
+    yield d
+    d.close()
+
+
+def smooth(start, amplitude_rad, duration_s: float) -> TrajectoryCommand:
+    times = np.arange(1, round(duration_s / DT) + 1) * DT
+    s = (1 - np.cos(np.pi * times / duration_s)) / 2
+    points = np.asarray(start) + np.outer(s, amplitude_rad)
+    return TrajectoryCommand(NAMES, tuple(times), tuple(map(tuple, points)))
+
+
+def gripper_command(finger_m: float) -> TrajectoryCommand:
+    return TrajectoryCommand((FINGER,), tuple(k * DT for k in range(1, 13)), tuple((finger_m,) for _ in range(12)))
+
+
+def run_until_end(d: ArmDriver, controller: str, timeout_s: float = TIMEOUT_S) -> list:
+    """Tick at the control rate (each tick feeds the arm's watchdog) until ``controller`` reports an end; every
+    report."""
+    reports: list = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        reports += d.tick()
+        if any(r.controller == controller and r.state != TrajectoryState.PLAYING for r in reports):
+            return reports
+        time.sleep(DT)
+    raise AssertionError(f"{controller} did not end within {timeout_s} s: {reports[-3:]}")
+
+
+def joint_commands(frames) -> list[tuple[int, MitCommand]]:
+    return [(f.motor_id, f.command) for f in frames if f.motor_id in JOINT_MOTORS and isinstance(f.command, MitCommand)]
+
+
+def test_connect_holds_the_arm_where_it_stands_under_the_configured_gains(x5_bus: X5Bus):
+    start = x5_bus.joints("can0")
+    a = Arx5Arm(SETTINGS)
+    a.connect()
+    try:
+        since = x5_bus.client.command_count("can0")
+        time.sleep(0.5)
+        assert np.abs(x5_bus.joints("can0") - start).max() < 2e-3  # nothing moved
+        stiff = [(m, c) for m, c in joint_commands(x5_bus.client.commands("can0", since)) if c.kp > 0]
+        assert stiff, "no command with the configured gains reached the motors"
+        for motor, cmd in stiff:
+            joint = JOINT_MOTORS.index(motor)
+            assert abs(cmd.position_rad - start[joint]) < 2e-3  # held where it stood
+            assert abs(cmd.kp - SETTINGS.gains.kp[joint]) < 0.2
+        assert a.status.status == "idle"
+    finally:
+        a.close()
+
+
+def test_a_trajectory_ends_within_tolerance_and_the_gripper_goes_to_its_width(driver: ArmDriver, x5_bus: X5Bus):
+    q0 = np.array(driver.read_joints().positions_rad)
+    cmd = smooth(q0, [0.3, -0.25, -0.2, 0.3, 0.4, -0.4], 2.0)
+    driver.submit_arm(cmd)
+    reports = run_until_end(driver, "left_arm_controller")
+    end = next(r for r in reports if r.controller == "left_arm_controller" and r.state != TrajectoryState.PLAYING)
+    assert end.state == TrajectoryState.FINISHED, end
+    assert np.abs(x5_bus.joints("can0") - np.array(cmd.positions[-1])).max() < END_TOLERANCE_RAD
+
+    driver.submit_gripper(gripper_command(0.03))  # 3 cm per finger: 6 cm between them
+    run_until_end(driver, "left_gripper_controller")
+    deadline = time.monotonic() + 5.0
+    while driver.gripper_moving and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert abs(x5_bus.gripper_m("can0") - 0.06) < SETTINGS.gripper.tolerance_m + 1e-3
+    assert abs(driver.gripper_width_m() - 0.06) < SETTINGS.gripper.tolerance_m + 1e-3
+
+
+def test_closing_on_an_object_holds_it(arm: Arx5Arm, x5_bus: X5Bus):
+    assert arm.move_gripper(0.08)
+    x5_bus.client.request("block_gripper", interface="can0", width_m=0.035)
+    assert arm.close_on(0.0)  # stopped on the object: a grasp, not a failure
+    reading = arm.gripper_state()
+    assert abs(reading.width_m - 0.035) < 2e-3
+    assert reading.grasped
+    assert not arm.move_gripper(0.0)  # a plain move that cannot get there says so
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected_status", "words"),
+    [
+        ({"op": "silence", "motor": 5}, "error", "motor 5 (joint4) silent"),
+        ({"op": "fault", "motor": 2, "code": 3}, "error", "motor 2 (joint2) reports error code 0x03"),
+        ({"op": "fault", "motor": 6, "code": 0xA}, "error", "motor 6 (joint5) reports over-current"),
+        ({"op": "mute", "on": True}, "lost", "lost contact"),
+    ],
+)
+def test_a_fault_mid_motion_stops_the_arm_and_ends_the_trajectory(driver, x5_bus: X5Bus, fault, expected_status, words):
+    q0 = np.array(driver.read_joints().positions_rad)
+    driver.submit_arm(smooth(q0, [0.4, -0.3, -0.3, 0.4, 0.4, 0.4], 3.0))
+    for _ in range(25):  # 1 s into the motion
+        driver.tick()
+        time.sleep(DT)
+    x5_bus.client.request(interface="can0", **fault)
+    reports = run_until_end(driver, "left_arm_controller", timeout_s=5.0)
+    end = next(r for r in reports if r.controller == "left_arm_controller" and r.state != TrajectoryState.PLAYING)
+    assert end.state == TrajectoryState.STOPPED
+    assert words in end.reason, end.reason
+    assert driver.arm.status.status == expected_status
+    if expected_status == "lost":
+        with pytest.raises(ContactLostError):
+            driver.read_joints()
+        return
+    # Still at rest after the stop: the driver does not move it again (the emulator's joints stay put).
+    stopped = x5_bus.joints("can0")
+    time.sleep(0.5)
+    assert np.abs(x5_bus.joints("can0") - stopped).max() < 0.01
+    with pytest.raises(HardwareError):  # refused until the operator recovers it
+        driver.arm.play(driver.arm.guard.check(smooth(stopped, [0.1] * 6, 1.0), stopped))
+
+
+def test_the_emulator_killed_mid_motion_is_lost_contact_and_nothing_hangs(driver, x5_bus: X5Bus):
+    q0 = np.array(driver.read_joints().positions_rad)
+    driver.submit_arm(smooth(q0, [0.4, -0.3, -0.3, 0.4, 0.4, 0.4], 3.0))
+    time.sleep(0.5)
+    x5_bus.kill()
+    started = time.monotonic()
+    reports = run_until_end(driver, "left_arm_controller", timeout_s=5.0)
+    end = next(r for r in reports if r.controller == "left_arm_controller" and r.state != TrajectoryState.PLAYING)
+    assert end.state == TrajectoryState.STOPPED and "lost contact" in end.reason, end
+    assert time.monotonic() - started < 2.0
+    assert driver.arm.status.status == "lost"
+    with pytest.raises(ContactLostError):
+        driver.read_joints()
+
+
+def test_a_failed_start_can_be_retried_once_the_arm_answers(x5_bus: X5Bus):
+    x5_bus.client.request("mute", interface="can1", on=True)  # the right arm's power is off
+    a = Arx5Arm(dataclasses.replace(load_arx5_settings().arm("right"), home_before_damping=False))
+    try:
+        with pytest.raises(ContactLostError, match=r"does not answer|never answered|lost"):
+            a.connect()
+        x5_bus.client.request("mute", interface="can1", on=False)  # switched on
+        a.connect()  # the SDK in its own process: a failed start leaves nothing behind
+        assert a.status.status == "idle"
+        assert np.allclose(a.joint_state().positions_rad, x5_bus.joints("can1"), atol=2e-3)
+    finally:
+        a.close()
+
+
+def test_recovery_needs_a_healthy_bus_and_then_the_arm_moves_again(driver, x5_bus: X5Bus):
+    arm = driver.arm
+    x5_bus.client.request("fault", interface="can0", motor=7, code=0xB)
+    deadline = time.monotonic() + 2.0
+    while arm.status.status != "error" and time.monotonic() < deadline:  # noticed at rest too
+        time.sleep(0.02)
+    assert "motor 7 (joint6) reports MOS over-temperature" in arm.status.detail
+    with pytest.raises(HardwareError, match="still has faults"):
+        arm.recover_from_errors()
+    x5_bus.client.request("fault", interface="can0", motor=7, code=0)
+    time.sleep(0.1)
+    arm.recover_from_errors()
+    q0 = np.array(driver.read_joints().positions_rad)
+    driver.submit_arm(smooth(q0, [0.1] * 6, 1.0))
+    end = next(r for r in run_until_end(driver, "left_arm_controller") if r.state != TrajectoryState.PLAYING)
+    assert end.state == TrajectoryState.FINISHED
+
+
+def test_the_sdk_s_emergency_state_is_reported_and_release_restarts_the_sdk(x5_bus: X5Bus):
+    logged: list[tuple[str, str]] = []
+    a = Arx5Arm(SETTINGS, on_sdk_log=lambda level, message: logged.append((level, message)))
+    a.connect()
+    try:
+        x5_bus.client.request("load", interface="can0", motor=2, torque=28.0)  # joint 2 reports ~55 Nm (max 40)
+        deadline = time.monotonic() + 3.0
+        while a.status.status != "error" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert "emergency state" in a.status.detail, a.status
+        assert any("Over current" in message for _, message in logged), logged[:3]
+        x5_bus.client.request("load", interface="can0", motor=2, torque=0.0)
+        a.recover_from_errors()  # a new SDK process: the old one damps until it is gone
+        assert a.status.status == "idle"
+        assert not a._host.emergency
+    finally:
+        a.close()
+
+
+def test_shutdown_homes_then_damps(x5_bus: X5Bus):
+    a = Arx5Arm(dataclasses.replace(SETTINGS, home_before_damping=True))
+    a.connect()
+    since = x5_bus.client.command_count("can0")
+    a.close()
+    assert np.abs(x5_bus.joints("can0")).max() < 0.05  # the SDK's home: the folded rest pose
+    frames = joint_commands(x5_bus.client.commands("can0", since))
+    stiff = [i for i, (_, c) in enumerate(frames) if c.kp > 0]
+    damped = [i for i, (_, c) in enumerate(frames) if c.kp == 0 and c.kd > 0]
+    assert stiff and damped and max(stiff) < min(damped[-6:])  # homed under gains, then damping to the end
