@@ -47,6 +47,7 @@ import yaml
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import (
     DeclareLaunchArgument,
+    ExecuteProcess,
     LogInfo,
     OpaqueFunction,
     RegisterEventHandler,
@@ -65,6 +66,7 @@ FALSE_WORDS = ("false", "0", "no", "off")
 # config/nodes.yaml). Relative to the working directory, as `robodojo run --llm` reads them.
 SIM_RESET_TIMEOUT_S = 30.0  # a simulator resets in seconds
 OPERATOR_RESET_TIMEOUT_S = 900.0  # a real scene is put back by hand
+HARDWARE_DRIVERS = {"franka": "fr3_driver_node", "arx5": "arx5_driver_node"}  # = process_graph.HARDWARE_DRIVERS
 DEFAULT_LLM = {
     "move_eef": "replay:examples/replay/general_pickup_seed0.yaml",
     "code_cell": "replay:examples/cells/general_pickup.py",
@@ -172,14 +174,23 @@ def _arguments() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             "hardware",
             default_value="none",
-            choices=["none", "franka"],
-            description="sim:=none only: this package's arm driver (franka: fr3_driver_node, use robot:=fr3), or none "
-            "(your drivers publish /joint_states and follow the controller topics)",
+            choices=["none", "franka", "arx5"],
+            description="sim:=none only: this package's arm driver (franka: fr3_driver_node, use robot:=fr3; arx5: "
+            "arx5_driver_node, use robot:=dual_arx_x5), or none (your drivers publish /joint_states and follow the "
+            "controller topics)",
         ),
         DeclareLaunchArgument(
             "hardware_config",
             default_value="",
-            description="hardware:=franka: config file (address, limits, scaling); empty: config/hardware/fr3.yaml",
+            description="hardware:=franka|arx5: config file (address or CAN interfaces, limits, gains); empty: "
+            "config/hardware/fr3.yaml or dual_arx_x5.yaml",
+        ),
+        DeclareLaunchArgument(
+            "can_emulator",
+            default_value="false",
+            choices=["true", "false"],
+            description="hardware:=arx5 only: drive the project's motor-bus emulator instead of real CAN (no arms "
+            "needed: the real SDK, preloaded with the SocketCAN shim; README, ARX X5 over CAN)",
         ),
         DeclareLaunchArgument(
             "robot_ip", default_value="", description="hardware:=franka: the control box's address; empty: the config's"
@@ -261,6 +272,22 @@ def _end_launch_on_exit(name: str, *, after_episode: bool | None = None):
         return [LogInfo(msg=reason), Shutdown(reason=reason)]
 
     return on_exit
+
+
+def _can_emulator(config: dict) -> tuple[ExecuteProcess, dict[str, str]]:
+    """The motor-bus emulator for every arm of the dual X5 (each at the robot's home pose) and the environment that
+    points the driver's SDK at it through the SocketCAN shim (built here with the machine's C compiler)."""
+    import tempfile
+
+    from robodojo.hardware.settings import load_arx5_settings
+    from robodojo.hardware.x5_bus.shim import preload_environment
+
+    socket_dir = tempfile.mkdtemp(prefix="x5-")  # short: Unix socket paths are limited to 107 bytes
+    home = config["arm"]["home_joints_rad"]
+    args = ["python3", "-m", "robodojo.hardware.x5_bus", "--socket-dir", socket_dir]
+    for arm in load_arx5_settings().arms:
+        args += ["--arm", f"{arm.interface}={','.join(str(q) for q in home)}"]
+    return ExecuteProcess(cmd=args, output="screen", name="x5_bus_emulator"), preload_environment(socket_dir)
 
 
 def _robot_config(share: str, robot: str) -> dict:
@@ -350,25 +377,30 @@ def _launch_setup(context, *args, **kwargs):
         )
     else:  # none: real hardware drivers publish /joint_states and raw images
         hardware = LaunchConfiguration("hardware").perform(context)
-        if hardware == "franka":  # the arm families with a driver here (process_graph.HARDWARE_DRIVERS)
-            driver = Node(
-                package="agent_bringup",
-                executable="fr3_driver_node",
-                output="screen",
-                parameters=[
-                    {
-                        "robot": _text(robot),
-                        "hardware_config": _text(LaunchConfiguration("hardware_config").perform(context)),
-                        "robot_ip": _text(LaunchConfiguration("robot_ip").perform(context)),
-                        "use_sim_time": use_sim_time,
-                    }
-                ],
-            )
+        if hardware in HARDWARE_DRIVERS:  # the arm families with a driver here (process_graph.HARDWARE_DRIVERS)
+            executable = HARDWARE_DRIVERS[hardware]
+            parameters = {
+                "robot": _text(robot),
+                "hardware_config": _text(LaunchConfiguration("hardware_config").perform(context)),
+                "use_sim_time": use_sim_time,
+            }
+            if hardware == "franka":
+                parameters["robot_ip"] = _text(LaunchConfiguration("robot_ip").perform(context))
+                driver = Node(
+                    package="agent_bringup", executable="fr3_driver_node", output="screen", parameters=[parameters]
+                )
+            else:
+                env: dict[str, str] = {}
+                if _flag(context, "can_emulator"):
+                    emulator, env = _can_emulator(config)
+                    actions.append(emulator)
+                driver = Node(
+                    package="agent_bringup", executable="arx5_driver_node", output="screen", parameters=[parameters],
+                    additional_env=env,
+                )  # fmt: skip
             actions.append(driver)
             actions.append(
-                RegisterEventHandler(
-                    OnProcessExit(target_action=driver, on_exit=_end_launch_on_exit("fr3_driver_node"))
-                )
+                RegisterEventHandler(OnProcessExit(target_action=driver, on_exit=_end_launch_on_exit(executable)))
             )
         actions.append(
             Node(

@@ -248,7 +248,14 @@ def _stand_in_modules() -> dict[str, types.ModuleType]:
         "launch": {},
         "launch.actions": {
             n: type(n, (_Recorded,), {})
-            for n in ("DeclareLaunchArgument", "LogInfo", "OpaqueFunction", "RegisterEventHandler", "Shutdown")
+            for n in (
+                "DeclareLaunchArgument",
+                "ExecuteProcess",
+                "LogInfo",
+                "OpaqueFunction",
+                "RegisterEventHandler",
+                "Shutdown",
+            )
         },
         "launch.event_handlers": {"OnProcessExit": type("OnProcessExit", (_Recorded,), {})},
         "launch.launch_description": {"LaunchDescription": _LaunchDescription},
@@ -426,12 +433,34 @@ def test_franka_hardware_starts_the_fr3_driver_and_the_operators_episode(stand_i
     assert "fr3_driver_node" not in _nodes(_run_setup(stand_in_launch, robot="fr3", task="fr3_pick_cube", sim="none"))
 
 
+def test_arx5_hardware_starts_the_dual_x5_driver_and_optionally_the_bus_emulator(stand_in_launch):
+    """robot:=dual_arx_x5 sim:=none hardware:=arx5: the X5 driver for both arms; can_emulator:=true adds the bus
+    emulator (one bus per arm of config/hardware/dual_arx_x5.yaml) and points the driver's SDK at it."""
+    actions = _run_setup(stand_in_launch, robot="dual_arx_x5", sim="none", hardware="arx5", use_sim_time="false")
+    nodes = _nodes(actions)
+    assert {"arx5_driver_node", "episode_node", "tcp_state_publisher", "motion_server_node"} <= set(nodes)
+    assert "robot_ip" not in _parameters(nodes["arx5_driver_node"])
+    assert "arx5_driver_node" in _exit_handlers(actions)
+    assert not nodes["arx5_driver_node"].kwargs.get("additional_env")
+    assert not [a for a in actions if type(a).__name__ == "ExecuteProcess"]
+
+    emulated = _run_setup(
+        stand_in_launch, robot="dual_arx_x5", sim="none", hardware="arx5", can_emulator="true", use_sim_time="false"
+    )
+    (emulator,) = [a for a in emulated if type(a).__name__ == "ExecuteProcess"]
+    cmd = " ".join(str(part) for part in emulator.kwargs["cmd"])
+    assert "robodojo.hardware.x5_bus" in cmd and "can0=" in cmd and "can1=" in cmd
+    env = _nodes(emulated)["arx5_driver_node"].kwargs["additional_env"]
+    assert "robodojo_can_shim" in env["LD_PRELOAD"] and env["ROBODOJO_CAN_SOCKET_DIR"] in cmd
+
+
 def test_hardware_drivers_agree_between_launch_and_graph(stand_in_launch):
     from robodojo.nodes import process_graph
 
     description = stand_in_launch.generate_launch_description()
     (hardware,) = [e for e in description.args[0] if getattr(e, "args", ()) and e.args[0] == "hardware"]
     assert set(hardware.kwargs["choices"]) == {"none", *process_graph.HARDWARE_DRIVERS}
+    assert stand_in_launch.HARDWARE_DRIVERS == process_graph.HARDWARE_DRIVERS
     assert stand_in_launch.OPERATOR_RESET_TIMEOUT_S == process_graph.OPERATOR_RESET_TIMEOUT_S
 
 

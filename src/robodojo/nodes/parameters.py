@@ -154,6 +154,19 @@ class Fr3DriverParams:
 
 
 @dataclass(frozen=True)
+class Arx5DriverParams:
+    """arx5_driver_node: the dual ARX X5 over CAN (arx5-interface) as the graph's robot, in the simulator's place."""
+
+    robot: str = parameter("robot configuration the rest of the graph uses; must be the hardware config's robot")
+    hardware_config: str = parameter(
+        "hardware config (CAN interfaces, SDK profile, gains, limits); empty: config/hardware/dual_arx_x5.yaml"
+    )
+    status_rate_hz: float = parameter("trajectory_status of holding controllers, and /diagnostics [Hz]", positive=True)
+    gripper_rate_hz: float = parameter("gripper width readings between moves [Hz]", positive=True)
+    reconnect_period_s: float = parameter("after lost contact, try to connect again this often [s]", positive=True)
+
+
+@dataclass(frozen=True)
 class EpisodeNodeParams:
     """episode_node: a real robot's episode (no simulator): instruction, step budget, the operator's verdict."""
 
@@ -181,6 +194,7 @@ NODE_PARAMS: dict[str, type] = {
     "camera_node": CameraNodeParams,
     "tcp_state_publisher": TcpStatePublisherParams,
     "fr3_driver_node": Fr3DriverParams,
+    "arx5_driver_node": Arx5DriverParams,
     "episode_node": EpisodeNodeParams,
 }
 

@@ -338,7 +338,7 @@ def _supervise(nodes: Sequence[NodeProcess], stop: _StopRequest) -> int:
 
 
 #: ``--hardware`` of `robodojo graph` and ``hardware:=`` of the launch file: the driver node of each arm family.
-HARDWARE_DRIVERS = {"franka": "fr3_driver_node"}
+HARDWARE_DRIVERS = {"franka": "fr3_driver_node", "arx5": "arx5_driver_node"}
 #: A real robot's reset waits for the operator (episode_node's confirm_reset); the agent waits as long.
 OPERATOR_RESET_TIMEOUT_S = 900.0
 

@@ -1,0 +1,86 @@
+"""The ARX X5 driver: both arms of the dual X5 over CAN (or the bus emulator) on the graph in the simulator's place.
+
+Everything on the graph (topics, services, lost contact, faults) is :mod:`robodojo.nodes.arm_driver_node`'s; this
+node drives each arm of config/hardware/dual_arx_x5.yaml through :class:`~robodojo.hardware.arx5.Arx5Arm` (the SDK
+in a process of its own per arm, a bus monitor beside it). The SDK's warnings and errors appear in this node's log and
+in /diagnostics (``sdk_last``); each arm's diagnostics also carry its interface and what the bus monitor sees.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+from diagnostic_msgs.msg import KeyValue
+
+from robodojo.errors import ConfigError
+from robodojo.hardware.arx5 import Arx5Arm
+from robodojo.hardware.settings import load_arx5_settings
+from robodojo.nodes.arm_driver_node import ArmDriverNode, DrivenArm, driven_arm
+from robodojo.nodes.parameters import Arx5DriverParams
+from robodojo.nodes.params import declare_parameters
+from robodojo.nodes.runtime import run_node
+
+NODE_NAME = "arx5_driver_node"
+
+
+class Arx5DriverNode(ArmDriverNode):
+    # Shutting down homes each arm (about 2.5 s) and ends its SDK process (2 s of damping): arm after arm.
+    close_timeout_s = 30.0
+
+    def __init__(self) -> None:
+        super().__init__(NODE_NAME)
+        p = declare_parameters(self, Arx5DriverParams)
+        self.params = p
+        self.settings = load_arx5_settings(p.hardware_config or None)
+        if p.robot != self.settings.robot.name:  # the motion server and cameras would plan for another robot
+            raise ConfigError(
+                f"parameter 'robot' is {p.robot!r} but the hardware config drives robot {self.settings.robot.name!r}; "
+                "launch with the same robot (robot:=dual_arx_x5)"
+            )
+        arms = []
+        for arm_settings in self.settings.arms:
+            name = arm_settings.arm
+            adapter = Arx5Arm(arm_settings, on_sdk_log=functools.partial(self._sdk_logged, name))
+            arms.append(driven_arm(name, adapter, f"arx_x5@{arm_settings.interface}"))
+        self.start(
+            arms, state_rate_hz=self.settings.state_rate_hz, status_rate_hz=p.status_rate_hz,
+            gripper_rate_hz=p.gripper_rate_hz, reconnect_period_s=p.reconnect_period_s,
+        )  # fmt: skip
+        interfaces = ", ".join(f"{a.arm} on {a.interface}" for a in self.settings.arms)
+        first = self.settings.arms[0]
+        self.get_logger().info(
+            f"ARX X5 ({first.sdk_profile} profile, {first.trajectory_mode}): {interfaces}; joint states at "
+            f"{self.settings.state_rate_hz:g} Hz, controllers {', '.join(self.status_pubs)}"
+        )
+
+    def _sdk_logged(self, arm: str, level: str, message: str) -> None:
+        log = self.get_logger()
+        (log.warning if level == "warning" else log.error)(f"{arm}: the SDK says: {message}")
+
+    def diagnostic_values(self, arm: DrivenArm) -> list[KeyValue]:
+        adapter = arm.adapter
+        assert isinstance(adapter, Arx5Arm)
+        values = [KeyValue(key="interface", value=adapter.interface)]
+        if adapter.sdk_log:
+            level, message = adapter.sdk_log[-1]
+            values.append(KeyValue(key="sdk_last", value=f"{level}: {message}"))
+        health = adapter.last_health
+        if health is not None:
+            for motor in health.motors:
+                state = "never answered" if motor.silent_s is None else f"last answer {motor.silent_s * 1e3:.0f} ms ago"
+                if motor.fault:
+                    state += f", {motor.fault}"
+                if motor.temperature_c is not None:
+                    state += f", {motor.temperature_c:.0f} degC"
+                values.append(KeyValue(key=f"motor{motor.motor_id}_{motor.name}", value=state))
+        return values
+
+
+def main() -> int:
+    # One executor thread, as fr3_driver_node: an e-stop waits at most behind one trajectory's check.
+    return run_node(Arx5DriverNode, NODE_NAME, threads=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
