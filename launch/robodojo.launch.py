@@ -379,15 +379,21 @@ def _launch_setup(context, *args, **kwargs):
         hardware = LaunchConfiguration("hardware").perform(context)
         if hardware in HARDWARE_DRIVERS:  # the arm families with a driver here (process_graph.HARDWARE_DRIVERS)
             executable = HARDWARE_DRIVERS[hardware]
-            parameters = {
-                "robot": _text(robot),
-                "hardware_config": _text(LaunchConfiguration("hardware_config").perform(context)),
-                "use_sim_time": use_sim_time,
-            }
+            hardware_config = _text(LaunchConfiguration("hardware_config").perform(context))
             if hardware == "franka":
-                parameters["robot_ip"] = _text(LaunchConfiguration("robot_ip").perform(context))
+                robot_ip = _text(LaunchConfiguration("robot_ip").perform(context))
                 driver = Node(
-                    package="agent_bringup", executable="fr3_driver_node", output="screen", parameters=[parameters]
+                    package="agent_bringup",
+                    executable="fr3_driver_node",
+                    output="screen",
+                    parameters=[
+                        {
+                            "robot": _text(robot),
+                            "hardware_config": hardware_config,
+                            "robot_ip": robot_ip,
+                            "use_sim_time": use_sim_time,
+                        }
+                    ],
                 )
             else:
                 env: dict[str, str] = {}
@@ -395,9 +401,14 @@ def _launch_setup(context, *args, **kwargs):
                     emulator, env = _can_emulator(config)
                     actions.append(emulator)
                 driver = Node(
-                    package="agent_bringup", executable="arx5_driver_node", output="screen", parameters=[parameters],
+                    package="agent_bringup",
+                    executable="arx5_driver_node",
+                    output="screen",
+                    parameters=[
+                        {"robot": _text(robot), "hardware_config": hardware_config, "use_sim_time": use_sim_time}
+                    ],
                     additional_env=env,
-                )  # fmt: skip
+                )
             actions.append(driver)
             actions.append(
                 RegisterEventHandler(OnProcessExit(target_action=driver, on_exit=_end_launch_on_exit(executable)))
