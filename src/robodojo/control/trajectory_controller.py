@@ -33,6 +33,16 @@ from robodojo.errors import InvalidCommandError
 _REMEMBERED = 32
 
 
+#: A STOPPED report whose reason starts with this ended because the robot stopped answering (a real arm's driver lost
+#: contact): its commander reports the motion as lost, not as cut short.
+LOST_CONTACT = "lost contact"
+
+
+def lost_contact_reason(why: str) -> str:
+    """``why`` as a lost-contact reason (:data:`LOST_CONTACT` first)."""
+    return why if why.startswith(LOST_CONTACT) else f"{LOST_CONTACT}: {why}"
+
+
 class TrajectoryState(IntEnum):
     """A trajectory's fate; the values are TrajectoryStatus.msg's constants."""
 

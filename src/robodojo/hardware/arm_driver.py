@@ -31,6 +31,7 @@ from robodojo.control.trajectory_controller import (
     TrajectoryController,
     TrajectoryReport,
     TrajectoryState,
+    lost_contact_reason,
 )
 from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, TrajectoryPlayer
 from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
@@ -219,11 +220,9 @@ class ArmDriver:
                 self._send_pending(now)
             status = self.arm.status
             sdk_playing = self._watch_motion() if status.status == "playing" else False
-            if (
-                self.joints.playing
-                and self._pending is None
-                and status.status in ("stopped", "watchdog", "error", "lost")
-            ):
+            if self.joints.playing and self._pending is None and status.status == "lost":
+                self.lose_contact(status.detail or "the arm is lost")
+            elif self.joints.playing and self._pending is None and status.status in ("stopped", "watchdog", "error"):
                 self.joints.stop(TrajectoryState.STOPPED, status.detail or f"the arm is {status.status}")
             arm_now = min(now, self._arm_last_s - self.dt_s / 2.0) if sdk_playing else now
             self.joints.sample(arm_now - self.dt_s, self.dt_s)  # the tick ending now: points played by now
@@ -248,11 +247,13 @@ class ArmDriver:
             return [self.joints.status(), self.gripper.status()]
 
     def lose_contact(self, why: str) -> None:
-        """The robot stopped answering: end what plays; nothing more is sent until the adapter reconnects."""
+        """The robot stopped answering: end what plays (a lost-contact reason); nothing more is sent until the adapter
+        reconnects."""
+        reason = lost_contact_reason(why)
         with self._lock:
             self._pending = None
-            self.joints.stop(TrajectoryState.STOPPED, why)
-            self.gripper.stop(TrajectoryState.STOPPED, why)
+            self.joints.stop(TrajectoryState.STOPPED, reason)
+            self.gripper.stop(TrajectoryState.STOPPED, reason)
 
     def close(self) -> None:
         with self._gripper_wake:
@@ -266,6 +267,9 @@ class ArmDriver:
         assert pending is not None
         try:
             self.arm.play(pending.trajectory)
+        except ContactLostError as exc:
+            self.lose_contact(str(exc))
+            return
         except HardwareError as exc:
             self.joints.stop(TrajectoryState.STOPPED, f"the arm did not take the trajectory: {exc}")
             return

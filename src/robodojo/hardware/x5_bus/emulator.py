@@ -52,6 +52,9 @@ class ArmLayout:
     gripper_motor_id: int = 8
     joint_speed_rad_s: tuple[float, ...] = (5.0, 5.0, 5.5, 5.5, 5.0, 5.0)  # the profile's joint_vel_max
     gripper_speed_rad_s: float = 20.0  # motor side; the SDK caps the fingers at 0.3 m/s (17 rad/s here)
+    # The gripper motor's torque limit [its feedback unit]: 1.2 Nm after the SDK's 0.424 scale, under the SDK's 1.5 Nm
+    # over-current limit, as a gripper's current limit keeps a grasp from tripping it.
+    gripper_torque_limit: float = 2.8
     gripper_open_readout_rad: float = 5.03  # the gripper motor's angle when the fingers are fully open ...
     gripper_width_m: float = 0.088  # ... this far apart
 
@@ -116,6 +119,7 @@ class BusEmulator:
             family_of(layout.gripper_motor_id),
             layout.gripper_rad(gripper_width_m),
             layout.gripper_speed_rad_s,
+            torque_limit=layout.gripper_torque_limit,
         )
         self.motors = {m.motor_id: m for m in [*self.joint_motors, self.gripper_motor]}
         self._lock = threading.Lock()  # the motors, between the serving thread and callers
@@ -131,6 +135,7 @@ class BusEmulator:
         self._server: socket.socket | None = None
         self._peers: list[socket.socket] = []  # the sockets on the bus (the SDK's, a bus monitor's)
         self._closed = threading.Event()
+        self._wake_r, self._wake_w = socket.socketpair()  # close() wakes the serving thread's select()
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
@@ -150,6 +155,8 @@ class BusEmulator:
     def close(self) -> None:
         """Stop serving: the SDK's next reads find the bus gone."""
         self._closed.set()
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
         for sock in [*self._peers, self._server]:
             if sock is not None:
                 with contextlib.suppress(OSError):
@@ -158,6 +165,8 @@ class BusEmulator:
                     sock.close()
         if self._thread is not None:
             self._thread.join(timeout=5.0)
+        self._wake_r.close()
+        self._wake_w.close()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         if self._log_file is not None:
@@ -182,6 +191,12 @@ class BusEmulator:
         with self._lock:
             self.gripper_motor.advance(time.monotonic())
             return self.layout.gripper_m(self.gripper_motor.state.position_rad)
+
+    def gripper_command_m(self) -> float | None:
+        """The width the SDK last commanded the gripper to [m], or None before any command."""
+        with self._lock:
+            cmd = self.gripper_motor.command
+            return None if cmd is None else self.layout.gripper_m(cmd.position_rad)
 
     @property
     def log_bytes(self) -> bytes:
@@ -213,9 +228,14 @@ class BusEmulator:
             self._muted = muted
 
     def block_gripper(self, width_m: float | None) -> None:
-        """An object ``width_m`` wide between the fingers: they close no further (None: nothing there)."""
+        """An object ``width_m`` wide between the fingers: they close no further, and fingers already closer stand at
+        its width (None: nothing there)."""
         with self._lock:
-            self.gripper_motor.blocked_below_rad = None if width_m is None else self.layout.gripper_rad(width_m)
+            motor = self.gripper_motor
+            motor.advance(time.monotonic())
+            motor.blocked_below_rad = None if width_m is None else self.layout.gripper_rad(width_m)
+            if motor.blocked_below_rad is not None and motor.state.position_rad < motor.blocked_below_rad:
+                motor.state.position_rad = motor.blocked_below_rad
 
     def load(self, motor_id: int, torque: float) -> None:
         """``motor_id`` reports ``torque`` more than it outputs (a load it holds: the SDK's over-current check)."""
@@ -235,10 +255,13 @@ class BusEmulator:
         assert self._server is not None
         with selectors.DefaultSelector() as selector:
             selector.register(self._server, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
             while not self._closed.is_set():
                 for key, _ in selector.select():
                     sock = key.fileobj
                     assert isinstance(sock, socket.socket)
+                    if sock is self._wake_r:
+                        return
                     if sock is self._server:
                         try:
                             conn, _ = self._server.accept()

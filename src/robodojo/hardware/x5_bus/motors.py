@@ -46,8 +46,17 @@ class MotorState:
 class EmulatedMotor:
     """One motor on the bus: decodes its commands, integrates its joint and encodes its feedback."""
 
-    def __init__(self, motor_id: int, family: MotorFamily, position_rad: float, max_speed_rad_s: float) -> None:
+    def __init__(
+        self,
+        motor_id: int,
+        family: MotorFamily,
+        position_rad: float,
+        max_speed_rad_s: float,
+        *,
+        torque_limit: float = math.inf,
+    ) -> None:
         self.motor_id = motor_id
+        self.torque_limit = torque_limit  # its output saturates here (a current limit), in its feedback unit
         self.family = family
         self.max_speed_rad_s = max_speed_rad_s
         self.state = MotorState(position_rad)
@@ -124,5 +133,6 @@ class EmulatedMotor:
             position = max(position, min(s.position_rad, self.blocked_below_rad))
             speed = (position - s.position_rad) / dt
         # What the motor outputs: feedforward plus what spring and damper cannot deliver (zero while it follows).
-        s.torque = cmd.torque + cmd.kp * (cmd.position_rad - s.position_rad) + cmd.kd * (cmd.velocity_rad_s - speed)
+        torque = cmd.torque + cmd.kp * (cmd.position_rad - s.position_rad) + cmd.kd * (cmd.velocity_rad_s - speed)
+        s.torque = min(max(torque, -self.torque_limit), self.torque_limit)
         s.position_rad, s.velocity_rad_s = position, speed

@@ -9,7 +9,7 @@ Files in the socket folder: ``<interface>`` (the bus, for the shim), ``<interfac
 records of :data:`~robodojo.hardware.x5_bus.emulator.LOG_RECORD`, flushed as they come) and ``control`` (a Unix
 stream socket: one JSON request per line, one JSON answer per line):
 
-- ``{"op": "state"}``: every arm's joints [rad], gripper width [m] and frame counts;
+- ``{"op": "state"}``: every arm's joints [rad], gripper width and commanded width [m], and frame counts;
 - ``{"op": "silence", "interface": "can0", "motor": 5, "on": true}``: that motor stops answering (or answers again);
 - ``{"op": "fault", "interface": "can0", "motor": 5, "code": 10}``: its feedback carries error ``code`` (0 clears);
 - ``{"op": "mute", "interface": "can0", "on": true}``: the whole bus stops answering;
@@ -117,6 +117,7 @@ class EmulatorServer:
                     name: {
                         "joints_rad": bus.joint_positions_rad(),
                         "gripper_width_m": bus.gripper_width_m(),
+                        "gripper_command_m": bus.gripper_command_m(),
                         "frames_received": bus.frames_received,
                         "frames_answered": bus.frames_answered,
                         "connections": bus.connections,

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""A dual-X5 test world: the motor-bus emulator for both arms, and the embedded MuJoCo world following the emulated
+joints so that the robot's cameras see what the arms do.
+
+    python test/hardware/x5_world.py --socket-dir DIR --log-dir DIR [--task general_pickup] [--seed 0] [--fps 25]
+
+- The bus emulator (``python -m robodojo.hardware.x5_bus``) serves can0 (left) and can1 (right) in ``--socket-dir``,
+  both arms at the robot config's ready pose; the driver's SDK reaches it through the SocketCAN shim.
+- The embedded world (robodojo.sim.world, robot dual_arx_x5) holds the task's seeded layout. Every tick (``--fps``)
+  it reads the emulated joints and commanded gripper widths from the emulator's control socket and makes them its
+  servos' targets, steps its physics one tick, and renders one camera in turn: frames on /<camera>/image_raw (rgb8,
+  the raw driver topic camera_node republishes with calibration and pose), stamped with the ROS system clock.
+- Grasps close the loop: the emulator's gripper motor knows no objects, so while a world gripper's fingers touch an
+  object, the emulator is told to block its gripper at the world's finger width (its ``block_gripper`` op); the
+  SDK then reads the width of what it holds, as on a real arm.
+- Ground truth for tests that must not take the driver's word: /x5_world/joint_states (the world's arm and finger
+  joints) and /x5_world/target_pose (the task's target object, world frame). /x5_world/reset (std_srvs/Trigger)
+  puts the layout back (the operator's hands between two episodes).
+- Prints ``x5_world: ready`` once the emulator serves and every camera has published a frame. SIGINT or SIGTERM end
+  it (and the emulator) with exit code 0.
+
+Test support (test/hardware/test_x5_graph.py): it uses rclpy directly, not the package's node runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from robodojo.hardware.x5_bus.server import EmulatorClient, start_emulator_process
+from robodojo.robots.config import load_robot_config
+from robodojo.sim.world import EmbeddedWorld
+
+ROBOT = "dual_arx_x5"
+INTERFACES = {"left": "can0", "right": "can1"}  # config/hardware/dual_arx_x5.yaml
+TRUE_JOINTS_TOPIC = "/x5_world/joint_states"
+TARGET_POSE_TOPIC = "/x5_world/target_pose"
+RESET_SERVICE = "/x5_world/reset"
+WORLD_FRAME = "world"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--socket-dir", required=True)
+    parser.add_argument("--log-dir", required=True)
+    parser.add_argument("--task", default="general_pickup")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variant", default="standard")
+    parser.add_argument("--fps", type=float, default=25.0)
+    args = parser.parse_args()
+    stop = {"now": False}
+    signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+
+    robot = load_robot_config(ROBOT)
+    home = {arm.name: arm.home_joints_rad for arm in robot.arms}
+    log_dir = Path(args.log_dir)
+    emulator = start_emulator_process(
+        args.socket_dir, {INTERFACES[a]: q for a, q in home.items()}, log=log_dir / "x5_bus_emulator.log"
+    )
+    bus = EmulatorClient(args.socket_dir)
+    world = EmbeddedWorld(ROBOT)
+    world.reset(args.task, args.seed, args.variant)
+
+    import rclpy
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rclpy.signals import SignalHandlerOptions
+    from sensor_msgs.msg import Image, JointState
+    from std_srvs.srv import Trigger
+
+    from robodojo.geometry import transform
+    from robodojo.nodes import convert
+
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+    node = rclpy.create_node("x5_world")
+    qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)  # as sim_node's images
+    cameras = list(robot.cameras)
+    image_pubs = {c.name: node.create_publisher(Image, f"/{c.name}/image_raw", qos) for c in cameras}
+    joints_pub = node.create_publisher(JointState, TRUE_JOINTS_TOPIC, qos)
+    target_pub = node.create_publisher(PoseStamped, TARGET_POSE_TOPIC, qos)
+    resets = {"asked": False}
+
+    def on_reset(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        resets["asked"] = True  # done between two ticks, on the loop's thread
+        response.success, response.message = True, "the layout is put back at the next tick"
+        return response
+
+    node.create_service(Trigger, RESET_SERVICE, on_reset)
+    published: set[str] = set()
+    period_s = 1.0 / args.fps
+    next_s, tick, ready = time.monotonic(), 0, False
+    names = [j for arm in robot.arms for j in (*arm.joints, arm.gripper_joint)]
+    try:
+        while not stop["now"] and emulator.poll() is None:
+            rclpy.spin_once(node, timeout_sec=0.0)
+            if resets["asked"]:
+                resets["asked"] = False
+                keep = {a: world.data.qpos[world.arm_qpos_adr[a]].copy() for a in robot.arm_names}
+                world.reset(args.task, args.seed, args.variant)
+                for a, q in keep.items():  # the arms stay where the emulator has them
+                    world.data.qpos[world.arm_qpos_adr[a]] = q
+            follow(world, bus, robot)
+            stamp_s = time.time()
+            camera = cameras[tick % len(cameras)]
+            tick += 1
+            frame = world.render(camera.name)
+            image_pubs[camera.name].publish(convert.image_msg(frame.rgb, stamp_s, camera.frame))
+            published.add(camera.name)
+            d = world.data
+            q = [float(d.qpos[world.model.joint(n).qposadr[0]]) for n in names]
+            truth = JointState(name=names, position=q, header=convert.header(stamp_s, WORLD_FRAME))
+            joints_pub.publish(truth)
+            if "target" in world.privileged().object_names:
+                pos = world.privileged().object_pos("target")
+                target_pub.publish(convert.pose_stamped(transform(np.eye(3), pos), stamp_s, WORLD_FRAME))
+            if not ready and len(published) == len(cameras):
+                ready = True
+                print(f"x5_world: ready {args.socket_dir}", flush=True)
+            next_s += period_s
+            delay = next_s - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -5 * period_s:
+                next_s = time.monotonic()
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+        world.close()
+        bus.close()
+        if emulator.poll() is None:
+            emulator.terminate()
+            emulator.wait(timeout=10)
+    return 0
+
+
+def follow(world: EmbeddedWorld, bus: EmulatorClient, robot) -> None:
+    """One tick: the world's servos to the emulated joints and commanded grippers, physics, and the grasp fed back."""
+    state = bus.state()
+    view = world.privileged()
+    for arm in robot.arms:
+        emulated = state[INTERFACES[arm.name]]
+        world.data.ctrl[world.arm_ctrl_ids[arm.name]] = emulated["joints_rad"]
+        # The fingers push towards the commanded width (the motor's spring does, on a real gripper), not to where
+        # the emulated motor stands: that grip force is what holds an object.
+        command = emulated["gripper_command_m"]
+        width = emulated["gripper_width_m"] if command is None else command
+        world.set_gripper_target(arm.name, float(np.clip(width / (2 * arm.gripper_max_m), 0.0, 1.0)))
+    world.step(counted=False)
+    for arm in robot.arms:
+        emulated = state[INTERFACES[arm.name]]
+        command = emulated["gripper_command_m"]
+        finger_m = 2.0 * float(world.data.qpos[world.gripper_qpos_adr[arm.name]])
+        touching = any(view.touching_gripper(o, arm.name) for o in view.object_names)
+        squeezing = touching and command is not None and command < finger_m
+        bus.request("block_gripper", interface=INTERFACES[arm.name], width_m=finger_m if squeezing else None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
