@@ -17,7 +17,9 @@ What is measured (franky-sim started here on its own loopback address, killed at
 
 Run: ``.venv/bin/python benchmarks/hardware.py [--samples 30] [--move-s 3.0]``. The same layer on the ROS 2 graph
 (fr3_driver_node: its joint-state rate and stamp jitter, trajectory message to SDK, and MoveEef overhead on the FR3 path
-against the simulated one in one run) is ``benchmarks/fr3_graph.py``.
+against the simulated one in one run) is ``benchmarks/fr3_graph.py``. The ARX X5's figures (the real SDK against the
+project's bus emulator: bus command rate, trajectory message to first bus frame, arx5_driver_node's /joint_states, and
+this 30 cm move in both trajectory modes) are ``benchmarks/x5.py``.
 """
 
 from __future__ import annotations
@@ -217,6 +219,7 @@ def main() -> None:
             f"TCP off the planned line max {worst_mm:.2f} mm, end {end_mm:.2f} mm from the target, "
             f"travelled {travelled_m * 100:.1f} cm"
         )
+        print("the same on the ROS graph: benchmarks/fr3_graph.py; the ARX X5 (bus emulator): benchmarks/x5.py")
     finally:
         arm.close()
         sim.kill()

@@ -3,7 +3,8 @@
 #   (a) Debian packages for headless MuJoCo rendering (EGL, OSMesa) and for building the ROS package with colcon,
 #   (b) .venv with Python 3.11 (the ROS wheels on PyPI are cp311), or, when a ROS 2 install is sourced, a venv
 #       with --system-site-packages on that install's python3,
-#   (c) the project itself, editable, with the dev and hardware extras (franky-control, franky-sim: test/hardware),
+#   (c) the project itself, editable, with the dev and hardware extras (franky-control, franky-sim, arx5-interface:
+#       test/hardware),
 #   (d) the ROS 2 Jazzy wheels pinned in shared/ROS_ON_PYPI.md, then the fix of their CMake include paths.
 # A stamp in .venv keyed on pyproject.toml and this script makes a re-run take about a second.
 #

@@ -180,6 +180,25 @@ def _normal_scheduling() -> Iterator[None]:
 
 
 # -- the ARX X5: the real SDK against the project's motor-bus emulator -------------------------------------------------
+# The emulator is a Python process among a dozen on 2 cores: under load it answers late, for 0.2-0.4 s at times
+# (measured: every motor of both buses at once while an episode's nodes started), which real motors never do. The X5
+# tests call a motor silent after this long instead of the config's 0.1 s; the fault tests wait longer still.
+EMULATED_SILENT_AFTER_S = 0.6
+
+
+def x5_test_config(folder: Path) -> Path:
+    """config/hardware/dual_arx_x5.yaml with EMULATED_SILENT_AFTER_S, written into ``folder``; its path."""
+    import yaml
+
+    from robodojo.hardware.settings import HARDWARE_DIR
+
+    data = yaml.safe_load((HARDWARE_DIR / "dual_arx_x5.yaml").read_text())
+    data["bus"]["silent_after_s"] = EMULATED_SILENT_AFTER_S
+    path = folder / "dual_arx_x5_emulated.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 @dataclass
 class X5Bus:
     """A bus emulator process serving ``interfaces`` in ``socket_dir`` (this process's shim connects there)."""
@@ -226,3 +245,68 @@ def x5_bus() -> Iterator[X5Bus]:
     bus = start_x5_bus({"can0": home, "can1": home})
     yield bus
     bus.kill()
+
+
+# -- x5_world.py: the bus emulator and the embedded world following it, with cameras on ROS 2 -------------------------
+X5_WORLD_SCRIPT = Path(__file__).with_name("x5_world.py")
+
+
+@dataclass
+class X5World:
+    """x5_world.py running: the bus emulator in ``socket_dir`` and the world's cameras in ROS domain ``domain_id``."""
+
+    socket_dir: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+    domain_id: int
+    env: dict[str, str]  # the ROS environment of its domain, for nodes the test starts beside it
+    driver_env: dict[str, str]  # ... with the SocketCAN shim preloaded and pointed at the emulator (the X5 driver)
+    emulator_pid: int
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=WORLD_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        return self.process.returncode
+
+
+@pytest.fixture(scope="module")
+def x5_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[X5World]:
+    """x5_world.py in a private ROS domain, ready (the emulator serving both arms, first frames out)."""
+    pytest.importorskip("arx5_interface", reason="arx5-interface is not installed (pip install '.[hardware]')")
+    pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env.sh (ROS wheels)")
+    from robodojo.hardware.x5_bus import shim
+
+    if shim.compiler() is None:
+        pytest.skip("no C compiler to build the SocketCAN shim (install gcc)")
+    if shutil.which("colcon", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("colcon not installed (scripts/setup_env.sh installs colcon-common-extensions)")
+    log_dir = tmp_path_factory.mktemp("x5_world")
+    domain_id, lock, env = ros_domain(log_dir)
+    socket_dir = Path(tempfile.mkdtemp(prefix="x5-"))  # short: Unix socket paths are limited to 107 bytes
+    log = log_dir / "x5_world.log"
+    cmd = [sys.executable, str(X5_WORLD_SCRIPT), "--socket-dir", str(socket_dir), "--log-dir", str(log_dir)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+    driver_env = {**env, **shim.preload_environment(socket_dir)}
+    world = X5World(socket_dir, process, log, domain_id, env, driver_env, emulator_pid=0)
+    try:
+        deadline = time.monotonic() + WORLD_START_TIMEOUT_S
+        while "x5_world: ready" not in world.output():
+            if process.poll() is not None or time.monotonic() > deadline:
+                world.stop()
+                pytest.fail(f"x5_world did not start: {world.output()[-3000:]}")
+            time.sleep(0.1)
+        ready = next(line for line in world.output().splitlines() if line.startswith("x5_world: ready"))
+        world.emulator_pid = int(ready.rsplit(" ", 1)[1])
+        yield world
+    finally:
+        world.stop()
+        lock.close()

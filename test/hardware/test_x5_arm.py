@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import X5Bus
+from conftest import EMULATED_SILENT_AFTER_S, X5Bus
 
 from robodojo.control.trajectory_controller import TrajectoryState
 from robodojo.control.trajectory_player import TrajectoryCommand
@@ -22,7 +22,10 @@ from robodojo.hardware.arx5 import Arx5Arm
 from robodojo.hardware.settings import load_arx5_settings
 from robodojo.hardware.x5_bus.frames import MitCommand
 
-SETTINGS = dataclasses.replace(load_arx5_settings().arm("left"), home_before_damping=False)  # fast teardown
+# Fast teardown (no homing), and a motor called silent after the emulator's stalls under load (conftest).
+SETTINGS = dataclasses.replace(
+    load_arx5_settings().arm("left"), home_before_damping=False, silent_after_s=EMULATED_SILENT_AFTER_S
+)
 NAMES = SETTINGS.joint_names
 DT = SETTINGS.robot.control_dt_s
 FINGER = SETTINGS.robot.arm("left").gripper_joint
@@ -171,7 +174,7 @@ def test_the_emulator_killed_mid_motion_is_lost_contact_and_nothing_hangs(driver
 
 def test_a_failed_start_can_be_retried_once_the_arm_answers(x5_bus: X5Bus):
     x5_bus.client.request("mute", interface="can1", on=True)  # the right arm's power is off
-    a = Arx5Arm(dataclasses.replace(load_arx5_settings().arm("right"), home_before_damping=False))
+    a = Arx5Arm(dataclasses.replace(SETTINGS, arm="right", interface="can1"))
     try:
         with pytest.raises(ContactLostError, match=r"does not answer|never answered|lost"):
             a.connect()

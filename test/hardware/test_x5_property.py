@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import start_x5_bus
+from conftest import EMULATED_SILENT_AFTER_S, start_x5_bus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +25,9 @@ from robodojo.hardware.arx5 import Arx5Arm
 from robodojo.hardware.settings import load_arx5_settings
 from robodojo.hardware.x5_bus.frames import EC_RANGES, MitCommand
 
-SETTINGS = dataclasses.replace(load_arx5_settings().arm("left"), home_before_damping=False)
+SETTINGS = dataclasses.replace(
+    load_arx5_settings().arm("left"), home_before_damping=False, silent_after_s=EMULATED_SILENT_AFTER_S
+)
 NAMES = SETTINGS.joint_names
 JOINT_MOTORS = (1, 2, 4, 5, 6, 7)
 PLAY_S = 0.3  # each accepted trajectory plays this long before the next example stops it

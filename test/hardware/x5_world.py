@@ -8,16 +8,17 @@ joints so that the robot's cameras see what the arms do.
   both arms at the robot config's ready pose; the driver's SDK reaches it through the SocketCAN shim.
 - The embedded world (robodojo.sim.world, robot dual_arx_x5) holds the task's seeded layout. Every tick (``--fps``)
   it reads the emulated joints and commanded gripper widths from the emulator's control socket and makes them its
-  servos' targets, steps its physics one tick, and renders one camera in turn: frames on /<camera>/image_raw (rgb8,
-  the raw driver topic camera_node republishes with calibration and pose), stamped with the ROS system clock.
+  servos' targets and steps its physics one tick; at ``--render-fps`` it renders one camera in turn: frames on
+  /<camera>/image_raw (rgb8, the raw driver topic camera_node republishes with calibration and pose), stamped with
+  the ROS system clock.
 - Grasps close the loop: the emulator's gripper motor knows no objects, so while a world gripper's fingers touch an
   object, the emulator is told to block its gripper at the world's finger width (its ``block_gripper`` op); the
   SDK then reads the width of what it holds, as on a real arm.
 - Ground truth for tests that must not take the driver's word: /x5_world/joint_states (the world's arm and finger
   joints) and /x5_world/target_pose (the task's target object, world frame). /x5_world/reset (std_srvs/Trigger)
   puts the layout back (the operator's hands between two episodes).
-- Prints ``x5_world: ready`` once the emulator serves and every camera has published a frame. SIGINT or SIGTERM end
-  it (and the emulator) with exit code 0.
+- Prints ``x5_world: ready <socket dir> emulator pid <pid>`` once the emulator serves and every camera has published
+  a frame. SIGINT or SIGTERM end it (and the emulator) with exit code 0.
 
 Test support (test/hardware/test_x5_graph.py): it uses rclpy directly, not the package's node runtime.
 """
@@ -51,7 +52,12 @@ def main() -> int:
     parser.add_argument("--task", default="general_pickup")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variant", default="standard")
-    parser.add_argument("--fps", type=float, default=25.0)
+    parser.add_argument("--fps", type=float, default=25.0, help="ticks a second: the world follows the emulator")
+    parser.add_argument(
+        "--render-fps", type=float, default=8.0,
+        help="frames a second, one camera in turn (rendering is most of this process's CPU, on machines that share 2 "
+        "cores with the whole graph)",
+    )  # fmt: skip
     args = parser.parse_args()
     stop = {"now": False}
     signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
@@ -94,6 +100,7 @@ def main() -> int:
     node.create_service(Trigger, RESET_SERVICE, on_reset)
     published: set[str] = set()
     period_s = 1.0 / args.fps
+    render_every = max(1, round(args.fps / args.render_fps))
     next_s, tick, ready = time.monotonic(), 0, False
     names = [j for arm in robot.arms for j in (*arm.joints, arm.gripper_joint)]
     try:
@@ -107,11 +114,12 @@ def main() -> int:
                     world.data.qpos[world.arm_qpos_adr[a]] = q
             follow(world, bus, robot)
             stamp_s = time.time()
-            camera = cameras[tick % len(cameras)]
             tick += 1
-            frame = world.render(camera.name)
-            image_pubs[camera.name].publish(convert.image_msg(frame.rgb, stamp_s, camera.frame))
-            published.add(camera.name)
+            if tick % render_every == 0:
+                camera = cameras[(tick // render_every) % len(cameras)]
+                frame = world.render(camera.name)
+                image_pubs[camera.name].publish(convert.image_msg(frame.rgb, stamp_s, camera.frame))
+                published.add(camera.name)
             d = world.data
             q = [float(d.qpos[world.model.joint(n).qposadr[0]]) for n in names]
             truth = JointState(name=names, position=q, header=convert.header(stamp_s, WORLD_FRAME))
@@ -121,7 +129,7 @@ def main() -> int:
                 target_pub.publish(convert.pose_stamped(transform(np.eye(3), pos), stamp_s, WORLD_FRAME))
             if not ready and len(published) == len(cameras):
                 ready = True
-                print(f"x5_world: ready {args.socket_dir}", flush=True)
+                print(f"x5_world: ready {args.socket_dir} emulator pid {emulator.pid}", flush=True)
             next_s += period_s
             delay = next_s - time.monotonic()
             if delay > 0:

@@ -45,6 +45,10 @@ EXIT_TIMEOUT_S = 8.0  # the SDK's destructor damps for 2 s
 #: An SDK log line: "[19:37:49 X5_can0 error] message" (spdlog, the SDK's pattern).
 SDK_LOG_LINE = re.compile(r"^\[\d\d:\d\d:\d\d (?P<logger>\S+) (?P<level>\w+)\] (?P<message>.*)$")
 EMERGENCY = "Emergency state entered"
+# The SDK's send/receive thread asks every motor every 2 ms; starved of the CPU it sends nothing, and the motors (and
+# the bus monitor) fall silent (measured on a saturated 2-core machine: 140-670 ms gaps). Its process asks for a higher
+# priority (lower niceness) where the OS allows it (root, or an RLIMIT_NICE).
+HOST_NICE = -5
 
 
 @dataclass(frozen=True)
@@ -309,16 +313,20 @@ class _Host:
         self.ctrl.set_joint_traj(states)
 
     def stream(self) -> None:
-        """stream mode: the playing trajectory's position at every SDK cycle, until its last point is sent."""
+        """Follows the playing trajectory to its end. stream mode: its position at every SDK cycle. Both modes, at
+        the end: the last point once more as a plain command, because the SDK holds a trajectory's last point with
+        the velocity it had there (measured: 0.25 rad/s after a ramp, the joints pushed 0.009 rad off it)."""
         next_s = time.monotonic()
         while True:
             with self.lock:
-                trajectory = self.trajectory if self.mode == "stream" else None
+                trajectory = self.trajectory
                 if trajectory is not None:
                     now = time.monotonic()
-                    self.command(trajectory.at(now))
                     if now > trajectory.end_s:
-                        self.trajectory = None  # the last point is sent; the SDK holds it
+                        self.command(trajectory.at(now))  # the last point, at rest
+                        self.trajectory = None
+                    elif self.mode == "stream":
+                        self.command(trajectory.at(now))
             if trajectory is None:
                 self.wake.wait(0.1)
                 self.wake.clear()
@@ -350,6 +358,8 @@ class _Trajectory:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     conn = Connection(int(args[0]))
+    with contextlib.suppress(OSError):  # the SDK's 500 Hz motor loop runs here: ahead of ordinary work where allowed
+        os.nice(HOST_NICE)
     host = _Host()
     while True:
         try:

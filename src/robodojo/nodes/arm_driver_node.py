@@ -321,9 +321,9 @@ class ArmDriverNode(GraphNode):
         values += self.diagnostic_values(arm)
         if not arm.contact.is_set():
             level, message = DiagnosticStatus.ERROR, f"lost contact: {arm.contact_detail}"
-        elif arm.fault:
-            level, message = DiagnosticStatus.ERROR, arm.fault
-        elif arm.driver.estopped or status.status in ("error", "watchdog"):
+        elif arm.fault or status.status == "error":  # a fault: nothing moves until an operator releases it
+            level, message = DiagnosticStatus.ERROR, arm.fault or status.detail
+        elif arm.driver.estopped or status.status == "watchdog":
             level, message = DiagnosticStatus.WARN, arm.driver.estopped or status.detail
         else:
             level, message = DiagnosticStatus.OK, status.status

@@ -42,6 +42,7 @@ DAMIAO_FAULTS = {
 _ID_BYTES = struct.Struct("<I")
 _CAN_EFF_MASK = 0x1FFFFFFF
 _RECV_TIMEOUT_S = 0.2  # the reader wakes this often to notice close()
+SILENT_CYCLES = 10  # a motor is silent only once the others have answered this many SDK cycles without it
 
 
 @dataclass(frozen=True)
@@ -72,10 +73,11 @@ class BusMonitor:
     """Listens to ``interface`` on a thread; :meth:`health` says which motors answer and what they report.
 
     ``motors`` maps each motor id to what it drives. A motor counts as silent once the monitor has been reading for
-    ``silent_after_s`` since its last answer (the SDK asks every motor at 500 Hz, so a few missed cycles are already
-    unusual). Silence is measured on the monitor's own reading, not the wall clock: when this process does not get to
-    run the monitor's thread (the SDK holds Python's GIL through ``reset_to_home()``), frames wait in the socket and
-    no motor is called silent for it.
+    ``silent_after_s`` since its last answer while the other motors went on answering (the SDK asks every motor at
+    500 Hz, so a few missed cycles are already unusual); the bus is lost when no motor answers for that long.
+    Silence is measured on the monitor's own reading, not the wall clock, and against the others' answers: a monitor
+    whose thread does not get to run, or whose socket queue overflowed, loses time and frames of every motor alike,
+    and no motor is called silent for it.
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class BusMonitor:
         self.silent_after_s = silent_after_s
         self._clock = clock
         self._seen_s: dict[int, float] = {}
+        self._seen_frames: dict[int, int] = {}  # self.frames when each motor last answered
         self._state: dict[int, int] = {}
         self._temperature: dict[int, float] = {}
         self._read_s: float | None = None  # when the reader last came back from the socket (a frame or a timeout)
@@ -140,24 +143,32 @@ class BusMonitor:
 
     def health(self) -> BusHealth:
         now = self._read_s if self._read_s is not None else self._clock()
-        motors, problems, silent = [], [], 0
-        for motor_id, name in self.motor_names.items():
+        quiet = {}  # motor -> seconds since its last answer (None: never), on the monitor's own reading
+        for motor_id in self.motor_names:
             seen = self._seen_s.get(motor_id)
-            silent_s = None if seen is None else max(0.0, now - seen)
-            fault = self._fault(motor_id)
+            quiet[motor_id] = None if seen is None else max(0.0, now - seen)
+        nobody = all(q is None or q > self.silent_after_s for q in quiet.values())
+        motors, problems = [], []
+        for motor_id, name in self.motor_names.items():
+            silent_s, fault = quiet[motor_id], self._fault(motor_id)
             if silent_s is None:
-                silent += 1
                 problems.append(f"motor {motor_id} ({name}) never answered")
-            elif silent_s > self.silent_after_s:
-                silent += 1
+            elif silent_s > self.silent_after_s and (nobody or self._others_answered(motor_id)):
                 problems.append(f"motor {motor_id} ({name}) silent for {silent_s:.2f} s")
             elif fault:
                 problems.append(f"motor {motor_id} ({name}) reports {fault}")
             motors.append(MotorHealth(motor_id, name, silent_s, fault, self._temperature.get(motor_id)))
         if not self._connected:
             problems.insert(0, f"the bus monitor lost {self.interface}")
-        lost = not self._connected or silent == len(self.motor_names)
+        lost = not self._connected or nobody
         return BusHealth(self.interface, self._connected, lost, tuple(motors), tuple(problems))
+
+    def _others_answered(self, motor_id: int) -> bool:
+        """Whether the other motors answered for SILENT_CYCLES of the SDK's cycles since ``motor_id`` last did. A
+        reader that falls behind loses frames of every motor alike (its socket's queue overflows: the kernel's, or
+        the emulator's), so a motor whose frames went missing with everyone else's is not silent."""
+        since = self.frames - self._seen_frames.get(motor_id, 0)
+        return since >= SILENT_CYCLES * (len(self.motor_names) - 1)
 
     def _fault(self, motor_id: int) -> str:
         state = self._state.get(motor_id)
@@ -200,6 +211,7 @@ class BusMonitor:
             if fb.motor_id in names:
                 now = self._clock()
                 self._seen_s[fb.motor_id] = now
+                self._seen_frames[fb.motor_id] = self.frames
                 self._state[fb.motor_id] = fb.state
                 self._temperature[fb.motor_id] = fb.temperature_c
                 self.frames += 1
