@@ -98,7 +98,7 @@ def motion_server(x5_world: X5World, client: Client, driver: NodeProcess, tmp_pa
     # The graph, the emulator, both SDK processes and the world share 2 cores here, saturated: the driver takes
     # longer to take a trajectory, leases and joint states arrive further apart than on a real robot's computer.
     params = {"robot": "dual_arx_x5", "use_sim_time": False, "start_lead_s": 0.3, "joint_state_timeout_s": 2.0}
-    params["lease_timeout_s"] = 2.0
+    params.update(lease_timeout_s=2.0, report_timeout_s=1.0, arrival_wait_s=5.0)
     node = NodeProcess("motion_server_node", params, x5_world.env, logs / "motion_server.log")
 
     def discovered() -> bool:  # its trajectory publishers known on the graph (a loaded machine discovers slowly)

@@ -8,10 +8,10 @@ motors at 500 Hz on its own thread (shared/HARDWARE.md). The SDK runs in a proce
 - **Connect holds, it does not move.** The SDK starts with zero gains (a limp arm). :meth:`Arx5Arm.connect` sets the
   command to the measured joints and gripper and only then the configured gains, so the arm holds where it stands.
   ``reset_to_home()`` (which moves it to the folded rest pose) runs only in the shutdown sequence.
-- **Trajectories** go whole to ``set_joint_traj`` with timestamps on the SDK's clock (``trajectory_mode:
-  sdk_trajectory``, the default: the SDK interpolates and sends velocities with the positions) or stream (``stream``:
-  the trajectory's position at every SDK cycle, linear between the checked points, through ``set_joint_cmd``).
-  benchmarks/x5.py measures both against the bus emulator: 1 ms behind the plan against 33 ms.
+- **Trajectories** stream (``trajectory_mode: stream``, the default: the trajectory's position and velocity at every
+  SDK cycle, linear between the checked points, through ``set_joint_cmd``) or go whole to ``set_joint_traj`` with
+  timestamps on the SDK's clock (``sdk_trajectory``: the SDK interpolates). benchmarks/x5.py measures both against the
+  bus emulator; config/hardware/dual_arx_x5.yaml says why streaming is the default.
 - **The gripper** is the seventh field of every SDK command: its width [m] (0 closed .. 0.088 open) rides along
   with the arm's command; the agents' 0..1 opening maps onto it. The SDK moves it at most 0.3 m/s and stops pushing
   when it meets an object, so closing on something is a move that stalls.

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 UNLIMITED_STEPS = 2**31 - 1  # no episode status (a real robot outside a benchmark): no step budget
 POLL_S = 0.005
-START_CHECK_STEPS = 3  # every controller must have reported the trajectory this many control steps after its start
 START_ATTEMPTS = 2  # sends of one trajectory before the controllers count as gone
 STOP_RESEND_S = 0.25  # while a stop is unconfirmed, it is sent again this often (wall clock)
 ARRIVAL_TOLERANCE_RAD = 0.01  # servo lag at the end of a well-timed trajectory is far below this
@@ -278,7 +277,7 @@ class ControllerExecutor:
                 return PlayOutcome(played, StopReason.TASK_SUCCESS, holding=False)
             if status is not None and status.steps_left == 0:
                 return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, holding=False)
-            if not reports and now >= start + START_CHECK_STEPS * dt:
+            if not reports and now >= start + node.params.report_timeout_s:
                 return None
             time.sleep(POLL_S)
 

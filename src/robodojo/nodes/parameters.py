@@ -63,6 +63,11 @@ class MotionServerParams:
         "no /joint_states for this long (wall clock): the backend is gone and goals abort [s]", positive=True
     )
     arrival_wait_s: float = parameter("past the planned end, wait up to this long (robot time) for the arms [s]")
+    report_timeout_s: float = parameter(
+        "every controller reports a trajectory within this long (robot time) of its start, or it is sent again once "
+        "and then the controllers count as gone [s]",
+        positive=True,
+    )
     planned_path_markers: bool = parameter("publish the planned grasp-point paths for RViz")
     lease_timeout_s: float = parameter(
         "controllers drop a trajectory whose lease (this server's heartbeat) is older than this (wall clock) [s]",
