@@ -267,18 +267,8 @@ class X5World:
     driver_env: dict[str, str]  # ... with the SocketCAN shim preloaded and pointed at the emulator (the X5 driver)
     emulator_pid: int
 
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=WORLD_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        return self.process.returncode
+    output = Fr3World.output
+    stop = Fr3World.stop
 
 
 @pytest.fixture(scope="module")

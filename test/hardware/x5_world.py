@@ -43,6 +43,7 @@ TRUE_JOINTS_TOPIC = "/x5_world/joint_states"
 TARGET_POSE_TOPIC = "/x5_world/target_pose"
 RESET_SERVICE = "/x5_world/reset"
 WORLD_FRAME = "world"
+MAX_STEPS_PER_TICK = 5  # physics steps one tick may catch up with
 
 
 def main() -> int:
@@ -102,6 +103,7 @@ def main() -> int:
     period_s = 1.0 / args.fps
     render_every = max(1, round(args.fps / args.render_fps))
     next_s, tick, ready = time.monotonic(), 0, False
+    stepped_s = next_s  # the world's time, on the wall clock
     names = [j for arm in robot.arms for j in (*arm.joints, arm.gripper_joint)]
     try:
         while not stop["now"] and emulator.poll() is None:
@@ -112,7 +114,14 @@ def main() -> int:
                 world.reset(args.task, args.seed, args.variant)
                 for a, q in keep.items():  # the arms stay where the emulator has them
                     world.data.qpos[world.arm_qpos_adr[a]] = q
-            follow(world, bus, robot)
+            # The world keeps to wall time, as the emulated motors do: as many control steps as time went by (a
+            # world that fell behind would close its fingers after the emulator's, on nothing).
+            now_s = time.monotonic()
+            steps = min(MAX_STEPS_PER_TICK, max(1, round((now_s - stepped_s) / world.control_dt_s)))
+            stepped_s += steps * world.control_dt_s
+            if now_s - stepped_s > world.control_dt_s * MAX_STEPS_PER_TICK:
+                stepped_s = now_s  # far behind (a stalled process): drop the backlog
+            follow(world, bus, robot, steps)
             stamp_s = time.time()
             tick += 1
             if tick % render_every == 0:
@@ -147,7 +156,7 @@ def main() -> int:
     return 0
 
 
-def follow(world: EmbeddedWorld, bus: EmulatorClient, robot) -> None:
+def follow(world: EmbeddedWorld, bus: EmulatorClient, robot, steps: int) -> None:
     """One tick: the world's servos to the emulated joints and commanded grippers, physics, and the grasp fed back."""
     state = bus.state()
     view = world.privileged()
@@ -159,7 +168,8 @@ def follow(world: EmbeddedWorld, bus: EmulatorClient, robot) -> None:
         command = emulated["gripper_command_m"]
         width = emulated["gripper_width_m"] if command is None else command
         world.set_gripper_target(arm.name, float(np.clip(width / (2 * arm.gripper_max_m), 0.0, 1.0)))
-    world.step(counted=False)
+    for _ in range(steps):
+        world.step(counted=False)
     for arm in robot.arms:
         emulated = state[INTERFACES[arm.name]]
         command = emulated["gripper_command_m"]
