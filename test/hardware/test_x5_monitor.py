@@ -1,0 +1,127 @@
+"""The X5 bus monitor against the bus emulator, with a plain sender in the SDK's place (commands to every motor at the
+SDK's 2 ms cycle): who answers, a silent motor, error flags in words, a dead bus.
+
+The monitor opens a real CAN socket, which the SocketCAN shim (test/conftest.py) turns into a socket on the
+emulator's bus; the emulator runs in this process (no SDK here holds the GIL).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from robodojo.hardware.x5_bus import shim
+from robodojo.hardware.x5_bus.emulator import BusEmulator
+from robodojo.hardware.x5_bus.frames import (
+    CanFrame,
+    DamiaoSpecial,
+    MitCommand,
+    encode_damiao_command,
+    encode_damiao_special,
+    encode_ec_command,
+)
+from robodojo.hardware.x5_bus.monitor import BusMonitor, motor_names
+
+JOINT_IDS = [1, 2, 4, 5, 6, 7]
+SILENT_AFTER_S = 0.1
+CYCLE_S = 0.002
+
+
+class Sender:
+    """The Damiao motors enabled, then damping commands to every motor each cycle, as the SDK sends them, until
+    stopped."""
+
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.connect(str(path))
+        self.running = True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for motor in (5, 6, 7, 8):
+            self.sock.send(CanFrame(motor, encode_damiao_special(DamiaoSpecial.ENABLE)).pack())
+        hold = MitCommand(kp=0.0, kd=1.0, position_rad=0.0, velocity_rad_s=0.0, torque=0.0)
+        frames = [CanFrame(i, encode_ec_command(hold)).pack() for i in (1, 2, 4)]
+        frames += [CanFrame(i, encode_damiao_command(hold)).pack() for i in (5, 6, 7, 8)]
+        while self.running:
+            for frame in frames:
+                self.sock.send(frame)
+            self.sock.setblocking(False)
+            try:
+                while True:
+                    self.sock.recv(16)  # the replies, as the SDK reads them
+            except BlockingIOError:
+                pass
+            self.sock.setblocking(True)
+            time.sleep(CYCLE_S)
+
+    def stop(self) -> None:
+        self.running = False
+        self.thread.join(timeout=2.0)
+        self.sock.close()
+
+
+@pytest.fixture
+def rig():
+    if not shim.preloaded():
+        pytest.skip("the SocketCAN shim is not preloaded (test/conftest.py restarts pytest with it when gcc exists)")
+    folder = Path(tempfile.mkdtemp(prefix="x5m-"))
+    shim_dir_before = os.environ.get(shim.SOCKET_DIR_ENV)
+    os.environ[shim.SOCKET_DIR_ENV] = str(folder)
+    bus = BusEmulator("can0", folder, joints_rad=[0.0, 0.1, 0.1, 0.0, 0.0, 0.0]).start()
+    sender = Sender(bus.path)
+    monitor = BusMonitor("can0", motor_names(JOINT_IDS, 8), silent_after_s=SILENT_AFTER_S).start()
+    yield bus, sender, monitor
+    monitor.close()
+    sender.stop()
+    bus.close()
+    if shim_dir_before is not None:
+        os.environ[shim.SOCKET_DIR_ENV] = shim_dir_before
+
+
+def _health_after(monitor: BusMonitor, seconds: float):
+    time.sleep(seconds)
+    return monitor.health()
+
+
+def test_every_motor_answering_is_healthy_and_each_is_named(rig):
+    _, _, monitor = rig
+    health = monitor.wait_until_all_answer(2.0)
+    assert health.ok and not health.lost, health.problems
+    assert [m.name for m in health.motors] == ["joint1", "joint2", "joint3", "joint4", "joint5", "joint6", "gripper"]
+    assert all(m.temperature_c == 30.0 for m in health.motors)
+
+
+def test_a_silent_motor_is_named_while_the_others_answer(rig):
+    bus, _, monitor = rig
+    monitor.wait_until_all_answer(2.0)
+    bus.silence(6)
+    health = _health_after(monitor, 3 * SILENT_AFTER_S)
+    assert not health.lost
+    assert [p for p in health.problems if "silent" in p] == [p for p in health.problems if "motor 6 (joint5)" in p]
+    assert any("motor 6 (joint5) silent" in p for p in health.problems), health.problems
+
+
+def test_error_flags_are_reported_in_words(rig):
+    bus, _, monitor = rig
+    monitor.wait_until_all_answer(2.0)
+    bus.set_fault(5, 0xA)
+    bus.set_fault(1, 0x3)
+    health = _health_after(monitor, 0.1)
+    assert "motor 5 (joint4) reports over-current" in health.problems
+    assert "motor 1 (joint1) reports error code 0x03" in health.problems
+
+
+def test_a_bus_where_nobody_answers_is_lost_not_a_list_of_silent_motors(rig):
+    bus, _, monitor = rig
+    monitor.wait_until_all_answer(2.0)
+    bus.mute()
+    health = _health_after(monitor, 3 * SILENT_AFTER_S)
+    assert health.lost and len(health.problems) == 7
