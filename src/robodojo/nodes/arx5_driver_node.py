@@ -25,8 +25,8 @@ NODE_NAME = "arx5_driver_node"
 
 
 class Arx5DriverNode(ArmDriverNode):
-    # Shutting down homes each arm (about 2.5 s) and ends its SDK process (2 s of damping): arm after arm.
-    close_timeout_s = 30.0
+    # Shutting down homes each arm (about 2.5 s) and ends its SDK process (2 s of damping), both arms at once.
+    close_timeout_s = 20.0
 
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
