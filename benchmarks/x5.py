@@ -89,8 +89,8 @@ from _common import cpu_model, nproc, table, version, write_figures
 
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import HardwareError
-from robodojo.hardware.x5_bus.emulator import X5_LAYOUT, LoggedCommand
-from robodojo.hardware.x5_bus.frames import MitCommand
+from robodojo.hardware.x5_bus.emulator import LoggedCommand
+from robodojo.hardware.x5_bus.frames import X5_LAYOUT, MitCommand
 from robodojo.hardware.x5_bus.shim import SOCKET_DIR_ENV, preloaded, reexec_with_shim
 
 ROBOT = "dual_arx_x5"

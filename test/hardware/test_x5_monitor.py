@@ -19,6 +19,7 @@ import pytest
 from robodojo.hardware.x5_bus import shim
 from robodojo.hardware.x5_bus.emulator import BusEmulator
 from robodojo.hardware.x5_bus.frames import (
+    X5_LAYOUT,
     CanFrame,
     DamiaoSpecial,
     MitCommand,
@@ -28,7 +29,6 @@ from robodojo.hardware.x5_bus.frames import (
 )
 from robodojo.hardware.x5_bus.monitor import BusMonitor, motor_names
 
-JOINT_IDS = [1, 2, 4, 5, 6, 7]
 SILENT_AFTER_S = 0.1
 CYCLE_S = 0.002
 
@@ -77,7 +77,7 @@ def rig():
     os.environ[shim.SOCKET_DIR_ENV] = str(folder)
     bus = BusEmulator("can0", folder, joints_rad=[0.0, 0.1, 0.1, 0.0, 0.0, 0.0]).start()
     sender = Sender(bus.path)
-    monitor = BusMonitor("can0", motor_names(JOINT_IDS, 8), silent_after_s=SILENT_AFTER_S).start()
+    monitor = BusMonitor("can0", motor_names(X5_LAYOUT), silent_after_s=SILENT_AFTER_S).start()
     yield bus, sender, monitor
     monitor.close()
     sender.stop()

@@ -42,6 +42,7 @@ from robodojo.hardware.arx5_host import SdkHost, SdkProfile, position_at
 from robodojo.hardware.settings import Arx5ArmSettings
 from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryGuard
 from robodojo.hardware.watchdog import CommandWatchdog
+from robodojo.hardware.x5_bus.frames import X5_LAYOUT, ArmLayout
 from robodojo.hardware.x5_bus.monitor import BusHealth, BusMonitor, motor_names
 
 LIMIT_TOLERANCE_RAD = 2e-3  # the URDF's limits are the profile's, rounded (2.618 vs 2.62)
@@ -107,7 +108,7 @@ class Arx5Arm:
         s = self.settings
         with self._lock:
             self._disconnect()
-            names = motor_names(*self._motor_layout())
+            names = motor_names(self._motor_layout())
             monitor = BusMonitor(self.interface, names, silent_after_s=s.silent_after_s)
             try:
                 monitor.start()
@@ -131,14 +132,14 @@ class Arx5Arm:
             monitor.wait_until_all_answer(CONNECT_SETTLE_S)
             self._status = ArmStatus("idle", "")
 
-    def _motor_layout(self) -> tuple[list[int], int]:
-        """The profile's motor ids (joints, gripper), for the monitor before the SDK runs (shared/HARDWARE.md)."""
+    def _motor_layout(self) -> ArmLayout:
+        """The profile's motors, for the monitor before the SDK runs (shared/HARDWARE.md)."""
         if self.settings.sdk_profile != "X5":
             raise ConfigError(
                 f"sdk_profile {self.settings.sdk_profile!r}: only the X5 profile's motor layout is known to this "
                 "driver (shared/HARDWARE.md); other arm revisions carry other motors"
             )
-        return [1, 2, 4, 5, 6, 7], 8
+        return X5_LAYOUT
 
     def _check_profile(self, profile: SdkProfile) -> None:
         """The SDK clips commands to its profile's limits without a word: they must not be tighter than the URDF's,
@@ -147,7 +148,8 @@ class Arx5Arm:
         n = len(self.joint_names)
         if profile.joint_dof != n:
             raise ConfigError(f"{where} has {profile.joint_dof} joints; the robot config's arm has {n}")
-        if (list(profile.motor_ids), profile.gripper_motor_id) != tuple(self._motor_layout()):
+        layout = self._motor_layout()
+        if (profile.motor_ids, profile.gripper_motor_id) != (layout.joint_motor_ids, layout.gripper_motor_id):
             raise ConfigError(f"{where} puts its motors on ids {profile.motor_ids} + {profile.gripper_motor_id}")
         for i, name in enumerate(self.joint_names):
             low, high = self.guard.limits[name].lower, self.guard.limits[name].upper
@@ -298,9 +300,6 @@ class Arx5Arm:
             if self._status.status != "error":
                 self._status = ArmStatus("stopped", why)
 
-    def hold(self) -> None:
-        self.stop(why="holding")
-
     def recover_from_errors(self) -> None:
         """Accept trajectories again once the bus is healthy (HardwareError naming what is still wrong). After the
         SDK's emergency state, the SDK is restarted: that is its only way out."""
@@ -333,12 +332,6 @@ class Arx5Arm:
     def gripper_state_now(self) -> GripperReading | None:
         """The gripper's state (never waits behind a move: the SDK's reading is always current)."""
         return self.gripper_state()
-
-    def set_opening(self, opening: float) -> bool:
-        """The agents' gripper command: 0 closed .. 1 fully open (``max_width_m``)."""
-        if not 0.0 <= opening <= 1.0:
-            raise InvalidCommandError(f"gripper opening {opening!r} is outside [0, 1]")
-        return self.move_gripper(opening * self.max_width_m)
 
     def move_gripper(self, width_m: float) -> bool:
         """Move the fingers ``width_m`` [m] apart; blocks until there (True), or stopped on an object or timed out

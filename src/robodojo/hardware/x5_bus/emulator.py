@@ -31,6 +31,8 @@ from typing import BinaryIO
 
 from robodojo.hardware.x5_bus.frames import (
     CAN_FRAME_SIZE,
+    X5_LAYOUT,
+    ArmLayout,
     CanFrame,
     DamiaoSpecial,
     MitCommand,
@@ -45,30 +47,6 @@ LOG_FLUSH_S = 0.02  # a log file is at most this far behind the bus (a flush per
 
 
 @dataclass(frozen=True)
-class ArmLayout:
-    """Which motor drives what on one arm's bus (the SDK's "X5" profile, shared/HARDWARE.md)."""
-
-    joint_motor_ids: tuple[int, ...] = (1, 2, 4, 5, 6, 7)
-    gripper_motor_id: int = 8
-    joint_speed_rad_s: tuple[float, ...] = (5.0, 5.0, 5.5, 5.5, 5.0, 5.0)  # the profile's joint_vel_max
-    gripper_speed_rad_s: float = 20.0  # motor side; the SDK caps the fingers at 0.3 m/s (17 rad/s here)
-    # The gripper motor's torque limit [its feedback unit]: 1.2 Nm after the SDK's 0.424 scale, under the SDK's 1.5 Nm
-    # over-current limit, as a gripper's current limit keeps a grasp from tripping it.
-    gripper_torque_limit: float = 2.8
-    gripper_open_readout_rad: float = 5.03  # the gripper motor's angle when the fingers are fully open ...
-    gripper_width_m: float = 0.088  # ... this far apart
-
-    def gripper_rad(self, width_m: float) -> float:
-        return width_m / self.gripper_width_m * self.gripper_open_readout_rad
-
-    def gripper_m(self, motor_rad: float) -> float:
-        return motor_rad / self.gripper_open_readout_rad * self.gripper_width_m
-
-
-X5_LAYOUT = ArmLayout()
-
-
-@dataclass(frozen=True)
 class LoggedCommand:
     """One command frame from the log, decoded."""
 
@@ -79,7 +57,7 @@ class LoggedCommand:
 
 
 def decode_log(data: bytes) -> list[LoggedCommand]:
-    """Records of a command log (:attr:`BusEmulator.log_bytes` or a log file) decoded."""
+    """Records of a command log file decoded."""
     out = []
     for time_s, raw in LOG_RECORD.iter_unpack(data[: len(data) - len(data) % LOG_RECORD.size]):
         frame = CanFrame.unpack(raw)
@@ -103,7 +81,6 @@ class BusEmulator:
         gripper_width_m: float = 0.0,
         layout: ArmLayout = X5_LAYOUT,
         log_path: str | Path | None = None,
-        keep_log: bool = True,
     ) -> None:
         if len(joints_rad) != len(layout.joint_motor_ids):
             raise ValueError(f"{len(layout.joint_motor_ids)} joint positions expected, got {len(joints_rad)}")
@@ -124,8 +101,6 @@ class BusEmulator:
         self.motors = {m.motor_id: m for m in [*self.joint_motors, self.gripper_motor]}
         self._lock = threading.Lock()  # the motors, between the serving thread and callers
         self._muted = False
-        self._keep_log = keep_log
-        self._log = bytearray()
         self._log_file: BinaryIO | None = open(log_path, "wb", buffering=1 << 16) if log_path else None  # noqa: SIM115
         self._flushed_s = 0.0
         self.frames_received = 0
@@ -197,19 +172,6 @@ class BusEmulator:
         with self._lock:
             cmd = self.gripper_motor.command
             return None if cmd is None else self.layout.gripper_m(cmd.position_rad)
-
-    @property
-    def log_bytes(self) -> bytes:
-        """Every command frame received so far (records of :data:`LOG_RECORD`); see :func:`decode_log`."""
-        with self._lock:
-            return bytes(self._log)
-
-    def commands(self) -> list[LoggedCommand]:
-        return decode_log(self.log_bytes)
-
-    def clear_log(self) -> None:
-        with self._lock:
-            self._log.clear()
 
     # -- faults ---------------------------------------------------------------------------------------------------
     def silence(self, motor_id: int, silent: bool = True) -> None:
@@ -287,8 +249,6 @@ class BusEmulator:
         with self._lock:
             self.frames_received += 1
             record = LOG_RECORD.pack(now, raw)
-            if self._keep_log:
-                self._log += record
             if self._log_file is not None:
                 self._log_file.write(record)
                 if now - self._flushed_s > LOG_FLUSH_S:

@@ -34,6 +34,30 @@ DAMIAO_IDS = (5, 6, 7, 8)
 
 
 @dataclass(frozen=True)
+class ArmLayout:
+    """Which motor drives what on one arm's bus (the SDK's "X5" profile, shared/HARDWARE.md)."""
+
+    joint_motor_ids: tuple[int, ...] = (1, 2, 4, 5, 6, 7)
+    gripper_motor_id: int = 8
+    joint_speed_rad_s: tuple[float, ...] = (5.0, 5.0, 5.5, 5.5, 5.0, 5.0)  # the profile's joint_vel_max
+    gripper_speed_rad_s: float = 20.0  # motor side; the SDK caps the fingers at 0.3 m/s (17 rad/s here)
+    # The gripper motor's torque limit [its feedback unit]: 1.2 Nm after the SDK's 0.424 scale, under the SDK's 1.5 Nm
+    # over-current limit, as a gripper's current limit keeps a grasp from tripping it.
+    gripper_torque_limit: float = 2.8
+    gripper_open_readout_rad: float = 5.03  # the gripper motor's angle when the fingers are fully open ...
+    gripper_width_m: float = 0.088  # ... this far apart
+
+    def gripper_rad(self, width_m: float) -> float:
+        return width_m / self.gripper_width_m * self.gripper_open_readout_rad
+
+    def gripper_m(self, motor_rad: float) -> float:
+        return motor_rad / self.gripper_open_readout_rad * self.gripper_width_m
+
+
+X5_LAYOUT = ArmLayout()
+
+
+@dataclass(frozen=True)
 class FieldRange:
     low: float
     high: float

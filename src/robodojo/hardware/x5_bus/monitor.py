@@ -15,7 +15,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from robodojo.errors import HardwareError
@@ -25,6 +25,7 @@ from robodojo.hardware.x5_bus.frames import (
     DAMIAO_ENABLED,
     DAMIAO_REPLY_ID,
     EC_IDS,
+    ArmLayout,
     decode_damiao_feedback,
     decode_ec_feedback,
 )
@@ -226,6 +227,7 @@ class BusMonitor:
             self.frames += 1
 
 
-def motor_names(joint_motor_ids: Sequence[int], gripper_motor_id: int) -> dict[int, str]:
+def motor_names(layout: ArmLayout) -> dict[int, str]:
     """What each motor of an arm drives, for :class:`BusMonitor` (joints numbered from 1)."""
-    return {**{m: f"joint{i + 1}" for i, m in enumerate(joint_motor_ids)}, gripper_motor_id: "gripper"}
+    joints = {m: f"joint{i + 1}" for i, m in enumerate(layout.joint_motor_ids)}
+    return {**joints, layout.gripper_motor_id: "gripper"}

@@ -59,7 +59,7 @@ class EmulatorServer:
         self.buses = {
             name: BusEmulator(
                 name, self.socket_dir, joints_rad=joints, gripper_width_m=gripper_width_m,
-                log_path=frames_path(self.socket_dir, name), keep_log=False,
+                log_path=frames_path(self.socket_dir, name),
             )
             for name, joints in arms.items()
         }  # fmt: skip
