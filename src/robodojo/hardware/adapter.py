@@ -8,9 +8,11 @@ and :class:`~robodojo.errors.ContactLostError` when the robot does not answer.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Protocol
 
+from robodojo.errors import HardwareError
 from robodojo.hardware.settings import ArmHardwareSettings
 from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryGuard
 from robodojo.hardware.watchdog import CommandWatchdog
@@ -97,3 +99,30 @@ class ArmAdapter(Protocol):
 
     def close_on(self, width_m: float = 0.0) -> bool:
         """Close towards ``width_m`` and hold what stops the fingers; blocks until done."""
+
+
+class WatchdogStop:
+    """An adapter's answer to its watchdog (``CommandWatchdog(timeout, self._on_watchdog)``): when ``feed()`` stopped
+    coming and a motion still plays, stop it and hold, status ``watchdog``. Runs on the watchdog's thread."""
+
+    _lock: threading.RLock
+    _status: ArmStatus
+    watchdog: CommandWatchdog
+
+    def is_playing(self) -> bool:
+        raise NotImplementedError
+
+    def stop(self, *, why: str = "stopped on request") -> None:
+        raise NotImplementedError
+
+    def _on_watchdog(self) -> None:
+        with self._lock:
+            if self.watchdog.armed:
+                return  # a new trajectory re-armed it meanwhile
+            try:
+                if not self.is_playing():
+                    return  # it ended (or was stopped) before anyone asked
+                self.stop(why=f"no feed() for {self.watchdog.timeout_s:g} s: stopped and holding")
+            except HardwareError:
+                return  # lost contact or a fault: the status says which
+            self._status = ArmStatus("watchdog", self._status.detail)

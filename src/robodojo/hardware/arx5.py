@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robodojo.errors import ConfigError, ContactLostError, HardwareError, InvalidCommandError
-from robodojo.hardware.adapter import ArmStatus, GripperReading, JointReading
+from robodojo.hardware.adapter import ArmStatus, GripperReading, JointReading, WatchdogStop
 from robodojo.hardware.arx5_host import SdkHost, SdkProfile, position_at
 from robodojo.hardware.settings import Arx5ArmSettings
 from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryGuard
@@ -67,7 +67,7 @@ class _Playing:
         return position_at(t.times_from_start_s, t.positions_rad, self.start_rad, now_s - self.start_s)
 
 
-class Arx5Arm:
+class Arx5Arm(WatchdogStop):
     """One X5 arm and its gripper on one CAN interface (see the module docstring). Thread-safe: requests to the SDK
     are serialised by one lock; a gripper move waits on its own lock, so a stop never waits behind it.
 
@@ -423,16 +423,3 @@ class Arx5Arm:
             if raising:
                 raise HardwareError(f"the X5 on {self.interface}: {why}; call recover_from_errors() once it is fixed")
         return health
-
-    def _on_watchdog(self) -> None:
-        """Runs on the watchdog's thread when feed() stopped coming: stop and hold, if the trajectory still plays."""
-        with self._lock:
-            if self.watchdog.armed:
-                return  # a new trajectory re-armed it meanwhile
-            try:
-                if not self.is_playing():
-                    return
-                self.stop(why=f"no feed() for {self.watchdog.timeout_s:g} s: stopped and holding")
-            except HardwareError:
-                return  # lost contact or a fault: the status says which
-            self._status = ArmStatus("watchdog", self._status.detail)

@@ -63,7 +63,7 @@ import numpy as np
 
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
-from robodojo.hardware.adapter import ArmStatus, GripperReading, JointReading
+from robodojo.hardware.adapter import ArmStatus, GripperReading, JointReading, WatchdogStop
 from robodojo.hardware.settings import Fr3Settings
 from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryGuard
 from robodojo.hardware.watchdog import CommandWatchdog
@@ -124,7 +124,7 @@ def _franky() -> Any:
     return franky
 
 
-class FrankaArm:
+class FrankaArm(WatchdogStop):
     """One FR3 arm and its Franka Hand. Thread-safe: the arm's calls to franky are serialised by one lock, the
     gripper's (which block until the fingers stop) by another, so a stop never waits behind a gripper move."""
 
@@ -311,19 +311,6 @@ class FrankaArm:
     def _finished(self) -> None:
         self.watchdog.disarm()
         self._status = ArmStatus("idle", "")
-
-    def _on_watchdog(self) -> None:
-        """Runs on the watchdog's thread when feed() stopped coming: stop and hold, if the motion still plays."""
-        with self._lock:
-            if self.watchdog.armed:
-                return  # a new trajectory re-armed it meanwhile
-            try:
-                if not self.is_playing():
-                    return  # it ended (or was stopped) before anyone asked
-                self.stop(why=f"no feed() for {self.watchdog.timeout_s:g} s: stopped and holding")
-            except HardwareError:
-                return  # lost contact or a motion error: the status says which
-            self._status = ArmStatus("watchdog", self._status.detail)
 
     # -- gripper ------------------------------------------------------------------------------------------------
     def gripper_state(self) -> GripperReading:
