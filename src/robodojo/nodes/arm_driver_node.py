@@ -36,7 +36,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robodojo.control.trajectory_controller import Lease, TrajectoryReport
-from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
+from robodojo.errors import ConfigError, ContactLostError, HardwareError, InvalidCommandError
 from robodojo.hardware.adapter import ArmAdapter, JointReading
 from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
 from robodojo.log_limits import RepeatLimiter
@@ -61,6 +61,16 @@ class DrivenArm:
     contact_detail: str = "not connected yet"
     fault: str = ""  #: the last error reading its state that was not lost contact ("" once it reads again)
     joint_names: tuple[str, ...] = ()
+
+
+def check_robot(parameter: str, hardware_robot: str) -> None:
+    """The node's ``robot`` parameter must be the robot its hardware config drives: the motion server and the cameras
+    would plan for another robot (ConfigError)."""
+    if parameter != hardware_robot:
+        raise ConfigError(
+            f"parameter 'robot' is {parameter!r} but the hardware config drives robot {hardware_robot!r}; launch "
+            f"with the same robot (robot:={hardware_robot})"
+        )
 
 
 def driven_arm(name: str, adapter: ArmAdapter, hardware_id: str) -> DrivenArm:

@@ -13,10 +13,9 @@ import sys
 
 from diagnostic_msgs.msg import KeyValue
 
-from robodojo.errors import ConfigError
 from robodojo.hardware.arx5 import Arx5Arm
 from robodojo.hardware.settings import load_arx5_settings
-from robodojo.nodes.arm_driver_node import ArmDriverNode, DrivenArm, driven_arm
+from robodojo.nodes.arm_driver_node import ArmDriverNode, DrivenArm, check_robot, driven_arm
 from robodojo.nodes.parameters import Arx5DriverParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import run_node
@@ -33,11 +32,7 @@ class Arx5DriverNode(ArmDriverNode):
         p = declare_parameters(self, Arx5DriverParams)
         self.params = p
         self.settings = load_arx5_settings(p.hardware_config or None)
-        if p.robot != self.settings.robot.name:  # the motion server and cameras would plan for another robot
-            raise ConfigError(
-                f"parameter 'robot' is {p.robot!r} but the hardware config drives robot {self.settings.robot.name!r}; "
-                "launch with the same robot (robot:=dual_arx_x5)"
-            )
+        check_robot(p.robot, self.settings.robot.name)
         arms = []
         for arm_settings in self.settings.arms:
             name = arm_settings.arm

@@ -10,10 +10,9 @@ import sys
 
 from diagnostic_msgs.msg import KeyValue
 
-from robodojo.errors import ConfigError
 from robodojo.hardware.franka import FrankaArm
 from robodojo.hardware.settings import load_fr3_settings
-from robodojo.nodes.arm_driver_node import ArmDriverNode, DrivenArm, driven_arm
+from robodojo.nodes.arm_driver_node import ArmDriverNode, DrivenArm, check_robot, driven_arm
 from robodojo.nodes.parameters import Fr3DriverParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import run_node
@@ -27,11 +26,7 @@ class Fr3DriverNode(ArmDriverNode):
         p = declare_parameters(self, Fr3DriverParams)
         self.params = p
         self.settings = load_fr3_settings(p.hardware_config or None)
-        if p.robot != self.settings.robot.name:  # the motion server and cameras would plan for another robot
-            raise ConfigError(
-                f"parameter 'robot' is {p.robot!r} but the hardware config drives robot {self.settings.robot.name!r}; "
-                "launch with the same robot (robot:=fr3)"
-            )
+        check_robot(p.robot, self.settings.robot.name)
         self.ip = p.robot_ip or self.settings.robot_ip
         self.start(
             [driven_arm(self.settings.arm, FrankaArm(self.settings), f"fr3@{self.ip}")],
