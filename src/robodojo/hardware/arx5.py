@@ -29,7 +29,6 @@ motors at 500 Hz on its own thread (shared/HARDWARE.md). The SDK runs in a proce
 from __future__ import annotations
 
 import collections
-import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -51,9 +50,6 @@ GRIPPER_WIDTH_TOLERANCE_M = 1e-3
 GRIPPER_POLL_S = 0.01
 GRIPPER_STILL_M = 5e-4  # a gripper that moved less than this over stalled_s has stopped
 CONNECT_SETTLE_S = 1.0  # how long connect() lets the bus monitor hear from every motor
-# The host stops a playing trajectory itself after this many watchdog timeouts without a request from the driver: a
-# frozen driver (SIGSTOP) cannot; a driver that only lags under load stops it through its own watchdog first.
-HOST_DEADMAN_FACTOR = 2.0
 SDK_LOG_KEPT = 20  # the SDK's last warnings and errors, for diagnostics
 
 
@@ -122,8 +118,7 @@ class Arx5Arm(WatchdogStop):
             self._monitor = monitor
             gains = (s.gains.kp, s.gains.kd, s.gains.gripper_kp, s.gains.gripper_kd)
             try:
-                deadman_s = HOST_DEADMAN_FACTOR * s.watchdog_timeout_s
-                profile, _ = self._host.start(s.sdk_profile, gains, s.stream_rate_hz, deadman_s)
+                profile, _ = self._host.start(s.sdk_profile, gains, s.stream_rate_hz)
             except ContactLostError as exc:
                 self._disconnect()
                 self._status = ArmStatus("lost", str(exc))
@@ -244,13 +239,8 @@ class Arx5Arm(WatchdogStop):
             self.watchdog.arm()
 
     def feed(self) -> None:
-        """The commander is alive (a lease renewal): keeps a playing trajectory going, here and in the SDK's host
-        (which stops it on its own when the feeds stop: a frozen driver)."""
+        """The commander is alive (a lease renewal): keeps a playing trajectory going."""
         self.watchdog.feed()
-        with self._lock:
-            if self._playing is not None and self._connected:
-                with contextlib.suppress(HardwareError):  # lost: the status says so
-                    self._call("feed")
 
     def is_playing(self) -> bool:
         """Whether the trajectory still plays: until its last stamp and then until the joints settle on its last

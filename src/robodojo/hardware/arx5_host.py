@@ -12,10 +12,6 @@ Measured with arx5-interface 0.1.5 against the bus emulator, and why the SDK doe
 - Its emergency state (over-current, implausible readings) damps the arm in an endless loop that only a restart of
   the process ends ("Please restart the program").
 
-The host plays trajectories on its own, so a driver that freezes (SIGSTOP, a stall) could not stop them: the host
-stops and holds a playing trajectory itself when no request came from the driver for twice the watchdog's timeout
-(the driver feeds it with every tick while a trajectory plays).
-
 So :class:`SdkHost` starts ``python -m robodojo.hardware.arx5_host`` per arm and talks to it over a socket pair
 (multiprocessing's pickled messages; a request takes about 0.1 ms). The host streams trajectories itself, so the
 500 Hz command stream never waits for the driver's GIL. A host that dies or stops answering is lost contact; a new
@@ -107,16 +103,11 @@ class SdkHost:
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
     def start(
-        self,
-        profile: str,
-        gains: tuple[Sequence[float], Sequence[float], float, float],
-        stream_rate_hz: float,
-        deadman_s: float,
+        self, profile: str, gains: tuple[Sequence[float], Sequence[float], float, float], stream_rate_hz: float
     ) -> tuple[SdkProfile, SdkState]:
         """A new host (any old one ended first) with the SDK started on the interface, holding where the arm stands
-        under ``gains`` (kp, kd, gripper kp, gripper kd); the profile and the first state. A playing trajectory is
-        stopped in the host when no request ("feed") came for ``deadman_s``. ContactLostError when the motors do not
-        answer."""
+        under ``gains`` (kp, kd, gripper kp, gripper kd); the profile and the first state. ContactLostError when the
+        motors do not answer."""
         self.stop_process()
         parent, child = socket.socketpair()
         env = {**os.environ, **(self._env or {})}
@@ -133,7 +124,7 @@ class SdkHost:
         ).start()
         kp, kd, gripper_kp, gripper_kd = gains
         reply = self.call(
-            "start", profile, self.interface, list(kp), list(kd), gripper_kp, gripper_kd, stream_rate_hz, deadman_s,
+            "start", profile, self.interface, list(kp), list(kd), gripper_kp, gripper_kd, stream_rate_hz,
             timeout_s=START_TIMEOUT_S,
         )  # fmt: skip
         return SdkProfile(**reply["profile"]), SdkState(**reply["state"])
@@ -218,26 +209,18 @@ class _Host:
         self.mode = "stream"
         self.trajectory: _Trajectory | None = None  # the one playing (until its last stamp)
         self.period_s = 0.002
-        self.deadman_s = 0.5
-        self.fed_s = time.monotonic()  # the driver's last request: a frozen driver stops feeding
         self.wake = threading.Event()
         threading.Thread(target=self.stream, name="stream", daemon=True).start()
 
     def handle(self, op: str, *args: Any) -> Any:
-        self.fed_s = time.monotonic()
         return getattr(self, f"op_{op}")(*args)
 
-    def op_feed(self) -> None:
-        """The driver is alive (its watchdog was fed): a playing trajectory goes on."""
-
-    def op_start(
-        self, profile: str, interface: str, kp: list, kd: list, gkp: float, gkd: float, rate_hz: float, deadman_s: float
-    ):
+    def op_start(self, profile: str, interface: str, kp: list, kd: list, gkp: float, gkd: float, rate_hz: float):
         sdk = self.sdk
         robot = sdk.RobotConfigFactory.get_instance().get_config(profile)
         controller = sdk.ControllerConfigFactory.get_instance().get_config("joint_controller", robot.joint_dof)
         self.ctrl = sdk.Arx5JointController(robot, controller, interface)
-        self.dof, self.period_s, self.deadman_s = robot.joint_dof, 1.0 / rate_hz, deadman_s
+        self.dof, self.period_s = robot.joint_dof, 1.0 / rate_hz
         state = self.ctrl.get_joint_state()  # bound to a name first: a chained .pos() reads freed memory
         self.gripper_m = float(state.gripper_pos)
         self.command(np.array(state.pos(), dtype=float))  # hold where it stands ...
@@ -343,11 +326,7 @@ class _Host:
                 trajectory = self.trajectory
                 if trajectory is not None:
                     now = time.monotonic()
-                    if now - self.fed_s > self.deadman_s:  # the driver froze (SIGSTOP, a stall): stop and hold here
-                        state = self.ctrl.get_joint_state()
-                        self.command(np.array(state.pos(), dtype=float))
-                        self.trajectory = None
-                    elif now > trajectory.end_s:
+                    if now > trajectory.end_s:
                         self.command(trajectory.at(now))  # the last point, at rest
                         self.trajectory = None
                     elif self.mode == "stream":
