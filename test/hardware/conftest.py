@@ -185,8 +185,11 @@ def _normal_scheduling() -> Iterator[None]:
 # tests call a motor silent after this long instead of the config's 0.1 s; the fault tests wait longer still. Likewise
 # an emulated joint falls behind a fast command while its process stalls (0.25 rad on a wrist at 2 rad/s, measured),
 # which a real motor does not: the graph tests allow this following error instead of the config's 0.2 rad.
+# And the graph's driver, starved of the CPU for a second beside the world's renderer, would be taken for a frozen one
+# by the SDK's host (its deadman): the graph tests give it this long.
 EMULATED_SILENT_AFTER_S = 0.6
 EMULATED_FOLLOWING_ERROR_RAD = 0.6
+EMULATED_HOST_DEADMAN_S = 2.0
 
 
 def x5_test_config(folder: Path) -> Path:
@@ -198,6 +201,7 @@ def x5_test_config(folder: Path) -> Path:
     data = yaml.safe_load((HARDWARE_DIR / "dual_arx_x5.yaml").read_text())
     data["bus"]["silent_after_s"] = EMULATED_SILENT_AFTER_S
     data["limits"]["following_error_rad"] = EMULATED_FOLLOWING_ERROR_RAD
+    data["watchdog"]["host_deadman_s"] = EMULATED_HOST_DEADMAN_S
     path = folder / "dual_arx_x5_emulated.yaml"
     path.write_text(yaml.safe_dump(data))
     return path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -122,6 +123,27 @@ def test_config_errors_name_the_key():
         edit(bad)
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             parse_fr3_settings(bad, "fr3.yaml")
+
+
+def test_x5_config_errors_name_the_key_and_the_reason():
+    import yaml
+
+    from robodojo.hardware.settings import HARDWARE_DIR, parse_arx5_settings
+
+    data = yaml.safe_load((HARDWARE_DIR / "dual_arx_x5.yaml").read_text())
+    for edit, words in (
+        (lambda d: d["arms"]["left"].update(interface="eth0"), "left.interface: 'eth0'"),
+        (lambda d: d["arms"]["right"].update(interface="can0"), "share can0"),
+        (lambda d: d["arms"].update(middle={"interface": "can2"}), "not arms of"),
+        (lambda d: d.update(trajectory_mode="teleport"), "trajectory_mode: 'teleport'"),
+        (lambda d: d["gains"].update(kp=[0.0] * 6), "kp > 0"),
+        (lambda d: d["watchdog"].update(host_deadman_s=0.5), "host_deadman_s: 0.5 s must be longer than timeout_s"),
+        (lambda d: d["watchdog"].pop("host_deadman_s"), "host_deadman_s"),
+    ):
+        bad = yaml.safe_load(yaml.safe_dump(data))
+        edit(bad)
+        with pytest.raises(ConfigError, match=re.escape(words)):
+            parse_arx5_settings(bad, "dual_arx_x5.yaml")
 
 
 # -- the property: nothing that breaks a limit at any tick passes ---------------------------------------------------

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import EMULATED_SILENT_AFTER_S, X5Bus
 
-from robodojo.control.trajectory_controller import TrajectoryState
+from robodojo.control.trajectory_controller import TrajectoryState, ends_the_robot
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError, HardwareError
 from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
@@ -144,6 +144,7 @@ def test_a_fault_mid_motion_stops_the_arm_and_ends_the_trajectory(driver, x5_bus
     end = next(r for r in reports if r.controller == "left_arm_controller" and r.state != TrajectoryState.PLAYING)
     assert end.state == TrajectoryState.STOPPED
     assert words in end.reason, end.reason
+    assert ends_the_robot(end.reason)  # its commander ends the motion as lost (a fault needs the operator's release)
     assert driver.arm.status.status == expected_status
     if expected_status == "lost":
         with pytest.raises(ContactLostError):
@@ -168,10 +169,32 @@ def test_the_emulator_killed_mid_motion_is_lost_contact_and_nothing_hangs(driver
     reports = run_until_end(driver, "left_arm_controller", timeout_s=5.0)
     end = next(r for r in reports if r.controller == "left_arm_controller" and r.state != TrajectoryState.PLAYING)
     assert end.state == TrajectoryState.STOPPED and "lost contact" in end.reason, end
+    assert ends_the_robot(end.reason)
     assert time.monotonic() - started < 2.0
     assert driver.arm.status.status == "lost"
     with pytest.raises(ContactLostError):
         driver.read_joints()
+
+
+def test_a_driver_that_asks_nothing_any_more_is_a_frozen_one_and_the_sdk_s_host_holds_the_arm(x5_bus: X5Bus):
+    """A SIGSTOPped driver freezes its watchdog thread too: the SDK's host must not play the trajectory to its end.
+    Here the driver's side simply goes quiet (its watchdog disarmed, no request) while a 4 s move plays."""
+    logged: list[tuple[str, str]] = []
+    a = Arx5Arm(SETTINGS, on_sdk_log=lambda level, message: logged.append((level, message)))
+    a.connect()
+    try:
+        q0 = np.array(a.joint_state().positions_rad)
+        amplitude = np.array([0.8, 0, 0, 0, 0, 0])
+        a.play(a.guard.check(smooth(q0, amplitude, 4.0), q0))
+        a.watchdog.disarm()  # frozen alike
+        time.sleep(SETTINGS.host_deadman_s + 1.0)
+        held = x5_bus.joints("can0")
+        time.sleep(3.0)  # past the trajectory's end
+        assert np.abs(x5_bus.joints("can0") - held).max() < 2e-3  # held, not played on
+        assert held[0] - q0[0] < 0.5 * amplitude[0], f"it went {held[0] - q0[0]:.2f} rad of {amplitude[0]}"
+        assert any("no request from the driver" in message for _, message in logged), logged
+    finally:
+        a.close()
 
 
 def test_a_failed_start_can_be_retried_once_the_arm_answers(x5_bus: X5Bus):

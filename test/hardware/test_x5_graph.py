@@ -24,10 +24,11 @@ import pytest
 pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env.sh (ROS wheels)")
 pytest.importorskip("arx5_interface", reason="arx5-interface is not installed (pip install '.[hardware]')")
 
-from conftest import X5World, x5_test_config
-from fr3_client import Client, move_eef, wait
+from conftest import EMULATED_HOST_DEADMAN_S, X5World, x5_test_config
+from fr3_client import Client, move_eef, trajectory, wait
 from x5_world import INTERFACES, TARGET_POSE_TOPIC, TRUE_JOINTS_TOPIC
 
+from robodojo.control.trajectory_controller import TrajectoryState
 from robodojo.geometry import rotation_angle_between
 from robodojo.hardware.x5_bus.server import EmulatorClient
 from robodojo.nodes import topics
@@ -190,7 +191,7 @@ def test_move_eef_goals_arrive_within_5_mm_and_2_deg_by_the_emulated_joints(
         ({"op": "fault", "motor": 2, "code": 3}, "motor 2 (joint2) reports error code 0x03"),
     ],
 )
-def test_a_motor_fault_mid_goal_stops_the_goal_says_why_and_release_recovers(
+def test_a_motor_fault_mid_goal_ends_it_as_lost_says_why_and_release_recovers(
     x5_world, client, driver, motion_server, emulator, fault, words
 ):
     start, _ = emulated_tcp(emulator, "left")
@@ -202,13 +203,15 @@ def test_a_motor_fault_mid_goal_stops_the_goal_says_why_and_release_recovers(
 
     thread = threading.Thread(target=goal, daemon=True)
     thread.start()
-    moving = lambda: np.abs(emulated_tcp(emulator, "left")[0] - start).max() > 0.01  # noqa: E731
+    moving = lambda: np.abs(emulated_tcp(emulator, "left")[0] - start).max() > 0.003  # noqa: E731
     wait(moving, 30.0, "the arm moving", x5_world, driver)
     emulator.request(interface="can0", **fault)
     thread.join(MOTION_TIMEOUT_S)
     assert not thread.is_alive(), "the goal got no answer"
     result = done["result"]
-    assert result.stop_reason == "aborted" and words in result.stop_detail, (result.stop_reason, result.stop_detail)
+    # Lost to the agent: the arm holds and takes nothing until the operator's release.
+    assert result.stop_reason == "backend_lost", (result.stop_reason, result.stop_detail)
+    assert words in result.stop_detail, result.stop_detail
     wait(
         lambda: (s := diagnostics_of(client, "left")) is not None and level(s) == 2 and words in s.message,
         10.0, "/diagnostics saying ERROR with the fault", x5_world, driver,
@@ -223,6 +226,56 @@ def test_a_motor_fault_mid_goal_stops_the_goal_says_why_and_release_recovers(
     release(client)
     back = move_eef(client, {"left_x": float(start[0]), "left_y": float(start[1])}, MOTION_TIMEOUT_S)
     assert back.accepted and back.stop_reason == "completed", (back.stop_reason, back.stop_detail)
+
+
+def test_a_frozen_driver_leaves_the_arm_held_by_the_sdk_s_host_and_the_motion_never_goes_on(
+    x5_world, client, driver, emulator
+):
+    """SIGSTOP freezes the driver's watchdog with it; the SDK's host, which plays the trajectory on its own, holds the
+    arm once no request came for host_deadman_s, and the driver, woken, ends the trajectory without moving on."""
+    from robodojo.nodes import convert
+
+    names = ROBOT.arm("left").joints
+    controller = topics.arm_controller_name("left")
+    q0 = emulated_q(emulator, "left")
+    msg = trajectory(q0, q0 + [0.8, 0, 0, 0, 0, 0], 8.0, time.time() + 0.3, names=names)
+    start_s = convert.seconds(msg.header.stamp)
+    client.publish(topics.arm_controller("left"), msg)
+    wait(lambda: emulated_q(emulator, "left")[0] - q0[0] > 0.01, 30.0, "the arm moving", x5_world, driver)
+    os.kill(driver.pid, signal.SIGSTOP)
+    try:
+        time.sleep(EMULATED_HOST_DEADMAN_S + 1.0)
+        held = emulated_q(emulator, "left")
+        time.sleep(1.0)
+        frozen_moved = np.abs(emulated_q(emulator, "left") - held).max()
+    finally:
+        os.kill(driver.pid, signal.SIGCONT)
+    assert frozen_moved < 2e-3, f"the arm moved {frozen_moved:.4f} rad while its driver was frozen"
+    assert held[0] - q0[0] < 0.4, f"it went {held[0] - q0[0]:.2f} rad of 0.8 before it was held"
+
+    def end():
+        ends = [
+            r for r in client.messages(topics.trajectory_status(controller))
+            if r.state not in (TrajectoryState.PLAYING, TrajectoryState.IDLE)
+            and abs(convert.seconds(r.start) - start_s) < 1e-6
+        ]  # fmt: skip
+        return ends[0] if ends else None
+
+    wait(lambda: end() is not None, 15.0, "the trajectory's end report", x5_world, driver)
+    assert end().state == TrajectoryState.STOPPED, end()
+    time.sleep(8.0)  # past the trajectory's last stamp: nothing of it plays after its end was reported
+    assert np.abs(emulated_q(emulator, "left") - held).max() < 2e-3
+    assert "no request from the driver" in driver.output()  # the host said why, in the driver's log
+    back = trajectory(emulated_q(emulator, "left"), q0, 3.0, time.time() + 0.3, names=names)
+    client.publish(topics.arm_controller("left"), back)
+    back_s = convert.seconds(back.header.stamp)
+    wait(
+        lambda: any(
+            r.state == TrajectoryState.FINISHED and abs(convert.seconds(r.start) - back_s) < 1e-6
+            for r in client.messages(topics.trajectory_status(controller))
+        ),
+        30.0, "the way back finished", x5_world, driver,
+    )  # fmt: skip
 
 
 # -- whole agent episodes on the emulated arms ----------------------------------------------------------------------

@@ -36,11 +36,25 @@ _REMEMBERED = 32
 #: A STOPPED report whose reason starts with this ended because the robot stopped answering (a real arm's driver lost
 #: contact): its commander reports the motion as lost, not as cut short.
 LOST_CONTACT = "lost contact"
+#: ... or with this, because the robot faulted (a motor's error flag or silence, a reflex, a joint that did not
+#: follow): it holds and takes nothing until an operator releases it, so the motion is lost as well.
+ARM_FAULT = "arm fault"
 
 
 def lost_contact_reason(why: str) -> str:
     """``why`` as a lost-contact reason (:data:`LOST_CONTACT` first)."""
     return why if why.startswith(LOST_CONTACT) else f"{LOST_CONTACT}: {why}"
+
+
+def arm_fault_reason(why: str) -> str:
+    """``why`` as an arm-fault reason (:data:`ARM_FAULT` first)."""
+    return why if why.startswith(ARM_FAULT) else f"{ARM_FAULT}: {why}"
+
+
+def ends_the_robot(reason: str) -> bool:
+    """Whether a STOPPED report's reason says the robot is lost to its commander (lost contact, or a fault that needs
+    the operator) rather than the motion cut short."""
+    return reason.startswith((LOST_CONTACT, ARM_FAULT))
 
 
 class TrajectoryState(IntEnum):

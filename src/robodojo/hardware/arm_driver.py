@@ -31,6 +31,7 @@ from robodojo.control.trajectory_controller import (
     TrajectoryController,
     TrajectoryReport,
     TrajectoryState,
+    arm_fault_reason,
     lost_contact_reason,
 )
 from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, TrajectoryPlayer
@@ -222,7 +223,9 @@ class ArmDriver:
             sdk_playing = self._watch_motion() if status.status == "playing" else False
             if self.joints.playing and self._pending is None and status.status == "lost":
                 self.lose_contact(status.detail or "the arm is lost")
-            elif self.joints.playing and self._pending is None and status.status in ("stopped", "watchdog", "error"):
+            elif self.joints.playing and self._pending is None and status.status == "error":
+                self.joints.stop(TrajectoryState.STOPPED, arm_fault_reason(status.detail or "the arm is in error"))
+            elif self.joints.playing and self._pending is None and status.status in ("stopped", "watchdog"):
                 self.joints.stop(TrajectoryState.STOPPED, status.detail or f"the arm is {status.status}")
             arm_now = min(now, self._arm_last_s - self.dt_s / 2.0) if sdk_playing else now
             self.joints.sample(arm_now - self.dt_s, self.dt_s)  # the tick ending now: points played by now
@@ -271,7 +274,7 @@ class ArmDriver:
             self.lose_contact(str(exc))
             return
         except HardwareError as exc:
-            self.joints.stop(TrajectoryState.STOPPED, f"the arm did not take the trajectory: {exc}")
+            self.joints.stop(TrajectoryState.STOPPED, arm_fault_reason(f"the arm did not take the trajectory: {exc}"))
             return
         self.latency = CommandLatency(
             received_to_sdk_ms=(time.monotonic() - pending.received_s) * 1e3,
@@ -299,7 +302,7 @@ class ArmDriver:
             self.lose_contact(str(exc))
             return False
         except HardwareError as exc:
-            self.joints.stop(TrajectoryState.STOPPED, f"the arm stopped the motion: {exc}")
+            self.joints.stop(TrajectoryState.STOPPED, arm_fault_reason(f"the arm stopped the motion: {exc}"))
             return False
         if playing:
             self.arm.feed()

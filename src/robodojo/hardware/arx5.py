@@ -118,7 +118,7 @@ class Arx5Arm(WatchdogStop):
             self._monitor = monitor
             gains = (s.gains.kp, s.gains.kd, s.gains.gripper_kp, s.gains.gripper_kd)
             try:
-                profile, _ = self._host.start(s.sdk_profile, gains, s.stream_rate_hz)
+                profile, _ = self._host.start(s.sdk_profile, gains, s.stream_rate_hz, s.host_deadman_s)
             except ContactLostError as exc:
                 self._disconnect()
                 self._status = ArmStatus("lost", str(exc))

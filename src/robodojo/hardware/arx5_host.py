@@ -17,11 +17,16 @@ So :class:`SdkHost` starts ``python -m robodojo.hardware.arx5_host`` per arm and
 500 Hz command stream never waits for the driver's GIL. A host that dies or stops answering is lost contact; a new
 one is started by the next ``start()``. Its standard output (the SDK's log lines) is read by the driver, echoed, and
 the SDK's warnings and errors are handed to a callback.
+
+Because the host plays on its own, a driver that freezes (SIGSTOP, starved of the CPU) could not stop a trajectory,
+and neither could its watchdog thread, frozen alike: the host holds where the arm is when no request came from the
+driver for ``deadman_s`` (the driver asks for the joint state at every tick and at its state rate), and logs it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import socket
@@ -103,11 +108,15 @@ class SdkHost:
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
     def start(
-        self, profile: str, gains: tuple[Sequence[float], Sequence[float], float, float], stream_rate_hz: float
+        self,
+        profile: str,
+        gains: tuple[Sequence[float], Sequence[float], float, float],
+        stream_rate_hz: float,
+        deadman_s: float,
     ) -> tuple[SdkProfile, SdkState]:
         """A new host (any old one ended first) with the SDK started on the interface, holding where the arm stands
-        under ``gains`` (kp, kd, gripper kp, gripper kd); the profile and the first state. ContactLostError when the
-        motors do not answer."""
+        under ``gains`` (kp, kd, gripper kp, gripper kd); the profile and the first state. A playing trajectory is
+        stopped in the host when no request came for ``deadman_s``. ContactLostError when the motors do not answer."""
         self.stop_process()
         parent, child = socket.socketpair()
         env = {**os.environ, **(self._env or {})}
@@ -124,7 +133,7 @@ class SdkHost:
         ).start()
         kp, kd, gripper_kp, gripper_kd = gains
         reply = self.call(
-            "start", profile, self.interface, list(kp), list(kd), gripper_kp, gripper_kd, stream_rate_hz,
+            "start", profile, self.interface, list(kp), list(kd), gripper_kp, gripper_kd, stream_rate_hz, deadman_s,
             timeout_s=START_TIMEOUT_S,
         )  # fmt: skip
         return SdkProfile(**reply["profile"]), SdkState(**reply["state"])
@@ -209,18 +218,23 @@ class _Host:
         self.mode = "stream"
         self.trajectory: _Trajectory | None = None  # the one playing (until its last stamp)
         self.period_s = 0.002
+        self.deadman_s = math.inf  # set by start
+        self.asked_s = time.monotonic()  # the driver's last request: a frozen driver asks nothing
         self.wake = threading.Event()
         threading.Thread(target=self.stream, name="stream", daemon=True).start()
 
     def handle(self, op: str, *args: Any) -> Any:
+        self.asked_s = time.monotonic()
         return getattr(self, f"op_{op}")(*args)
 
-    def op_start(self, profile: str, interface: str, kp: list, kd: list, gkp: float, gkd: float, rate_hz: float):
+    def op_start(
+        self, profile: str, interface: str, kp: list, kd: list, gkp: float, gkd: float, rate_hz: float, deadman_s: float
+    ):
         sdk = self.sdk
         robot = sdk.RobotConfigFactory.get_instance().get_config(profile)
         controller = sdk.ControllerConfigFactory.get_instance().get_config("joint_controller", robot.joint_dof)
         self.ctrl = sdk.Arx5JointController(robot, controller, interface)
-        self.dof, self.period_s = robot.joint_dof, 1.0 / rate_hz
+        self.dof, self.period_s, self.deadman_s = robot.joint_dof, 1.0 / rate_hz, deadman_s
         state = self.ctrl.get_joint_state()  # bound to a name first: a chained .pos() reads freed memory
         self.gripper_m = float(state.gripper_pos)
         self.command(np.array(state.pos(), dtype=float))  # hold where it stands ...
@@ -326,7 +340,13 @@ class _Host:
                 trajectory = self.trajectory
                 if trajectory is not None:
                     now = time.monotonic()
-                    if now > trajectory.end_s:
+                    silent_s = now - self.asked_s
+                    if silent_s > self.deadman_s:  # the driver froze (SIGSTOP, starved): hold where the arm is
+                        state = self.ctrl.get_joint_state()
+                        self.command(np.array(state.pos(), dtype=float))
+                        self.trajectory = None
+                        log_warning(f"no request from the driver for {silent_s:.2f} s: stopped the trajectory, holding")
+                    elif now > trajectory.end_s:
                         self.command(trajectory.at(now))  # the last point, at rest
                         self.trajectory = None
                     elif self.mode == "stream":
@@ -367,6 +387,12 @@ class _Trajectory:
         t0, q0 = (0.0, self.start_rad) if k == 0 else (float(self.times_s[k - 1]), self.points[k - 1])
         dt = float(self.times_s[k]) - t0
         return np.zeros(len(self.start_rad)) if dt <= 0.0 else np.asarray((self.points[k] - q0) / dt, dtype=float)
+
+
+def log_warning(message: str) -> None:
+    """A warning of the host's own, in the SDK's log format (:data:`SDK_LOG_LINE`): the driver reads it alike."""
+    sys.stdout.write(f"[{time.strftime('%H:%M:%S')} arx5_host warning] {message}\n")
+    sys.stdout.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -179,6 +179,9 @@ class Arx5ArmSettings(ArmHardwareSettings):
     settle_tolerance_rad: float
     settle_timeout_s: float
     silent_after_s: float
+    #: the SDK's host stops a playing trajectory itself after this long without a request from the driver (a frozen
+    #: driver process); longer than watchdog_timeout_s, so a driver that is alive stops it first
+    host_deadman_s: float
     gripper: Arx5GripperSettings
     home_before_damping: bool
 
@@ -213,6 +216,14 @@ def parse_arx5_settings(data: dict, where: str) -> Arx5Settings:
         arms_list = ", ".join(robot.arm_names)
         raise ConfigError(f"{arms_section.where}: {unknown} are not arms of {robot.name} ({arms_list})")
     gripper = root.section("gripper")
+    watchdog = root.section("watchdog")
+    watchdog_timeout_s = watchdog.number("timeout_s", positive=True)
+    host_deadman_s = watchdog.number("host_deadman_s", positive=True)
+    if host_deadman_s <= watchdog_timeout_s:
+        raise ConfigError(
+            f"{watchdog.where}.host_deadman_s: {host_deadman_s:g} s must be longer than timeout_s "
+            f"({watchdog_timeout_s:g} s): the driver's own watchdog stops the arm first while the driver runs"
+        )
     interfaces: dict[str, str] = {}
     arms = []
     for arm_name in robot.arm_names:
@@ -240,7 +251,7 @@ def parse_arx5_settings(data: dict, where: str) -> Arx5Settings:
                 robot=robot,
                 arm=arm_name,
                 guard=parse_guard(root, n),
-                watchdog_timeout_s=root.section("watchdog").number("timeout_s", positive=True),
+                watchdog_timeout_s=watchdog_timeout_s,
                 state_rate_hz=root.section("state").number("rate_hz", positive=True),
                 interface=interface,
                 sdk_profile=root.str("sdk_profile"),
@@ -251,6 +262,7 @@ def parse_arx5_settings(data: dict, where: str) -> Arx5Settings:
                 settle_tolerance_rad=limits.number("settle_tolerance_rad", positive=True),
                 settle_timeout_s=limits.number("settle_timeout_s", positive=True),
                 silent_after_s=root.section("bus").number("silent_after_s", positive=True),
+                host_deadman_s=host_deadman_s,
                 gripper=Arx5GripperSettings(
                     tolerance_m=gripper.number("tolerance_m", positive=True),
                     timeout_s=gripper.number("timeout_s", positive=True),

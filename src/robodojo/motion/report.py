@@ -17,7 +17,9 @@ class StopReason(str, Enum):
     PLAN_FAILED = "plan_failed"  # rejected before anything moved
     STOPPED = "stopped"  # stop() was called during execution
     ABORTED = "aborted"  # the controllers cut the trajectory (replaced, refused, lease expired; ROS graph)
-    BACKEND_LOST = "backend_lost"  # the robot backend stopped answering (ROS: no joint states) mid-move
+    # The robot backend stopped answering mid-move (ROS: no joint states; a real arm's driver lost contact), or a real
+    # arm faulted and holds until an operator releases it.
+    BACKEND_LOST = "backend_lost"
 
 
 @dataclass(frozen=True)

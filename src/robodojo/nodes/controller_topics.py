@@ -12,7 +12,7 @@ import numpy as np
 from agent_bringup.msg import EpisodeStatus, TrajectoryStatus
 from sensor_msgs.msg import JointState
 
-from robodojo.control.trajectory_controller import LOST_CONTACT, TrajectoryState, trajectory_key
+from robodojo.control.trajectory_controller import TrajectoryState, ends_the_robot, trajectory_key
 from robodojo.errors import BackendLostError, InvalidCommandError
 from robodojo.motion.plan import Plan
 from robodojo.motion.report import PlayOutcome, StopReason
@@ -246,7 +246,7 @@ class ControllerExecutor:
                 status = state.status
                 if r.state == TrajectoryState.STOPPED and status is not None and status.steps_left == 0:
                     return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, r.reason)
-                if r.state == TrajectoryState.STOPPED and r.reason.startswith(LOST_CONTACT):  # the arm's driver
+                if r.state == TrajectoryState.STOPPED and ends_the_robot(r.reason):  # a real arm's driver
                     why = f"{r.controller} after {r.points_played} of {r.points} points: {r.reason}"
                     node.log_motion_error(f"motion ended: {why}")
                     return PlayOutcome(played, StopReason.BACKEND_LOST, why, holding=False)
