@@ -15,7 +15,8 @@ What is measured (franky-sim started here on its own loopback address, killed at
 4. Joint-state reads on a fixed-rate loop at the configured state rate for 3 s: achieved rate, period jitter (p95 of
    the deviation from the period) and the median cost of one read.
 
-Run: ``.venv/bin/python benchmarks/hardware.py [--samples 30] [--move-s 3.0]``. The same layer on the ROS 2 graph
+Run: ``.venv/bin/python benchmarks/hardware.py [--samples 30] [--move-s 3.0]``; ``--robot dual_arx_x5`` runs
+``benchmarks/x5.py`` instead (its options pass through). The same layer on the ROS 2 graph
 (fr3_driver_node: its joint-state rate and stamp jitter, trajectory message to SDK, and MoveEef overhead on the FR3 path
 against the simulated one in one run) is ``benchmarks/fr3_graph.py``. The ARX X5's figures (the real SDK against the
 project's bus emulator: bus command rate, trajectory message to first bus frame, arx5_driver_node's /joint_states, and
@@ -25,6 +26,7 @@ this 30 cm move in both trajectory modes) are ``benchmarks/x5.py``.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import socket
 import subprocess
@@ -189,9 +191,18 @@ def tracking(arm: FrankaArm, move_s: float) -> tuple[float, float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--robot", choices=("fr3", "dual_arx_x5"), default="fr3",
+        help="dual_arx_x5: run benchmarks/x5.py (the X5's figures against the bus emulator) with the other options",
+    )  # fmt: skip
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--move-s", type=float, default=3.0)
-    args = parser.parse_args()
+    args, rest = parser.parse_known_args()
+    if args.robot == "dual_arx_x5":
+        x5 = Path(__file__).with_name("x5.py")
+        os.execv(sys.executable, [sys.executable, str(x5), "--move-s", str(args.move_s), *rest])
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     sim = start_sim()
     arm = FrankaArm(load_fr3_settings())
     try:

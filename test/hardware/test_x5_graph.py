@@ -197,33 +197,36 @@ def test_a_motor_fault_mid_goal_ends_it_as_lost_says_why_and_release_recovers(
     start, _ = emulated_tcp(emulator, "left")
     done: dict = {}
 
-    def goal() -> None:  # 30 cm outwards: long enough for a silence to count (EMULATED_SILENT_AFTER_S) before it ends
+    def goal() -> None:  # 30 cm outwards: about 1.4 s of motion
         away = {"left_x": float(start[0] - 0.25), "left_y": float(start[1] - 0.15)}
         done["result"] = move_eef(client, away, MOTION_TIMEOUT_S)
 
     thread = threading.Thread(target=goal, daemon=True)
     thread.start()
-    moving = lambda: np.abs(emulated_tcp(emulator, "left")[0] - start).max() > 0.003  # noqa: E731
-    wait(moving, 30.0, "the arm moving", x5_world, driver)
+    # The fault comes as the goal starts: a silence counts after EMULATED_SILENT_AFTER_S, by when the arm is on its
+    # way (or, on a machine slow to plan, not yet: then the trajectory is refused for the same reason).
+    time.sleep(0.2)
     emulator.request(interface="can0", **fault)
-    thread.join(MOTION_TIMEOUT_S)
-    assert not thread.is_alive(), "the goal got no answer"
-    result = done["result"]
-    # Lost to the agent: the arm holds and takes nothing until the operator's release.
-    assert result.stop_reason == "backend_lost", (result.stop_reason, result.stop_detail)
-    assert words in result.stop_detail, result.stop_detail
-    wait(
-        lambda: (s := diagnostics_of(client, "left")) is not None and level(s) == 2 and words in s.message,
-        10.0, "/diagnostics saying ERROR with the fault", x5_world, driver,
-    )  # fmt: skip
-    time.sleep(SETTLE_S)  # the stop itself: the SDK ramps the command to the hold at 5 rad/s, the motors lag it
-    stopped = emulated_q(emulator, "left")
-    time.sleep(1.0)
-    assert np.abs(emulated_q(emulator, "left") - stopped).max() < 2e-3  # it holds: nothing moves unasked
     undo = {**fault, "on": False} if fault["op"] == "silence" else {**fault, "code": 0}
-    emulator.request(interface="can0", **undo)
-    time.sleep(0.3)
-    release(client)
+    try:
+        thread.join(MOTION_TIMEOUT_S)
+        assert not thread.is_alive(), "the goal got no answer"
+        result = done["result"]
+        # Lost to the agent: the arm holds and takes nothing until the operator's release.
+        assert result.stop_reason == "backend_lost", (result.stop_reason, result.stop_detail)
+        assert words in result.stop_detail, result.stop_detail
+        wait(
+            lambda: (s := diagnostics_of(client, "left")) is not None and level(s) == 2 and words in s.message,
+            10.0, "/diagnostics saying ERROR with the fault", x5_world, driver,
+        )  # fmt: skip
+        time.sleep(SETTLE_S)  # the stop itself: the SDK ramps the command to the hold at 5 rad/s, the motors lag it
+        stopped = emulated_q(emulator, "left")
+        time.sleep(1.0)
+        assert np.abs(emulated_q(emulator, "left") - stopped).max() < 2e-3  # it holds: nothing moves unasked
+    finally:  # the next tests need the arm back, whatever happened here
+        emulator.request(interface="can0", **undo)
+        time.sleep(0.3)
+        release(client)
     back = move_eef(client, {"left_x": float(start[0]), "left_y": float(start[1])}, MOTION_TIMEOUT_S)
     assert back.accepted and back.stop_reason == "completed", (back.stop_reason, back.stop_detail)
 
@@ -377,9 +380,11 @@ def the_record(out: Path) -> tuple[dict, dict]:
     return json.loads((record / "metrics.json").read_text()), json.loads((record / "meta.json").read_text())
 
 
-# The code-cell episode (REPLAYS["code_cell"]) passed here 2 runs in 3 after the last fixes: its grasps miss the block
-# in the emulated world now and then and it runs out of steps. It stays out of make test until that is understood
-# (run it by hand: -k code_cell after adding it back here).
+# The code-cell episode (REPLAYS["code_cell"]) is out of make test: it passed 4 runs in 7 alone here. What fails is the
+# test world, not the driver: x5_world.py, starved of the CPU beside the graph on 2 cores, ticks 2-9 times a second
+# instead of 25 (its log says so), so its fingers close late and the emulated gripper, which knows no objects, has
+# closed on nothing by then (the cell's grasp reads "missed" and it retries until the step budget ends). Run it by
+# hand: add "code_cell" below and -k code_cell.
 @pytest.mark.parametrize("agent", ["move_eef"])
 def test_an_agent_picks_up_the_target_on_the_emulated_arms_and_it_is_judged(
     x5_world, client, driver, motion_server, emulator, episode_graph, tmp_path, agent

@@ -43,7 +43,10 @@ TRUE_JOINTS_TOPIC = "/x5_world/joint_states"
 TARGET_POSE_TOPIC = "/x5_world/target_pose"
 RESET_SERVICE = "/x5_world/reset"
 WORLD_FRAME = "world"
-MAX_STEPS_PER_TICK = 5  # physics steps one tick may catch up with
+# Control steps one tick may catch up with (a world starved beside the graph on 2 cores ticks 2-9 times a second,
+# measured): more makes the arm jump further per tick, shaking a held object loose, and costs the graph CPU.
+MAX_STEPS_PER_TICK = 5
+RATE_LOG_S = 10.0  # how often the log says how many ticks a second the world achieved
 
 
 def main() -> int:
@@ -105,6 +108,8 @@ def main() -> int:
     next_s, tick, ready = time.monotonic(), 0, False
     stepped_s = next_s  # the world's time, on the wall clock
     names = [j for arm in robot.arms for j in (*arm.joints, arm.gripper_joint)]
+    blocked: dict[str, float | None] = {}
+    logged = (next_s, 0)  # (when, tick) of the last rate line
     try:
         while not stop["now"] and emulator.poll() is None:
             rclpy.spin_once(node, timeout_sec=0.0)
@@ -121,9 +126,13 @@ def main() -> int:
             stepped_s += steps * world.control_dt_s
             if now_s - stepped_s > world.control_dt_s * MAX_STEPS_PER_TICK:
                 stepped_s = now_s  # far behind (a stalled process): drop the backlog
-            follow(world, bus, robot, steps)
+            follow(world, bus, robot, steps, blocked)
             stamp_s = time.time()
             tick += 1
+            if now_s - logged[0] >= RATE_LOG_S:
+                rate = (tick - logged[1]) / (now_s - logged[0])
+                print(f"x5_world: {rate:.1f} ticks/s (asked {args.fps:g})", flush=True)
+                logged = (now_s, tick)
             if tick % render_every == 0:
                 camera = cameras[(tick // render_every) % len(cameras)]
                 frame = world.render(camera.name)
@@ -156,8 +165,9 @@ def main() -> int:
     return 0
 
 
-def follow(world: EmbeddedWorld, bus: EmulatorClient, robot, steps: int) -> None:
-    """One tick: the world's servos to the emulated joints and commanded grippers, physics, and the grasp fed back."""
+def follow(world: EmbeddedWorld, bus: EmulatorClient, robot, steps: int, blocked: dict[str, float | None]) -> None:
+    """One tick: the world's servos to the emulated joints and commanded grippers, physics, and the grasp fed back
+    (``blocked``: each arm's gripper block as last sent; only a change is sent, the emulator is busy enough)."""
     state = bus.state()
     view = world.privileged()
     for arm in robot.arms:
@@ -176,7 +186,10 @@ def follow(world: EmbeddedWorld, bus: EmulatorClient, robot, steps: int) -> None
         finger_m = 2.0 * float(world.data.qpos[world.gripper_qpos_adr[arm.name]])
         touching = any(view.touching_gripper(o, arm.name) for o in view.object_names)
         squeezing = touching and command is not None and command < finger_m
-        bus.request("block_gripper", interface=INTERFACES[arm.name], width_m=finger_m if squeezing else None)
+        width_m = round(finger_m, 4) if squeezing else None  # 0.1 mm: what the SDK's reading resolves
+        if arm.name not in blocked or blocked[arm.name] != width_m:
+            bus.request("block_gripper", interface=INTERFACES[arm.name], width_m=width_m)
+            blocked[arm.name] = width_m
 
 
 if __name__ == "__main__":

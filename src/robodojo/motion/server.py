@@ -183,7 +183,10 @@ class MotionServer:
         to_play = min(plan.waypoints, budget)
         truncated = TRUNCATED_TEXT.format(total=plan.waypoints) if to_play < plan.waypoints else ""
         tool_text = ACCEPTED_TEXT.format(n=to_play, s=to_play * plan.dt_s, truncated=truncated)
-        outcome = self.executor.play(plan, to_play, self._stop_requested, is_success, on_progress)
+        if to_play == 0:  # already there, or no step left: nothing to send (an empty trajectory means "stop")
+            outcome = PlayOutcome(0, StopReason.COMPLETED)
+        else:
+            outcome = self.executor.play(plan, to_play, self._stop_requested, is_success, on_progress)
         played, reason = outcome.played, outcome.reason
         if reason is StopReason.COMPLETED and truncated:
             reason = StopReason.BUDGET_EXHAUSTED

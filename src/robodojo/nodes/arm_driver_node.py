@@ -22,6 +22,7 @@ Time: every stamp is the system clock (ROS time without /clock); trajectories st
 from __future__ import annotations
 
 import functools
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ STATE_QOS = QoSProfile(depth=10)
 REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)  # every end reaches its commander
 ESTOP = "/hardware/estop"
 RELEASE = "/hardware/release"
+_DURATIONS = re.compile(r"\d+(\.\d+)? s\b")  # "silent for 0.78 s": the same fault as it goes on
 
 
 @dataclass
@@ -215,8 +217,9 @@ class ArmDriverNode(GraphNode):
             self._lost(arm, str(exc))
             return None
         except HardwareError as exc:
-            if arm.fault != str(exc):
-                arm.fault = str(exc)
+            known = _DURATIONS.sub("", arm.fault) == _DURATIONS.sub("", str(exc))
+            arm.fault = str(exc)
+            if not known:
                 self.get_logger().error(f"{arm.name}: {exc}")
                 self._publish_diagnostics()
             return None
