@@ -31,7 +31,7 @@ from x5_world import INTERFACES, TARGET_POSE_TOPIC, TRUE_JOINTS_TOPIC
 from robodojo.control.trajectory_controller import TrajectoryState
 from robodojo.geometry import rotation_angle_between
 from robodojo.hardware.x5_bus.server import EmulatorClient
-from robodojo.nodes import topics
+from robodojo.nodes import convert, topics
 from robodojo.nodes.process_graph import NodeProcess
 from robodojo.robots.config import load_robot_config
 from robodojo.robots.ik import ArmKinematics
@@ -45,6 +45,7 @@ MOTION_TIMEOUT_S = 60.0
 POS_TOLERANCE_MM = 5.0  # the issue's bounds for a MoveEef goal, by forward kinematics of the emulated joints
 ROT_TOLERANCE_DEG = 2.0
 SETTLE_S = 0.5  # an arm stopped mid-motion stands still within this
+FROZEN_TRAJECTORY_S = 8.0  # the frozen-driver drill's move: the freeze (host deadman + 2 s) falls inside it
 CONTROLLERS = [
     name for arm in ROBOT.arm_names for name in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm))
 ]
@@ -236,12 +237,10 @@ def test_a_frozen_driver_leaves_the_arm_held_by_the_sdk_s_host_and_the_motion_ne
 ):
     """SIGSTOP freezes the driver's watchdog with it; the SDK's host, which plays the trajectory on its own, holds the
     arm once no request came for host_deadman_s, and the driver, woken, ends the trajectory without moving on."""
-    from robodojo.nodes import convert
-
     names = ROBOT.arm("left").joints
     controller = topics.arm_controller_name("left")
     q0 = emulated_q(emulator, "left")
-    msg = trajectory(q0, q0 + [0.8, 0, 0, 0, 0, 0], 8.0, time.time() + 0.3, names=names)
+    msg = trajectory(q0, q0 + [0.8, 0, 0, 0, 0, 0], FROZEN_TRAJECTORY_S, time.time() + 0.3, names=names)
     start_s = convert.seconds(msg.header.stamp)
     client.publish(topics.arm_controller("left"), msg)
     wait(lambda: emulated_q(emulator, "left")[0] - q0[0] > 0.01, 30.0, "the arm moving", x5_world, driver)
@@ -266,7 +265,7 @@ def test_a_frozen_driver_leaves_the_arm_held_by_the_sdk_s_host_and_the_motion_ne
 
     wait(lambda: end() is not None, 15.0, "the trajectory's end report", x5_world, driver)
     assert end().state == TrajectoryState.STOPPED, end()
-    time.sleep(8.0)  # past the trajectory's last stamp: nothing of it plays after its end was reported
+    time.sleep(max(0.0, start_s + FROZEN_TRAJECTORY_S + 0.5 - time.time()))  # past its last stamp: none of it plays on
     assert np.abs(emulated_q(emulator, "left") - held).max() < 2e-3
     assert "no request from the driver" in driver.output()  # the host said why, in the driver's log
     back = trajectory(emulated_q(emulator, "left"), q0, 3.0, time.time() + 0.3, names=names)
