@@ -183,6 +183,10 @@ def test_move_eef_goals_arrive_within_5_mm_and_2_deg_by_the_emulated_joints(
             turned_deg = math.degrees(rotation_angle_between(starts[arm][1], R))
             assert error_mm < POS_TOLERANCE_MM, f"{arm}: {error_mm:.1f} mm from its target"
             assert turned_deg < ROT_TOLERANCE_DEG, f"{arm}: the grasp point turned {turned_deg:.2f} deg"
+    # Where it stands already: nothing to play, and the goal completes (an empty trajectory would mean "stop").
+    here, _ = emulated_tcp(emulator, "right")
+    stay = move_eef(client, {f"right_{axis}": float(here[i]) for i, axis in enumerate("xyz")}, MOTION_TIMEOUT_S)
+    assert stay.accepted and stay.stop_reason == "completed", (stay.stop_reason, stay.stop_detail)
 
 
 @pytest.mark.parametrize(
