@@ -52,8 +52,8 @@ def arm_fault_reason(why: str) -> str:
 
 
 def ends_the_robot(reason: str) -> bool:
-    """Whether a STOPPED report's reason says the robot is lost to its commander (lost contact, or a fault that needs
-    the operator) rather than the motion cut short."""
+    """Whether a STOPPED or REFUSED report's reason says the robot is lost to its commander (lost contact, or a fault
+    that needs the operator) rather than the motion cut short or the trajectory wrong."""
     return reason.startswith((LOST_CONTACT, ARM_FAULT))
 
 

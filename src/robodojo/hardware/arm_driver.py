@@ -148,8 +148,10 @@ class ArmDriver:
                 checked = self.arm.guard.check(cmd, reading.positions_rad, reading.velocities_rad_s)
             except TrajectoryRefusedError as exc:
                 self._refuse(self.joints, cmd, str(exc))
-            except HardwareError as exc:  # lost contact: nothing to check against, nothing sent
-                self._refuse(self.joints, cmd, str(exc))
+            except ContactLostError as exc:  # nothing to check against, nothing sent
+                self._refuse(self.joints, cmd, lost_contact_reason(str(exc)))
+            except HardwareError as exc:  # a fault (a silent motor's reading is unknown): nothing sent either
+                self._refuse(self.joints, cmd, arm_fault_reason(str(exc)))
             # The books: the same checks and the same tick grid as in simulation (a refusal is reported and raised).
             self.joints.submit(cmd, now, reading.positions_rad, self.dt_s)
             start = cmd.start_s if cmd.start_s > now else now
