@@ -144,7 +144,7 @@ def test_a_fault_mid_motion_stops_the_arm_and_ends_the_trajectory(driver, x5_bus
     end = next(r for r in reports if r.controller == "left_arm_controller" and r.state != TrajectoryState.PLAYING)
     assert end.state == TrajectoryState.STOPPED
     assert words in end.reason, end.reason
-    assert ends_the_robot(end.reason)  # its commander ends the motion as lost (a fault needs the operator's release)
+    assert ends_the_robot(end.state, end.reason)  # its commander ends the motion as lost (needs the release)
     assert driver.arm.status.status == expected_status
     if expected_status == "lost":
         with pytest.raises(ContactLostError):
@@ -169,7 +169,7 @@ def test_the_emulator_killed_mid_motion_is_lost_contact_and_nothing_hangs(driver
     reports = run_until_end(driver, "left_arm_controller", timeout_s=5.0)
     end = next(r for r in reports if r.controller == "left_arm_controller" and r.state != TrajectoryState.PLAYING)
     assert end.state == TrajectoryState.STOPPED and "lost contact" in end.reason, end
-    assert ends_the_robot(end.reason)
+    assert ends_the_robot(end.state, end.reason)
     assert time.monotonic() - started < 2.0
     assert driver.arm.status.status == "lost"
     with pytest.raises(ContactLostError):

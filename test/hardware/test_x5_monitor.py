@@ -107,6 +107,9 @@ def test_a_silent_motor_is_named_while_the_others_answer(rig):
     assert not health.lost
     assert [p for p in health.problems if "silent" in p] == [p for p in health.problems if "motor 6 (joint5)" in p]
     assert any("motor 6 (joint5) silent" in p for p in health.problems), health.problems
+    later = _health_after(monitor, 2 * SILENT_AFTER_S)
+    assert later.problems == health.problems  # one fault while it lasts: the driver logs it once
+    assert next(m for m in later.motors if m.motor_id == 6).silent_s > 4 * SILENT_AFTER_S  # how long, for diagnostics
 
 
 def test_error_flags_are_reported_in_words(rig):

@@ -51,10 +51,10 @@ def arm_fault_reason(why: str) -> str:
     return why if why.startswith(ARM_FAULT) else f"{ARM_FAULT}: {why}"
 
 
-def ends_the_robot(reason: str) -> bool:
-    """Whether a STOPPED or REFUSED report's reason says the robot is lost to its commander (lost contact, or a fault
-    that needs the operator) rather than the motion cut short or the trajectory wrong."""
-    return reason.startswith((LOST_CONTACT, ARM_FAULT))
+def ends_the_robot(state: int, reason: str) -> bool:
+    """Whether a report (its state and reason) says the robot is lost to its commander: stopped or refused for lost
+    contact or a fault that needs the operator, not a motion cut short or a wrong trajectory."""
+    return state in (TrajectoryState.STOPPED, TrajectoryState.REFUSED) and reason.startswith((LOST_CONTACT, ARM_FAULT))
 
 
 class TrajectoryState(IntEnum):

@@ -223,12 +223,13 @@ class ArmDriver:
                 self._send_pending(now)
             status = self.arm.status
             sdk_playing = self._watch_motion() if status.status == "playing" else False
-            if self.joints.playing and self._pending is None and status.status == "lost":
-                self.lose_contact(status.detail or "the arm is lost")
-            elif self.joints.playing and self._pending is None and status.status == "error":
-                self.joints.stop(TrajectoryState.STOPPED, arm_fault_reason(status.detail or "the arm is in error"))
-            elif self.joints.playing and self._pending is None and status.status in ("stopped", "watchdog"):
-                self.joints.stop(TrajectoryState.STOPPED, status.detail or f"the arm is {status.status}")
+            if self.joints.playing and self._pending is None:  # the adapter ended the motion on its own
+                if status.status == "lost":
+                    self.lose_contact(status.detail or "the arm is lost")
+                elif status.status == "error":
+                    self.joints.stop(TrajectoryState.STOPPED, arm_fault_reason(status.detail or "the arm is in error"))
+                elif status.status in ("stopped", "watchdog"):
+                    self.joints.stop(TrajectoryState.STOPPED, status.detail or f"the arm is {status.status}")
             arm_now = min(now, self._arm_last_s - self.dt_s / 2.0) if sdk_playing else now
             self.joints.sample(arm_now - self.dt_s, self.dt_s)  # the tick ending now: points played by now
             gripper_now = min(now, self._gripper_last_s - self.dt_s / 2.0) if self.gripper_moving else now

@@ -22,7 +22,6 @@ Time: every stamp is the system clock (ROS time without /clock); trajectories st
 from __future__ import annotations
 
 import functools
-import re
 import threading
 import time
 from collections.abc import Sequence
@@ -48,7 +47,6 @@ STATE_QOS = QoSProfile(depth=10)
 REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)  # every end reaches its commander
 ESTOP = "/hardware/estop"
 RELEASE = "/hardware/release"
-_DURATIONS = re.compile(r"\d+(\.\d+)? s\b")  # "silent for 0.78 s": the same fault as it goes on
 
 
 @dataclass
@@ -217,9 +215,8 @@ class ArmDriverNode(GraphNode):
             self._lost(arm, str(exc))
             return None
         except HardwareError as exc:
-            known = _DURATIONS.sub("", arm.fault) == _DURATIONS.sub("", str(exc))
-            arm.fault = str(exc)
-            if not known:
+            if arm.fault != str(exc):
+                arm.fault = str(exc)
                 self.get_logger().error(f"{arm.name}: {exc}")
                 self._publish_diagnostics()
             return None

@@ -165,7 +165,6 @@ class TrajectoryBoard:
             )
 
 
-_LOST_STATES = (TrajectoryState.STOPPED, TrajectoryState.REFUSED)  # with a reason that ends_the_robot
 _ENDED_WORDS = {
     TrajectoryState.STOPPED: "stopped",
     TrajectoryState.REPLACED: "replaced",
@@ -247,7 +246,7 @@ class ControllerExecutor:
                 status = state.status
                 if r.state == TrajectoryState.STOPPED and status is not None and status.steps_left == 0:
                     return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, r.reason)
-                if r.state in _LOST_STATES and ends_the_robot(r.reason):  # a real arm's driver: contact or fault
+                if ends_the_robot(r.state, r.reason):  # a real arm's driver: lost contact or a fault
                     why = f"{r.controller} after {r.points_played} of {r.points} points: {r.reason}"
                     node.log_motion_error(f"motion ended: {why}")
                     return PlayOutcome(played, StopReason.BACKEND_LOST, why, holding=False)

@@ -157,7 +157,8 @@ class BusMonitor:
             if silent_s is None:
                 problems.append(f"motor {motor_id} ({name}) never answered")
             elif silent_s > self.silent_after_s and (nobody or self._others_answered(motor_id)):
-                problems.append(f"motor {motor_id} ({name}) silent for {silent_s:.2f} s")
+                # The words stay the same while it lasts (how long: MotorHealth.silent_s), so it reads as one fault.
+                problems.append(f"motor {motor_id} ({name}) silent (no answer for over {self.silent_after_s:g} s)")
             elif fault:
                 problems.append(f"motor {motor_id} ({name}) reports {fault}")
             motors.append(MotorHealth(motor_id, name, silent_s, fault, self._temperature.get(motor_id)))
