@@ -383,12 +383,9 @@ def the_record(out: Path) -> tuple[dict, dict]:
     return json.loads((record / "metrics.json").read_text()), json.loads((record / "meta.json").read_text())
 
 
-# The code-cell episode (REPLAYS["code_cell"]) is out of make test: it passed 4 runs in 7 alone here. What fails is the
-# test world, not the driver: x5_world.py, starved of the CPU beside the graph on 2 cores, ticks 2-9 times a second
-# instead of 25 (its log says so), so its fingers close late and the emulated gripper, which knows no objects, has
-# closed on nothing by then (the cell's grasp reads "missed" and it retries until the step budget ends). Run it by
-# hand: add "code_cell" below and -k code_cell.
-@pytest.mark.parametrize("agent", ["move_eef"])
+# Both agents: the move_eef replay and the scripted code cells (which find the target in the head camera's images of
+# the world, rendered from the emulated joints).
+@pytest.mark.parametrize("agent", ["move_eef", "code_cell"])
 def test_an_agent_picks_up_the_target_on_the_emulated_arms_and_it_is_judged(
     x5_world, client, driver, motion_server, emulator, episode_graph, tmp_path, agent
 ):

@@ -26,15 +26,18 @@ Test support (test/hardware/test_x5_graph.py): it uses rclpy directly, not the p
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 import time
 from pathlib import Path
 
+import mujoco
 import numpy as np
 
 from robodojo.hardware.x5_bus.server import EmulatorClient, start_emulator_process
 from robodojo.robots.config import load_robot_config
+from robodojo.sim.privileged import PrivilegedView
 from robodojo.sim.world import EmbeddedWorld
 
 ROBOT = "dual_arx_x5"
@@ -46,6 +49,7 @@ WORLD_FRAME = "world"
 # Control steps one tick may catch up with (a world starved beside the graph on 2 cores ticks 2-9 times a second,
 # measured): more makes the arm jump further per tick, shaking a held object loose, and costs the graph CPU.
 MAX_STEPS_PER_TICK = 5
+RAY_GEOM_GROUPS = np.array([1, 0, 0, 1, 0, 0], dtype=np.uint8)  # collision geoms: objects and table 0, robot 3
 RATE_LOG_S = 10.0  # how often the log says how many ticks a second the world achieved
 
 
@@ -76,6 +80,7 @@ def main() -> int:
     bus = EmulatorClient(args.socket_dir)
     world = EmbeddedWorld(ROBOT)
     world.reset(args.task, args.seed, args.variant)
+    view = world.privileged()  # one per layout: building it walks the model (a quarter of a tick's CPU, measured)
 
     import rclpy
     from geometry_msgs.msg import PoseStamped
@@ -119,6 +124,7 @@ def main() -> int:
                 world.reset(args.task, args.seed, args.variant)
                 for a, q in keep.items():  # the arms stay where the emulator has them
                     world.data.qpos[world.arm_qpos_adr[a]] = q
+                view = world.privileged()
             # The world keeps to wall time, as the emulated motors do: as many control steps as time went by (a
             # world that fell behind would close its fingers after the emulator's, on nothing).
             now_s = time.monotonic()
@@ -126,7 +132,7 @@ def main() -> int:
             stepped_s += steps * world.control_dt_s
             if now_s - stepped_s > world.control_dt_s * MAX_STEPS_PER_TICK:
                 stepped_s = now_s  # far behind (a stalled process): drop the backlog
-            follow(world, bus, robot, steps, blocked)
+            follow(world, view, bus, robot, steps, blocked)
             stamp_s = time.time()
             tick += 1
             if now_s - logged[0] >= RATE_LOG_S:
@@ -142,8 +148,8 @@ def main() -> int:
             q = [float(d.qpos[world.model.joint(n).qposadr[0]]) for n in names]
             truth = JointState(name=names, position=q, header=convert.header(stamp_s, WORLD_FRAME))
             joints_pub.publish(truth)
-            if "target" in world.privileged().object_names:
-                pos = world.privileged().object_pos("target")
+            if "target" in view.object_names:
+                pos = view.object_pos("target")
                 target_pub.publish(convert.pose_stamped(transform(np.eye(3), pos), stamp_s, WORLD_FRAME))
             if not ready and len(published) == len(cameras):
                 ready = True
@@ -165,11 +171,12 @@ def main() -> int:
     return 0
 
 
-def follow(world: EmbeddedWorld, bus: EmulatorClient, robot, steps: int, blocked: dict[str, float | None]) -> None:
+def follow(
+    world: EmbeddedWorld, view: PrivilegedView, bus: EmulatorClient, robot, steps: int, blocked: dict[str, float | None]
+) -> None:
     """One tick: the world's servos to the emulated joints and commanded grippers, physics, and the grasp fed back
     (``blocked``: each arm's gripper block as last sent; only a change is sent, the emulator is busy enough)."""
     state = bus.state()
-    view = world.privileged()
     for arm in robot.arms:
         emulated = state[INTERFACES[arm.name]]
         world.data.ctrl[world.arm_ctrl_ids[arm.name]] = emulated["joints_rad"]
@@ -186,10 +193,44 @@ def follow(world: EmbeddedWorld, bus: EmulatorClient, robot, steps: int, blocked
         finger_m = 2.0 * float(world.data.qpos[world.gripper_qpos_adr[arm.name]])
         touching = any(view.touching_gripper(o, arm.name) for o in view.object_names)
         squeezing = touching and command is not None and command < finger_m
-        width_m = round(finger_m, 4) if squeezing else None  # 0.1 mm: what the SDK's reading resolves
+        # Squeezing: the fingers stand where the object stops them. Else whatever lies between the pads stops the
+        # emulated fingers as soon as they close, however far this world's ticks lag behind the emulator's motors.
+        stop_m = finger_m if squeezing else straddled_width_m(world, view, arm.name, finger_m)
+        width_m = None if stop_m is None else round(stop_m, 4)  # 0.1 mm: what the SDK's reading resolves
         if arm.name not in blocked or blocked[arm.name] != width_m:
             bus.request("block_gripper", interface=INTERFACES[arm.name], width_m=width_m)
             blocked[arm.name] = width_m
+
+
+def straddled_width_m(world: EmbeddedWorld, view: PrivilegedView, arm: str, finger_m: float) -> float | None:
+    """The finger width [m] at which ``arm``'s fingers, closing from ``finger_m``, would stop on an object that lies
+    between their pads; None when nothing does. Rays across the gap from a grid of points on each pad's inner face
+    (collision geoms only): the object's thickest chord between the pads stops them."""
+    m, d = world.model, world.data
+    left, right = sorted(view._pad_geoms[arm])  # one collision box per finger
+    centre_l, centre_r = d.geom_xpos[left], d.geom_xpos[right]
+    gap = centre_r - centre_l
+    span_m = float(np.linalg.norm(gap))
+    if span_m < 1e-6:
+        return None
+    axis = gap / span_m
+    objects = {m.body(name).id for name in view.object_names}
+    geomid = np.zeros(1, dtype=np.int32)
+    closing_m = math.inf  # the least closure that makes a line across the gap touch an object from both sides
+    xmat, size = d.geom_xmat[left].reshape(3, 3), m.geom_size[left]
+    for u in (-0.6, 0.0, 0.6):
+        for v in (-0.6, 0.0, 0.6):
+            offset = xmat[:, 0] * size[0] * u + xmat[:, 2] * size[2] * v  # across the pad's face
+            hits = []
+            for start, direction, pad in ((centre_l + offset, axis, left), (centre_r + offset, -axis, right)):
+                own = int(m.geom_bodyid[pad])  # the ray starts inside its own pad
+                dist = mujoco.mj_ray(m, d, start, direction, RAY_GEOM_GROUPS, 1, own, geomid)
+                hit = int(geomid[0])
+                hits.append((dist, -1 if hit < 0 else int(m.geom_bodyid[hit])))
+            (dist_l, body_l), (dist_r, body_r) = hits
+            if body_l in objects and body_l == body_r and 0.0 <= dist_l + dist_r < span_m:
+                closing_m = min(closing_m, dist_l + dist_r - 2 * size[1])  # from the pads' faces, not centres
+    return None if math.isinf(closing_m) else max(0.0, finger_m - max(0.0, closing_m))
 
 
 if __name__ == "__main__":

@@ -313,26 +313,30 @@ def test_robodojo_graph_runs_a_code_cell_episode_without_ros2_launch(graph, tmp_
     assert meta["llm"]["max_output_tokens"] == 512 and meta["llm"]["tool_choice"] == "auto"
 
 
-@pytest.mark.parametrize(
-    ("node", "params", "message"),
-    [
-        ("sim_node", {"task": "nope"}, "unknown task 'nope'; available: bowl_on_plate"),
-        ("sim_node", {"joint_state_slices": 3}, "'joint_state_slices' must divide the 20 physics steps"),
-        ("sim_node", {"camera_rate_hz": "fast"}, "parameter 'camera_rate_hz' must be a float, got 'fast'"),
-        ("motion_server_node", {"planner": "rrt"}, "parameter 'planner' must be native or moveit, got 'rrt'"),
-        ("motion_server_node", {"robot": "ur5"}, "ur5"),
-        ("agent_node", {"agent": "react"}, "unknown agent 'react'; available: code_cell, move_eef"),
-        ("agent_node", {"status_timeout_s": 0.0}, "parameter 'status_timeout_s' must be > 0"),
-        ("agent_node", {"images": "some"}, "parameter 'images' must be one of none, head, all, got 'some'"),
-        ("agent_node", {"tool_choice": "always"}, "parameter 'tool_choice' must be one of auto, required, none"),
-        ("agent_node", {"llm_config": "/nonexistent/llm.yaml"}, "/nonexistent/llm.yaml"),
-    ],
-)
-def test_a_bad_parameter_ends_the_node_with_one_line_and_exit_code_2(graph, node, params, message):
-    proc = graph.start(node, **params)
-    assert proc.wait(60) == 2, proc.output()[-2000:]
-    out = proc.output()
-    assert message in out and "Traceback" not in out, out[-2000:]
+BAD_PARAMETERS = [  # (node, parameters, what its one line must say)
+    ("sim_node", {"task": "nope"}, "unknown task 'nope'; available: bowl_on_plate"),
+    ("sim_node", {"joint_state_slices": 3}, "'joint_state_slices' must divide the 20 physics steps"),
+    ("sim_node", {"camera_rate_hz": "fast"}, "parameter 'camera_rate_hz' must be a float, got 'fast'"),
+    ("motion_server_node", {"planner": "rrt"}, "parameter 'planner' must be native or moveit, got 'rrt'"),
+    ("motion_server_node", {"robot": "ur5"}, "ur5"),
+    ("agent_node", {"agent": "react"}, "unknown agent 'react'; available: code_cell, move_eef"),
+    ("agent_node", {"status_timeout_s": 0.0}, "parameter 'status_timeout_s' must be > 0"),
+    ("agent_node", {"images": "some"}, "parameter 'images' must be one of none, head, all, got 'some'"),
+    ("agent_node", {"tool_choice": "always"}, "parameter 'tool_choice' must be one of auto, required, none"),
+    ("agent_node", {"llm_config": "/nonexistent/llm.yaml"}, "/nonexistent/llm.yaml"),
+]
+
+
+def test_a_bad_parameter_ends_the_node_with_one_line_and_exit_code_2(graph):
+    # All at once: each is a whole node process start (a few seconds of imports), and they share nothing.
+    procs = [graph.start(node, name=f"{node}_{i}", **params) for i, (node, params, _) in enumerate(BAD_PARAMETERS)]
+    failures = []
+    for proc, (node, params, message) in zip(procs, BAD_PARAMETERS, strict=True):
+        code = proc.wait(120)
+        out = proc.output()
+        if code != 2 or message not in out or "Traceback" in out:
+            failures.append(f"{node} {params}: exit {code}, expected 2 and {message!r}:\n{out[-1500:]}")
+    assert not failures, "\n\n".join(failures)
 
 
 def test_bad_trajectories_on_the_controller_topics_move_nothing_and_the_simulator_survives(graph):

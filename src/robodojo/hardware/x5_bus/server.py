@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from robodojo.errors import HardwareError
-from robodojo.hardware.x5_bus.emulator import LOG_RECORD, BusEmulator, LoggedCommand, decode_log
+from robodojo.hardware.x5_bus.emulator import LOG_RECORD, BusEmulator, BusLoop, LoggedCommand, decode_log, serve_buses
 
 CONTROL = "control"
 # A real motor answers within microseconds whatever the host does; an emulator that stalls looks like a silent motor.
@@ -64,11 +64,13 @@ class EmulatorServer:
             for name, joints in arms.items()
         }  # fmt: skip
         self._control: socket.socket | None = None
+        self._loop: BusLoop | None = None
         self._closed = threading.Event()
 
     def start(self) -> EmulatorServer:
         for bus in self.buses.values():
-            bus.start()
+            bus.listen()
+        self._loop = serve_buses(list(self.buses.values()))
         path = self.socket_dir / CONTROL
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
@@ -85,6 +87,8 @@ class EmulatorServer:
             with contextlib.suppress(OSError):
                 self._control.shutdown(socket.SHUT_RDWR)
             self._control.close()
+        if self._loop is not None:
+            self._loop.close()
         for bus in self.buses.values():
             bus.close()
         with contextlib.suppress(FileNotFoundError):
