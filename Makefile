@@ -6,6 +6,10 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# The graph suites start real node processes and hold them to rates and deadlines: they run one test at a time, alone.
+# Everything else runs on every core (pytest-xdist; TEST_JOBS=0 runs it in this process).
+GRAPH_TESTS := test/hardware test/launch test/ros
+TEST_JOBS ?= auto
 COLCON_ARGS ?=
 
 # MuJoCo's GL backend (egl, osmesa, glfw): passed through only when you set it; never forced here.
@@ -17,7 +21,7 @@ endif
 
 help:
 	@echo "make setup   Debian packages, .venv, project (editable) and ROS 2 wheels (scripts/setup_env.sh)"
-	@echo "make test    pytest over test/ (PYTEST_ARGS='-k foo -m \"not slow\"' to narrow)"
+	@echo "make test    pytest over test/: the unit tests on every core, then the graph suites (PYTEST_ARGS='-k foo' narrows)"
 	@echo "make demo    robodojo demo --out out/demo"
 	@echo "make graph   the ROS 2 graph (simulator, motion server, agent nodes) as processes: robodojo graph"
 	@echo "make bench   run every benchmarks/*.py"
@@ -29,8 +33,10 @@ help:
 setup:
 	@bash scripts/setup_env.sh
 
+# pytest's exit code 5 is "no test selected": a PYTEST_ARGS -k that matches only one of the two runs.
 test: setup
-	$(PY) -m pytest -q test $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_JOBS) test $(addprefix --ignore=,$(GRAPH_TESTS)) $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PY) -m pytest -q $(GRAPH_TESTS) $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 demo: setup
 	$(VENV)/bin/robodojo demo --out out/demo
