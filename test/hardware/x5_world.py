@@ -11,9 +11,11 @@ joints so that the robot's cameras see what the arms do.
   servos' targets and steps its physics one tick; at ``--render-fps`` it renders one camera in turn: frames on
   /<camera>/image_raw (rgb8, the raw driver topic camera_node republishes with calibration and pose), stamped with
   the ROS system clock.
-- Grasps close the loop: the emulator's gripper motor knows no objects, so while a world gripper's fingers touch an
-  object, the emulator is told to block its gripper at the world's finger width (its ``block_gripper`` op); the
-  SDK then reads the width of what it holds, as on a real arm.
+- Grasps close the loop: the emulator's gripper motor knows no objects, so the emulator is told (its
+  ``block_gripper`` op) to stop its gripper at the width of whatever lies between a world gripper's pads (rays across
+  the gap), and at the world's finger width while the fingers squeeze an object. The emulated fingers then stop on
+  the object when they close, even when this world's ticks lag behind the emulated motors (a starved process), and
+  the SDK reads the width of what it holds, as on a real arm.
 - Ground truth for tests that must not take the driver's word: /x5_world/joint_states (the world's arm and finger
   joints) and /x5_world/target_pose (the task's target object, world frame). /x5_world/reset (std_srvs/Trigger)
   puts the layout back (the operator's hands between two episodes).
@@ -207,7 +209,7 @@ def straddled_width_m(world: EmbeddedWorld, view: PrivilegedView, arm: str, fing
     between their pads; None when nothing does. Rays across the gap from a grid of points on each pad's inner face
     (collision geoms only): the object's thickest chord between the pads stops them."""
     m, d = world.model, world.data
-    left, right = sorted(view._pad_geoms[arm])  # one collision box per finger
+    left, right = view.finger_pad_geoms(arm)  # one collision box per finger
     centre_l, centre_r = d.geom_xpos[left], d.geom_xpos[right]
     gap = centre_r - centre_l
     span_m = float(np.linalg.norm(gap))

@@ -81,6 +81,10 @@ class PrivilegedView:
                 touching.add(int(c.geom1))
         return touching
 
+    def finger_pad_geoms(self, arm: str) -> tuple[int, ...]:
+        """The collision geoms of ``arm``'s fingers (the pads that touch what it grasps), in id order."""
+        return tuple(sorted(self._pad_geoms[arm]))
+
     def touching_gripper(self, name: str, arm: str) -> bool:
         return bool(self._contact_geoms(name) & self._pad_geoms[arm])
 
