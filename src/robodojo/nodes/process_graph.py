@@ -28,6 +28,7 @@ from robodojo.errors import RobodojoError
 
 INTERFACE_DIRS = ("action", "msg", "srv")
 BUILD_STAMP = ".robodojo-build-stamp"  # in the install prefix, touched after every successful build
+BUILD_LOCK = ".robodojo-build.lock"  # in build/: one interface build at a time
 #: How long a node may take to exit after SIGINT before it is killed: more than runtime.CLOSE_DEADLINE_S (10 s) plus
 #: the executor's and rclpy's shutdown, so a node that keeps to its deadline is never killed.
 STOP_TIMEOUT_S = 20.0
@@ -65,22 +66,29 @@ def interfaces_stale(root: Path = PACKAGE_ROOT) -> bool:
 
 
 def build_interfaces(root: Path = PACKAGE_ROOT, *, log: IO[str] | None = None, timeout_s: float = 900.0) -> Path:
-    """``colcon build --symlink-install`` at ``root`` when the interfaces are stale; the install prefix."""
-    if interfaces_stale(root):
-        env = ros_environment(root, with_install=False)
-        cmd = [str(Path(sys.executable).parent / "colcon"), "build", "--symlink-install"]
-        cmd += ["--event-handlers", "console_cohesion+", "summary-"]
-        # robodojo itself comes from this venv (editable); the install holds only the interfaces and launchers.
-        cmd += ["--cmake-args", "-DINSTALL_ROBODOJO=OFF"]
-        proc = subprocess.run(
-            cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s
-        )
-        if log is not None:
-            log.write(proc.stdout + proc.stderr)
-        if proc.returncode != 0:
-            output = (proc.stdout + proc.stderr)[-4000:]
-            raise InterfaceBuildError(f"colcon build failed ({proc.returncode}):\n{output}")
-        (install_prefix(root) / BUILD_STAMP).touch()
+    """``colcon build --symlink-install`` at ``root`` when the interfaces are stale; the install prefix.
+
+    One build at a time per repository (a lock file beside build/): two at once (parallel test workers, two test
+    runs) write the same build and install trees and fail on each other's symlinks. The second waits, then finds the
+    interfaces current."""
+    (root / "build").mkdir(exist_ok=True)
+    with open(root / "build" / BUILD_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if interfaces_stale(root):
+            env = ros_environment(root, with_install=False)
+            cmd = [str(Path(sys.executable).parent / "colcon"), "build", "--symlink-install"]
+            cmd += ["--event-handlers", "console_cohesion+", "summary-"]
+            # robodojo itself comes from this venv (editable); the install holds only the interfaces and launchers.
+            cmd += ["--cmake-args", "-DINSTALL_ROBODOJO=OFF"]
+            proc = subprocess.run(
+                cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s
+            )
+            if log is not None:
+                log.write(proc.stdout + proc.stderr)
+            if proc.returncode != 0:
+                output = (proc.stdout + proc.stderr)[-4000:]
+                raise InterfaceBuildError(f"colcon build failed ({proc.returncode}):\n{output}")
+            (install_prefix(root) / BUILD_STAMP).touch()
     return install_prefix(root)
 
 
