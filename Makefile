@@ -36,7 +36,8 @@ setup:
 # pytest's exit code 5 is "no test selected": a PYTEST_ARGS -k that matches nothing in one of the runs. A pytest run
 # per graph suite: their conftest modules share a name, and one run given all three folders imports only the last one.
 test: setup
-	$(PY) -m pytest -q -n $(TEST_JOBS) test $(addprefix --ignore=,$(GRAPH_TESTS)) $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup test $(addprefix --ignore=,$(GRAPH_TESTS)) $(PYTEST_ARGS) \
+	  || [ $$? -eq 5 ]
 	failed=""; for suite in $(GRAPH_TESTS); do \
 	  echo "$(PY) -m pytest -q $$suite $(PYTEST_ARGS)"; \
 	  $(PY) -m pytest -q $$suite $(PYTEST_ARGS) || [ $$? -eq 5 ] || failed="$$failed $$suite"; \

@@ -28,6 +28,12 @@ def pytest_configure(config: pytest.Config) -> None:
         print(f"conftest: not preloading the SocketCAN shim: {exc}", file=sys.stderr)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked run_first (a colcon build of a minute or more) go first: on several workers (make test) they then
+    run beside the short tests instead of alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("run_first") is None)  # stable: the rest keep their order
+
+
 @pytest.fixture(scope="module")
 def dual_world():
     world = EmbeddedWorld("dual_arx_x5")

@@ -151,6 +151,11 @@ class ColconInstalls(NamedTuple):
         return {"symlink": self.symlink, "copy": self.copy}[kind]
 
 
+def of_the_colcon_build(test):
+    """The tests of the one colcon build below: on one test worker (make test: pytest -n --dist loadgroup), first."""
+    return pytest.mark.xdist_group("colcon_build")(pytest.mark.run_first(test))
+
+
 @pytest.fixture(scope="module")
 def colcon_installs(tmp_path_factory) -> ColconInstalls:
     """The package built once and installed twice: with --symlink-install (as README, `make colcon` and the Dockerfile
@@ -180,6 +185,7 @@ def colcon_installs(tmp_path_factory) -> ColconInstalls:
 
 
 @pytest.mark.ros
+@of_the_colcon_build
 def test_colcon_build_installs_library_and_share(colcon_installs):
     output = colcon_installs.output
     for kind in ("symlink", "copy"):
@@ -214,6 +220,7 @@ def _ros2_pkg_executables(package: str) -> list[str]:
     return found
 
 
+@of_the_colcon_build
 @pytest.mark.ros
 @pytest.mark.parametrize("kind", ["symlink", "copy"])
 def test_node_launchers_are_executable(colcon_installs, kind, monkeypatch):

@@ -60,6 +60,7 @@ def try_pick(target, arm):
     print("down:", down)
     grip = robo.grasp(arm)
     print("grasp:", grip)
+    time.sleep(0.5)  # the grip settles before the lift (a real gripper's force builds after its fingers stop)
     if not grip.holding and not robo.done:
         print("missed: open and back off")
         robo.release(arm)
