@@ -190,7 +190,7 @@ class ControllerExecutor:
     ) -> PlayOutcome:
         node, state, dt = self.node, self.node.state, plan.dt_s
         status = state.status
-        episode = status.episode_id if status else None
+        episode = status.episode_id if status and node.motion_episode_bound else None
         controllers = [
             c
             for arm in plan.trajectories
@@ -244,7 +244,7 @@ class ControllerExecutor:
             if ended:
                 r = ended[0]
                 status = state.status
-                if r.state == TrajectoryState.STOPPED and status is not None and status.steps_left == 0:
+                if r.state == TrajectoryState.STOPPED and episode is not None and status and status.steps_left == 0:
                     return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, r.reason)
                 if ends_the_robot(r.state, r.reason):  # a real arm's driver: lost contact or a fault
                     why = f"{r.controller} after {r.points_played} of {r.points} points: {r.reason}"
@@ -275,7 +275,7 @@ class ControllerExecutor:
                 return PlayOutcome(played, StopReason.BACKEND_LOST, why, holding=False)
             if is_success is not None and is_success():
                 return PlayOutcome(played, StopReason.TASK_SUCCESS, holding=False)
-            if status is not None and status.steps_left == 0:
+            if episode is not None and status is not None and status.steps_left == 0:  # unbound: no budget
                 return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, holding=False)
             if not reports and now >= start + node.params.report_timeout_s:
                 return None

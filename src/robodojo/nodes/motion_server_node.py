@@ -91,6 +91,7 @@ class MotionServerNode(GraphNode):
         self.planner = make_planner(p.planner, self.robot, self.control_dt_s)
         self._server: MotionServer | None = None  # made at the first goal: it reads the grippers' state
         self._episode_id: str | None = None
+        self.motion_episode_bound = True  # whether the running motion ends with its episode (see _run)
         self._busy = threading.Lock()
         self._shutting_down = False
         # close() ends a running goal: its stop confirmation, then the result's flush
@@ -229,8 +230,11 @@ class MotionServerNode(GraphNode):
         episode = status.episode_id
         return lambda: bool(self.state.status and self.state.status.episode_id == episode and self.state.status.success)
 
-    def _run(self, goal: MoveEef.Goal, on_progress: ProgressCallback | None) -> MoveReport:
-        """The goal on the library's MotionServer; a missing backend becomes a report, never an exception."""
+    def _run(
+        self, goal: MoveEef.Goal, on_progress: ProgressCallback | None, *, episode_bound: bool = True
+    ) -> MoveReport:
+        """The goal on the library's MotionServer; a missing backend becomes a report, never an exception.
+        ``episode_bound``: the motion ends when the episode changes or succeeds (False: it ignores the episode)."""
         timeout = self.params.joint_state_timeout_s
 
         def stale() -> bool:  # no fresh joint states, or a status from before the robot restarted
@@ -240,7 +244,8 @@ class MotionServerNode(GraphNode):
             deadline = time.monotonic() + STATE_WAIT_S
             while stale() and time.monotonic() < deadline:
                 time.sleep(POLL_S)
-        success = self._success_check()
+        success = self._success_check() if episode_bound else None
+        self.motion_episode_bound = episode_bound  # read by ControllerExecutor.play; one motion at a time (_busy)
         try:
             if self.state.age_s() > timeout:
                 raise BackendLostError(
@@ -305,7 +310,10 @@ class MotionServerNode(GraphNode):
             response.success, response.message = False, "another motion is running; call stop first"
             return response
         try:
-            report = self._run(MoveEef.Goal(mode=MoveEef.Goal.HOME), None)
+            # The service is the operator's and the episode node's reset's: it belongs to no episode. A reset publishes
+            # the new episode's status and then calls it, and the status may arrive here after the call: bound to the
+            # episode it started in, the homing would end "the episode changed" (or "task_success" of the last one).
+            report = self._run(MoveEef.Goal(mode=MoveEef.Goal.HOME), None, episode_bound=False)
         finally:
             self._busy.release()
         response.success = report.accepted and report.stop_reason is StopReason.COMPLETED
