@@ -68,7 +68,7 @@ def interfaces_stale(root: Path = PACKAGE_ROOT) -> bool:
 def build_interfaces(root: Path = PACKAGE_ROOT, *, log: IO[str] | None = None, timeout_s: float = 900.0) -> Path:
     """``colcon build --symlink-install`` at ``root`` when the interfaces are stale; the install prefix.
 
-    One build at a time per repository (a lock file beside build/): two at once (parallel test workers, two test
+    One build at a time per repository (a lock file in build/): two at once (parallel test workers, two test
     runs) write the same build and install trees and fail on each other's symlinks. The second waits, then finds the
     interfaces current."""
     (root / "build").mkdir(exist_ok=True)
