@@ -9,6 +9,7 @@ reports. The module's tests run in order; the last one kills the emulator.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -31,6 +32,7 @@ from x5_world import INTERFACES, TARGET_POSE_TOPIC, TRUE_JOINTS_TOPIC
 from robodojo.control.trajectory_controller import TrajectoryState
 from robodojo.geometry import rotation_angle_between
 from robodojo.hardware.x5_bus.server import EmulatorClient
+from robodojo.motion.orientation import down_angles_from_rotation
 from robodojo.nodes import convert, topics
 from robodojo.nodes.process_graph import NodeProcess
 from robodojo.robots.config import load_robot_config
@@ -199,7 +201,7 @@ def test_move_eef_goals_arrive_within_5_mm_and_2_deg_by_the_emulated_joints(
 def test_a_motor_fault_mid_goal_ends_it_as_lost_says_why_and_release_recovers(
     x5_world, client, driver, motion_server, emulator, fault, words
 ):
-    start, _ = emulated_tcp(emulator, "left")
+    start, start_R = emulated_tcp(emulator, "left")
     done: dict = {}
 
     def goal() -> None:  # 30 cm outwards: about 1.4 s of motion
@@ -232,8 +234,15 @@ def test_a_motor_fault_mid_goal_ends_it_as_lost_says_why_and_release_recovers(
         emulator.request(interface="can0", **undo)
         time.sleep(0.3)
         release(client)
-    back = move_eef(client, {"left_x": float(start[0]), "left_y": float(start[1])}, MOTION_TIMEOUT_S)
+    # Released, it takes goals again: back to the whole start pose (the stuck joint turned the grasp point).
+    angles = down_angles_from_rotation(start_R, ROBOT.motion.zero_orientation_finger_axis)
+    whole = {"x": start[0], "y": start[1], "z": start[2], **dataclasses.asdict(angles)}
+    back = move_eef(client, {f"left_{k}": float(v) for k, v in whole.items()}, MOTION_TIMEOUT_S)
     assert back.accepted and back.stop_reason == "completed", (back.stop_reason, back.stop_detail)
+    time.sleep(0.3)
+    reached, R = emulated_tcp(emulator, "left")
+    off_mm, off_deg = np.linalg.norm(reached - start) * 1e3, math.degrees(rotation_angle_between(start_R, R))
+    assert off_mm < POS_TOLERANCE_MM and off_deg < ROT_TOLERANCE_DEG, (off_mm, off_deg, emulated_q(emulator, "left"))
 
 
 def test_a_frozen_driver_leaves_the_arm_held_by_the_sdk_s_host_and_the_motion_never_goes_on(
@@ -288,7 +297,7 @@ def test_a_frozen_driver_leaves_the_arm_held_by_the_sdk_s_host_and_the_motion_ne
 LIFTED_M = 0.08  # the target's rise that the operator (this test) calls a success
 EPISODE_TIMEOUT_S = 420.0
 REPLAYS = {
-    "move_eef": Path(__file__).parents[2] / "examples" / "replay" / "general_pickup_seed0.yaml",
+    "move_eef": Path(__file__).with_name("data") / "x5_world_general_pickup.yaml",
     "code_cell": Path(__file__).parents[2] / "examples" / "cells" / "general_pickup.py",
 }
 
@@ -403,7 +412,8 @@ def test_an_agent_picks_up_the_target_on_the_emulated_arms_and_it_is_judged(
     operator = Operator(client, emulator)
     node = agent_node(x5_world, agent, tmp_path / "episodes", tmp_path / "agent_node.log")
     try:
-        assert node.wait(EPISODE_TIMEOUT_S) == 0, node.output()[-3000:]
+        where = lambda: {a: emulated_q(emulator, a).round(3).tolist() for a in ROBOT.arm_names}  # noqa: E731
+        assert node.wait(EPISODE_TIMEOUT_S) == 0, (node.output()[-3000:], where())
     finally:
         node.stop()
         operator.stop()

@@ -50,8 +50,11 @@ class Arx5DriverNode(ArmDriverNode):
         )
 
     def _sdk_logged(self, arm: str, level: str, message: str) -> None:
-        log = self.get_logger()
-        (log.warning if level == "warning" else log.error)(f"{arm}: the SDK says: {message}")
+        # Two call sites: rclpy's logger refuses a second severity from one line ("cannot be changed between calls").
+        if level == "warning":
+            self.get_logger().warning(f"{arm}: the SDK says: {message}")
+        else:
+            self.get_logger().error(f"{arm}: the SDK says: {message}")
 
     def diagnostic_values(self, arm: DrivenArm) -> list[KeyValue]:
         adapter = arm.adapter
