@@ -200,7 +200,10 @@ class SdkHost:
                 continue
             if EMERGENCY in match["message"]:
                 self.emergency = match["message"]
-            self._on_log(match["level"], match["message"])
+            try:
+                self._on_log(match["level"], match["message"])
+            except Exception as exc:  # this thread must outlive it: an undrained pipe blocks the SDK
+                sys.stdout.write(f"[arx5 {self.interface}] the SDK log callback raised {type(exc).__name__}: {exc}\n")
 
 
 # -- the host process -------------------------------------------------------------------------------------------------
