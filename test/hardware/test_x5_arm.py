@@ -8,6 +8,7 @@ driver's own books.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 
 import numpy as np
@@ -92,6 +93,39 @@ def test_connect_holds_the_arm_where_it_stands_under_the_configured_gains(x5_bus
             assert abs(cmd.position_rad - start[joint]) < 2e-3  # held where it stood
             assert abs(cmd.kp - SETTINGS.gains.kp[joint]) < 0.2
         assert a.status.status == "idle"
+    finally:
+        a.close()
+
+
+@pytest.mark.parametrize("late_s", [1.0, None], ids=["late", "never"])
+def test_motors_that_answer_late_or_never_are_not_held_at_the_0_the_sdk_reads_for_them(x5_bus: X5Bus, late_s):
+    """The SDK starts once any motor answered and reads 0 for the others: held there, joints 2 and 3 swung toward 0
+    when their motors came (a loaded machine's SDK restart did so). Connect waits for every motor and for the SDK to
+    read what they say; motors that never answer leave the arm limp and connect refuses."""
+    late = (2, 4)  # the EC motors of joints 2 and 3
+    start = x5_bus.joints("can0")
+    for motor in late:
+        x5_bus.client.request("silence", interface="can0", motor=motor)
+    if late_s is not None:
+        timer = threading.Timer(
+            late_s, lambda: [x5_bus.client.request("silence", interface="can0", motor=m, on=False) for m in late]
+        )
+        timer.start()
+    a = Arx5Arm(SETTINGS)
+    try:
+        if late_s is None:
+            with pytest.raises(ContactLostError, match=r"motor 2 \(joint2\) never answered; motor 4 \(joint3\) never"):
+                a.connect()
+            for motor in late:
+                x5_bus.client.request("silence", interface="can0", motor=motor, on=False)
+        else:
+            a.connect()
+            assert a.status.status == "idle"
+        time.sleep(1.0)  # the late motors answer, and take whatever they are told
+        assert np.abs(x5_bus.joints("can0") - start).max() < 2e-3, x5_bus.joints("can0")  # nothing moved
+        stiff = [(m, c) for m, c in joint_commands(x5_bus.client.commands("can0")) if c.kp > 0]
+        assert bool(stiff) == (late_s is not None)  # held once every motor answered, never before
+        assert all(abs(c.position_rad - start[JOINT_MOTORS.index(m)]) < 2e-3 for m, c in stiff)
     finally:
         a.close()
 

@@ -5,8 +5,10 @@ Every trajectory goes through the :class:`~robodojo.hardware.trajectory_guard.Tr
 motors at 500 Hz on its own thread (shared/HARDWARE.md). The SDK runs in a process of its own per arm
 (:mod:`robodojo.hardware.arx5_host` says why). What this adapter adds to the SDK, and why:
 
-- **Connect holds, it does not move.** The SDK starts with zero gains (a limp arm). :meth:`Arx5Arm.connect` sets the
-  command to the measured joints and gripper and only then the configured gains, so the arm holds where it stands.
+- **Connect holds, it does not move.** The SDK starts with zero gains (a limp arm), constructed once any motor
+  answered, and reads 0 for a motor it has not heard yet. :meth:`Arx5Arm.connect` waits until every motor answered
+  and the SDK's reading agrees with their answers on the bus, then sets the command to that reading and only then the
+  configured gains, so the arm holds where it stands; a motor that does not answer leaves it limp (lost contact).
   ``reset_to_home()`` (which moves it to the folded rest pose) runs only in the shutdown sequence.
 - **Trajectories** stream (``trajectory_mode: stream``, the default: the trajectory's position and velocity at every
   SDK cycle, linear between the checked points, through ``set_joint_cmd``) or go whole to ``set_joint_traj`` with
@@ -49,7 +51,11 @@ LIMIT_TOLERANCE_RAD = 2e-3  # the URDF's limits are the profile's, rounded (2.61
 GRIPPER_WIDTH_TOLERANCE_M = 1e-3
 GRIPPER_POLL_S = 0.01
 GRIPPER_STILL_M = 5e-4  # a gripper that moved less than this over stalled_s has stopped
-CONNECT_SETTLE_S = 1.0  # how long connect() lets the bus monitor hear from every motor
+CONNECT_SETTLE_S = 3.0  # how long connect() waits for every motor to answer, and for the SDK to read them
+# The limp arm's reading by the SDK and its motors' last answers on the bus agree this well before it is held.
+CONNECT_AGREEMENT_RAD = 0.02
+CONNECT_AGREEMENT_M = 0.002
+CONNECT_POLL_S = 0.05
 SDK_LOG_KEPT = 20  # the SDK's last warnings and errors, for diagnostics
 
 
@@ -116,21 +122,41 @@ class Arx5Arm(WatchdogStop):
                 self._status = ArmStatus("lost", str(exc))
                 raise ContactLostError(f"the X5 on {self.interface}: {exc}") from None
             self._monitor = monitor
-            gains = (s.gains.kp, s.gains.kd, s.gains.gripper_kp, s.gains.gripper_kd)
             try:
-                profile, _ = self._host.start(s.sdk_profile, gains, s.stream_rate_hz, s.host_deadman_s)
+                profile, _ = self._host.start(s.sdk_profile, s.stream_rate_hz, s.host_deadman_s)
+                self._check_profile(profile)
+                self._hold_where_the_motors_are(monitor)
             except ContactLostError as exc:
                 self._disconnect()
                 self._status = ArmStatus("lost", str(exc))
                 raise
-            try:
-                self._check_profile(profile)
             except ConfigError:
                 self._disconnect()
                 raise
             self._connected = True
-            monitor.wait_until_all_answer(CONNECT_SETTLE_S)
             self._status = ArmStatus("idle", "")
+
+    def _hold_where_the_motors_are(self, monitor: BusMonitor) -> None:
+        """The limp SDK holds where the arm stands, stiffly, once every motor answered and the SDK reads what they
+        report (ContactLostError otherwise, the arm left limp: holding a joint the SDK has not heard from would drive
+        it to 0)."""
+        s = self.settings
+        health = monitor.wait_until_heard(CONNECT_SETTLE_S)
+        if not health.all_heard(monitor.silent_after_s):
+            raise ContactLostError(f"the X5 on {self.interface}: {'; '.join(health.problems)}; not holding the arm")
+        layout = self._motor_layout()
+        gains = (s.gains.kp, s.gains.kd, s.gains.gripper_kp, s.gains.gripper_kd)
+        deadline = time.monotonic() + CONNECT_SETTLE_S
+        while True:
+            bus = monitor.positions_rad()
+            joints = [bus[m] for m in layout.joint_motor_ids]
+            gripper_m = layout.gripper_m(bus[layout.gripper_motor_id])
+            why = self._host.hold_stiffly(gains, joints, gripper_m, (CONNECT_AGREEMENT_RAD, CONNECT_AGREEMENT_M))
+            if not why:
+                return
+            if time.monotonic() > deadline:
+                raise ContactLostError(f"the X5 on {self.interface}: {why}; not holding the arm")
+            time.sleep(CONNECT_POLL_S)
 
     def _motor_layout(self) -> ArmLayout:
         """The profile's motors, for the monitor before the SDK runs (shared/HARDWARE.md)."""

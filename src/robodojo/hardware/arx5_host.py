@@ -107,16 +107,11 @@ class SdkHost:
         self.emergency = ""  #: the SDK's emergency message, once it entered that state ("" otherwise)
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
-    def start(
-        self,
-        profile: str,
-        gains: tuple[Sequence[float], Sequence[float], float, float],
-        stream_rate_hz: float,
-        deadman_s: float,
-    ) -> tuple[SdkProfile, SdkState]:
-        """A new host (any old one ended first) with the SDK started on the interface, holding where the arm stands
-        under ``gains`` (kp, kd, gripper kp, gripper kd); the profile and the first state. A playing trajectory is
-        stopped in the host when no request came for ``deadman_s``. ContactLostError when the motors do not answer."""
+    def start(self, profile: str, stream_rate_hz: float, deadman_s: float) -> tuple[SdkProfile, SdkState]:
+        """A new host (any old one ended first) with the SDK started on the interface; the profile and the first
+        state. The arm is limp (the SDK's zero gains) and commanded nothing until :meth:`hold_stiffly`. A playing
+        trajectory is stopped in the host when no request came for ``deadman_s``. ContactLostError when the motors do
+        not answer."""
         self.stop_process()
         parent, child = socket.socketpair()
         env = {**os.environ, **(self._env or {})}
@@ -131,12 +126,24 @@ class SdkHost:
         threading.Thread(
             target=self._read_log, args=(process.stdout,), name=f"sdk-log-{self.interface}", daemon=True
         ).start()
-        kp, kd, gripper_kp, gripper_kd = gains
-        reply = self.call(
-            "start", profile, self.interface, list(kp), list(kd), gripper_kp, gripper_kd, stream_rate_hz, deadman_s,
-            timeout_s=START_TIMEOUT_S,
-        )  # fmt: skip
+        reply = self.call("start", profile, self.interface, stream_rate_hz, deadman_s, timeout_s=START_TIMEOUT_S)
         return SdkProfile(**reply["profile"]), SdkState(**reply["state"])
+
+    def hold_stiffly(
+        self,
+        gains: tuple[Sequence[float], Sequence[float], float, float],
+        bus_rad: Sequence[float],
+        bus_gripper_m: float,
+        tolerance: tuple[float, float],
+    ) -> str:
+        """Hold where the SDK reads the arm under ``gains`` (kp, kd, gripper kp, gripper kd), only if that reading
+        agrees with what the motors report on the bus (``bus_rad``, ``bus_gripper_m``: the driver's monitor) within
+        ``tolerance`` (rad, m). "" once held; else the disagreement in words, and the arm stays limp."""
+        kp, kd, gripper_kp, gripper_kd = gains
+        answer: str = self.call(
+            "hold_stiffly", list(kp), list(kd), gripper_kp, gripper_kd, list(bus_rad), bus_gripper_m, *tolerance
+        )
+        return answer
 
     def stop_process(self) -> None:
         """End the host: the SDK's destructor damps the arm (2 s), then the process exits (killed if it hangs)."""
@@ -230,18 +237,12 @@ class _Host:
         self.asked_s = time.monotonic()
         return getattr(self, f"op_{op}")(*args)
 
-    def op_start(
-        self, profile: str, interface: str, kp: list, kd: list, gkp: float, gkd: float, rate_hz: float, deadman_s: float
-    ):
+    def op_start(self, profile: str, interface: str, rate_hz: float, deadman_s: float) -> dict[str, Any]:
         sdk = self.sdk
         robot = sdk.RobotConfigFactory.get_instance().get_config(profile)
         controller = sdk.ControllerConfigFactory.get_instance().get_config("joint_controller", robot.joint_dof)
-        self.ctrl = sdk.Arx5JointController(robot, controller, interface)
+        self.ctrl = sdk.Arx5JointController(robot, controller, interface)  # limp: the SDK starts with zero gains
         self.dof, self.period_s, self.deadman_s = robot.joint_dof, 1.0 / rate_hz, deadman_s
-        state = self.ctrl.get_joint_state()  # bound to a name first: a chained .pos() reads freed memory
-        self.gripper_m = float(state.gripper_pos)
-        self.command(np.array(state.pos(), dtype=float))  # hold where it stands ...
-        self.ctrl.set_gain(sdk.Gain(np.array(kp, dtype=float), np.array(kd, dtype=float), gkp, gkd))  # ... stiffly
         profile_facts = {
             "joint_dof": int(robot.joint_dof),
             "joint_pos_min": tuple(float(v) for v in robot.joint_pos_min),
@@ -251,6 +252,30 @@ class _Host:
             "gripper_motor_id": int(robot.gripper_motor_id),
         }
         return {"profile": profile_facts, "state": self.op_state()}
+
+    def op_hold_stiffly(
+        self, kp: list, kd: list, gkp: float, gkd: float, bus_rad: list, bus_gripper_m: float, tol_rad: float,
+        tol_m: float,
+    ) -> str:  # fmt: skip
+        """The SDK constructs once any motor answered, and reads 0 for a motor it has not heard yet: holding that
+        reading would drive the joint to 0 (measured: joints 2 and 3, answering late on a loaded machine, swung
+        0.5 rad). So it holds only a reading that agrees with the motors' own answers on the bus."""
+        with self.lock:
+            state = self.ctrl.get_joint_state()  # bound to a name first: a chained .pos() reads freed memory
+            q, gripper_m = np.array(state.pos(), dtype=float), float(state.gripper_pos)
+            off = [
+                f"joint{i + 1} {q[i]:.4f} rad (its motor: {bus:.4f})"
+                for i, bus in enumerate(bus_rad)
+                if abs(q[i] - bus) > tol_rad
+            ]
+            if abs(gripper_m - bus_gripper_m) > tol_m:
+                off.append(f"the gripper {gripper_m:.4f} m (its motor: {bus_gripper_m:.4f})")
+            if off:
+                return f"the SDK reads {', '.join(off)}"
+            self.gripper_m = gripper_m
+            self.command(q)  # hold where it stands ...
+            self.ctrl.set_gain(self.sdk.Gain(np.array(kp, dtype=float), np.array(kd, dtype=float), gkp, gkd))
+        return ""  # ... stiffly
 
     def op_state(self) -> dict[str, Any]:
         state = self.ctrl.get_joint_state()

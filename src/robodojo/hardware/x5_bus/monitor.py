@@ -1,11 +1,11 @@
-"""A read-only monitor of one X5 arm's motor bus: which motors answer, and what errors they report.
+"""A read-only monitor of one X5 arm's motor bus: which motors answer, where they are, and what errors they report.
 
 arx5-interface 0.1.5 keeps each motor's last answer and hands nothing else up: a motor that stops answering keeps its
 last position in ``get_joint_state()``, a motor's error flag is never reported, and a bus that goes dead (a USB-CAN
 adapter unplugged, the arm's power off, the emulator killed) raises nothing (measured against the bus emulator). So
 the driver listens to the bus itself, on a CAN socket of its own beside the SDK's (SocketCAN gives every socket on an
-interface every frame), and decodes the motors' feedback frames: the time each motor last answered, its error or
-state code, its temperature. It never sends.
+interface every frame), and decodes the motors' feedback frames: the time each motor last answered, its position,
+its error or state code, its temperature. It never sends.
 """
 
 from __future__ import annotations
@@ -70,6 +70,10 @@ class BusHealth:
     def ok(self) -> bool:
         return not self.problems
 
+    def all_heard(self, silent_after_s: float) -> bool:
+        """Every motor answered within ``silent_after_s`` (whatever it reported), on a bus still connected."""
+        return self.connected and all(m.silent_s is not None and m.silent_s <= silent_after_s for m in self.motors)
+
 
 class BusMonitor:
     """Listens to ``interface`` on a thread; :meth:`health` says which motors answer and what they report.
@@ -98,6 +102,7 @@ class BusMonitor:
         self._seen_frames: dict[int, int] = {}  # self.frames when each motor last answered
         self._state: dict[int, int] = {}
         self._temperature: dict[int, float] = {}
+        self._position: dict[int, float] = {}
         self._read_s: float | None = None  # when the reader last came back from the socket (a frame or a timeout)
         self._sock: socket.socket | None = None
         self._connected = False
@@ -144,6 +149,15 @@ class BusMonitor:
             health = self.health()
         return health
 
+    def wait_until_heard(self, timeout_s: float) -> BusHealth:
+        """Wait up to ``timeout_s`` for every motor to have answered lately, faults or not; the health then."""
+        deadline = self._clock() + timeout_s
+        while True:
+            health = self.health()
+            if health.all_heard(self.silent_after_s) or self._clock() >= deadline:
+                return health
+            time.sleep(0.01)
+
     def health(self) -> BusHealth:
         now = self._read_s if self._read_s is not None else self._clock()
         quiet = {}  # motor -> seconds since its last answer (None: never), on the monitor's own reading
@@ -166,6 +180,11 @@ class BusMonitor:
             problems.insert(0, f"the bus monitor lost {self.interface}")
         lost = not self._connected or nobody
         return BusHealth(self.interface, self._connected, lost, tuple(motors), tuple(problems))
+
+    def positions_rad(self) -> dict[int, float]:
+        """Each motor's position in its last answer [rad] (motor side: the gripper's is its motor's angle); motors
+        that never answered are missing."""
+        return dict(self._position)
 
     def _others_answered(self, motor_id: int) -> bool:
         """Whether the other motors answered for SILENT_CYCLES of the SDK's cycles since ``motor_id`` last did. A
@@ -225,6 +244,7 @@ class BusMonitor:
             self._seen_frames[fb.motor_id] = self.frames
             self._state[fb.motor_id] = fb.state
             self._temperature[fb.motor_id] = fb.temperature_c
+            self._position[fb.motor_id] = fb.position_rad
             self.frames += 1
 
 
