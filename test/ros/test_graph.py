@@ -92,7 +92,12 @@ def test_sim_node_topics_rates_and_consistency(graph):
         for cam in gc.CAMERAS:
             infos = {gc.stamp(m): m for _, m in got[topics.camera_info(cam)]}
             poses = {gc.stamp(m): m for _, m in got[topics.camera_pose(cam)]}
-            _, image = got[topics.camera_image(cam)][-10]  # not the last: its info or pose may still be on the way
+            # A recent frame whose CameraInfo, pose and joint state all came (not the last: they may still be on the
+            # way; and the client's queues drop a message now and then when its executor is starved of the CPU).
+            image = next(
+                m for _, m in reversed(got[topics.camera_image(cam)][:-5])
+                if (t := gc.stamp(m)) in infos and t in poses and t in by_stamp
+            )  # fmt: skip
             t = gc.stamp(image)
             info, pose, joints = infos[t], poses[t], by_stamp[t]
             for name, value in joints.items():

@@ -211,8 +211,20 @@ class ControllerExecutor:
         if outcome is None:
             outcome = PlayOutcome(0, StopReason.BACKEND_LOST, "the controllers never reported the trajectory")
         if outcome.reason is not StopReason.COMPLETED:
-            outcome = self._hold(outcome, controllers)
+            outcome = self._hold(outcome, self._answering(controllers, start))
         return outcome
+
+    def _answering(self, controllers: list[str], start: float) -> list[str]:
+        """``controllers`` less those of arms whose driver ended the trajectory for the robot (a fault, lost
+        contact): that driver stops or has lost the arm itself, and will not report it holding."""
+        reports = self.node.trajectory_board.reports(controllers, start)
+        gone = {
+            arm
+            for arm in self.node.robot.arm_names
+            if (r := reports.get(topics.arm_controller_name(arm))) is not None and ends_the_robot(r.state, r.reason)
+        }
+        dropped = {c for arm in gone for c in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm))}
+        return [c for c in controllers if c not in dropped]
 
     def _follow(
         self,
@@ -282,10 +294,14 @@ class ControllerExecutor:
             time.sleep(POLL_S)
 
     def _hold(self, outcome: PlayOutcome, controllers: list[str]) -> PlayOutcome:
-        """Command the stop until the controllers report holding and the joint states show the arms still (or
-        stop_confirm_timeout_s passes); the outcome says whether that was seen."""
+        """Command the stop until ``controllers`` report holding and the joint states show the arms still (or
+        stop_confirm_timeout_s passes); the outcome says whether that was seen. With no controller to confirm, the
+        stop is sent once."""
         node, state = self.node, self.node.state
         params = node.params
+        if not controllers:  # every arm's driver ended it for the robot: the stop is sent, there is none to confirm
+            node.send_stop()
+            return PlayOutcome(outcome.played, outcome.reason, outcome.detail, holding=False)
         deadline = time.monotonic() + params.stop_confirm_timeout_s
         sent_at = -math.inf
         first_sent = time.monotonic()
