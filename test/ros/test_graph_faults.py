@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import graph_client as gc
 import numpy as np
 import pytest
 
+from robodojo.control.trajectory_controller import TrajectoryState
 from robodojo.nodes import topics
 from robodojo.robots.config import load_robot_config
 from robodojo.robots.ik import ArmKinematics
@@ -123,6 +125,61 @@ def test_every_goal_of_a_burst_gets_an_answer(graph):
     assert len(moved) + len(busy) == 50 and moved, "at least the first goal moves"
     assert all(r.status == GoalStatus.STATUS_SUCCEEDED and r.result.stop_reason == "completed" for r in moved)
     assert all(r.status == GoalStatus.STATUS_ABORTED and r.result.error.startswith("busy:") for r in busy)
+
+
+def test_homing_belongs_to_no_episode_and_a_goal_ends_when_its_episode_changes(graph):
+    """A reset publishes the new episode's status, then calls /motion/home; under load the status can come while the
+    homing plays. The homing goes on (it belongs to no episode); a MoveEef goal, which belongs to its episode, ends
+    as lost when the episode changes under it."""
+    from agent_bringup.msg import EpisodeStatus
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    from std_srvs.srv import Trigger
+
+    rec, client = gc.start_sim_and_motion(graph)
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    status_pub = graph.call(lambda: graph.client.create_publisher(EpisodeStatus, topics.EPISODE_STATUS, latched))
+    home = graph.call(lambda: graph.client.create_client(Trigger, topics.HOME))
+    graph.wait(lambda: home.wait_for_service(timeout_sec=0.5), 20, "the /motion/home service")
+
+    def another_episode_while(playing: threading.Event, done) -> None:
+        """Once the motion plays, another episode's status until ``done()`` (the simulator's own next status would
+        put the old episode back: this keeps saying the new one)."""
+        playing.wait(30)
+        last = rec.last(topics.EPISODE_STATUS)
+        status = EpisodeStatus(episode_id="another-episode", robot=last.robot, task=last.task, steps_left=100)
+        while not done():
+            graph.call(lambda: status_pub.publish(status))
+            time.sleep(0.02)
+
+    def playing_after(count: int) -> threading.Event:
+        event = threading.Event()
+
+        def watch() -> None:
+            while not event.is_set():
+                if any(m.state == TrajectoryState.PLAYING for m in rec.all(topics.trajectory_status(LEFT))[count:]):
+                    event.set()
+                time.sleep(0.01)
+
+        threading.Thread(target=watch, daemon=True).start()
+        return event
+
+    z = rec.last(topics.tcp_pose("left")).pose.position.z
+    away = gc.send(graph, client, gc.goal(["left_z"], [z - 0.1]))
+    assert away.stop_reason == "completed", away.stop_detail
+
+    playing = playing_after(len(rec.all(topics.trajectory_status(LEFT))))
+    answer = graph.call(lambda: home.call_async(Trigger.Request()))
+    threading.Thread(target=another_episode_while, args=(playing, answer.done), daemon=True).start()
+    homed = gc.wait_future(graph, answer, 60, "the homing's answer")
+    assert playing.is_set(), "the homing never played"
+    assert homed.success, homed.message  # completed, the arm home
+
+    playing = playing_after(len(rec.all(topics.trajectory_status(LEFT))))
+    _, result_future = _send_async(graph, client, gc.goal(["left_z"], [z - 0.1]))
+    threading.Thread(target=another_episode_while, args=(playing, result_future.done), daemon=True).start()
+    ended = gc.wait_future(graph, result_future, 60, "the goal's result").result
+    assert ended.stop_reason == "backend_lost", (ended.stop_reason, ended.stop_detail)
+    assert "the episode changed" in ended.stop_detail, ended.stop_detail
 
 
 def test_a_flood_of_malformed_trajectories_is_refused_and_the_running_goal_completes(graph):
