@@ -312,7 +312,8 @@ def episode_graph(x5_world, client, driver, motion_server, tmp_path_factory) -> 
     nodes = [
         NodeProcess(
             "camera_node",
-            {"robot": "dual_arx_x5", "camera": camera, "input_topic": f"/{camera}/image_raw"},
+            # x5_world publishes reliably: a camera_node starved of the CPU lost whole best-effort 0.9 MB frames
+            {"robot": "dual_arx_x5", "camera": camera, "input_topic": f"/{camera}/image_raw", "input_reliable": True},
             x5_world.env,
             logs / f"camera_node_{camera}.log",
         )

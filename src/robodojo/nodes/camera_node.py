@@ -33,6 +33,7 @@ NODE_NAME = "camera_node"
 WARN_PERIOD_S = 5.0
 # Best effort matches reliable and best-effort publishers alike (drivers differ).
 JOINT_STATE_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT)
+RELIABLE_INPUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)  # qos_profile_sensor_data's depth
 
 
 class CameraNode(GraphNode):
@@ -55,7 +56,8 @@ class CameraNode(GraphNode):
             self.kinematics = ArmKinematics(self.robot)
             self.joints = JointPositions(self.robot, self._model_joints())
             self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, JOINT_STATE_QOS)
-        self.input = self.create_subscription(Image, params.input_topic, self._on_image, qos_profile_sensor_data)
+        input_qos = RELIABLE_INPUT_QOS if params.input_reliable else qos_profile_sensor_data
+        self.input = self.create_subscription(Image, params.input_topic, self._on_image, input_qos)
         if self.input.topic_name == self.image_pub.topic_name:
             # the node would feed its own output back to itself
             raise ConfigError(f"parameter 'input_topic' resolves to the output topic {self.image_pub.topic_name}")

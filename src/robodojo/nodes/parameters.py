@@ -133,6 +133,10 @@ class CameraNodeParams:
     )
     calibration_file: str = parameter("calibration file; empty: config/cameras/<robot>/<camera>.yaml")
     input_topic: str = parameter("the driver's image topic (remap it); republished under /cameras/<camera>/")
+    input_reliable: bool = parameter(
+        "subscribe to input_topic reliably, for a driver that publishes so (lost fragments of a large frame are sent "
+        "again); false: the sensor-data QoS (best effort), which every camera driver matches"
+    )
     joint_state_timeout_s: float = parameter(
         "wrist cameras: frames are dropped when the arm state is older than this [s]", positive=True
     )
