@@ -259,7 +259,7 @@ class _Host:
     ) -> str:  # fmt: skip
         """The SDK constructs once any motor answered, and reads 0 for a motor it has not heard yet: holding that
         reading would drive the joint to 0 (measured: joints 2 and 3, answering late on a loaded machine, swung
-        0.5 rad). So it holds only a reading that agrees with the motors' own answers on the bus."""
+        1.5 rad). So it holds only a reading that agrees with the motors' own answers on the bus."""
         with self.lock:
             state = self.ctrl.get_joint_state()  # bound to a name first: a chained .pos() reads freed memory
             q, gripper_m = np.array(state.pos(), dtype=float), float(state.gripper_pos)
