@@ -298,10 +298,31 @@ def test_a_frozen_driver_leaves_the_arm_held_by_the_sdk_s_host_and_the_motion_ne
 # -- whole agent episodes on the emulated arms ----------------------------------------------------------------------
 LIFTED_M = 0.08  # the target's rise that the operator (this test) calls a success
 EPISODE_TIMEOUT_S = 420.0
-REPLAYS = {
-    "move_eef": Path(__file__).with_name("data") / "x5_world_general_pickup.yaml",
-    "code_cell": Path(__file__).parents[2] / "examples" / "cells" / "general_pickup.py",
-}
+EXAMPLES = Path(__file__).parents[2] / "examples"
+# The move_eef replay: examples/replay/general_pickup_seed0.yaml, then replies that only hold on. In the embedded world
+# success ends the episode inside the lift; here the operator judges it from x5_world's target pose, which on a loaded
+# machine comes seconds after the lift while the agent asks for its next turn. The last reply gives up.
+HOLD_ON = [
+    *(
+        {"content": "Holding the block up while the operator looks.",
+         "tool_calls": [{"name": "move_eef", "arguments": {"targets": {"right_z": z}, "note": "Holding, higher."}}]}
+        for z in (0.945, 0.955, 0.965)
+    ),
+    {"content": "The operator has not confirmed; giving up.",
+     "tool_calls": [{"name": "give_up", "arguments": {"reason": "no verdict from the operator"}}]},
+]  # fmt: skip
+
+
+def replay(agent: str, folder: Path) -> Path:
+    """The script the agent node replays (written into ``folder`` for move_eef)."""
+    if agent == "code_cell":
+        return EXAMPLES / "cells" / "general_pickup.py"
+    import yaml
+
+    replies = yaml.safe_load((EXAMPLES / "replay" / "general_pickup_seed0.yaml").read_text())
+    path = folder / "general_pickup_held.yaml"
+    path.write_text(yaml.safe_dump([*replies, *HOLD_ON]))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -383,7 +404,8 @@ class Operator:
 
 def agent_node(x5_world: X5World, agent: str, out: Path, log: Path) -> NodeProcess:
     params = {
-        "agent": agent, "llm": f"replay:{REPLAYS[agent]}", "task": "general_pickup", "seed": 0, "use_sim_time": False,
+        "agent": agent, "llm": f"replay:{replay(agent, log.parent)}", "task": "general_pickup", "seed": 0,
+        "use_sim_time": False,
         "out": str(out), "reset_timeout_s": 300.0, "status_timeout_s": 10.0, "images": "head",
         "image_timeout_s": 15.0,  # the world renders a few frames a second on a loaded 2-core machine
     }  # fmt: skip

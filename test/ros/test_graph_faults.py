@@ -141,42 +141,46 @@ def test_homing_belongs_to_no_episode_and_a_goal_ends_when_its_episode_changes(g
     home = graph.call(lambda: graph.client.create_client(Trigger, topics.HOME))
     graph.wait(lambda: home.wait_for_service(timeout_sec=0.5), 20, "the /motion/home service")
 
-    def another_episode_while(playing: threading.Event, done) -> None:
-        """Once the motion plays, another episode's status until ``done()`` (the simulator's own next status would
-        put the old episode back: this keeps saying the new one)."""
-        playing.wait(30)
-        last = rec.last(topics.EPISODE_STATUS)
-        status = EpisodeStatus(episode_id="another-episode", robot=last.robot, task=last.task, steps_left=100)
-        while not done():
-            graph.call(lambda: status_pub.publish(status))
-            time.sleep(0.02)
+    def reports() -> int:
+        return len(rec.all(topics.trajectory_status(LEFT)))
 
-    def playing_after(count: int) -> threading.Event:
-        event = threading.Event()
+    def another_episode_once_playing(count: int, done) -> threading.Event:
+        """Once the left arm plays a trajectory reported after the first ``count`` reports, another episode's status
+        until ``done()`` (the simulator's own next status would put the old episode back: this keeps saying the new
+        one); set once it played."""
+        played = threading.Event()
 
-        def watch() -> None:
-            while not event.is_set():
-                if any(m.state == TrajectoryState.PLAYING for m in rec.all(topics.trajectory_status(LEFT))[count:]):
-                    event.set()
+        def publish() -> None:
+            deadline = time.monotonic() + 30.0
+            while not done() and time.monotonic() < deadline:
+                new = rec.all(topics.trajectory_status(LEFT))[count:]
+                if any(m.state == TrajectoryState.PLAYING for m in new):
+                    played.set()
+                    break
                 time.sleep(0.01)
+            last = rec.last(topics.EPISODE_STATUS)
+            status = EpisodeStatus(episode_id="another-episode", robot=last.robot, task=last.task, steps_left=100)
+            while played.is_set() and not done():
+                graph.call(lambda: status_pub.publish(status))
+                time.sleep(0.02)
 
-        threading.Thread(target=watch, daemon=True).start()
-        return event
+        threading.Thread(target=publish, daemon=True).start()
+        return played
 
     z = rec.last(topics.tcp_pose("left")).pose.position.z
     away = gc.send(graph, client, gc.goal(["left_z"], [z - 0.1]))
     assert away.stop_reason == "completed", away.stop_detail
 
-    playing = playing_after(len(rec.all(topics.trajectory_status(LEFT))))
+    count = reports()
     answer = graph.call(lambda: home.call_async(Trigger.Request()))
-    threading.Thread(target=another_episode_while, args=(playing, answer.done), daemon=True).start()
+    played = another_episode_once_playing(count, answer.done)
     homed = gc.wait_future(graph, answer, 60, "the homing's answer")
-    assert playing.is_set(), "the homing never played"
+    assert played.is_set(), "the homing never played"
     assert homed.success, homed.message  # completed, the arm home
 
-    playing = playing_after(len(rec.all(topics.trajectory_status(LEFT))))
+    count = reports()
     _, result_future = _send_async(graph, client, gc.goal(["left_z"], [z - 0.1]))
-    threading.Thread(target=another_episode_while, args=(playing, result_future.done), daemon=True).start()
+    another_episode_once_playing(count, result_future.done)
     ended = gc.wait_future(graph, result_future, 60, "the goal's result").result
     assert ended.stop_reason == "backend_lost", (ended.stop_reason, ended.stop_detail)
     assert "the episode changed" in ended.stop_detail, ended.stop_detail

@@ -141,8 +141,8 @@ class Arx5Arm(WatchdogStop):
         report (ContactLostError otherwise, the arm left limp: holding a joint the SDK has not heard from would drive
         it to 0)."""
         s = self.settings
-        health = monitor.wait_until_heard(CONNECT_SETTLE_S)
-        if not health.all_heard(monitor.silent_after_s):
+        health = monitor.wait_until_all_answer(CONNECT_SETTLE_S, faults_allowed=True)
+        if not health.heard:
             raise ContactLostError(f"the X5 on {self.interface}: {'; '.join(health.problems)}; not holding the arm")
         layout = self._motor_layout()
         gains = (s.gains.kp, s.gains.kd, s.gains.gripper_kp, s.gains.gripper_kd)

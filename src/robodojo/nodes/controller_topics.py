@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -165,6 +166,11 @@ class TrajectoryBoard:
             )
 
 
+def _controllers_of(arms: Iterable[str]) -> list[str]:
+    """Each arm's arm and gripper controllers."""
+    return [c for arm in arms for c in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm))]
+
+
 _ENDED_WORDS = {
     TrajectoryState.STOPPED: "stopped",
     TrajectoryState.REPLACED: "replaced",
@@ -191,11 +197,7 @@ class ControllerExecutor:
         node, state, dt = self.node, self.node.state, plan.dt_s
         status = state.status
         episode = status.episode_id if status and node.motion_episode_bound else None
-        controllers = [
-            c
-            for arm in plan.trajectories
-            for c in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm))
-        ]
+        controllers = _controllers_of(plan.trajectories)
         outcome: PlayOutcome | None = None
         for attempt in range(1, START_ATTEMPTS + 1):
             # Start on the controllers' tick grid, far enough ahead that every arm's trajectory arrives in time.
@@ -218,12 +220,12 @@ class ControllerExecutor:
         """``controllers`` less those of arms whose driver ended the trajectory for the robot (a fault, lost
         contact): that driver stops or has lost the arm itself, and will not report it holding."""
         reports = self.node.trajectory_board.reports(controllers, start)
-        gone = {
+        gone = [
             arm
             for arm in self.node.robot.arm_names
             if (r := reports.get(topics.arm_controller_name(arm))) is not None and ends_the_robot(r.state, r.reason)
-        }
-        dropped = {c for arm in gone for c in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm))}
+        ]
+        dropped = set(_controllers_of(gone))
         return [c for c in controllers if c not in dropped]
 
     def _follow(

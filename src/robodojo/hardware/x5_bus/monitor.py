@@ -65,14 +65,11 @@ class BusHealth:
     lost: bool  #: nothing answers at all (a dead bus, adapter or power), as opposed to some motors failing
     motors: tuple[MotorHealth, ...]
     problems: tuple[str, ...]
+    heard: bool  #: every motor answered within the monitor's silent_after_s, whatever it reported
 
     @property
     def ok(self) -> bool:
         return not self.problems
-
-    def all_heard(self, silent_after_s: float) -> bool:
-        """Every motor answered within ``silent_after_s`` (whatever it reported), on a bus still connected."""
-        return self.connected and all(m.silent_s is not None and m.silent_s <= silent_after_s for m in self.motors)
 
 
 class BusMonitor:
@@ -140,21 +137,13 @@ class BusMonitor:
             self._sock.close()
             self._sock = None
 
-    def wait_until_all_answer(self, timeout_s: float) -> BusHealth:
-        """Wait up to ``timeout_s`` for every motor to have answered without a fault; the health then."""
-        deadline = self._clock() + timeout_s
-        health = self.health()
-        while not health.ok and self._clock() < deadline:
-            time.sleep(0.01)
-            health = self.health()
-        return health
-
-    def wait_until_heard(self, timeout_s: float) -> BusHealth:
-        """Wait up to ``timeout_s`` for every motor to have answered lately, faults or not; the health then."""
+    def wait_until_all_answer(self, timeout_s: float, *, faults_allowed: bool = False) -> BusHealth:
+        """Wait up to ``timeout_s`` for every motor to have answered without a fault (with ``faults_allowed``: to have
+        answered, whatever it reported); the health then."""
         deadline = self._clock() + timeout_s
         while True:
             health = self.health()
-            if health.all_heard(self.silent_after_s) or self._clock() >= deadline:
+            if (health.heard if faults_allowed else health.ok) or self._clock() >= deadline:
                 return health
             time.sleep(0.01)
 
@@ -179,7 +168,8 @@ class BusMonitor:
         if not self._connected:
             problems.insert(0, f"the bus monitor lost {self.interface}")
         lost = not self._connected or nobody
-        return BusHealth(self.interface, self._connected, lost, tuple(motors), tuple(problems))
+        heard = self._connected and all(q is not None and q <= self.silent_after_s for q in quiet.values())
+        return BusHealth(self.interface, self._connected, lost, tuple(motors), tuple(problems), heard)
 
     def positions_rad(self) -> dict[int, float]:
         """Each motor's position in its last answer [rad] (motor side: the gripper's is its motor's angle); motors
