@@ -381,6 +381,42 @@ class Operator:
         self._thread.join(timeout=30)
 
 
+def test_a_reset_during_a_goal_ends_the_goal_homes_the_arm_and_waits_for_the_operator(
+    fr3_world, client, driver, motion_server, episode_graph
+):
+    """An operator's reset (or an agent restarted mid-move) while a goal plays: the goal is answered, stopped; the
+    arm goes home; the reset waits for the operator's READY and succeeds. Before the agent episodes: the episode
+    node's first episode has no success yet, which would end the goal before it moved."""
+    from agent_bringup.srv import ResetEpisode
+    from fr3_client import move_eef
+
+    go_home(client, fr3_world, driver)
+    tcp = client.messages(TRUE_TCP_TOPIC)[-1].pose.position
+    done: dict = {}
+    goal = threading.Thread(
+        target=lambda: done.update(result=move_eef(client, {"arm_y": tcp.y + 0.3}, MOTION_TIMEOUT_S * 2)),
+        daemon=True,
+    )
+    start_q = true_q(client)
+    goal.start()
+    wait(
+        lambda: np.abs(true_q(client) - start_q).max() > 0.02, MOTION_TIMEOUT_S, "the goal moving the arm",
+        fr3_world, motion_server,
+    )  # fmt: skip
+    operator = Operator(client, REST_Z_M, judges=False)
+    try:
+        request = ResetEpisode.Request(task="fr3_pick_cube")
+        reset = client.service(ResetEpisode, topics.EPISODE_RESET, request, timeout_s=EPISODE_TIMEOUT_S / 2)
+    finally:
+        operator.stop()
+    goal.join(MOTION_TIMEOUT_S)
+    assert not goal.is_alive(), "the goal got no answer"
+    assert reset.success, reset.message
+    assert done["result"].stop_reason != "completed", done["result"]
+    assert any(a.accepted for a in operator.ready_answers)  # it waited for the operator, with the arm at home
+    assert np.abs(true_q(client) - HOME_RAD).max() < HOMED_RAD
+
+
 @pytest.mark.parametrize(
     ("agent", "judge"),
     [("move_eef", "operator"), ("code_cell", "the task's own check")],  # fr3_pick_cube's HeldAndLifted

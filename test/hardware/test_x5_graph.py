@@ -438,8 +438,13 @@ def test_an_agent_picks_up_the_target_on_the_emulated_arms_and_it_is_judged(
     operator = Operator(client, emulator)
     node = agent_node(x5_world, agent, tmp_path / "episodes", tmp_path / "agent_node.log")
     try:
-        where = lambda: {a: emulated_q(emulator, a).round(3).tolist() for a in ROBOT.arm_names}  # noqa: E731
-        assert node.wait(EPISODE_TIMEOUT_S) == 0, (node.output()[-3000:], where())
+        if node.wait(EPISODE_TIMEOUT_S) != 0:  # the logs in full: an assertion's repr would cut them short
+            where = {a: emulated_q(emulator, a).round(3).tolist() for a in ROBOT.arm_names}
+            pytest.fail(
+                f"the agent node failed; the arms at {where}\n--- agent_node:\n{node.output()[-3000:]}\n"
+                f"--- motion_server_node:\n{motion_server.output()[-3000:]}\n--- arx5_driver_node:\n"
+                f"{driver.output()[-3000:]}"
+            )
     finally:
         node.stop()
         operator.stop()

@@ -8,9 +8,10 @@ verdict on /episode/verdict. Where the task has an observation-only check (``obs
 judged from the robot's own joint states (robodojo.episodes.observed), unless the operator judged first; the operator
 can still override it.
 
-/episode/reset starts a new episode: it stops the controllers, homes the arms through the motion server's
-/motion/home (``home_on_reset``), then asks the operator to put the scene back and waits for ``robodojo judge
---ready`` (``confirm_reset``, up to ``reset_timeout_s``); the steps of the homing are not the agent's.
+/episode/reset starts a new episode: it stops the running motion through the motion server's /motion/stop and homes
+the arms through its /motion/home (``home_on_reset``; without it, it stops the controllers itself), then asks the
+operator to put the scene back and waits for ``robodojo judge --ready`` (``confirm_reset``, up to
+``reset_timeout_s``); the steps of the homing are not the agent's.
 """
 
 from __future__ import annotations
@@ -86,7 +87,9 @@ class EpisodeNode(GraphNode):
         slow = MutuallyExclusiveCallbackGroup()  # a reset waits for the arms and the operator
         self.create_service(ResetEpisode, topics.EPISODE_RESET, self._on_reset, callback_group=slow)
         self.create_service(JudgeEpisode, JUDGE, self._on_judge)
-        self.home_client = self.create_client(Trigger, topics.HOME, callback_group=MutuallyExclusiveCallbackGroup())
+        motion = MutuallyExclusiveCallbackGroup()
+        self.stop_client = self.create_client(Trigger, topics.STOP, callback_group=motion)
+        self.home_client = self.create_client(Trigger, topics.HOME, callback_group=motion)
         self.create_timer(1.0 / p.status_rate_hz, lambda: self._publish(force=True))
         self._publish(force=True)
         self.get_logger().info(
@@ -184,11 +187,12 @@ class EpisodeNode(GraphNode):
             response.success, response.message = False, str(exc)
             self.get_logger().error(f"reset refused, the episode goes on: {exc}")
             return response
-        self._stop_controllers()
+        if not self.params.home_on_reset:
+            self._stop_controllers()
         self.episode = OperatedEpisode(text, counting=False)
         self._watch_task(text.task)
         self._publish(force=True)
-        why = self._home() if self.params.home_on_reset else ""
+        why = (self._stop_motion() or self._home()) if self.params.home_on_reset else ""
         if not why and self.params.confirm_reset:
             why = self._wait_for_operator(text)
         if why:
@@ -201,18 +205,31 @@ class EpisodeNode(GraphNode):
         self.get_logger().info(f"reset: {text.task} -> episode {self.episode.episode_id}")
         return response
 
+    def _stop_motion(self) -> str:
+        """Stop whatever moves the arms through the motion server; "" once it has ended, else why not.
+
+        Not with this node's own empty trajectories: those come from other publishers than the homing's, and DDS
+        orders samples per publisher only. One delivered late (a publisher this node just created, matched while
+        the reset runs) stopped the homing trajectory it was meant to precede.
+        """
+        return self._call(self.stop_client, topics.STOP, "stopping the running motion failed")
+
     def _home(self) -> str:
         """Home the arms through the motion server; "" when done, else why not."""
-        if not self.home_client.wait_for_service(timeout_sec=HOME_TIMEOUT_S / 10):
-            return f"no {topics.HOME} service: is the motion server running?"
+        return self._call(self.home_client, topics.HOME, "homing failed")
+
+    def _call(self, client, service: str, failed: str) -> str:
+        """Call the motion server's Trigger ``service``; "" on success, else why not (prefixed ``failed``)."""
+        if not client.wait_for_service(timeout_sec=HOME_TIMEOUT_S / 10):
+            return f"no {service} service: is the motion server running?"
         done = threading.Event()
-        future = self.home_client.call_async(Trigger.Request())
+        future = client.call_async(Trigger.Request())
         future.add_done_callback(lambda _: done.set())
         if not done.wait(HOME_TIMEOUT_S):
-            return f"{topics.HOME} did not answer within {HOME_TIMEOUT_S:g} s"
+            return f"{service} did not answer within {HOME_TIMEOUT_S:g} s"
         result = future.result()
         if result is None or not result.success:
-            return f"homing failed: {result.message if result else 'no answer'}"
+            return f"{failed}: {result.message if result else 'no answer'}"
         return ""
 
     def _wait_for_operator(self, text: EpisodeText) -> str:

@@ -128,7 +128,8 @@ class MotionServerNode(GraphNode):
             cancel_service_qos_profile=REQUEST_QOS,
         )  # fmt: skip
         self.create_service(Trigger, topics.HOME, self._on_home, callback_group=actions)
-        self.create_service(Trigger, topics.STOP, self._on_stop, callback_group=actions)
+        # A stop answers once the motion has ended: calls in a burst wait one at a time, never every thread.
+        self.create_service(Trigger, topics.STOP, self._on_stop, callback_group=MutuallyExclusiveCallbackGroup())
         self.get_logger().info(f"{self.robot.name}: MoveEef on {topics.MOVE_EEF}, planner {p.planner}")
 
     # -- talking to the controllers ------------------------------------------------------------------------------
@@ -310,6 +311,7 @@ class MotionServerNode(GraphNode):
             response.success, response.message = False, "another motion is running; call stop first"
             return response
         try:
+            self.stop_detail = ""
             # The service is the operator's and the episode node's reset's: it belongs to no episode. A reset publishes
             # the new episode's status and then calls it, and the status may arrive here after the call: bound to the
             # episode it started in, the homing would end "the episode changed" (or "task_success" of the last one).
@@ -317,24 +319,38 @@ class MotionServerNode(GraphNode):
         finally:
             self._busy.release()
         response.success = report.accepted and report.stop_reason is StopReason.COMPLETED
-        response.message = f"{report.tool_text} {report.arrival_text}".strip()
         detail = f"; {report.stop_detail}" if report.stop_detail else ""
         self.get_logger().info(f"home {report.log_text()}{detail}")
+        # The caller (an operator, a reset that failed) needs why it ended, not only where the arms stand.
+        response.message = report.log_text() + detail
         return response
 
     def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """Stop the running motion and answer once it has ended (its goal answered, the arms confirmed holding), so
+        that a motion sent after the answer is never cut by this stop."""
         self._stop(STOP_SERVICE_DETAIL)
-        response.success, response.message = True, "stopped: every controller holds its position"
+        ended = self._wait_idle(self.params.stop_confirm_timeout_s + CLOSE_MARGIN_S / 2)
+        response.success = ended
+        response.message = (
+            "stopped: every controller holds its position"
+            if ended
+            else f"stop sent, but the running motion had not ended after {self.params.stop_confirm_timeout_s:g} s"
+        )
         return response
+
+    def _wait_idle(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the running motion (if any) to end; whether none is running."""
+        deadline = time.monotonic() + timeout_s
+        while self._busy.locked() and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        return not self._busy.locked()
 
     def close(self) -> None:
         """Finish the running goal before the node goes: stop, confirm the arms hold, send its result (ABORTED)."""
         self._shutting_down = True
         if self._busy.locked():
             self._stop(SHUTDOWN_DETAIL)
-            deadline = time.monotonic() + self.params.stop_confirm_timeout_s + CLOSE_MARGIN_S / 2
-            while self._busy.locked() and time.monotonic() < deadline:
-                time.sleep(POLL_S)
+            self._wait_idle(self.params.stop_confirm_timeout_s + CLOSE_MARGIN_S / 2)
             time.sleep(RESULT_FLUSH_S)
 
 
