@@ -34,6 +34,9 @@ WORLD_HOST = os.environ.get("ROBODOJO_FR3_WORLD_HOST", "127.0.0.5")  # fr3_world
 WORLD_SCRIPT = Path(__file__).with_name("fr3_world.py")
 WORLD_START_TIMEOUT_S = 120.0  # about 10 s on 2 idle cores (imports, GL probe, first frames); a loaded CI takes longer
 WORLD_STOP_TIMEOUT_S = 20.0
+# Frames a second fr3_world renders (its cameras in turn): what the agents' cameras need, and no more. Rendering
+# competes with franky-sim's 1 kHz loop for the 2 cores: at its default 25 franky-sim ran at 0.1-0.5x real time.
+WORLD_FPS = 10.0
 HOME_RAD = (0.0, 0.0, 0.0, -1.57, 0.0, 1.57, 0.785)  # franky-sim's own start pose, within every limit
 
 
@@ -151,7 +154,7 @@ def fr3_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fr3World]:
     log_dir = tmp_path_factory.mktemp("fr3_world")
     domain_id, lock, env = ros_domain(log_dir)
     log = log_dir / "fr3_world.log"
-    cmd = [sys.executable, str(WORLD_SCRIPT), "--host", WORLD_HOST, "--log-dir", str(log_dir)]
+    cmd = [sys.executable, str(WORLD_SCRIPT), "--host", WORLD_HOST, "--log-dir", str(log_dir), "--fps", str(WORLD_FPS)]
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     world = Fr3World(WORLD_HOST, process, log, domain_id, env)

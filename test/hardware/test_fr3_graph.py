@@ -30,8 +30,9 @@ from fr3_client import Client, trajectory, wait
 from robodojo.control.trajectory_controller import TrajectoryState
 from robodojo.geometry import matrix_from_quat, rotation_angle_between
 from robodojo.nodes import convert, topics
-from robodojo.nodes.process_graph import NodeProcess
+from robodojo.nodes.process_graph import NodeProcess, wait_until
 from robodojo.robots.config import load_robot_config
+from robodojo.robots.ik import ArmKinematics
 
 pytestmark = pytest.mark.ros
 
@@ -390,13 +391,14 @@ def test_a_reset_during_a_goal_ends_the_goal_homes_the_arm_and_waits_for_the_ope
     from agent_bringup.srv import ResetEpisode
     from fr3_client import move_eef
 
-    go_home(client, fr3_world, driver)
-    tcp = client.messages(TRUE_TCP_TOPIC)[-1].pose.position
+    # A MoveEef goal, not go_home's direct trajectory: under the camera nodes' start-up franky-sim runs at 0.1x.
+    home_tcp, _ = ArmKinematics(ROBOT).tcp_pose(ARM.name, HOME_RAD)
+    away = {"arm_x": home_tcp[0], "arm_y": home_tcp[1] - 0.2, "arm_z": home_tcp[2] - 0.1}  # far from any earlier test
+    resets = client.call(lambda: client.node.create_client(ResetEpisode, topics.EPISODE_RESET))
+    assert resets.wait_for_service(timeout_sec=START_S)  # discovered now: the call comes while the goal plays
     done: dict = {}
-    goal = threading.Thread(
-        target=lambda: done.update(result=move_eef(client, {"arm_y": tcp.y + 0.3}, MOTION_TIMEOUT_S * 2)),
-        daemon=True,
-    )
+    goal = threading.Thread(target=lambda: done.update(result=move_eef(client, away, MOTION_TIMEOUT_S * 2)))
+    goal.daemon = True
     start_q = true_q(client)
     goal.start()
     wait(
@@ -405,8 +407,9 @@ def test_a_reset_during_a_goal_ends_the_goal_homes_the_arm_and_waits_for_the_ope
     )  # fmt: skip
     operator = Operator(client, REST_Z_M, judges=False)
     try:
-        request = ResetEpisode.Request(task="fr3_pick_cube")
-        reset = client.service(ResetEpisode, topics.EPISODE_RESET, request, timeout_s=EPISODE_TIMEOUT_S / 2)
+        answer = client.call(lambda: resets.call_async(ResetEpisode.Request(task="fr3_pick_cube")))
+        assert wait_until(answer.done, EPISODE_TIMEOUT_S / 2), "the reset got no answer"
+        reset = answer.result()
     finally:
         operator.stop()
     goal.join(MOTION_TIMEOUT_S)
