@@ -233,7 +233,11 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
         "agent_node", agent="move_eef", llm=f"replay:{REPLAY}", out=str(tmp_path / "graph"), use_sim_time=True
     )
     code = agent.wait(180)
-    assert code == 0, agent.output()[-3000:]
+    if code != 0:  # every node's log, and the record's last move: why it ended (once seen: backend_lost at 7 steps)
+        logs = "\n".join(f"--- {n.node}:\n{n.output()[-2500:]}" for n in graph.nodes)
+        turns = sorted((tmp_path / "graph").glob("*/turns.jsonl"))
+        last = turns[0].read_text().strip().splitlines()[-1][:3000] if turns and turns[0].read_text().strip() else ""
+        pytest.fail(f"agent_node exited {code}\n{logs}\n--- the last turn:\n{last}")
     on_graph = _record(_only_folder(tmp_path / "graph"))
 
     world = EmbeddedWorld("dual_arx_x5")

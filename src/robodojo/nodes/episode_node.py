@@ -209,8 +209,8 @@ class EpisodeNode(GraphNode):
         """Stop whatever moves the arms through the motion server; "" once it has ended, else why not.
 
         Not with this node's own empty trajectories: those come from other publishers than the homing's, and DDS
-        orders samples per publisher only. One delivered late (a publisher this node just created, matched while
-        the reset runs) stopped the homing trajectory it was meant to precede.
+        orders samples per publisher only. One delivered late (matched late, or resent on a loaded machine) would
+        stop the homing trajectory it was meant to precede.
         """
         return self._call(self.stop_client, topics.STOP, "stopping the running motion failed")
 

@@ -334,7 +334,7 @@ class MotionServerNode(GraphNode):
         response.message = (
             "stopped: every controller holds its position"
             if ended
-            else f"stop sent, but the running motion had not ended after {self.params.stop_confirm_timeout_s:g} s"
+            else f"stop sent, but the running motion did not end within {self.params.stop_confirm_timeout_s:g} s"
         )
         return response
 
