@@ -84,8 +84,24 @@ class RobotState:
         """Wall time since the last episode status; 0 for a robot that publishes none (no simulator)."""
         return 0.0 if self.status is None else time.monotonic() - self.status_received_s
 
+    def arm_ages_s(self) -> dict[str, float]:
+        """Wall time since each arm's joints last arrived (its least recent joint; inf before the first)."""
+        now = time.monotonic()
+        with self.lock:
+            return {arm: self.joints.arm_age_s(arm, now) for arm in self.robot.arm_names}
+
     def age_s(self) -> float:
-        return time.monotonic() - self.received_s
+        """Wall time since the joints of the least recently heard arm arrived. Per arm, not per message: a driver
+        leaves out an arm whose state it does not know (a silent motor), and that arm's last joints go stale while
+        the other arm's keep coming; a plan from them would start where the arm no longer stands."""
+        return max(self.arm_ages_s().values())
+
+    def stale_text(self, timeout_s: float) -> str:
+        """What is stale, for a message: ``1.3 s (the left arm's)``."""
+        ages = self.arm_ages_s()
+        stale = [arm for arm, age in ages.items() if age > timeout_s] or list(ages)
+        whose = " and ".join(f"the {arm} arm's" for arm in stale)
+        return f"{max(ages.values()):.2f} s ({whose})"
 
     def observation(self) -> Observation:
         with self.lock:
@@ -281,7 +297,7 @@ class ControllerExecutor:
             lost = state.age_s() > node.params.joint_state_timeout_s
             if lost or (episode is not None and (status is None or status.episode_id != episode)):
                 why = (
-                    f"no joint states for {state.age_s():.2f} s"
+                    f"no joint states for {state.stale_text(node.params.joint_state_timeout_s)}"
                     if lost
                     else f"the episode changed from {episode} to {status.episode_id if status else None}"
                 )

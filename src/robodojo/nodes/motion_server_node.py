@@ -250,8 +250,8 @@ class MotionServerNode(GraphNode):
         try:
             if self.state.age_s() > timeout:
                 raise BackendLostError(
-                    f"no joint states on {topics.JOINT_STATES} for {self.state.age_s():.1f} s: "
-                    "is the robot (simulator node or driver) running?"
+                    f"no joint states on {topics.JOINT_STATES} for {self.state.stale_text(timeout)}: is the robot "
+                    "(simulator node or driver) running, and every arm answering?"
                 )
             if goal.mode == MoveEef.Goal.MOVE_EEF:
                 return self.server.move_eef_pairs(goal.names, goal.values, is_success=success, on_progress=on_progress)

@@ -1,0 +1,53 @@
+"""The motion server's view of the robot (RobotState): how fresh its joints are, per arm."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sensor_msgs", reason="ROS message packages not importable: run scripts/setup_env.sh (ROS wheels)")
+pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env.sh (ROS wheels)")
+
+from sensor_msgs.msg import JointState
+
+from robodojo.robots.config import load_robot_config
+from robodojo.robots.ik import ArmKinematics
+
+DUAL = load_robot_config("dual_arx_x5")
+
+
+@pytest.fixture(scope="module")
+def state():
+    """A RobotState of the dual X5 (controller_topics imports agent_bringup's messages: built with colcon)."""
+    if shutil.which("colcon", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("colcon not installed (scripts/setup_env.sh installs colcon-common-extensions)")
+    from robodojo.nodes.process_graph import build_interfaces, use_interfaces_here
+
+    build_interfaces()
+    use_interfaces_here()
+    from robodojo.nodes.controller_topics import RobotState
+
+    return RobotState(DUAL, ArmKinematics(DUAL))
+
+
+def joint_state(*arms: str) -> JointState:
+    names = [j for arm in arms for j in (*DUAL.arm(arm).joints, DUAL.arm(arm).gripper_joint)]
+    return JointState(name=names, position=[0.1] * len(names))
+
+
+def test_an_arm_left_out_of_the_joint_states_goes_stale_while_the_other_keeps_coming(state):
+    assert state.age_s() == math.inf  # nothing yet
+    state.on_joint_state(joint_state("left", "right"))
+    assert state.age_s() < 0.1
+    time.sleep(0.3)
+    state.on_joint_state(joint_state("right"))  # a driver that no longer knows the left arm's joints
+    assert state.arm_ages_s()["right"] < 0.1
+    assert state.age_s() >= 0.3  # the left arm's last joints: not fresh, though messages keep arriving
+    assert state.stale_text(0.2).endswith("(the left arm's)")
+    state.on_joint_state(joint_state("left", "right"))
+    assert state.age_s() < 0.1
