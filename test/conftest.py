@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +60,14 @@ def generate_srdf():
     sys.modules.setdefault("generate_srdf", module)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def built_interfaces() -> None:
+    """agent_bringup's messages, services and actions, built with colcon and importable in this process."""
+    if shutil.which("colcon", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("colcon not installed (scripts/setup_env.sh installs colcon-common-extensions)")
+    from robodojo.nodes.process_graph import build_interfaces, use_interfaces_here
+
+    build_interfaces()
+    use_interfaces_here()

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import shutil
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -194,14 +191,8 @@ def test_joint_state_msg():
 
 
 @pytest.fixture(scope="module")
-def interfaces():
-    """agent_bringup's generated MoveEef and ArmArrival (built with colcon, loaded into this process)."""
-    if shutil.which("colcon", path=str(Path(sys.executable).parent)) is None:
-        pytest.skip("colcon not installed (scripts/setup_env.sh installs colcon-common-extensions)")
-    from robodojo.nodes.process_graph import build_interfaces, use_interfaces_here
-
-    build_interfaces()
-    use_interfaces_here()
+def interfaces(built_interfaces):
+    """agent_bringup's generated MoveEef and ArmArrival."""
     from agent_bringup.action import MoveEef
     from agent_bringup.msg import ArmArrival
 

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import math
-import shutil
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -22,14 +19,8 @@ DUAL = load_robot_config("dual_arx_x5")
 
 
 @pytest.fixture(scope="module")
-def state():
-    """A RobotState of the dual X5 (controller_topics imports agent_bringup's messages: built with colcon)."""
-    if shutil.which("colcon", path=str(Path(sys.executable).parent)) is None:
-        pytest.skip("colcon not installed (scripts/setup_env.sh installs colcon-common-extensions)")
-    from robodojo.nodes.process_graph import build_interfaces, use_interfaces_here
-
-    build_interfaces()
-    use_interfaces_here()
+def state(built_interfaces):
+    """A RobotState of the dual X5 (controller_topics imports agent_bringup's messages)."""
     from robodojo.nodes.controller_topics import RobotState
 
     return RobotState(DUAL, ArmKinematics(DUAL))

@@ -97,10 +97,9 @@ class RobotState:
         return max(self.arm_ages_s().values())
 
     def stale_text(self, timeout_s: float) -> str:
-        """What is stale, for a message: ``1.3 s (the left arm's)``."""
+        """What is older than ``timeout_s``, for a message: ``1.30 s (the left arm's)``."""
         ages = self.arm_ages_s()
-        stale = [arm for arm, age in ages.items() if age > timeout_s] or list(ages)
-        whose = " and ".join(f"the {arm} arm's" for arm in stale)
+        whose = " and ".join(f"the {arm} arm's" for arm, age in ages.items() if age > timeout_s)
         return f"{max(ages.values()):.2f} s ({whose})"
 
     def observation(self) -> Observation:

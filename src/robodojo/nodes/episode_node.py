@@ -25,6 +25,7 @@ import time
 from agent_bringup.msg import EpisodeStatus, TrajectoryStatus
 from agent_bringup.srv import JudgeEpisode, ResetEpisode
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.client import Client
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -45,7 +46,8 @@ NODE_NAME = "episode_node"
 JUDGE = "/episode/judge"
 VERDICT = "/episode/verdict"
 REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
-HOME_TIMEOUT_S = 120.0  # a home move is a few seconds; the motion server answers long before
+# /motion/stop and /motion/home: a stop or a home move takes seconds; the motion server answers long before
+MOTION_SERVICE_TIMEOUT_S = 120.0
 PROMPT_PERIOD_S = 15.0  # while a reset waits, the operator is reminded this often
 
 
@@ -218,15 +220,15 @@ class EpisodeNode(GraphNode):
         """Home the arms through the motion server; "" when done, else why not."""
         return self._call(self.home_client, topics.HOME, "homing failed")
 
-    def _call(self, client, service: str, failed: str) -> str:
+    def _call(self, client: Client, service: str, failed: str) -> str:
         """Call the motion server's Trigger ``service``; "" on success, else why not (prefixed ``failed``)."""
-        if not client.wait_for_service(timeout_sec=HOME_TIMEOUT_S / 10):
+        if not client.wait_for_service(timeout_sec=MOTION_SERVICE_TIMEOUT_S / 10):
             return f"no {service} service: is the motion server running?"
         done = threading.Event()
         future = client.call_async(Trigger.Request())
         future.add_done_callback(lambda _: done.set())
-        if not done.wait(HOME_TIMEOUT_S):
-            return f"{service} did not answer within {HOME_TIMEOUT_S:g} s"
+        if not done.wait(MOTION_SERVICE_TIMEOUT_S):
+            return f"{service} did not answer within {MOTION_SERVICE_TIMEOUT_S:g} s"
         result = future.result()
         if result is None or not result.success:
             return f"{failed}: {result.message if result else 'no answer'}"

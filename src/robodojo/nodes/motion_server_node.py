@@ -236,6 +236,7 @@ class MotionServerNode(GraphNode):
     ) -> MoveReport:
         """The goal on the library's MotionServer; a missing backend becomes a report, never an exception.
         ``episode_bound``: the motion ends when the episode changes or succeeds (False: it ignores the episode)."""
+        self.stop_detail = ""  # a stop's reason from before this motion is not its own
         timeout = self.params.joint_state_timeout_s
 
         def stale() -> bool:  # no fresh joint states, or a status from before the robot restarted
@@ -276,7 +277,6 @@ class MotionServerNode(GraphNode):
             self.get_logger().warning(f"MoveEef goal refused: {text}", throttle_duration_sec=1.0)
             return result
         try:
-            self.stop_detail = ""
             feedback = MoveEef.Feedback()
             t0 = time.monotonic()
 
@@ -311,7 +311,6 @@ class MotionServerNode(GraphNode):
             response.success, response.message = False, "another motion is running; call stop first"
             return response
         try:
-            self.stop_detail = ""
             # The service is the operator's and the episode node's reset's: it belongs to no episode. A reset publishes
             # the new episode's status and then calls it, and the status may arrive here after the call: bound to the
             # episode it started in, the homing would end "the episode changed" (or "task_success" of the last one).
