@@ -24,6 +24,7 @@ pytestmark = pytest.mark.ros
 
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 DT_S = 0.04
+EDGE_MARGIN_S = 0.4  # ten frames: delivery order between topics at a window's edges, not a stalled camera
 
 
 # --- the simulator node ------------------------------------------------------------------------------------------
@@ -61,9 +62,14 @@ def test_sim_node_topics_rates_and_consistency(graph):
         stamps = np.array([gc.stamp(m) for _, m in images])
         gaps = np.diff(stamps)
         assert np.all(np.abs(gaps - DT_S) < 1e-6), f"{cam}: frames dropped or repeated, gaps {set(gaps.round(3))}"
-        # Every 40 ms of the window's simulation time has its frame (+/- one at each edge of the window).
-        expected = sim_span_s / DT_S
-        assert abs(len(images) - expected) <= 2.0, f"{cam}: {len(images)} frames in {sim_span_s:.2f} s of sim time"
+        # The frames (gapless, above) cover the window's simulation time. The edges are compared with a margin:
+        # topics are delivered independently, so at the instant the window opens or closes the client may hold a
+        # few frames newer or older than its newest joint state (0.13 s of sim time was seen on a loaded CI machine).
+        edges_s = (stamps[0] - joint_stamps[0], joint_stamps[-1] - stamps[-1])
+        assert max(map(abs, edges_s)) <= EDGE_MARGIN_S, (
+            f"{cam}: {len(images)} frames; their first and last stamps are {edges_s[0]:+.2f} s and "
+            f"{-edges_s[1]:+.2f} s off the joint states' window of {sim_span_s:.2f} s of sim time"
+        )
         msg = images[-1][1]
         assert (msg.width, msg.height, msg.encoding, msg.step) == (640, 480, "rgb8", 640 * 3)
         assert msg.header.frame_id == robot.camera(cam).frame
