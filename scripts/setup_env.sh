@@ -28,6 +28,8 @@ die() { printf 'setup_env: error: %s\n' "$*" >&2; exit 1; }
 # EGL + OSMesa offscreen rendering for MuJoCo (PyOpenGL loads libEGL/libOpenGL or libOSMesa; Mesa's llvmpipe
 # renders on the CPU), and the tool chain colcon/ament_cmake/rosidl need.
 APT_PACKAGES=(libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 libopengl0 libosmesa6 cmake g++ python3-dev)
+# The campaign report's browser test opens its HTML in headless Chromium.
+APT_PACKAGES+=(chromium)
 
 # The set in shared/ROS_ON_PYPI.md plus diagnostic-msgs (listed there as present; Jazzy: unprefixed ros-* are Kilted).
 ROS_WHEELS=(
@@ -139,8 +141,8 @@ else
 fi
 
 # --- (c) the project, editable, with dev and hardware extras ---------------------------------------------------------
-say "pip install -e '.[dev,hardware]'"
-pip_install -e "${ROOT}[dev,hardware]"
+say "pip install -e '.[dev,hardware,cluster]'"
+pip_install -e "${ROOT}[dev,hardware,cluster]"
 
 # --- (d) the ROS 2 Jazzy wheels and the fix of their CMake exports --------------------------------------------------
 if [[ -n "$ROS_PYTHON" ]]; then

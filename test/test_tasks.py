@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from robodojo.errors import ConfigError
 from robodojo.sim.scripted import grasp_and_lift
 from robodojo.sim.tasks import available_tasks, get_task
 from robodojo.sim.tasks.base import Task
@@ -70,6 +71,7 @@ def test_score_ladder_rises_through_a_grasp(dual_world):
 def test_a_new_task_module_registers_itself():
     class _Probe(Task):
         name = "probe_task_for_test"
+        capability = "open"
         step_limit = 200
         instruction_template = "probe"
         recipe = "probe"
@@ -91,6 +93,16 @@ def test_a_new_task_module_registers_itself():
         assert get_task("probe_task_for_test") is _Probe
     finally:
         del Task.registry["probe_task_for_test"]
+
+
+def test_a_task_without_a_known_capability_axis_is_refused_when_defined():
+    with pytest.raises(ConfigError, match="capability 'dexterity'; expected one of pick_and_place"):
+
+        class _Unknown(Task):
+            name = "unknown_axis_task_for_test"
+            capability = "dexterity"
+
+    assert "unknown_axis_task_for_test" not in Task.registry
 
 
 @pytest.mark.parametrize("task", ["general_pickup", "fr3_pick_cube"])

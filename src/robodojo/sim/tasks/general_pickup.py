@@ -15,6 +15,7 @@ SHAPES = ("block", "cylinder")
 
 class GeneralPickup(Task):
     name = "general_pickup"
+    capability = "open"
     step_limit = 400
     instruction_template = "Pick up the {color} {shape} and lift it 10 cm above the table."
     recipe = (
