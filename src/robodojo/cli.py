@@ -318,6 +318,36 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0 if any(o.ran for o in outcomes) else 1
 
 
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from robodojo.campaigns.campaign import run_campaign
+    from robodojo.campaigns.engines import LocalEngine, RayEngine
+    from robodojo.campaigns.spec import llm_name, load_campaign_spec
+
+    overrides = {
+        "name": args.name, "tasks": args.tasks, "seeds": args.seeds, "variants": args.variants,
+        "agents": args.agents, "llm_call_budget": args.budget, "retries": args.retries,
+        "llms": {llm_name(spec): spec for spec in args.llm} if args.llm else None,
+    }  # fmt: skip
+    spec = load_campaign_spec(args.spec, overrides)
+    out = Path(args.out or f"out/campaigns/{spec.name}")
+    per_worker = args.per_worker or spec.default_per_worker()
+    if args.ray is not None:
+        address = None if args.ray == "local" else args.ray
+        outcome = run_campaign(
+            spec, out, lambda folder: RayEngine(folder, args.workers, per_worker, address), engine_name="ray"
+        )
+    else:
+        outcome = run_campaign(spec, out, lambda folder: LocalEngine(folder, args.workers, per_worker))
+    print(
+        f"{outcome.ended}/{outcome.total} episodes ended, {outcome.successes} successes, {outcome.crashed} crashed"
+        + (f", {len(outcome.skipped)} skipped" if outcome.skipped else "")
+        + f"; campaign folder {outcome.folder}/"
+    )
+    if outcome.interrupted:
+        return 130
+    return 0 if outcome.complete else 1
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from robodojo.agents.llm.doctor import diagnose, format_report
 
@@ -334,6 +364,41 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
     doctor.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
     doctor.add_argument("--timeout", type=float, default=15.0, help="seconds per request (default 15)")
     doctor.set_defaults(func=_cmd_doctor)
+
+
+def _add_eval(sub: argparse._SubParsersAction) -> None:
+    evaluate = sub.add_parser(
+        "eval",
+        help="run a campaign: a grid of episodes (tasks x variants x seeds x agents x LLMs x conditions), resumable",
+        description="Run the campaign SPEC.yaml describes (flags override its keys, or replace it for the common "
+        "cases). Running the same command again resumes it: ended episodes are skipped.",
+    )
+    evaluate.add_argument("spec", nargs="?", default=None, help="campaign spec (YAML; robodojo.campaigns.spec)")
+    evaluate.add_argument("--out", default=None, help="campaign folder (default out/campaigns/<name>)")
+    evaluate.add_argument("--name", default=None, help="campaign name (default: the spec's, or 'campaign')")
+    evaluate.add_argument("--tasks", default=None, help="task names separated by commas")
+    evaluate.add_argument("--seeds", default=None, help="seeds and ranges, e.g. 0-49 or 0,2,5-7")
+    evaluate.add_argument("--variants", default=None, help="variants separated by commas (standard, cluttered)")
+    evaluate.add_argument("--agents", default=None, help="agents separated by commas (move_eef, code_cell)")
+    evaluate.add_argument(
+        "--llm", action="append", default=[],
+        help="an LLM spec for every agent (repeatable; {task} and {seed} are filled per episode); replaces the "
+        "spec's llms",
+    )  # fmt: skip
+    evaluate.add_argument("--budget", type=_positive_int, default=None, help="LLM-call budget per episode")
+    evaluate.add_argument("--retries", type=int, default=None, help="re-runs of a crashed episode (default 2)")
+    evaluate.add_argument("--workers", type=_positive_int, default=1, help="worker processes (default 1)")
+    evaluate.add_argument(
+        "--per-worker", type=_positive_int, default=None,
+        help="episodes each worker runs at once (threads); default 1 with replayed LLMs only, else "
+        "a few, since an episode with a remote LLM mostly waits for it",
+    )  # fmt: skip
+    evaluate.add_argument(
+        "--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+        help="run the episodes as Ray actors: on the cluster at ADDRESS ('auto': the one this machine is in), or on "
+        "a Ray started here without one; --workers actors",
+    )  # fmt: skip
+    evaluate.set_defaults(func=_cmd_eval)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -389,6 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--budget", type=int, default=100, help="LLM-call budget per episode (default 100)")
     compare.add_argument("--out", default="out/compare", help="compare.json and episodes/ (default out/compare)")
     compare.set_defaults(func=_cmd_compare)
+    _add_eval(sub)
     graph = sub.add_parser(
         "graph", help="run the ROS 2 graph (simulator, motion server, agent nodes) as processes, without ros2 launch"
     )
