@@ -6,9 +6,12 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robodojo.errors import RobodojoError
+
+if TYPE_CHECKING:
+    from robodojo.campaigns.reporting import ReportFiles
 
 #: `robodojo graph` without --llm: each agent's offline replay of general_pickup seed 0 (the default task and seed).
 GRAPH_REPLAYS = {
@@ -321,6 +324,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from robodojo.campaigns.campaign import run_campaign
     from robodojo.campaigns.engines import LocalEngine, RayEngine
+    from robodojo.campaigns.reporting import write_report
     from robodojo.campaigns.spec import llm_name, load_campaign_spec
 
     overrides = {
@@ -345,7 +349,21 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     )
     if outcome.interrupted:
         return 130
+    if outcome.ended:
+        _print_report(write_report(outcome.folder))
     return 0 if outcome.complete else 1
+
+
+def _print_report(files: ReportFiles) -> None:
+    crashed = f" ({files.crashed} crashed episodes left out of the figures)" if files.crashed else ""
+    print(f"report: {files.index_html} and {files.markdown}; {files.episodes} episodes{crashed}")
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from robodojo.campaigns.reporting import write_report
+
+    _print_report(write_report(Path(args.campaign)))
+    return 0
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -399,6 +417,11 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
         "a Ray started here without one; --workers actors",
     )  # fmt: skip
     evaluate.set_defaults(func=_cmd_eval)
+    report = sub.add_parser(
+        "report", help="write a campaign's report (tables, plots, HTML with a page per episode) into DIR/report"
+    )
+    report.add_argument("campaign", metavar="DIR", help="the campaign folder (robodojo eval --out)")
+    report.set_defaults(func=_cmd_report)
 
 
 def build_parser() -> argparse.ArgumentParser:

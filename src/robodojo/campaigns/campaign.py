@@ -164,14 +164,17 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 @contextmanager
-def _ignoring_interrupts() -> Iterator[None]:
-    """A second Ctrl-C while the workers are being ended must not leave them running."""
+def _ignoring_interrupts(*, restore: bool = True) -> Iterator[None]:
+    """A second Ctrl-C while the workers are being ended must not leave them running; after an interrupt the
+    handlers are left ignoring (``restore`` false): the caller is on its way out, and an impatient third Ctrl-C
+    must not turn a clean end into a traceback."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous[0])
-        signal.signal(signal.SIGTERM, previous[1])
+        if restore:
+            signal.signal(signal.SIGINT, previous[0])
+            signal.signal(signal.SIGTERM, previous[1])
 
 
 def run_campaign(
@@ -182,7 +185,10 @@ def run_campaign(
     engine_name: str = "local",
     progress: CampaignProgress | None = None,
 ) -> CampaignOutcome:
-    """Run what is left of ``spec``'s campaign in ``folder`` on the engine ``make_engine(folder)`` builds."""
+    """Run what is left of ``spec``'s campaign in ``folder`` on the engine ``make_engine(folder)`` builds.
+
+    Ctrl-C or SIGTERM ends it early (``interrupted`` in the outcome); from then on both stay ignored in this
+    process, which is expected to exit."""
     folder = folder.resolve()
     spec = open_campaign_folder(spec, folder)
     _record_run(folder, engine_name)
@@ -203,10 +209,10 @@ def run_campaign(
             interrupted = True
             progress.message("interrupted: ending the workers; run the same command again to resume")
         finally:
-            if engine is not None:
-                with _ignoring_interrupts():
+            with _ignoring_interrupts(restore=not interrupted):
+                if engine is not None:
                     engine.close(kill=interrupted)
-            progress.close()
+                progress.close()
         rows = store.rows()
     return CampaignOutcome(
         folder=folder,

@@ -9,6 +9,7 @@ reason, and a new worker takes its place, so no episode is lost and the campaign
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import queue
@@ -24,7 +25,6 @@ from robodojo.campaigns.results import EpisodeRow
 from robodojo.campaigns.spec import EpisodeJob
 from robodojo.errors import ConfigError
 
-WORKER_START_METHOD = "spawn"  # a fresh interpreter: no inherited threads, locks or GL state from the coordinator
 STOP = None  #: a worker's job queue item asking its threads to end
 WORKER_JOIN_S = 10.0  #: how long a worker may take to end its threads when the campaign closes
 PARENT_CHECK_S = 1.0  #: how often a worker checks that the coordinator is still there
@@ -108,7 +108,8 @@ class LocalEngine:
         self.campaign_dir = campaign_dir
         self.per_worker = per_worker
         self.capacity = workers * per_worker
-        self._ctx = multiprocessing.get_context(WORKER_START_METHOD)
+        # spawn: a fresh interpreter, with no threads, locks or GL state inherited from the coordinator
+        self._ctx = multiprocessing.get_context("spawn")
         self._results = self._ctx.Queue()
         self._workers = [self._start_worker() for _ in range(workers)]
 
@@ -128,7 +129,7 @@ class LocalEngine:
         worker.jobs.put((job, try_index))
 
     def wait(self, timeout_s: float) -> list[EpisodeRow]:
-        rows = []
+        rows: list[EpisodeRow] = []
         deadline = time.monotonic() + timeout_s
         while True:
             try:
@@ -188,13 +189,16 @@ class RayEngine:
         self._ray = ray
         self._started_here = not ray.is_initialized()
         if self._started_here:
-            ray.init(address=address, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+            ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
         self.campaign_dir = campaign_dir
         self.per_worker = per_worker
         self.capacity = workers * per_worker
-        self._actor_class = ray.remote(num_cpus=1, max_concurrency=per_worker)(_RayWorker)
-        self._actors = [self._actor_class.remote() for _ in range(workers)]
+        self._actor_class = ray.remote(_RayWorker)
+        self._actors = [self._new_actor() for _ in range(workers)]
         self._held: dict[Any, tuple[int, EpisodeJob, int]] = {}  # object ref -> (actor index, job, try)
+
+    def _new_actor(self) -> Any:
+        return self._actor_class.options(num_cpus=1, max_concurrency=self.per_worker).remote()
 
     def submit(self, job: EpisodeJob, try_index: int) -> None:
         load = [0] * len(self._actors)
@@ -217,7 +221,7 @@ class RayEngine:
             except self._ray.exceptions.RayError as exc:  # the actor died (its node lost, killed, out of memory)
                 why = f"its Ray worker was lost: {type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
                 rows.append(crashed_row(job, try_index, self.campaign_dir, why))
-                self._actors[index] = self._actor_class.remote()
+                self._actors[index] = self._new_actor()
         return rows
 
     def close(self, *, kill: bool = False) -> None:

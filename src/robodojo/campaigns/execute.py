@@ -8,6 +8,7 @@ puts it in the episode's seeded layout whatever ran before).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import traceback
@@ -61,7 +62,8 @@ def run_job(job: EpisodeJob, campaign_dir: str | Path, try_index: int) -> Episod
     campaign_dir = Path(campaign_dir)
     out_root = try_dir(campaign_dir, job.episode_id, try_index)
     task = get_task(job.task)
-    base = dict(
+    base = functools.partial(
+        EpisodeRow,
         episode_id=job.episode_id, task=job.task, variant=job.variant, seed=job.seed, agent=job.agent, llm=job.llm,
         condition=job.condition.name, capability=task.capability, tries=try_index,
     )  # fmt: skip
@@ -93,8 +95,7 @@ def run_job(job: EpisodeJob, campaign_dir: str | Path, try_index: int) -> Episod
     except Exception as exc:  # the episode crashed: its record (if any) says where; the campaign retries it
         out_root.mkdir(parents=True, exist_ok=True)
         (out_root / "crash.txt").write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-        return EpisodeRow(
-            **base,
+        return base(
             success=False,
             score=0.0,
             end_reason="crashed",
@@ -106,8 +107,7 @@ def run_job(job: EpisodeJob, campaign_dir: str | Path, try_index: int) -> Episod
         if agent is not None:
             getattr(agent, "close", lambda: None)()
     usage = result.usage
-    return EpisodeRow(
-        **base,
+    return base(
         success=result.success,
         score=float(result.score),
         end_reason=result.end_reason.value,

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from robodojo.campaigns.results import EpisodeRow
 
@@ -107,7 +107,7 @@ class ResultsStore:
     # -- reading --------------------------------------------------------------------------------------------------
     def rows(self, status: str | None = None) -> list[EpisodeRow]:
         """The ended episodes (of ``status`` if given), in episode-id order."""
-        query, args = "SELECT * FROM episodes", ()
+        query, args = "SELECT * FROM episodes", cast(tuple[str, ...], ())
         if status is not None:
             query, args = query + " WHERE status = ?", (status,)
         return [EpisodeRow.from_dict(_typed(dict(r))) for r in self._db.execute(query + " ORDER BY episode_id", args)]
@@ -116,7 +116,7 @@ class ResultsStore:
         return {r[0] for r in self._db.execute("SELECT episode_id FROM episodes")}
 
     def tries(self, episode_id: str | None = None) -> list[dict[str, Any]]:
-        query, args = "SELECT * FROM tries", ()
+        query, args = "SELECT * FROM tries", cast(tuple[str, ...], ())
         if episode_id is not None:
             query, args = query + " WHERE episode_id = ?", (episode_id,)
         return [dict(r) for r in self._db.execute(query + " ORDER BY episode_id, try", args)]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from robodojo.episodes.efficiency import jointly_solved
 from robodojo.episodes.factory import AGENTS, make_agent
 from robodojo.episodes.hosts import WorldHost
 from robodojo.episodes.runner import run_episode
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 VARIANTS = ("standard", "cluttered")
 PLACEHOLDERS = ("{task}", "{seed}")
-METRICS = ("llm_calls", "input_tokens", "cached_input_tokens", "output_tokens", "cost_usd")
+METRICS = ("llm_calls", "input_tokens", "cached_input_tokens", "output_tokens", "cost_usd")  # those compare shows
 METRIC_LABELS = {
     "llm_calls": "LLM calls",
     "input_tokens": "input tokens",
@@ -277,10 +278,10 @@ def run_compare(
 
 def summarize(outcomes: Iterable[Outcome], agents: Sequence[str] = AGENTS) -> dict[str, Any]:
     """Per agent: episodes run, skipped, successes, success rate; on the episodes every agent solved: mean metrics
-    per agent and the ratio of the last agent to the first (code_cell / move_eef)."""
+    per agent and the ratio of the last agent to the first (code_cell / move_eef), from
+    :func:`robodojo.episodes.efficiency.jointly_solved`."""
     outcomes = list(outcomes)
     per_agent: dict[str, Any] = {}
-    solved: dict[str, dict[tuple[str, int, str], Outcome]] = {}
     for agent in agents:
         mine = [o for o in outcomes if o.agent == agent]
         ran = [o for o in mine if o.ran]
@@ -291,24 +292,16 @@ def summarize(outcomes: Iterable[Outcome], agents: Sequence[str] = AGENTS) -> di
             "successes": len(wins),
             "success_rate": len(wins) / len(ran) if ran else None,
         }
-        solved[agent] = {o.key: o for o in wins}
-    common = sorted(set.intersection(*(set(s) for s in solved.values()))) if solved else []
-    means: dict[str, dict[str, float | None]] = {}
-    for agent in agents:
-        rows = [solved[agent][k] for k in common]
-        means[agent] = {m: (sum(getattr(o, m) for o in rows) / len(rows) if rows else None) for m in METRICS}
-    ratio: dict[str, float | None] = {}
-    if len(agents) >= 2:
-        first, last = agents[0], agents[-1]
-        for m in METRICS:
-            a, b = means[first][m], means[last][m]
-            ratio[m] = b / a if a and b is not None else None
+    # A skipped outcome never succeeded, so it never enters the means.
+    joint = jointly_solved(outcomes, agents, layout=lambda o: o.key)
+    means = {agent: {m: joint.mean[agent].value(m) for m in METRICS} for agent in agents}
+    ratio = {m: joint.ratio[agents[-1]].value(m) for m in METRICS} if len(agents) >= 2 else {}
     return {
         "agents": list(agents),
         "per_agent": per_agent,
         "both_solved": {
-            "episodes": [{"task": t, "seed": s, "variant": v} for t, s, v in common],
-            "count": len(common),
+            "episodes": [{"task": t, "seed": s, "variant": v} for t, s, v in joint.layouts],
+            "count": len(joint.layouts),
             "mean": means,
             "ratio": ratio,
             "ratio_of": f"{agents[-1]} / {agents[0]}" if len(agents) >= 2 else "",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from robodojo.agents.base import Agent
-from robodojo.agents.context_budget import ContextBudget, check_images, check_positive_or_none
 from robodojo.errors import ConfigError, UnknownNameError
+
+if TYPE_CHECKING:
+    from robodojo.agents.base import Agent
 
 AGENTS = ("move_eef", "code_cell")
 
@@ -41,6 +42,8 @@ def make_agent(
     ``context_tokens`` the model's context length (the oldest turns are left out to fit, with
     ``reply_reserve_tokens`` free for the answer: pass the client's max_output_tokens); ``probes`` fields of the
     move_eef agent's probes (seed 002 perturbations)."""
+    from robodojo.agents.context_budget import ContextBudget, check_images, check_positive_or_none
+
     if name not in AGENTS:
         raise UnknownNameError("agent", name, AGENTS)
     overrides: dict[str, Any] = {}

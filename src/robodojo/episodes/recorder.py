@@ -15,9 +15,14 @@ Folder layout (one per episode)::
                       error, duration), written once a call is made
     images/           every image sent, once, named by content hash (JPEG as sent)
     metrics.json      success, score, calls, tokens, cost, steps used, wall time, end reason (rewritten each turn)
+    episode.mcap      the episode as ROS 2 messages for Foxglove, ``ros2 bag`` and rosbags, stamped in simulation
+                      time: the instruction, joint states and grasp-point poses at the start and after each turn,
+                      every camera frame the agent took (JPEG, with CameraInfo and the camera's pose), the tool calls
+                      and tool results as text (topics: robodojo.episodes.mcap_record)
 
 Every line is flushed when written, and metrics.json is rewritten after every turn, so a crash anywhere leaves a
-complete record up to that point.
+complete record up to that point. episode.mcap gets one chunk per turn; closing it (the runner's ``finally``) writes
+the index that ``ros2 bag`` and rosbags need.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ import numpy as np
 
 from robodojo.agents.base import TurnRecord
 from robodojo.agents.llm.types import AttemptRecord, LlmError, Message
+from robodojo.episodes.mcap_record import MCAP_FILE, McapRecord
 from robodojo.observation import Observation
+from robodojo.robots.config import RobotConfig
 
 DATA_URL_PREFIX = "data:image/jpeg;base64,"
 
@@ -58,13 +65,20 @@ def _jsonable(value: Any) -> Any:
 
 
 class EpisodeRecorder:
-    """Writes one episode's folder incrementally (see module docstring)."""
+    """Writes one episode's folder incrementally (see module docstring).
 
-    def __init__(self, folder: Path, meta: dict[str, Any]) -> None:
+    ``robot`` is the episode's robot (its joints, cameras and control period name and stamp the MCAP messages);
+    ``mcap=False`` leaves episode.mcap out.
+    """
+
+    def __init__(self, folder: Path, meta: dict[str, Any], robot: RobotConfig, *, mcap: bool = True) -> None:
         self.folder = folder
         (folder / "images").mkdir(parents=True, exist_ok=True)
         self._start = time.time()
-        self._write_json("meta.json", {**meta, "started_unix_s": self._start})
+        meta = {**meta, "started_unix_s": self._start}
+        self._write_json("meta.json", meta)
+        self._mcap = McapRecord(folder / MCAP_FILE, robot, _jsonable(meta)) if mcap else None
+        self._metrics: dict[str, Any] | None = None  # the latest, for the MCAP file's metrics record
         self._requests = (folder / "requests.jsonl").open("a", encoding="utf-8")
         self._responses = (folder / "responses.jsonl").open("a", encoding="utf-8")
         self._turns = (folder / "turns.jsonl").open("a", encoding="utf-8")
@@ -114,7 +128,19 @@ class EpisodeRecorder:
         body = {**body, "messages": self._store_images(list(body.get("messages") or []))}
         self._line(self._requests, {"turn": turn, **body, "attempts": attempts, "error": error})
 
+    def record_start(self, state: Observation, instruction: str) -> None:
+        """The episode's first state (before any turn) and its instruction."""
+        if self._mcap is not None:
+            self._mcap.start(state, instruction)
+
+    def record_observation(self, obs: Observation) -> None:
+        """An observation the agent took: its camera frames go into episode.mcap (state-only ones add nothing)."""
+        if self._mcap is not None:
+            self._mcap.observation(obs)
+
     def record_turn(self, record: TurnRecord, state: Observation) -> None:
+        """One answered call: request, response, turn line (with ``state``, the agent-side state after acting) and
+        robo calls; in episode.mcap the tool calls, tool results and the state."""
         reply = record.reply
         # The body as sent; a caller that is not LlmClient (a test double) has none, so its messages stand in.
         body = reply.request or {"messages": record.request}
@@ -152,6 +178,8 @@ class EpisodeRecorder:
             if self._robo_calls is None:
                 self._robo_calls = (self.folder / "robo_calls.jsonl").open("a", encoding="utf-8")
             self._line(self._robo_calls, {"turn": record.turn, "index": index, **_jsonable(call)})
+        if self._mcap is not None:
+            self._mcap.turn(record, state)
 
     def record_failed_call(self, turn: int, error: LlmError) -> None:
         """A call that got no usable answer: what was sent and every attempt, in requests.jsonl."""
@@ -159,12 +187,22 @@ class EpisodeRecorder:
             self._request_line(turn, error.request, error.attempt_log, str(error))
 
     def record_error(self, turn: int, error: BaseException) -> None:
-        self._line(self._turns, {"turn": turn, "action": "error", "error": f"{type(error).__name__}: {error}"})
+        text = f"{type(error).__name__}: {error}"
+        self._line(self._turns, {"turn": turn, "action": "error", "error": text})
+        if self._mcap is not None:
+            self._mcap.error(turn, text)
 
     def write_metrics(self, metrics: dict[str, Any]) -> None:
         self._write_json("metrics.json", metrics)
+        self._metrics = metrics
 
     def close(self) -> None:
-        for stream in (self._requests, self._responses, self._turns, self._robo_calls):
-            if stream is not None:
-                stream.close()
+        """Close every file; episode.mcap gets the latest metrics and its index (the files close even if that
+        fails)."""
+        try:
+            if self._mcap is not None:
+                self._mcap.close(_jsonable(self._metrics) if self._metrics is not None else None)
+        finally:
+            for stream in (self._requests, self._responses, self._turns, self._robo_calls):
+                if stream is not None:
+                    stream.close()

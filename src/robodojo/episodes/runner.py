@@ -7,14 +7,22 @@ record holds everything up to that point and metrics.json says why it ended.
 
 Where the episode runs is an :class:`EpisodeHost`: :class:`WorldHost` for the embedded world in this process, or the
 ROS agent node's host for a simulator elsewhere on the graph. The runner and the record are the same for both.
+
+The agent observes through a view of its backend that shows the recorder every observation it takes, so the camera
+frames in episode.mcap are the ones the agent got, and none is rendered for the record alone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
+
+from numpy.typing import ArrayLike
 
 from robodojo.agents.base import Agent, LlmCaller
 from robodojo.agents.llm.types import LlmError, Usage
@@ -22,12 +30,52 @@ from robodojo.episodes.hosts import EpisodeHost
 from robodojo.episodes.recorder import EpisodeRecorder
 from robodojo.episodes.spec import EndReason, EpisodeResult, EpisodeSpec
 from robodojo.errors import BackendLostError, EpisodeInterrupted
+from robodojo.motion.backend import RobotBackend
 from robodojo.motion.report import StopReason
+from robodojo.observation import Observation
+from robodojo.robots.config import RobotConfig
 
 
 def episode_folder(out_root: Path, spec: EpisodeSpec, agent: str) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")
     return out_root / f"{spec.task}_{spec.variant}_seed{spec.seed}_{agent}_{stamp}"
+
+
+class _ObservedBackend:
+    """The agent's backend, unchanged but for ``observe``, which also hands each observation to ``seen``."""
+
+    __slots__ = ("__backend", "__seen", "robot")
+
+    def __init__(self, backend: RobotBackend, seen: Callable[[Observation], None]) -> None:
+        self.__backend = backend
+        self.__seen = seen
+        self.robot: RobotConfig = backend.robot
+
+    @property
+    def control_dt_s(self) -> float:
+        return self.__backend.control_dt_s
+
+    @property
+    def steps_left(self) -> int:
+        return self.__backend.steps_left
+
+    def observe(self, cameras: Iterable[str] | None = None, **options: Any) -> Observation:
+        """The backend's observation; ``options`` (the embedded world's ``depth``) pass through, and a backend without
+        them raises its TypeError as before (the robo API relies on it)."""
+        observe: Callable[..., Observation] = self.__backend.observe
+        obs = observe(cameras, **options)
+        self.__seen(obs)
+        return obs
+
+    def step(
+        self,
+        joint_targets: Mapping[str, ArrayLike] | None = None,
+        gripper_targets: Mapping[str, float] | None = None,
+    ) -> None:
+        self.__backend.step(joint_targets, gripper_targets)
+
+    def hold(self) -> None:
+        self.__backend.hold()
 
 
 def run_episode(
@@ -38,10 +86,12 @@ def run_episode(
     out_root: Path,
     *,
     model: str = "",
+    mcap: bool = True,
 ) -> EpisodeResult:
     """Run one episode of ``spec.task`` with ``agent`` talking to ``llm``; record it under ``out_root``.
 
-    ``host`` is where it runs (:class:`~robodojo.episodes.hosts.WorldHost` for the embedded world).
+    ``host`` is where it runs (:class:`~robodojo.episodes.hosts.WorldHost` for the embedded world); ``mcap=False``
+    leaves episode.mcap out of the record.
     """
     start = time.perf_counter()
     context = host.start(spec)
@@ -63,6 +113,8 @@ def run_episode(
             "llm_call_budget": spec.llm_call_budget,
             "env_step_limit": host.step_limit,
         },
+        host.robot,
+        mcap=mcap,
     )
     calls, usage, reason, error = 0, Usage(), EndReason.CRASHED, ""
 
@@ -83,6 +135,8 @@ def run_episode(
         }
 
     try:
+        recorder.record_start(host.state(), context.instruction)
+        context = dataclasses.replace(context, backend=_ObservedBackend(context.backend, recorder.record_observation))
         agent.begin(context)
         turn = 0
         while True:

@@ -6,9 +6,15 @@ take the simulator's place.
 
 from __future__ import annotations
 
-WORLD_FRAME = "world"
+# What a robot gives is named once, on the foundations floor, where the episode record (episode.mcap) uses it too.
+from robodojo.robots.topic_names import JOINT_STATES as JOINT_STATES
+from robodojo.robots.topic_names import WORLD_FRAME as WORLD_FRAME
+from robodojo.robots.topic_names import camera_image as camera_image
+from robodojo.robots.topic_names import camera_image_compressed as camera_image_compressed
+from robodojo.robots.topic_names import camera_info as camera_info
+from robodojo.robots.topic_names import camera_pose as camera_pose
+from robodojo.robots.topic_names import tcp_pose as tcp_pose
 
-JOINT_STATES = "/joint_states"
 EPISODE_STATUS = "/episode/status"
 EPISODE_RESET = "/episode/reset"
 MOVE_EEF = "/move_eef"
@@ -17,24 +23,6 @@ STOP = "/motion/stop"
 PLANNED_PATH = "/motion/planned_path"  # visualization_msgs/MarkerArray: the planned grasp-point paths
 MOTION_LEASE = "/motion/lease"  # agent_bringup/TrajectoryLease: the motion server's heartbeat for its trajectories
 DIAGNOSTICS = "/diagnostics"  # diagnostic_msgs/DiagnosticArray: e.g. the simulator's real-time factor
-
-
-def camera_image(camera: str) -> str:
-    return f"/cameras/{camera}/image_raw"
-
-
-def camera_info(camera: str) -> str:
-    return f"/cameras/{camera}/camera_info"
-
-
-def camera_pose(camera: str) -> str:
-    """geometry_msgs/PoseStamped of the camera's optical frame in the world, stamped like its image."""
-    return f"/cameras/{camera}/pose"
-
-
-def tcp_pose(arm: str) -> str:
-    """geometry_msgs/PoseStamped of an arm's grasp point (TCP) in the world frame."""
-    return f"/{arm}/tcp_pose"
 
 
 def arm_controller_name(arm: str) -> str:

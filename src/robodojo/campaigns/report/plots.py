@@ -1,0 +1,164 @@
+"""The report's figures as PNG files, drawn with matplotlib's Agg canvas on :class:`matplotlib.figure.Figure`
+objects (no pyplot: nothing global is touched, and no display is needed).
+
+- ``sr_per_task.png``: SR per task with the 95 % Wilson interval as error bars, one series per group.
+- ``success_vs_input_tokens.png``: per group, the share of episodes solved using at most B input tokens, over B on
+  a log axis (seed 000's budget figure).
+- ``probe_deltas.png``: per condition, the matched-pair SR delta against zero-shot, overall and split by tasks with
+  and without a zero-shot success.
+
+A figure with nothing to show (no episode, no success, no condition) is not written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from robodojo.campaigns.report.stats import (
+    PERCENT,
+    BudgetCurve,
+    LeaderboardEntry,
+    MatchedPairs,
+    budget_curves,
+    leaderboard,
+    matched_pairs,
+)
+from robodojo.campaigns.results import EpisodeRow
+
+SR_PER_TASK_PNG = "sr_per_task.png"
+BUDGET_PNG = "success_vs_input_tokens.png"
+PROBE_DELTAS_PNG = "probe_deltas.png"
+
+DPI = 100
+HEIGHT_IN = 5.0  #: figure height [in]
+MIN_WIDTH_IN = 6.0  #: figure width [in] however few bars
+WIDTH_PER_BAR_GROUP_IN = 0.9  #: width per task (or condition) [in], so that labels stay readable
+BAR_GROUP_SPAN = 0.8  #: share of a category's slot taken by its bars
+CAPSIZE_PT = 3.0  #: error-bar cap [pt]
+LEGEND_FONT_SIZE = "small"
+LEGEND_COLUMNS = 2
+TICK_ROTATION_DEG = 30.0
+SR_AXIS_TOP_PCT = PERCENT * 1.05  #: a little headroom above 100 % for the caps
+STEP_MARKER = "."  #: marks each budget at which an episode was solved
+SUBSET_LABELS = ("all pairs", "tasks with a zero-shot success", "tasks without")
+
+
+def _figure(categories: int = 0) -> Figure:
+    """An empty figure wide enough for ``categories`` groups of bars along x."""
+    width = max(MIN_WIDTH_IN, WIDTH_PER_BAR_GROUP_IN * categories)
+    fig = Figure(figsize=(width, HEIGHT_IN), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)  # this figure draws with Agg, whatever matplotlib's global backend
+    return fig
+
+
+def _legend(fig: Figure) -> None:
+    """The legend below the axes (constrained layout makes room), where it cannot hide a bar or a curve."""
+    fig.legend(loc="outside lower center", fontsize=LEGEND_FONT_SIZE, ncols=LEGEND_COLUMNS)
+
+
+def _bar_offsets(series: int) -> tuple[np.ndarray, float]:
+    """The x offsets of ``series`` bars side by side within a category's slot, and each bar's width."""
+    width = BAR_GROUP_SPAN / series
+    return (np.arange(series) - (series - 1) / 2) * width, width
+
+
+def sr_per_task_figure(board: Sequence[LeaderboardEntry]) -> Figure | None:
+    """SR per task with Wilson error bars, one series per group; None without a task."""
+    tasks = sorted({(c.capability, c.task) for entry in board for c in entry.tasks})
+    if not tasks:
+        return None
+    fig = _figure(len(tasks))
+    ax = fig.add_subplot()
+    x = np.arange(len(tasks))
+    offsets, width = _bar_offsets(len(board))
+    for entry, offset in zip(board, offsets, strict=True):
+        cells = {(c.capability, c.task): c for c in entry.tasks}
+        shown = [i for i, t in enumerate(tasks) if t in cells]
+        sr = np.array([cells[tasks[i]].sr_pct for i in shown])
+        low = np.array([cells[tasks[i]].ci_low_pct for i in shown])
+        high = np.array([cells[tasks[i]].ci_high_pct for i in shown])
+        # A generalization cell's SR is the variants' mean, its interval the pooled one: they can disagree slightly.
+        errors = np.vstack([np.clip(sr - low, 0, None), np.clip(high - sr, 0, None)])
+        ax.bar(x[shown] + offset, sr, width, yerr=errors, capsize=CAPSIZE_PT, label=entry.group.label)
+    ax.set_xticks(x, [task for _, task in tasks], rotation=TICK_ROTATION_DEG, ha="right")
+    ax.set_ylim(0, SR_AXIS_TOP_PCT)
+    ax.set_ylabel("SR [%] (95 % Wilson interval)")
+    ax.set_title("Success rate per task")
+    _legend(fig)
+    return fig
+
+
+def budget_figure(curves: Sequence[BudgetCurve]) -> Figure | None:
+    """Share of episodes solved within each input-token budget, one step curve per group; None without a curve."""
+    if not curves:
+        return None
+    fig = _figure()
+    ax = fig.add_subplot()
+    for curve in curves:
+        # From 0 at the first budget, through each success, on to the largest budget any episode used (where the
+        # curve reaches the group's SR), so that even a single success draws a visible step.
+        budgets = [curve.budgets_tokens[0], *curve.budgets_tokens, curve.max_input_tokens]
+        solved = [0.0, *curve.solved_pct, curve.solved_pct[-1]]
+        ax.step(budgets, solved, where="post", marker=STEP_MARKER, label=f"{curve.group.label} (n={curve.episodes})")
+    ax.set_xscale("log")
+    ax.set_ylim(0, SR_AXIS_TOP_PCT)
+    ax.set_xlabel("input-token budget per episode")
+    ax.set_ylabel("episodes solved within the budget [%]")
+    ax.set_title("Success against input-token budget")
+    _legend(fig)
+    return fig
+
+
+def probe_deltas_figure(table: Sequence[MatchedPairs]) -> Figure | None:
+    """Matched-pair SR delta per condition (percentage points), overall and per subset; None without a pair."""
+    table = [p for p in table if p.overall.pairs]
+    if not table:
+        return None
+    fig = _figure(len(table))
+    ax = fig.add_subplot()
+    x = np.arange(len(table))
+    offsets, width = _bar_offsets(len(SUBSET_LABELS))
+    for s, (label, offset) in enumerate(zip(SUBSET_LABELS, offsets, strict=True)):
+        splits = [(p.overall, p.with_zero_shot_success, p.without_zero_shot_success)[s] for p in table]
+        deltas = {i: split.delta_pp for i, split in enumerate(splits) if split.delta_pp is not None}  # empty: none
+        ax.bar(x[list(deltas)] + offset, list(deltas.values()), width, label=label)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(x, [p.group.label for p in table], rotation=TICK_ROTATION_DEG, ha="right")
+    ax.set_ylabel("SR delta against zero-shot [pp]")
+    ax.set_title("Matched pairs: condition minus zero-shot")
+    _legend(fig)
+    return fig
+
+
+def write_plots(rows: Iterable[EpisodeRow], out_dir: Path) -> list[Path]:
+    """Write the figures that have something to show into ``out_dir`` (created if needed); the paths written."""
+    rows = list(rows)
+    figures = {
+        SR_PER_TASK_PNG: sr_per_task_figure(leaderboard(rows)),
+        BUDGET_PNG: budget_figure(budget_curves(rows)),
+        PROBE_DELTAS_PNG: probe_deltas_figure(matched_pairs(rows)),
+    }
+    written = []
+    for name, fig in figures.items():
+        if fig is None:
+            continue
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out_dir / name, format="png")
+        written.append(out_dir / name)
+    return written
+
+
+__all__ = [
+    "BUDGET_PNG",
+    "PROBE_DELTAS_PNG",
+    "SR_PER_TASK_PNG",
+    "budget_figure",
+    "probe_deltas_figure",
+    "sr_per_task_figure",
+    "write_plots",
+]

@@ -1,0 +1,457 @@
+"""The report's tables from :mod:`robodojo.campaigns.report.stats`: markdown for reading, CSV for tools.
+
+Markdown (:func:`report_markdown`): the leaderboard by capability axis with the Average and the micro figures, the
+per-task table in seed 002's "Score / SR%" cell format (a generalization task gets a row per variant under its
+cell), the efficiency table with its ratios, and the matched-pair table. CSV (:func:`write_tables`), one file per
+table plus every episode:
+
+- ``leaderboard.csv``: a row per group; ``<axis>_score`` and ``<axis>_sr_pct`` per axis (empty where the group has
+  no task on the axis), the Average, the micro figures with their Wilson interval.
+- ``tasks.csv``: a row per group and task (``variant`` empty: the task's cell, the mean over its variants for a
+  generalization cell), then one per variant of a generalization task.
+- ``efficiency.csv``: a row per LLM and agent: ``mean_<metric>`` per solved episode and ``ratio_<metric>`` over the
+  base agent's.
+- ``matched_pairs.csv``: a row per condition and subset (``all``, ``with_zero_shot_success``,
+  ``without_zero_shot_success``); ``unpaired`` is given on the ``all`` row.
+- ``episodes.csv``: every row, its fields in :class:`EpisodeRow` order.
+
+CSV numbers are written in full (Python's shortest round-trip text), an undefined value as an empty cell.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from robodojo.campaigns.report.stats import (
+    AgentEfficiency,
+    LeaderboardEntry,
+    MatchedPairs,
+    PairSplit,
+    TaskCell,
+    efficiency,
+    leaderboard,
+    matched_pairs,
+    variant_order,
+)
+from robodojo.campaigns.results import EpisodeRow
+from robodojo.episodes.efficiency import METRICS
+
+LEADERBOARD_CSV = "leaderboard.csv"
+TASKS_CSV = "tasks.csv"
+EFFICIENCY_CSV = "efficiency.csv"
+MATCHED_PAIRS_CSV = "matched_pairs.csv"
+EPISODES_CSV = "episodes.csv"
+REPORT_MD = "report.md"
+
+PCT_DIGITS = 2  #: Score and SR in markdown, as seed 002 prints them (28.97 / 22.48%)
+RATIO_DIGITS = 2
+NO_VALUE = "-"  #: a markdown cell with nothing to show
+TASK_SEPARATOR = ";"  #: between task names in a CSV cell
+
+GROUP_COLUMNS = ("agent", "llm", "condition")
+METRIC_LABELS = {
+    "llm_calls": "LLM calls",
+    "input_tokens": "input tokens",
+    "cached_input_tokens": "cached input",
+    "uncached_input_tokens": "uncached input",
+    "output_tokens": "output tokens",
+    "cost_usd": "cost USD",
+}
+METRIC_FORMATS = {  # per solved episode: calls to two decimals, tokens whole, dollars to four
+    "llm_calls": "{:.2f}",
+    "input_tokens": "{:.0f}",
+    "cached_input_tokens": "{:.0f}",
+    "uncached_input_tokens": "{:.0f}",
+    "output_tokens": "{:.0f}",
+    "cost_usd": "{:.4f}",
+}
+SUBSETS = {  # the matched-pair splits: CSV name -> markdown label
+    "all": "all",
+    "with_zero_shot_success": "tasks with a zero-shot success",
+    "without_zero_shot_success": "tasks without",
+}
+
+Value = str | int | float | bool | None
+
+
+# -- formatting -----------------------------------------------------------------------------------------------------
+
+
+def score_sr_cell(score: float, sr_pct: float) -> str:
+    """Seed 002's leaderboard cell: ``"28.97 / 22.48%"``."""
+    return f"{score:.{PCT_DIGITS}f} / {sr_pct:.{PCT_DIGITS}f}%"
+
+
+def _pct(value: float | None) -> str:
+    return NO_VALUE if value is None else f"{value:.{PCT_DIGITS}f}%"
+
+
+def _signed_pp(value: float | None) -> str:
+    return NO_VALUE if value is None else f"{value:+.{PCT_DIGITS}f} pp"
+
+
+def _metric(metric: str, value: float | None) -> str:
+    return NO_VALUE if value is None else METRIC_FORMATS[metric].format(value)
+
+
+def _ratio(value: float | None) -> str:
+    return NO_VALUE if value is None else f"{value:.{RATIO_DIGITS}f}x"
+
+
+@dataclasses.dataclass(frozen=True)
+class TextTable:
+    """A table of formatted cells: the first ``text_columns`` columns are names (left-aligned), the rest numbers."""
+
+    header: Sequence[str]
+    rows: Sequence[Sequence[str]]
+    text_columns: int
+
+    def markdown(self) -> str:
+        """A pipe table, names left-aligned and numbers right-aligned."""
+        escaped = [[c.replace("|", "\\|") for c in row] for row in [self.header, *self.rows]]
+        rule = [":---" if i < self.text_columns else "---:" for i in range(len(self.header))]
+        return "\n".join("| " + " | ".join(row) + " |" for row in [escaped[0], rule, *escaped[1:]])
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    """A part of the report: a title, a note on how to read it, and its table (or a sentence when it has none)."""
+
+    title: str
+    note: str
+    table: TextTable | None
+    empty_text: str = ""
+
+
+def _csv_value(value: Value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+# -- the tables as rows ---------------------------------------------------------------------------------------------
+
+
+def _axes(board: Sequence[LeaderboardEntry]) -> list[str]:
+    return sorted({a.axis for entry in board for a in entry.axes})
+
+
+def _task_order(board: Sequence[LeaderboardEntry]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(axis, task, variants of a generalization task) over every group, by axis then task."""
+    capability: dict[str, str] = {}
+    variants: dict[str, set[str]] = {}
+    for entry in board:
+        for cell in entry.tasks:
+            capability.setdefault(cell.task, cell.capability)
+            variants.setdefault(cell.task, set()).update(v.variant for v in cell.variants)
+    order = sorted(capability, key=lambda t: (capability[t], t))
+    # A task's variants in the order its cells list them (standard first), whatever group ran which.
+    ordered = {t: sorted(variants[t], key=variant_order) for t in order}
+    return [(capability[t], t, tuple(ordered[t]) if len(ordered[t]) > 1 else ()) for t in order]
+
+
+def _cell(entry: LeaderboardEntry, task: str) -> TaskCell | None:
+    return next((c for c in entry.tasks if c.task == task), None)
+
+
+def leaderboard_table(board: Sequence[LeaderboardEntry]) -> TextTable:
+    """Per group: each axis, the Average over the axes, and the micro figures (every episode pooled)."""
+    axes = _axes(board)
+    header = [*GROUP_COLUMNS, *axes, "Average", "micro", "micro successes"]
+    rows = []
+    for entry in board:
+        by_axis = {a.axis: a for a in entry.axes}
+        rows.append(
+            [
+                entry.group.agent,
+                entry.group.llm,
+                entry.group.condition,
+                *(score_sr_cell(by_axis[a].score, by_axis[a].sr_pct) if a in by_axis else NO_VALUE for a in axes),
+                score_sr_cell(entry.average_score, entry.average_sr_pct),
+                score_sr_cell(entry.micro.score, entry.micro.sr_pct),
+                f"{entry.micro.successes}/{entry.micro.n}",
+            ]
+        )
+    return TextTable(header, rows, len(GROUP_COLUMNS))
+
+
+def leaderboard_markdown(board: Sequence[LeaderboardEntry]) -> str:
+    return leaderboard_table(board).markdown()
+
+
+def _leaderboard_csv(board: Sequence[LeaderboardEntry]) -> tuple[list[str], list[list[Value]]]:
+    axes = _axes(board)
+    micro = ("n", "successes", "score", "sr_pct", "ci_low_pct", "ci_high_pct")
+    header = [
+        *GROUP_COLUMNS,
+        *(f"{a}_{figure}" for a in axes for figure in ("score", "sr_pct")),
+        "average_score",
+        "average_sr_pct",
+        *(f"micro_{figure}" for figure in micro),
+    ]
+    rows: list[list[Value]] = []
+    for entry in board:
+        by_axis = {a.axis: a for a in entry.axes}
+        axis_values: list[Value] = []
+        for a in axes:
+            axis_values += [by_axis[a].score, by_axis[a].sr_pct] if a in by_axis else [None, None]
+        rows.append(
+            [
+                *dataclasses.astuple(entry.group),
+                *axis_values,
+                entry.average_score,
+                entry.average_sr_pct,
+                *(getattr(entry.micro, figure) for figure in micro),
+            ]
+        )
+    return header, rows
+
+
+def tasks_table(board: Sequence[LeaderboardEntry]) -> TextTable:
+    """A row per task (and per variant under a generalization task), a "Score / SR%" column per group."""
+    header = ["axis", "task", *(entry.group.label for entry in board)]
+    rows = []
+    for axis, task, variants in _task_order(board):
+        cells = [_cell(entry, task) for entry in board]
+        rows.append([axis, task, *(NO_VALUE if c is None else score_sr_cell(c.score, c.sr_pct) for c in cells)])
+        for variant in variants:
+            values = []
+            for c in cells:
+                v = None if c is None else next((v for v in c.variants if v.variant == variant), None)
+                values.append(NO_VALUE if v is None else score_sr_cell(v.score, v.sr_pct))
+            rows.append([axis, f"{task} [{variant}]", *values])
+    return TextTable(header, rows, 2)
+
+
+def tasks_markdown(board: Sequence[LeaderboardEntry]) -> str:
+    return tasks_table(board).markdown()
+
+
+def _tasks_csv(board: Sequence[LeaderboardEntry]) -> tuple[list[str], list[list[Value]]]:
+    figures = ("n", "successes", "score", "sr_pct", "ci_low_pct", "ci_high_pct")
+    header = [*GROUP_COLUMNS, "capability", "task", "variant", "generalization", *figures]
+    rows: list[list[Value]] = []
+    for entry in board:
+        group = dataclasses.astuple(entry.group)
+        for cell in entry.tasks:
+            head = [*group, cell.capability, cell.task]
+            rows.append([*head, "", cell.generalization, *(getattr(cell, f) for f in figures)])
+            if cell.generalization:
+                rows += [[*head, v.variant, True, *(getattr(v, f) for f in figures)] for v in cell.variants]
+    return header, rows
+
+
+def efficiency_table(table: Sequence[AgentEfficiency]) -> TextTable:
+    """Per LLM and agent: the means per solved episode on the jointly solved layouts; per other agent, its ratios."""
+    header = ["llm", "agent", "episodes", "SR", "joint layouts", "solved episodes", *METRIC_LABELS.values()]
+    rows = []
+    for e in table:
+        rows.append(
+            [
+                e.llm,
+                e.agent,
+                str(e.episodes),
+                _pct(e.sr_pct),
+                str(e.joint_layouts),
+                str(e.solved_episodes),
+                *(_metric(m, e.mean.value(m)) for m in METRICS),
+            ]
+        )
+        if e.agent != e.base_agent:
+            ratio_label = f"{e.agent} / {e.base_agent}"
+            rows.append([e.llm, ratio_label, "", "", "", "", *(_ratio(e.ratio.value(m)) for m in METRICS)])
+    return TextTable(header, rows, 2)
+
+
+def efficiency_markdown(table: Sequence[AgentEfficiency]) -> str:
+    return efficiency_table(table).markdown()
+
+
+def _efficiency_csv(table: Sequence[AgentEfficiency]) -> tuple[list[str], list[list[Value]]]:
+    counts = ("llm", "agent", "base_agent", "episodes", "successes", "sr_pct", "joint_layouts", "solved_episodes")
+    header = [*counts, *(f"mean_{m}" for m in METRICS), *(f"ratio_{m}" for m in METRICS)]
+    rows: list[list[Value]] = [
+        [
+            *(getattr(e, c) for c in counts),
+            *(e.mean.value(m) for m in METRICS),
+            *(e.ratio.value(m) for m in METRICS),
+        ]
+        for e in table
+    ]
+    return header, rows
+
+
+def _splits(pairs: MatchedPairs) -> dict[str, PairSplit]:
+    return {
+        "all": pairs.overall,
+        "with_zero_shot_success": pairs.with_zero_shot_success,
+        "without_zero_shot_success": pairs.without_zero_shot_success,
+    }
+
+
+def matched_pairs_table(table: Sequence[MatchedPairs]) -> TextTable:
+    """Per condition and subset: pairs, SR under the condition and zero-shot, the delta, the four outcomes."""
+    header = [
+        *GROUP_COLUMNS,
+        "subset",
+        "tasks",
+        "pairs",
+        "condition SR",
+        "zero-shot SR",
+        "delta",
+        "both",
+        "only condition",
+        "only zero-shot",
+        "neither",
+        "net successes",
+        "unpaired",
+    ]
+    rows = []
+    for pairs in table:
+        for name, split in _splits(pairs).items():
+            rows.append(
+                [
+                    *dataclasses.astuple(pairs.group),
+                    SUBSETS[name],
+                    str(len(split.tasks)),
+                    str(split.pairs),
+                    f"{_pct(split.condition_sr_pct)} ({split.condition_successes})",
+                    f"{_pct(split.zero_shot_sr_pct)} ({split.zero_shot_successes})",
+                    _signed_pp(split.delta_pp),
+                    str(split.both),
+                    str(split.only_condition),
+                    str(split.only_zero_shot),
+                    str(split.neither),
+                    f"{split.net_successes:+d}",
+                    str(pairs.unpaired) if name == "all" else "",
+                ]
+            )
+    return TextTable(header, rows, len(GROUP_COLUMNS) + 1)
+
+
+def matched_pairs_markdown(table: Sequence[MatchedPairs]) -> str:
+    return matched_pairs_table(table).markdown()
+
+
+def _matched_pairs_csv(table: Sequence[MatchedPairs]) -> tuple[list[str], list[list[Value]]]:
+    figures = [f.name for f in dataclasses.fields(PairSplit) if f.name != "tasks"]
+    header = [*GROUP_COLUMNS, "subset", "task_count", "tasks", *figures, "unpaired"]
+    rows: list[list[Value]] = []
+    for pairs in table:
+        for name, split in _splits(pairs).items():
+            rows.append(
+                [
+                    *dataclasses.astuple(pairs.group),
+                    name,
+                    len(split.tasks),
+                    TASK_SEPARATOR.join(split.tasks),
+                    *(getattr(split, f) for f in figures),
+                    pairs.unpaired if name == "all" else None,
+                ]
+            )
+    return header, rows
+
+
+def _episodes_csv(rows: Sequence[EpisodeRow]) -> tuple[list[str], list[list[Value]]]:
+    names = [f.name for f in dataclasses.fields(EpisodeRow)]
+    return names, [[getattr(r, n) for n in names] for r in rows]
+
+
+# -- the report -----------------------------------------------------------------------------------------------------
+
+
+DEFINITIONS = (
+    "Score is the mean process reward x 100; SR the percentage of episodes that met the task's full-success "
+    "criterion. The Average is the unweighted mean of the axis values, each the mean of its tasks' cells; the micro "
+    "figures pool every episode of the group, and differ from the Average when the axes hold different numbers of "
+    "tasks. A generalization task's cell is the mean of its variants' values (listed under it)."
+)
+EFFICIENCY_NOTE = (
+    "Zero-shot episodes. Means per solved episode, taken only on the layouts (task, variant, seed) every compared "
+    "agent solved, so that no agent is averaged over easier episodes than another; ratios are over the first agent."
+)
+PAIRS_NOTE = (
+    "Each episode of a condition paired with the zero-shot episode of the same agent, LLM, task, variant and seed; "
+    "split by tasks with and without a zero-shot success among the matched pairs. Unpaired episodes are left out of "
+    "the figures and counted."
+)
+
+
+def report_sections(rows: Sequence[EpisodeRow]) -> list[Section]:
+    """The report's parts, in order: the leaderboard, the per-task table, efficiency and matched pairs."""
+    board = leaderboard(rows)
+    table = efficiency(rows)
+    pairs = matched_pairs(rows)
+    no_efficiency = "No LLM was run zero-shot by two agents: nothing to compare."
+    no_pairs = "No condition other than zero-shot: no matched pairs."
+    return [
+        Section("Leaderboard (Score / SR%)", DEFINITIONS, leaderboard_table(board)),
+        Section("Per task (Score / SR%)", "", tasks_table(board)),
+        Section("Efficiency on jointly solved layouts", EFFICIENCY_NOTE, efficiency_table(table) if table else None,
+                no_efficiency),
+        Section("Matched pairs against zero-shot", PAIRS_NOTE, matched_pairs_table(pairs) if pairs else None, no_pairs),
+    ]  # fmt: skip
+
+
+def report_markdown(rows: Iterable[EpisodeRow]) -> str:
+    """The whole report as markdown: the leaderboard, the per-task table, efficiency and matched pairs."""
+    rows = list(rows)
+    if not rows:
+        return "# Campaign report\n\nNo episodes.\n"
+    parts = ["# Campaign report", f"{len(rows)} episodes in {len(leaderboard(rows))} groups (agent / LLM / condition)."]
+    for section in report_sections(rows):
+        parts.append(f"## {section.title}")
+        if section.note:
+            parts.append(section.note)
+        parts.append(section.table.markdown() if section.table is not None else section.empty_text)
+    return "\n\n".join(parts) + "\n"
+
+
+def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Value]]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows([_csv_value(v) for v in row] for row in rows)
+    return path
+
+
+def write_tables(rows: Iterable[EpisodeRow], out_dir: Path) -> list[Path]:
+    """Write the CSV tables and ``report.md`` into ``out_dir`` (created if needed); the paths written.
+
+    Every file is written even when it has no row (a CSV then holds its header), so tools find the same files."""
+    rows = list(rows)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    board = leaderboard(rows)
+    tables = {
+        LEADERBOARD_CSV: _leaderboard_csv(board),
+        TASKS_CSV: _tasks_csv(board),
+        EFFICIENCY_CSV: _efficiency_csv(efficiency(rows)),
+        MATCHED_PAIRS_CSV: _matched_pairs_csv(matched_pairs(rows)),
+        EPISODES_CSV: _episodes_csv(rows),
+    }
+    written = [_write_csv(out_dir / name, header, body) for name, (header, body) in tables.items()]
+    report = out_dir / REPORT_MD
+    report.write_text(report_markdown(rows), encoding="utf-8")
+    return [*written, report]
+
+
+__all__ = [
+    "EFFICIENCY_CSV",
+    "EPISODES_CSV",
+    "LEADERBOARD_CSV",
+    "MATCHED_PAIRS_CSV",
+    "REPORT_MD",
+    "TASKS_CSV",
+    "efficiency_markdown",
+    "leaderboard_markdown",
+    "matched_pairs_markdown",
+    "report_markdown",
+    "score_sr_cell",
+    "tasks_markdown",
+    "write_tables",
+]

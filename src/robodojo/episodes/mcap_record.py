@@ -1,0 +1,289 @@
+"""The episode as an MCAP file (``episode.mcap``): what the recorder sees, as ROS 2 messages on named topics.
+
+Foxglove opens the file, ``ros2 bag info`` / ``ros2 bag play`` read it (ROS 2 profile, CDR messages, ``ros2msg``
+schemas: the message definitions with their dependencies, as rosbag2 writes them), and so does the ``rosbags``
+library. The messages are written with mcap-ros2-support from the .msg texts below, so the library needs no ROS
+message packages.
+
+Topics (camera, joint and pose names as on the graph: robodojo.robots.topic_names)::
+
+    /episode/instruction             std_msgs/String: once, with the first state
+    /joint_states                    sensor_msgs/JointState: the first state, then the state after each turn; every
+                                     arm joint [rad] and each gripper's driven joint [m]
+    /<arm>/tcp_pose                  geometry_msgs/PoseStamped: the grasp point in the world frame, with the joints
+    /cameras/<camera>/image_raw/compressed
+                                     sensor_msgs/CompressedImage (JPEG): every camera frame the agent took (move_eef:
+                                     each turn's observation; code cells: robo.image, show, segment, ...), once per
+                                     camera and step; no frame is rendered for the record
+    /cameras/<camera>/camera_info    sensor_msgs/CameraInfo: that frame's calibration (K, P = K [I | 0], size, frame)
+    /cameras/<camera>/pose           geometry_msgs/PoseStamped: its optical frame in the world (wrist cameras move)
+    /agent/action                    std_msgs/String, per answered call, stamped when the turn began: JSON
+                                     {turn, action, content, tool_calls}, the action as in turns.jsonl and the tool
+                                     calls (id, name, arguments) as the model sent them
+    /agent/tool_result               std_msgs/String, per turn, stamped with the state after it: JSON
+                                     {turn, tool_results}
+    /episode/error                   std_msgs/String: what ended the episode early, JSON {turn, error}
+
+Stamps are the episode's simulation time: the env step count times the robot's control period
+(``RobotConfig.control_dt_s``), 0 at the episode's start; on the graph this is not the simulator node's /clock, which
+counts on across resets and through steps that use no budget. Every message's log time and publish time equal its
+header stamp, and each topic's stamps never decrease. The file also carries two metadata records: ``episode``
+(meta.json) when it opens and ``metrics`` (metrics.json's last state) when it closes.
+
+Written as the episode runs: one chunk per turn reaches the file when the turn ends, so a process killed mid-episode
+leaves every finished turn readable by a streaming reader; :meth:`McapRecord.close` (the runner's ``finally``) writes
+the summary and footer that indexed readers (rosbags, ``ros2 bag``) need.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+from mcap.records import Schema
+from mcap.writer import CompressionType
+from mcap_ros2.writer import Writer as Ros2Writer
+
+from robodojo.agents.base import TurnRecord
+from robodojo.geometry import quat_from_matrix
+from robodojo.observation import CameraFrame, Observation
+from robodojo.robots import topic_names
+from robodojo.robots.config import RobotConfig
+
+MCAP_FILE = "episode.mcap"
+INSTRUCTION_TOPIC = "/episode/instruction"
+ERROR_TOPIC = "/episode/error"
+ACTION_TOPIC = "/agent/action"
+TOOL_RESULT_TOPIC = "/agent/tool_result"
+#: the agents' own default (config/agents/move_eef.yaml): the record's pictures look like what the model was sent
+JPEG_QUALITY = 85
+#: JPEG does not compress further; zstd on each chunk would cost time for the few kilobytes of state and text
+COMPRESSION = CompressionType.NONE
+NS_PER_S = 1_000_000_000
+
+# -- message definitions (ros2msg: the type's .msg text, then each dependency after a delimiter) --------------------
+_DELIMITER = "=" * 80
+_MSG: dict[str, str] = {
+    "builtin_interfaces/msg/Time": "int32 sec\nuint32 nanosec\n",
+    "std_msgs/msg/Header": "builtin_interfaces/Time stamp\nstring frame_id\n",
+    "std_msgs/msg/String": "string data\n",
+    "geometry_msgs/msg/Point": "float64 x\nfloat64 y\nfloat64 z\n",
+    "geometry_msgs/msg/Quaternion": "float64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1\n",
+    "geometry_msgs/msg/Pose": "Point position\nQuaternion orientation\n",
+    "geometry_msgs/msg/PoseStamped": "std_msgs/Header header\nPose pose\n",
+    "sensor_msgs/msg/CompressedImage": "std_msgs/Header header\nstring format\nuint8[] data\n",
+    "sensor_msgs/msg/RegionOfInterest": (
+        "uint32 x_offset\nuint32 y_offset\nuint32 height\nuint32 width\nbool do_rectify\n"
+    ),
+    "sensor_msgs/msg/CameraInfo": (
+        "std_msgs/Header header\nuint32 height\nuint32 width\nstring distortion_model\nfloat64[] d\nfloat64[9] k\n"
+        "float64[9] r\nfloat64[12] p\nuint32 binning_x\nuint32 binning_y\nRegionOfInterest roi\n"
+    ),
+    "sensor_msgs/msg/JointState": (
+        "std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\nfloat64[] effort\n"
+    ),
+}
+_HEADER_DEPS = ("std_msgs/msg/Header", "builtin_interfaces/msg/Time")
+_POSE_DEPS = ("geometry_msgs/msg/Pose", "geometry_msgs/msg/Point", "geometry_msgs/msg/Quaternion")
+_DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    "std_msgs/msg/String": (),
+    "geometry_msgs/msg/PoseStamped": (*_HEADER_DEPS, *_POSE_DEPS),
+    "sensor_msgs/msg/CompressedImage": _HEADER_DEPS,
+    "sensor_msgs/msg/CameraInfo": (*_HEADER_DEPS, "sensor_msgs/msg/RegionOfInterest"),
+    "sensor_msgs/msg/JointState": _HEADER_DEPS,
+}
+_IDENTITY_R = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+
+
+def message_definition(datatype: str) -> str:
+    """The complete ``ros2msg`` definition of ``datatype`` (e.g. ``sensor_msgs/msg/CameraInfo``) as rosbag2 stores
+    it: the type's fields, then every type it uses after a line of 80 ``=`` and ``MSG: <type>``."""
+    parts = [_MSG[datatype]]
+    parts += [f"{_DELIMITER}\nMSG: {dep}\n{_MSG[dep]}" for dep in _DEPENDENCIES[datatype]]
+    return "".join(parts)
+
+
+def _header(stamp_ns: int, frame_id: str) -> dict[str, Any]:
+    return {"stamp": {"sec": stamp_ns // NS_PER_S, "nanosec": stamp_ns % NS_PER_S}, "frame_id": frame_id}
+
+
+def _pose(position: Any, quat_wxyz: Any) -> dict[str, Any]:
+    w, x, y, z = (float(v) for v in quat_wxyz)
+    px, py, pz = (float(v) for v in position)
+    return {"position": {"x": px, "y": py, "z": pz}, "orientation": {"x": x, "y": y, "z": z, "w": w}}
+
+
+def _jpeg(rgb: np.ndarray, quality: int) -> bytes:
+    bgr = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGR)
+    ok, data = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, quality])
+    if not ok:
+        raise ValueError(f"cv2.imencode could not encode a {rgb.shape} image as JPEG")
+    return data.tobytes()
+
+
+def _metadata(values: Mapping[str, Any]) -> dict[str, str]:
+    """MCAP metadata holds strings: strings as they are, everything else as JSON."""
+    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
+
+
+class McapRecord:
+    """Writes one episode's ``episode.mcap`` as it runs (see the module docstring for topics and stamps).
+
+    ``robot`` names the joints, the grippers' joints and the cameras' optical frames and gives the control period;
+    ``meta`` (JSON-ready values) becomes the ``episode`` metadata record.
+    """
+
+    def __init__(
+        self, path: Path, robot: RobotConfig, meta: Mapping[str, Any], *, jpeg_quality: int = JPEG_QUALITY
+    ) -> None:
+        self.path = path
+        self.robot = robot
+        self.control_dt_s = robot.control_dt_s
+        self.jpeg_quality = jpeg_quality
+        self._stream = path.open("wb")
+        try:
+            self._writer = Ros2Writer(self._stream, compression=COMPRESSION)
+            self._schemas: dict[str, Schema] = {
+                datatype: self._writer.register_msgdef(datatype, message_definition(datatype))
+                for datatype in _DEPENDENCIES
+            }
+            self._writer.add_metadata("episode", _metadata(meta))
+        except BaseException:
+            self._stream.close()
+            raise
+        self._last_ns: dict[str, int] = {}  # topic -> its latest stamp: no topic goes back in time
+        self._latest_ns = 0  # the latest stamp of any message: errors are stamped with it
+        self._turn_start_ns = 0  # the stamp of the state the current turn began from
+        self._frame_steps: dict[str, int] = {}  # camera -> the step of its latest frame written
+        self._closed = False
+
+    # -- what the recorder sees ---------------------------------------------------------------------------------
+    def start(self, state: Observation, instruction: str) -> None:
+        """The episode's first state and its instruction."""
+        stamp = self._stamp(state.step)
+        self._write(INSTRUCTION_TOPIC, "std_msgs/msg/String", {"data": instruction}, stamp)
+        self._state(state, stamp)
+        self.flush()
+
+    def observation(self, obs: Observation) -> None:
+        """The camera frames of an observation the agent took (state-only observations write nothing)."""
+        if not obs.cameras:
+            return
+        stamp = self._stamp(obs.step)
+        for name, frame in obs.cameras.items():
+            if self._frame_steps.get(name) == obs.step:  # asked again before anything moved: the same picture
+                continue
+            self._frame_steps[name] = obs.step
+            self._camera(frame, stamp)
+
+    def turn(self, record: TurnRecord, state: Observation) -> None:
+        """One answered call: what the model sent (at the turn's start), the tool results and the state after it."""
+        reply = record.reply
+        action = {
+            "turn": record.turn,
+            "action": record.action,
+            "content": reply.content,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
+        }
+        self._write(ACTION_TOPIC, "std_msgs/msg/String", {"data": json.dumps(action)}, self._turn_start_ns)
+        stamp = self._stamp(state.step)
+        result = {"turn": record.turn, "tool_results": list(record.tool_results)}
+        self._write(TOOL_RESULT_TOPIC, "std_msgs/msg/String", {"data": json.dumps(result)}, stamp)
+        self._state(state, stamp)
+        self.flush()
+
+    def error(self, turn: int, text: str) -> None:
+        """What ended the episode early, stamped with the latest time recorded (the host may be gone)."""
+        data = json.dumps({"turn": turn, "error": text})
+        self._write(ERROR_TOPIC, "std_msgs/msg/String", {"data": data}, self._latest_ns)
+        self.flush()
+
+    def flush(self) -> None:
+        """Put everything written so far into the file (one chunk; compression, if any, works per chunk)."""
+        # mcap-ros2-support's writer has no flush of its own; the McapWriter it wraps has one from mcap 1.6 on. An
+        # older mcap writes a chunk only when it is full and at close: the file is as complete, a kill loses more.
+        flush = getattr(self._writer._writer, "flush", None)
+        if flush is not None:
+            flush()
+
+    def close(self, metrics: Mapping[str, Any] | None = None) -> None:
+        """Write ``metrics`` as the ``metrics`` metadata record, then the summary and footer; close the file."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if metrics is not None:
+                self._writer.add_metadata("metrics", _metadata(metrics))
+            self._writer.finish()
+        finally:
+            self._stream.close()
+
+    # -- messages -----------------------------------------------------------------------------------------------
+    def _stamp(self, step: int) -> int:
+        """Simulation time [ns] of env step ``step``."""
+        return round(step * self.control_dt_s * NS_PER_S)
+
+    def _write(
+        self, topic: str, datatype: str, fields: dict[str, Any], stamp_ns: int, *, frame_id: str | None = None
+    ) -> None:
+        """One message; ``frame_id`` given: a stamped type, whose header gets the stamp and the frame."""
+        stamp_ns = max(stamp_ns, self._last_ns.get(topic, 0))
+        message = fields if frame_id is None else {"header": _header(stamp_ns, frame_id), **fields}
+        self._writer.write_message(topic, self._schemas[datatype], message, log_time=stamp_ns, publish_time=stamp_ns)
+        self._last_ns[topic] = stamp_ns
+        self._latest_ns = max(self._latest_ns, stamp_ns)
+
+    def _state(self, state: Observation, stamp_ns: int) -> None:
+        """Every arm's joints (the gripper's driven joint in metres) and grasp-point pose; the next turn starts here."""
+        names: list[str] = []
+        positions: list[float] = []
+        for arm_name, arm in state.arms.items():
+            config = self.robot.arm(arm_name)
+            names += [*arm.joint_names, config.gripper_joint]
+            positions += [*arm.joint_positions_rad, arm.gripper_opening * config.gripper_max_m]
+            pose = {"pose": _pose(arm.tcp_pos_m, arm.tcp_quat_wxyz)}
+            self._write(
+                topic_names.tcp_pose(arm_name), "geometry_msgs/msg/PoseStamped", pose, stamp_ns,
+                frame_id=topic_names.WORLD_FRAME,
+            )  # fmt: skip
+        joints = {"name": names, "position": positions, "velocity": [], "effort": []}
+        # frame_id empty, as robot_state_publisher and the simulator node publish joint states
+        self._write(topic_names.JOINT_STATES, "sensor_msgs/msg/JointState", joints, stamp_ns, frame_id="")
+        self._turn_start_ns = max(self._turn_start_ns, stamp_ns)
+
+    def _camera(self, frame: CameraFrame, stamp_ns: int) -> None:
+        calibration = frame.calibration
+        optical_frame = self.robot.camera(frame.name).frame
+        K = np.asarray(calibration.K, dtype=float)
+        P = np.zeros((3, 4))
+        P[:, :3] = K
+        image = {"format": "jpeg", "data": _jpeg(frame.rgb, self.jpeg_quality)}
+        info = {
+            "height": calibration.height,
+            "width": calibration.width,
+            "distortion_model": "plumb_bob",
+            "d": [float(v) for v in calibration.distortion],
+            "k": [float(v) for v in K.reshape(-1)],
+            "r": list(_IDENTITY_R),
+            "p": [float(v) for v in P.reshape(-1)],
+            "binning_x": 0,
+            "binning_y": 0,
+            "roi": {"x_offset": 0, "y_offset": 0, "height": 0, "width": 0, "do_rectify": False},
+        }
+        T = np.asarray(calibration.T_world_cam, dtype=float)
+        pose = {"pose": _pose(T[:3, 3], quat_from_matrix(T[:3, :3]))}
+        name = frame.name
+        # The image last, as the simulator node publishes them: a reader that has the image has its calibration.
+        self._write(topic_names.camera_info(name), "sensor_msgs/msg/CameraInfo", info, stamp_ns, frame_id=optical_frame)
+        self._write(
+            topic_names.camera_pose(name), "geometry_msgs/msg/PoseStamped", pose, stamp_ns,
+            frame_id=topic_names.WORLD_FRAME,
+        )  # fmt: skip
+        self._write(
+            topic_names.camera_image_compressed(name), "sensor_msgs/msg/CompressedImage", image, stamp_ns,
+            frame_id=optical_frame,
+        )  # fmt: skip

@@ -1,0 +1,40 @@
+"""The ROS 2 names of what a robot gives: joint states, camera topics, grasp-point poses, and the world frame.
+
+Defined here, on the foundations floor, so that the node adapters (robodojo.nodes.topics re-exports them) and the
+episode record (robodojo.episodes.mcap_record writes them into episode.mcap) name the same data the same way: a bag
+recorded on the graph and an episode recorded in one process show the same topics in Foxglove.
+"""
+
+from __future__ import annotations
+
+WORLD_FRAME = "world"
+
+JOINT_STATES = "/joint_states"
+
+#: image_transport's suffix for the compressed transport of an image topic (sensor_msgs/CompressedImage)
+COMPRESSED_SUFFIX = "/compressed"
+
+
+def camera_image(camera: str) -> str:
+    """sensor_msgs/Image (rgb8) of a camera."""
+    return f"/cameras/{camera}/image_raw"
+
+
+def camera_image_compressed(camera: str) -> str:
+    """sensor_msgs/CompressedImage of a camera, where image_transport puts it (beside the raw image topic)."""
+    return camera_image(camera) + COMPRESSED_SUFFIX
+
+
+def camera_info(camera: str) -> str:
+    """sensor_msgs/CameraInfo of a camera, stamped like its image."""
+    return f"/cameras/{camera}/camera_info"
+
+
+def camera_pose(camera: str) -> str:
+    """geometry_msgs/PoseStamped of the camera's optical frame in the world, stamped like its image."""
+    return f"/cameras/{camera}/pose"
+
+
+def tcp_pose(arm: str) -> str:
+    """geometry_msgs/PoseStamped of an arm's grasp point (TCP) in the world frame."""
+    return f"/{arm}/tcp_pose"

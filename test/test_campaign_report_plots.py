@@ -1,0 +1,40 @@
+"""The report's PNG figures: written when there is something to show, valid PNG files, nothing otherwise."""
+
+from __future__ import annotations
+
+from campaign_report_rows import MOVE_EEF, ROWS
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from robodojo.campaigns.report.plots import probe_deltas_figure, sr_per_task_figure, write_plots
+from robodojo.campaigns.report.stats import leaderboard, matched_pairs
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _is_png(path) -> bool:
+    data = path.read_bytes()
+    return data.startswith(PNG_SIGNATURE) and len(data) > len(PNG_SIGNATURE)
+
+
+def test_every_figure_is_a_png(tmp_path):
+    paths = write_plots(ROWS, tmp_path / "plots")
+    assert [p.name for p in paths] == ["sr_per_task.png", "success_vs_input_tokens.png", "probe_deltas.png"]
+    assert all(_is_png(p) for p in paths)
+
+
+def test_figures_with_nothing_to_show_are_not_written(tmp_path):
+    assert write_plots([], tmp_path / "none") == [] and not (tmp_path / "none").exists()
+    failures = [r for r in MOVE_EEF if not r.success]  # tasks to show, but no success and no condition
+    paths = write_plots(failures, tmp_path / "failures")
+    assert [p.name for p in paths] == ["sr_per_task.png"] and _is_png(paths[0])
+    assert sorted(p.name for p in (tmp_path / "failures").iterdir()) == ["sr_per_task.png"]
+
+
+def test_figures_draw_on_their_own_agg_canvas():
+    fig = sr_per_task_figure(leaderboard(ROWS))
+    assert fig is not None and isinstance(fig.canvas, FigureCanvasAgg)
+    (ax,) = fig.axes
+    assert len(ax.patches) == 3 + 3 + 2  # a bar per task each group ran: move_eef 3, the probe 3, code_cell 2
+    deltas = probe_deltas_figure(matched_pairs(ROWS))
+    assert deltas is not None and len(deltas.axes[0].patches) == 3  # all, with and without a zero-shot success
+    assert sr_per_task_figure(()) is None and probe_deltas_figure(()) is None

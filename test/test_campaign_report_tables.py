@@ -1,0 +1,143 @@
+"""The report's markdown and CSV tables on the hand-worked campaign of campaign_report_rows.py (its figures are
+checked in test_campaign_report_stats.py; here: that the writers put them where a reader expects them)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+
+import pytest
+from campaign_report_rows import CODE_CELL, MOVE_EEF, ROWS
+
+from robodojo.campaigns.report.tables import report_markdown, write_tables
+from robodojo.campaigns.results import EpisodeRow
+
+FILES = ["leaderboard.csv", "tasks.csv", "efficiency.csv", "matched_pairs.csv", "episodes.csv", "report.md"]
+
+
+def _read(path) -> tuple[list[str], list[dict[str, str]]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def _only(rows: list[dict[str, str]], **match: str) -> dict[str, str]:
+    found = [r for r in rows if all(r[k] == v for k, v in match.items())]
+    assert len(found) == 1, (match, found)
+    return found[0]
+
+
+def test_write_tables_writes_every_table_as_csv(tmp_path):
+    out = tmp_path / "report"
+    paths = write_tables(ROWS, out)
+    assert [p.name for p in paths] == FILES and all(p.parent == out and p.is_file() for p in paths)
+
+    header, board = _read(out / "leaderboard.csv")
+    assert header == [
+        "agent", "llm", "condition",
+        "pick_and_place_score", "pick_and_place_sr_pct", "precision_score", "precision_sr_pct",
+        "average_score", "average_sr_pct",
+        "micro_n", "micro_successes", "micro_score", "micro_sr_pct", "micro_ci_low_pct", "micro_ci_high_pct",
+    ]  # fmt: skip
+    assert [(r["agent"], r["condition"]) for r in board] == [
+        ("move_eef", "zero_shot"),
+        ("move_eef", "demo_image"),
+        ("code_cell", "zero_shot"),
+    ]
+    me = board[0]
+    assert float(me["pick_and_place_score"]) == 56.25 and float(me["precision_score"]) == pytest.approx(48.75)
+    assert float(me["average_sr_pct"]) == 37.5 and float(me["micro_sr_pct"]) == pytest.approx(100 * 5 / 12)
+    assert (me["micro_n"], me["micro_successes"]) == ("12", "5")
+    assert float(me["micro_ci_low_pct"]) == pytest.approx(19.3257, abs=1e-3)
+
+    header, tasks = _read(out / "tasks.csv")
+    assert header == [
+        "agent", "llm", "condition", "capability", "task", "variant", "generalization",
+        "n", "successes", "score", "sr_pct", "ci_low_pct", "ci_high_pct",
+    ]  # fmt: skip
+    mine = [r for r in tasks if (r["agent"], r["condition"], r["task"]) == ("move_eef", "zero_shot", "pick")]
+    assert [(r["variant"], r["generalization"], r["n"], float(r["sr_pct"])) for r in mine] == [
+        ("", "True", "6", 37.5),  # the cell: the mean of the variants
+        ("standard", "True", "2", 50.0),
+        ("cluttered", "True", "4", 25.0),
+    ]
+    stack = _only(tasks, agent="move_eef", condition="zero_shot", task="stack")
+    assert (stack["variant"], stack["generalization"], float(stack["score"])) == ("", "False", 87.5)
+    assert len(tasks) == 3 + 2 + 3 + 2  # move_eef: 3 tasks + 2 variants; the probe 3 tasks; code_cell 2
+
+    header, table = _read(out / "efficiency.csv")
+    assert header[:8] == [
+        "llm", "agent", "base_agent", "episodes", "successes", "sr_pct", "joint_layouts", "solved_episodes",
+    ]  # fmt: skip
+    assert header[8:] == [f"{kind}_{m}" for kind in ("mean", "ratio") for m in (
+        "llm_calls", "input_tokens", "cached_input_tokens", "uncached_input_tokens", "output_tokens", "cost_usd",
+    )]  # fmt: skip
+    cc = _only(table, agent="code_cell")
+    assert (cc["base_agent"], cc["joint_layouts"], cc["solved_episodes"]) == ("move_eef", "3", "3")
+    assert float(cc["mean_llm_calls"]) == 6 and float(cc["ratio_llm_calls"]) == pytest.approx(0.3)
+    assert float(cc["ratio_cached_input_tokens"]) == pytest.approx(0.125)
+
+    header, pairs = _read(out / "matched_pairs.csv")
+    assert header == [
+        "agent", "llm", "condition", "subset", "task_count", "tasks", "pairs",
+        "condition_successes", "zero_shot_successes", "condition_sr_pct", "zero_shot_sr_pct", "delta_pp",
+        "both", "only_condition", "only_zero_shot", "neither", "net_successes", "unpaired",
+    ]  # fmt: skip
+    assert [(r["subset"], r["tasks"], r["pairs"], r["net_successes"], r["unpaired"]) for r in pairs] == [
+        ("all", "pick;press;stack", "5", "2", "1"),
+        ("with_zero_shot_success", "pick", "2", "0", ""),
+        ("without_zero_shot_success", "press;stack", "3", "2", ""),
+    ]
+    assert float(pairs[0]["delta_pp"]) == pytest.approx(40.0)
+
+    header, episodes = _read(out / "episodes.csv")
+    assert header == [f.name for f in dataclasses.fields(EpisodeRow)]
+    assert [e["episode_id"] for e in episodes] == [r.episode_id for r in ROWS]
+    first = episodes[0]
+    assert (first["seed"], first["success"], first["input_tokens"]) == ("0", "True", "1000")
+    assert float(first["cost_usd"]) == 0.1
+
+    assert (out / "report.md").read_text(encoding="utf-8") == report_markdown(ROWS)
+
+
+def test_an_axis_a_group_never_ran_is_an_empty_cell(tmp_path):
+    write_tables([*MOVE_EEF, *(r for r in CODE_CELL if r.task == "pick")], tmp_path)
+    _, board = _read(tmp_path / "leaderboard.csv")
+    cc = _only(board, agent="code_cell")
+    assert (cc["precision_score"], cc["precision_sr_pct"]) == ("", "")
+    assert float(cc["average_sr_pct"]) == 100.0  # the mean over the one axis it has
+    _, pairs = _read(tmp_path / "matched_pairs.csv")
+    assert pairs == []
+
+
+def test_report_markdown_in_seed_002s_cell_format():
+    text = report_markdown(ROWS)
+    for line in (
+        "| agent | llm | condition | pick_and_place | precision | Average | micro | micro successes |",
+        "| move_eef | gpt | zero_shot | 56.25 / 37.50% | 48.75 / 37.50% | 52.50 / 37.50% | 55.83 / 41.67% | 5/12 |",
+        "| axis | task | move_eef / gpt / zero_shot | move_eef / gpt / demo_image | code_cell / gpt / zero_shot |",
+        "| pick_and_place | pick | 56.25 / 37.50% | 75.00 / 50.00% | 100.00 / 100.00% |",
+        "| pick_and_place | pick [cluttered] | 37.50 / 25.00% | - | - |",
+        "| precision | press | 10.00 / 0.00% | 50.00 / 50.00% | - |",
+        "| gpt | move_eef | 12 | 41.67% | 3 | 3 | 20.00 | 2000 | 800 | 1200 | 200 | 0.2000 |",
+        "| gpt | code_cell / move_eef |  |  |  |  | 0.30x | 0.50x | 0.12x | 0.75x | 0.25x | 0.50x |",
+        "| move_eef | gpt | demo_image | all | 3 | 5 | 60.00% (3) | 20.00% (1) | +40.00 pp | 0 | 3 | 1 | 1 | +2 | 1 |",
+        "| move_eef | gpt | demo_image | tasks without | 2 | 3 | 66.67% (2) | 0.00% (0) | +66.67 pp | 0 | 2 | 0 | 1 "
+        "| +2 |  |",
+    ):
+        assert line in text.splitlines(), line
+    assert "| :--- | :--- | :--- | ---: |" in text  # names left, numbers right
+
+    alone = report_markdown(MOVE_EEF)
+    assert "No LLM was run zero-shot by two agents" in alone and "no matched pairs" in alone
+
+
+def test_no_rows_still_write_every_file_with_its_header(tmp_path):
+    paths = write_tables([], tmp_path)
+    assert [p.name for p in paths] == FILES
+    for path in paths[:-1]:
+        header, rows = _read(path)
+        assert header and rows == [], path.name
+    assert _read(tmp_path / "leaderboard.csv")[0][:3] == ["agent", "llm", "condition"]
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == report_markdown([])
+    assert report_markdown([]) == "# Campaign report\n\nNo episodes.\n"

@@ -1,0 +1,305 @@
+"""episode.mcap, read back by mcap-ros2-support and by rosbags (not by our own code): a replayed move_eef episode in
+the embedded world, a crash mid-episode, a file read while the episode still runs, and the message definitions."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from mcap.exceptions import EndOfFile
+from mcap.reader import NonSeekingReader, make_reader
+from mcap_ros2.decoder import DecoderFactory
+from rosbags.highlevel import AnyReader
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+from robodojo import PACKAGE_ROOT
+from robodojo.agents.code_cell.agent import CodeCellAgent
+from robodojo.agents.llm.client import open_llm
+from robodojo.agents.move_eef.agent import MoveEefAgent
+from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
+from robodojo.episodes.mcap_record import (
+    ACTION_TOPIC,
+    ERROR_TOPIC,
+    INSTRUCTION_TOPIC,
+    MCAP_FILE,
+    TOOL_RESULT_TOPIC,
+    message_definition,
+)
+from robodojo.episodes.recorder import EpisodeRecorder
+from robodojo.nodes import topics
+
+REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
+SPEC = EpisodeSpec("general_pickup", 0)
+NS_PER_S = 1e9
+
+
+def _expected_types(robot) -> dict[str, str]:
+    """Topic -> message type of a record with every camera seen; graph names from robodojo.nodes.topics."""
+    types = {
+        INSTRUCTION_TOPIC: "std_msgs/msg/String",
+        topics.JOINT_STATES: "sensor_msgs/msg/JointState",
+        ACTION_TOPIC: "std_msgs/msg/String",
+        TOOL_RESULT_TOPIC: "std_msgs/msg/String",
+    }
+    for arm in robot.arm_names:
+        types[topics.tcp_pose(arm)] = "geometry_msgs/msg/PoseStamped"
+    for cam in robot.camera_names:
+        types[topics.camera_image(cam) + "/compressed"] = "sensor_msgs/msg/CompressedImage"
+        types[topics.camera_info(cam)] = "sensor_msgs/msg/CameraInfo"
+        types[topics.camera_pose(cam)] = "geometry_msgs/msg/PoseStamped"
+    return types
+
+
+def _stamp_ns(msg) -> int:
+    return int(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec)
+
+
+def _read_mcap_ros2(path: Path) -> dict[str, list]:
+    """topic -> [(log_time, publish_time, schema name, message)] in file order, by mcap-ros2-support's decoder.
+
+    (Through mcap's reader, which mcap_ros2.reader.read_ros2_messages wraps: that module is deprecated.)"""
+    out: dict[str, list] = defaultdict(list)
+    with path.open("rb") as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        for schema, channel, message, decoded in reader.iter_decoded_messages(log_time_order=False):
+            out[channel.topic].append((message.log_time, message.publish_time, schema.name, decoded))
+    return out
+
+
+def _read_rosbags(path: Path) -> dict[str, list]:
+    """topic -> [(timestamp, msgtype, message)] in file order, by rosbags (a bare .mcap: no metadata.yaml needed)."""
+    out: dict[str, list] = defaultdict(list)
+    with AnyReader([path]) as reader:
+        for connection, timestamp, raw in reader.messages():
+            out[connection.topic].append((timestamp, connection.msgtype, reader.deserialize(raw, connection.msgtype)))
+    return out
+
+
+def _jsonl(folder: Path, name: str) -> list[dict]:
+    return [json.loads(line) for line in (folder / name).read_text().splitlines()]
+
+
+def _run(world, out: Path, agent=None):
+    with open_llm(f"replay:{REPLAY}") as llm:
+        return run_episode(WorldHost(world), agent or MoveEefAgent(), llm, SPEC, out, model=llm.model)
+
+
+@pytest.fixture(scope="module")
+def replayed(dual_world, tmp_path_factory):
+    """One replayed move_eef episode (4 turns, success): its result, and the world's state at its end."""
+    result = _run(dual_world, tmp_path_factory.mktemp("episodes"))
+    assert result.end_reason is EndReason.SUCCESS and result.llm_calls == 4
+    return result, dual_world.observe(cameras=())
+
+
+def test_both_readers_see_the_expected_topics_and_counts(replayed, dual_world):
+    replayed, _ = replayed
+    robot = dual_world.robot
+    path = replayed.folder / MCAP_FILE
+    turns = replayed.llm_calls
+    by_mcap, by_rosbags = _read_mcap_ros2(path), _read_rosbags(path)
+    expected = _expected_types(robot)
+    assert set(by_mcap) == set(by_rosbags) == set(expected)
+    for topic, datatype in expected.items():
+        assert {schema for _, _, schema, _ in by_mcap[topic]} == {datatype}, topic
+        assert {msgtype for _, msgtype, _ in by_rosbags[topic]} == {datatype}, topic
+        assert len(by_mcap[topic]) == len(by_rosbags[topic]), topic
+    # the first state, then one after each turn
+    assert len(by_mcap[topics.JOINT_STATES]) == turns + 1
+    assert all(len(by_mcap[topics.tcp_pose(arm)]) == turns + 1 for arm in robot.arm_names)
+    # the move_eef agent observes every camera at the start of each turn, the first of them the initial state
+    for cam in robot.camera_names:
+        for topic in (topics.camera_image(cam) + "/compressed", topics.camera_info(cam), topics.camera_pose(cam)):
+            assert len(by_mcap[topic]) == turns, topic
+    assert len(by_mcap[ACTION_TOPIC]) == len(by_mcap[TOOL_RESULT_TOPIC]) == turns
+    assert [m.data for *_, m in by_mcap[INSTRUCTION_TOPIC]] == [dual_world.instruction]
+    assert [m.data for *_, m in by_rosbags[INSTRUCTION_TOPIC]] == [dual_world.instruction]
+
+
+def test_stamps_are_simulation_time_and_never_go_back(replayed, dual_world):
+    replayed, _ = replayed
+    path = replayed.folder / MCAP_FILE
+    dt_s = dual_world.robot.control_dt_s
+    by_mcap, by_rosbags = _read_mcap_ros2(path), _read_rosbags(path)
+    for topic, messages in by_mcap.items():
+        log_times = [log for log, *_ in messages]
+        assert log_times == sorted(log_times), topic
+        assert [log for log, *_ in messages] == [publish for _, publish, *_ in messages], topic
+        assert [t for t, *_ in by_rosbags[topic]] == log_times, topic
+        for log, _, _, msg in messages:
+            if hasattr(msg, "header"):
+                assert _stamp_ns(msg) == log, topic
+    # every stamp is a whole number of control periods; the last state is at steps_used x period
+    for topic, messages in by_mcap.items():
+        for log, *_ in messages:
+            steps = log / NS_PER_S / dt_s
+            assert steps == pytest.approx(round(steps), abs=1e-6), (topic, log)
+    end_ns = round(replayed.steps_used * dt_s * NS_PER_S)
+    assert by_mcap[topics.JOINT_STATES][0][0] == 0 and by_mcap[topics.JOINT_STATES][-1][0] == end_ns
+    assert by_mcap[TOOL_RESULT_TOPIC][-1][0] == end_ns
+    steps_left = [t["steps_left"] for t in _jsonl(replayed.folder, "turns.jsonl")]
+    step_limit = json.loads((replayed.folder / "meta.json").read_text())["env_step_limit"]
+    after_turns = [round((step_limit - left) * dt_s * NS_PER_S) for left in steps_left]
+    assert [log for log, *_ in by_mcap[topics.JOINT_STATES][1:]] == after_turns
+    # each turn's action at the state it began from, its result at the state after it
+    assert [log for log, *_ in by_mcap[ACTION_TOPIC]] == [0, *after_turns[:-1]]
+    assert [log for log, *_ in by_mcap[topics.camera_image("head") + "/compressed"]] == [0, *after_turns[:-1]]
+
+
+def test_images_joints_and_poses_match_the_robot(replayed, dual_world):
+    replayed, final = replayed
+    robot = dual_world.robot
+    path = replayed.folder / MCAP_FILE
+    by_mcap, by_rosbags = _read_mcap_ros2(path), _read_rosbags(path)
+    for cam in robot.camera_names:
+        config = robot.camera(cam)
+        images = by_rosbags[topics.camera_image(cam) + "/compressed"]
+        for _, _, msg in images:
+            assert msg.format == "jpeg" and msg.header.frame_id == config.frame
+            rgb = cv2.imdecode(np.frombuffer(bytes(msg.data), np.uint8), cv2.IMREAD_COLOR)
+            assert rgb.shape == (config.height, config.width, 3)
+            assert rgb.std() > 5  # a rendered scene, not a blank frame
+        K = dual_world.calibration(cam).K  # intrinsics do not move with the wrists
+        for _, _, info in by_rosbags[topics.camera_info(cam)]:
+            assert (info.width, info.height, info.header.frame_id) == (config.width, config.height, config.frame)
+            np.testing.assert_allclose(np.asarray(info.k).reshape(3, 3), K)
+            np.testing.assert_allclose(np.asarray(info.p).reshape(3, 4)[:, :3], K)
+        for *_, info in by_mcap[topics.camera_info(cam)]:
+            np.testing.assert_allclose(np.asarray(info.k).reshape(3, 3), K)
+    # the head camera does not move: its pose is the world's calibration
+    T = dual_world.calibration("head").T_world_cam
+    for _, _, pose in by_rosbags[topics.camera_pose("head")]:
+        p, q = pose.pose.position, pose.pose.orientation
+        np.testing.assert_allclose([p.x, p.y, p.z], T[:3, 3], atol=1e-9)
+        assert pose.header.frame_id == topics.WORLD_FRAME and q.w**2 + q.x**2 + q.y**2 + q.z**2 == pytest.approx(1)
+    # the last joint state and grasp-point poses are the world's state at the end
+    *_, joints = by_rosbags[topics.JOINT_STATES][-1]
+    names = [n for a in robot.arms for n in (*a.joints, a.gripper_joint)]
+    assert list(joints.name) == names
+    for arm in robot.arms:
+        state = final.arm(arm.name)
+        q = [joints.position[list(joints.name).index(j)] for j in arm.joints]
+        np.testing.assert_allclose(q, state.joint_positions_rad, atol=1e-12)
+        gripper = joints.position[list(joints.name).index(arm.gripper_joint)]
+        assert gripper == pytest.approx(state.gripper_opening * arm.gripper_max_m)
+        *_, tcp = by_rosbags[topics.tcp_pose(arm.name)][-1]
+        p, q_ = tcp.pose.position, tcp.pose.orientation
+        np.testing.assert_allclose([p.x, p.y, p.z], state.tcp_pos_m, atol=1e-12)
+        np.testing.assert_allclose([q_.w, q_.x, q_.y, q_.z], state.tcp_quat_wxyz, atol=1e-12)
+
+
+def test_tool_calls_and_results_are_the_records_texts(replayed):
+    replayed, _ = replayed
+    folder = replayed.folder
+    turns, responses = _jsonl(folder, "turns.jsonl"), _jsonl(folder, "responses.jsonl")
+    by_mcap, by_rosbags = _read_mcap_ros2(folder / MCAP_FILE), _read_rosbags(folder / MCAP_FILE)
+    actions = [json.loads(m.data) for *_, m in by_mcap[ACTION_TOPIC]]
+    assert [json.loads(m.data) for *_, m in by_rosbags[ACTION_TOPIC]] == actions
+    assert [a["turn"] for a in actions] == [t["turn"] for t in turns]
+    assert [a["action"] for a in actions] == [t["action"] for t in turns]
+    assert [a["content"] for a in actions] == [r["content"] for r in responses]
+    assert [a["tool_calls"] for a in actions] == [r["tool_calls"] for r in responses]
+    results = [json.loads(m.data) for *_, m in by_rosbags[TOOL_RESULT_TOPIC]]
+    assert [r["tool_results"] for r in results] == [t["tool_results"] for t in turns]
+    assert results[0]["tool_results"][0].startswith("Accepted: playing")
+
+
+class CrashingAgent(MoveEefAgent):
+    """The move_eef agent with a bug that strikes at the start of one turn; just before, it copies episode.mcap as a
+    killed process would leave it (no index or footer yet)."""
+
+    def __init__(self, crash_at: int, out_root: Path) -> None:
+        super().__init__()
+        self.crash_at = crash_at
+        self.out_root = out_root
+        self.partial = b""
+
+    def turn(self, llm, turn):
+        if turn == self.crash_at:
+            [path] = self.out_root.glob(f"*/{MCAP_FILE}")
+            self.partial = path.read_bytes()
+            raise RuntimeError("agent bug")
+        return super().turn(llm, turn)
+
+
+def test_a_crash_mid_episode_leaves_a_readable_file(dual_world, tmp_path):
+    agent = CrashingAgent(crash_at=3, out_root=tmp_path)
+    with pytest.raises(RuntimeError, match="agent bug"):
+        _run(dual_world, tmp_path, agent)
+    [path] = tmp_path.glob(f"*/{MCAP_FILE}")
+    by_mcap, by_rosbags = _read_mcap_ros2(path), _read_rosbags(path)
+    assert {t: len(m) for t, m in by_mcap.items()} == {t: len(m) for t, m in by_rosbags.items()}
+    assert len(by_mcap[ACTION_TOPIC]) == len(by_mcap[TOOL_RESULT_TOPIC]) == 2  # the turns before the crash
+    assert len(by_mcap[topics.JOINT_STATES]) == 3
+    assert len(by_mcap[topics.camera_image("head") + "/compressed"]) == 2
+    [(_, _, error)] = by_rosbags[ERROR_TOPIC]
+    assert json.loads(error.data) == {"turn": 3, "error": "RuntimeError: agent bug"}
+    # the metrics as metrics.json has them, in the file's metadata
+    with path.open("rb") as stream:
+        metadata = {m.name: m.metadata for m in make_reader(stream).iter_metadata()}
+    metrics = json.loads((path.parent / "metrics.json").read_text())
+    assert metadata["metrics"]["end_reason"] == metrics["end_reason"] == "crashed"
+    assert json.loads(metadata["metrics"]["steps_used"]) == metrics["steps_used"] > 0
+    assert metadata["episode"]["task"] == "general_pickup"
+
+    # While the episode ran, every finished turn was already in the file: a streaming reader gets them up to the end
+    # of what was written (no footer: EndOfFile), as after a kill.
+    partial: dict[str, int] = defaultdict(int)
+    reader = NonSeekingReader(io.BytesIO(agent.partial), decoder_factories=[DecoderFactory()])
+    with pytest.raises(EndOfFile):
+        for _, channel, _, _ in reader.iter_decoded_messages(log_time_order=False):
+            partial[channel.topic] += 1
+    assert partial[ACTION_TOPIC] == partial[TOOL_RESULT_TOPIC] == 2 and partial[topics.JOINT_STATES] == 3
+
+
+def test_code_cells_record_the_frames_robo_took(dual_world, tmp_path):
+    """robo's pictures (image, show, world_map with depth) are the record's frames: one per camera and step."""
+    script = tmp_path / "cells.py"
+    cells = [
+        "robo.image('head'); robo.show('head'); robo.world_map('head').ok",  # one step: one head frame
+        "robo.image('left_wrist').shape",
+        "robo.move_to('left', np.add(robo.state().arm('left').tcp_pos, [0, 0, 0.03])).reached",
+        "robo.image('head').shape",
+    ]
+    script.write_text("".join(f"# %%\n{cell}\n" for cell in cells))
+    agent = CodeCellAgent()
+    try:
+        with open_llm(f"replay:{script}") as llm:
+            result = run_episode(WorldHost(dual_world), agent, llm, SPEC, tmp_path / "eps")
+    finally:
+        agent.close()
+    assert result.end_reason is EndReason.FINISHED and result.llm_calls == len(cells) + 1
+    turns = _jsonl(result.folder, "turns.jsonl")
+    assert turns[0]["tool_results"][0].startswith("True"), turns[0]  # world_map got its depth through the record
+    by_rosbags = _read_rosbags(result.folder / MCAP_FILE)
+    dt_ns = dual_world.robot.control_dt_s * NS_PER_S
+    head = [round(t / dt_ns) for t, *_ in by_rosbags[topics.camera_image("head") + "/compressed"]]
+    assert head == [0, result.steps_used]
+    assert [round(t / dt_ns) for t, *_ in by_rosbags[topics.camera_image("left_wrist") + "/compressed"]] == [0]
+    assert topics.camera_image("right_wrist") + "/compressed" not in by_rosbags  # never looked at
+    assert len(by_rosbags[ACTION_TOPIC]) == len(cells) + 1 and len(by_rosbags[topics.JOINT_STATES]) == len(cells) + 2
+    calls = [json.loads(m.data)["tool_calls"][0] for *_, m in by_rosbags[ACTION_TOPIC]]
+    assert [c["name"] for c in calls] == ["python"] * len(cells) + ["finish"]
+    assert [json.loads(c["arguments"])["code"].strip() for c in calls[: len(cells)]] == cells
+
+
+def test_mcap_off_writes_no_file(dual_world, tmp_path):
+    recorder = EpisodeRecorder(tmp_path / "ep", {"task": "x"}, dual_world.robot, mcap=False)
+    recorder.record_observation(dual_world.observe(cameras=("head",)))
+    recorder.close()
+    assert not (tmp_path / "ep" / MCAP_FILE).exists() and (tmp_path / "ep" / "meta.json").exists()
+
+
+def test_message_definitions_are_jazzys(dual_world):
+    """Our .msg texts parse to the same fields as the ROS 2 Jazzy definitions rosbags ships (what ros2 bag plays)."""
+    jazzy = get_typestore(Stores.ROS2_JAZZY)
+    for datatype in set(_expected_types(dual_world.robot).values()):
+        parsed = get_types_from_msg(message_definition(datatype), datatype)
+        assert datatype in parsed
+        for name, definition in parsed.items():
+            assert jazzy.fielddefs[name] == definition, name
