@@ -244,7 +244,8 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
         turns = sorted((tmp_path / "graph").glob("*/turns.jsonl"))
         last = turns[0].read_text().strip().splitlines()[-1][:3000] if turns and turns[0].read_text().strip() else ""
         pytest.fail(f"agent_node exited {code}\n{logs}\n--- the last turn:\n{last}")
-    on_graph = _record(_only_folder(tmp_path / "graph"))
+    graph_folder = _only_folder(tmp_path / "graph")
+    on_graph = _record(graph_folder)
 
     world = EmbeddedWorld("dual_arx_x5")
     try:
@@ -253,7 +254,8 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
             run_episode(WorldHost(world), make_agent("move_eef"), llm, spec, tmp_path / "local")
     finally:
         world.close()
-    local = _record(_only_folder(tmp_path / "local"))
+    local_folder = _only_folder(tmp_path / "local")
+    local = _record(local_folder)
 
     for key in ("task", "seed", "variant", "robot", "instruction", "agent", "llm_call_budget", "env_step_limit"):
         assert on_graph["meta"][key] == local["meta"][key], key
@@ -275,6 +277,19 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
             continue  # a move that success ended stops wherever the signal caught it
         for arm, report in g["move"]["arms"].items():
             assert abs(report["pos_error_mm"] - loc["move"]["arms"][arm]["pos_error_mm"]) < 3.0
+    # The agent node writes the same episode.mcap as the in-process run (rosbags reads both): the same topics, one
+    # action per turn, the joint states at the start and after each turn.
+    on_graph_mcap, local_mcap = _mcap_topic_counts(graph_folder), _mcap_topic_counts(local_folder)
+    assert set(on_graph_mcap) == set(local_mcap)
+    assert on_graph_mcap["/agent/action"] == local_mcap["/agent/action"] == len(on_graph["turns"])
+    assert on_graph_mcap[topics.JOINT_STATES] == len(on_graph["turns"]) + 1
+
+
+def _mcap_topic_counts(folder: Path) -> dict[str, int]:
+    from rosbags.highlevel import AnyReader
+
+    with AnyReader([folder / "episode.mcap"]) as reader:
+        return {c.topic: c.msgcount for c in reader.connections}
 
 
 def test_sim_killed_mid_episode_ends_it_cleanly_and_the_motion_server_recovers(graph, tmp_path):
