@@ -153,3 +153,13 @@ def test_a_resume_reruns_cut_off_and_crashed_episodes_with_the_next_try_and_ente
         assert Path(killed["folder"]) == Path("episodes", job.episode_id, "try2")
         store.record_try(_row(job.episode_id, 3), final=True)
         assert _plan(spec, tmp_path, store)[0] == []  # ended: nothing left
+
+
+def test_a_campaign_whose_llm_needs_a_missing_api_key_is_refused_before_any_worker_or_folder(tmp_path, monkeypatch):
+    from robodojo.campaigns.campaign import run_campaign
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    started = []
+    with pytest.raises(ConfigError, match="needs an API key"):
+        run_campaign(spec_of(llms={"gpt": "openai:gpt-5.5"}), tmp_path / "campaign", started.append)
+    assert not started and not (tmp_path / "campaign").exists()

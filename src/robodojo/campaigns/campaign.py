@@ -85,6 +85,18 @@ def open_campaign_folder(spec: CampaignSpec, folder: Path) -> CampaignSpec:
     return spec
 
 
+def check_llm_access(spec: CampaignSpec) -> None:
+    """A ConfigError now, before any worker starts, when an LLM's profile needs an API key that is not set or a base
+    URL that is not given: otherwise every episode would crash on it and use up its retries. Nothing is sent."""
+    from robodojo.agents.llm.settings import run_llm_settings
+    from robodojo.episodes.compare import check_credentials
+
+    options = spec.llm_options
+    settings = run_llm_settings(options.get("llm_config"), timeout_s=options.get("timeout_s"))
+    for llm_spec in sorted({job.llm_spec for job in spec.grid().jobs if not job.llm_spec.startswith("replay:")}):
+        check_credentials(llm_spec, options.get("base_url"), settings)
+
+
 def _record_run(folder: Path, engine: str) -> None:
     """meta.json: the machine and software the first time, and every run of the command appended."""
     path = folder / META_FILE
@@ -190,6 +202,7 @@ def run_campaign(
     Ctrl-C or SIGTERM ends it early (``interrupted`` in the outcome); from then on both stay ignored in this
     process, which is expected to exit."""
     folder = folder.resolve()
+    check_llm_access(spec)
     spec = open_campaign_folder(spec, folder)
     _record_run(folder, engine_name)
     grid = spec.grid()
