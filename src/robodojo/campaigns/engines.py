@@ -73,7 +73,11 @@ def _worker_main(jobs: Any, results: Any, campaign_dir: str, per_worker: int) ->
         try:
             while (item := jobs.get()) is not STOP:
                 job, try_index = item
-                results.put((os.getpid(), run_job(job, campaign_dir, try_index)))
+                try:
+                    row = run_job(job, campaign_dir, try_index)
+                except Exception as exc:  # run_job does not raise; were it to, the episode must still be answered
+                    row = crashed_row(job, try_index, Path(campaign_dir), f"{type(exc).__name__}: {exc}")
+                results.put((os.getpid(), row))
         finally:
             close_worlds()
 

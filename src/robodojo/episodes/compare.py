@@ -59,6 +59,7 @@ class Outcome:
     llm: str  #: the spec with its placeholders filled
     skipped: str = ""  #: why the episode was not run ("" when it ran)
     success: bool = False
+    score: float = 0.0  #: the task's process reward in [0, 1]
     end_reason: str = ""
     llm_calls: int = 0
     input_tokens: int = 0
@@ -156,11 +157,13 @@ def run_one(
     settings: LlmSettings | None = None,
     tool_choice: str | None = None,
     agent_options: Mapping[str, Any] | None = None,
+    crash_log: Path | None = None,
 ) -> Outcome:
-    """Run one agent on one episode; a missing replay script gives a skipped Outcome, a crash a failed one.
+    """Run one agent on one episode; a missing replay script gives a skipped Outcome, a crash a failed one (its
+    traceback written to ``crash_log`` when given).
 
     ``settings`` and ``tool_choice`` go to open_llm (the user's profiles and the run's overrides),
-    ``agent_options`` to make_agent (image_horizon, images, context_tokens)."""
+    ``agent_options`` to make_agent (image_horizon, images, context_tokens, probes)."""
     from robodojo.agents.llm.client import open_llm
 
     base = functools.partial(
@@ -183,6 +186,9 @@ def run_one(
     except ConfigError:
         raise  # a bad script or spec: the user's to fix, not an episode outcome
     except Exception as exc:  # the episode crashed (its record, if any, says where); the comparison goes on
+        if crash_log is not None:
+            crash_log.parent.mkdir(parents=True, exist_ok=True)
+            crash_log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
         return base(
             end_reason="crashed",
             wall_time_s=time.perf_counter() - started,
@@ -194,6 +200,7 @@ def run_one(
     u = result.usage
     return base(
         success=result.success,
+        score=float(result.score),
         end_reason=result.end_reason.value,
         llm_calls=result.llm_calls,
         input_tokens=u.input_tokens,

@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote as url_quote
 
+from robodojo.campaigns.execute import CRASH_FILE
 from robodojo.campaigns.report.tables import Section
 from robodojo.campaigns.results import EpisodeRow
 from robodojo.errors import ConfigError
 
 INDEX_PAGE = "index.html"
 EPISODE_PAGES = "episodes"  #: the folder under out_dir holding one page per episode
-CRASH_FILE = "crash.txt"  # what the campaign worker writes into a try's folder when the episode could not run
 RECORD_FILES = ("requests.jsonl", "responses.jsonl", "turns.jsonl", "robo_calls.jsonl")
 CODE_TOOL = "python"  # the code-cell agent's tool: its ``code`` argument is shown as code, not as JSON
 IMAGE_PART = "image_file"  # how the recorder stores an image part: {"type": "image_file", "file": "images/<hash>.jpg"}
