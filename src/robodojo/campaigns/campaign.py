@@ -219,6 +219,7 @@ def run_campaign(
                     engine = make_engine(folder)
                     _drive(engine, deque(plan), crashes, spec.retries, store, progress)
         except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the next Ctrl-C may come at once: we are ending already
             interrupted = True
             progress.message("interrupted: ending the workers; run the same command again to resume")
         finally:
@@ -230,7 +231,7 @@ def run_campaign(
     return CampaignOutcome(
         folder=folder,
         total=len(grid.jobs),
-        ended=sum(1 for r in rows if r.episode_id in {j.episode_id for j in grid.jobs}),
+        ended=len({r.episode_id for r in rows} & {j.episode_id for j in grid.jobs}),
         successes=sum(r.success for r in rows),
         crashed=sum(r.end_reason == "crashed" for r in rows),
         skipped=grid.skipped,
