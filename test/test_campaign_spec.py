@@ -3,6 +3,8 @@ the fingerprint that guards a resumed campaign folder, and the results store's b
 
 from __future__ import annotations
 
+import io
+import re
 import sqlite3
 from pathlib import Path
 
@@ -163,3 +165,24 @@ def test_a_campaign_whose_llm_needs_a_missing_api_key_is_refused_before_any_work
     with pytest.raises(ConfigError, match="needs an API key"):
         run_campaign(spec_of(llms={"gpt": "openai:gpt-5.5"}), tmp_path / "campaign", started.append)
     assert not started and not (tmp_path / "campaign").exists()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_progress_counts_ended_episodes_only_and_says_which_will_be_retried(terminal):
+    from robodojo.campaigns.progress import CampaignProgress
+
+    stream = _Terminal() if terminal else io.StringIO()
+    progress = CampaignProgress(3, [_row("a", 1)], stream=stream)
+    progress.update(_row("b", 1, "crashed"), final=False)
+    progress.update(_row("b", 2), final=True)
+    progress.close()
+    totals = progress.totals
+    assert (totals.done, totals.successes, totals.crashed, totals.input_tokens) == (2, 2, 0, 200)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", stream.getvalue())  # a terminal's colours and cursor moves
+    assert "2/3 done, 2 successes" in text
+    assert "retrying b" in text if terminal else "b try 1: crashed (will retry)" in text
