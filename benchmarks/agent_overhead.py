@@ -30,7 +30,8 @@ world (``EmbeddedWorld('dual_arx_x5')``, 3 cameras of 640x480):
    split into ``MotionServer.plan`` (the IK planner), ``MotionServer.execute`` (one env step per waypoint, i.e. the
    robot's motion: physics and the success check) and the rest (target parsing, state reads, the report); and the
    episode runner's work between turns: the recorder (``EpisodeRecorder.record_turn``, which decodes, hashes and
-   stores every image of the request, plus ``write_metrics``) and the rest of the loop (success checks, state read).
+   stores every image of the request, plus ``write_metrics``, plus ``record_observation``: episode.mcap's frames,
+   encoded as the agent observes) and the rest of the loop (success checks, state read).
    Medians and p95 are over every turn of every seed (the first turn included: it opens the HTTP connection); the
    recorder and the runner's gap exclude each episode's last turn, after which the runner only closes the record.
    The same episode with image_horizon unlimited (seed 0) gives a second overhead row: its requests grow each turn.
@@ -242,6 +243,10 @@ def instrumented(prof: Profiler) -> Iterator[None]:
         mock.patch.object(MotionServer, "execute", prof.wrap(EXECUTE, MotionServer.execute)),
         mock.patch.object(EpisodeRecorder, "record_turn", prof.wrap(RECORDER, EpisodeRecorder.record_turn)),
         mock.patch.object(EpisodeRecorder, "write_metrics", prof.wrap(RECORDER, EpisodeRecorder.write_metrics)),
+        # episode.mcap's frames: called from inside the agent's observation, but the record's work, not the agent's
+        mock.patch.object(
+            EpisodeRecorder, "record_observation", prof.wrap(RECORDER, EpisodeRecorder.record_observation)
+        ),
     ]
     with contextlib.ExitStack() as stack:
         for patch in patches:
@@ -582,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
             fmt(rec["median_ms"]),
             fmt(rec["p95_ms"]),
             fmt(rec["mean_ms"]),
-            "record_turn + write_metrics",
+            "record_turn + write_metrics + record_observation",
         )
     )
     rec_un = part_stats([t for t in unlimited.turns if t.gap_s is not None], (RECORDER,))

@@ -18,7 +18,8 @@ import yaml
 from robodojo import PACKAGE_ROOT
 from robodojo.campaigns.store import STORE_FILE, ResultsStore
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("campaign_runs")]
+# run_first: a minute of episodes, started beside the colcon build rather than alone at the end of the run
+pytestmark = [pytest.mark.slow, pytest.mark.run_first, pytest.mark.xdist_group("campaign_runs")]
 
 ROBODOJO = Path(sys.executable).parent / "robodojo"
 # 2 tasks x 3 seeds x 2 agents, as the issue asks; two LLM calls each keep an episode to a few seconds (a move_eef
