@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from robodojo.nodes.agent_node import AgentNode
 
 WAIT_POLL_S = 0.05  # how often a wait for a future looks at the interruption
+# How long a lost motion waits for this node's own stop signal: the runtime polls for signals every 0.05 s and then
+# closes the node in a thread; a loaded 2-core machine was seen to take longer than the lost goal took to arrive.
+SHUTDOWN_NOTICE_S = 1.0
 
 
 @contextlib.contextmanager
@@ -247,6 +250,10 @@ class MoveEefClient:
         with losses_after_interruption(self.node.interrupted):
             report = self._send_goal(goal)
         if report.stop_reason is StopReason.BACKEND_LOST:  # the runner would end the episode as backend_lost
+            # On a terminal's Ctrl-C every node stops at once, and the motion server's goal can end lost before this
+            # node's main thread has seen its own SIGINT and set `interrupted` (it polls for signals): give it that
+            # moment, so that the episode ends as interrupted, as it was.
+            self.node.interrupted.wait(SHUTDOWN_NOTICE_S)
             self.node.check_interrupted()
         return report
 
