@@ -147,14 +147,14 @@ def test_a_resume_reruns_cut_off_and_crashed_episodes_with_the_next_try_and_ente
     with ResultsStore(tmp_path / "results.sqlite") as store:
         store.record_try(_row(job.episode_id, 1, "crashed"), final=False)
         try_dir(tmp_path, job.episode_id, 2).mkdir(parents=True)  # try 2 was running when the campaign was killed
-        plan, crashes = _plan(spec, tmp_path, store)
+        plan, crashes = _plan(spec.grid().jobs, tmp_path, store)
         assert [(j.episode_id, t) for j, t in plan] == [(job.episode_id, 3)]
         assert crashes[job.episode_id] == 1  # killed tries do not use up retries
         killed = store.tries(job.episode_id)[-1]
         assert (killed["try"], killed["status"]) == (2, "killed")
         assert Path(killed["folder"]) == Path("episodes", job.episode_id, "try2")
         store.record_try(_row(job.episode_id, 3), final=True)
-        assert _plan(spec, tmp_path, store)[0] == []  # ended: nothing left
+        assert _plan(spec.grid().jobs, tmp_path, store)[0] == []  # ended: nothing left
 
 
 def test_a_campaign_whose_llm_needs_a_missing_api_key_is_refused_before_any_worker_or_folder(tmp_path, monkeypatch):

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
@@ -85,7 +85,7 @@ def open_campaign_folder(spec: CampaignSpec, folder: Path) -> CampaignSpec:
     return spec
 
 
-def check_llm_access(spec: CampaignSpec) -> None:
+def check_llm_access(spec: CampaignSpec, jobs: Sequence[EpisodeJob]) -> None:
     """A ConfigError now, before any worker starts, when an LLM's profile needs an API key that is not set or a base
     URL that is not given: otherwise every episode would crash on it and use up its retries. Nothing is sent."""
     from robodojo.agents.llm.settings import run_llm_settings
@@ -93,7 +93,7 @@ def check_llm_access(spec: CampaignSpec) -> None:
 
     options = spec.llm_options
     settings = run_llm_settings(options.get("llm_config"), timeout_s=options.get("timeout_s"))
-    for llm_spec in sorted({job.llm_spec for job in spec.grid().jobs if not job.llm_spec.startswith("replay:")}):
+    for llm_spec in sorted({job.llm_spec for job in jobs if not job.llm_spec.startswith("replay:")}):
         check_credentials(llm_spec, options.get("base_url"), settings)
 
 
@@ -139,12 +139,13 @@ def _package_versions() -> dict[str, str]:
     return versions
 
 
-def _plan(spec: CampaignSpec, folder: Path, store: ResultsStore) -> tuple[list[tuple[EpisodeJob, int]], Counter]:
+def _plan(
+    jobs: Sequence[EpisodeJob], folder: Path, store: ResultsStore
+) -> tuple[list[tuple[EpisodeJob, int]], Counter]:
     """What is left to run, each with its next try number, and the crashes each has used; a cut-off try found on
     disk without a row is entered as killed."""
-    grid = spec.grid()
     ended = store.ended_ids()
-    left = [job for job in grid.jobs if job.episode_id not in ended]
+    left = [job for job in jobs if job.episode_id not in ended]
     used = store.tries_used(job.episode_id for job in left)
     crashes: Counter = Counter()
     for row in store.tries():
@@ -202,12 +203,12 @@ def run_campaign(
     Ctrl-C or SIGTERM ends it early (``interrupted`` in the outcome); from then on both stay ignored in this
     process, which is expected to exit."""
     folder = folder.resolve()
-    check_llm_access(spec)
+    grid = spec.grid()  # once: a resumed folder's stored spec has the same fingerprint, so the same grid
+    check_llm_access(spec, grid.jobs)
     spec = open_campaign_folder(spec, folder)
     _record_run(folder, engine_name)
-    grid = spec.grid()
     with ResultsStore(folder / STORE_FILE) as store:
-        plan, crashes = _plan(spec, folder, store)
+        plan, crashes = _plan(grid.jobs, folder, store)
         progress = progress or CampaignProgress(len(grid.jobs), store.rows())
         for episode_id, why in grid.skipped:
             progress.message(f"skipped {episode_id}: {why}")
