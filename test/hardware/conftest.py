@@ -182,6 +182,28 @@ def _normal_scheduling() -> Iterator[None]:
         os.sched_setscheduler(0, policy, param)
 
 
+def may_use_fifo() -> bool:
+    """Whether this process may put threads in SCHED_FIFO (root, or an rtprio limit): where not, no priority applies."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except OSError:
+        return False
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return True
+
+
+def fifo_threads(pid: int) -> dict[int, int]:
+    """The threads of process ``pid`` in SCHED_FIFO: thread id -> priority."""
+    out = {}
+    for tid in map(int, os.listdir(f"/proc/{pid}/task")):
+        try:
+            if os.sched_getscheduler(tid) == os.SCHED_FIFO:
+                out[tid] = os.sched_getparam(tid).sched_priority
+        except OSError:
+            pass  # ended meanwhile
+    return out
+
+
 # -- the ARX X5: the real SDK against the project's motor-bus emulator -------------------------------------------------
 # The emulator is a Python process among a dozen on 2 cores: under load it answers late, for 0.2-0.4 s at times
 # (measured: every motor of both buses at once while an episode's nodes started), which real motors never do. The X5

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import HOME_RAD, FrankySim, start_franky_sim
+from conftest import HOME_RAD, FrankySim, fifo_threads, may_use_fifo, start_franky_sim
 
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError
@@ -121,30 +121,14 @@ def test_the_time_scale_fits_frankys_scaled_limits_with_the_least_stretch(
         assert np.abs(v).max() > 0.95 * speed_limit or accel.max() > 0.75 * accel_limit
 
 
-def _may_use_fifo() -> bool:
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-    except OSError:
-        return False
-    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    return True
-
-
 def test_only_frankys_control_thread_runs_at_the_configured_real_time_priority(arm):
-    if not _may_use_fifo():
+    if not may_use_fifo():
         pytest.skip("this process may not use SCHED_FIFO (no root, no rtprio limit): the priority is not applied")
 
-    def fifo_threads() -> dict[int, int]:
-        return {
-            int(tid): os.sched_getparam(int(tid)).sched_priority
-            for tid in os.listdir("/proc/self/task")
-            if os.sched_getscheduler(int(tid)) == os.SCHED_FIFO
-        }
-
-    before = fifo_threads()  # other tests' franky.Robot() may have left threads of their own
+    before = fifo_threads(os.getpid())  # other tests' franky.Robot() may have left threads of their own
     start = q_of(arm)
     arm.follow(smooth(start, np.array([0, 0, 0, 0, 0, 0, 0.3]), 1.0))
-    during = fifo_threads()
+    during = fifo_threads(os.getpid())
     started = {tid: p for tid, p in during.items() if tid not in before}
     assert arm.wait(MOTION_TIMEOUT_S)
     assert os.sched_getscheduler(0) == os.SCHED_OTHER  # the caller got its policy back

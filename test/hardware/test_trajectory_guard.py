@@ -139,6 +139,7 @@ def test_x5_config_errors_name_the_key_and_the_reason():
         (lambda d: d["gains"].update(kp=[0.0] * 6), "kp > 0"),
         (lambda d: d["watchdog"].update(host_deadman_s=0.5), "host_deadman_s: 0.5 s must be longer than timeout_s"),
         (lambda d: d["watchdog"].pop("host_deadman_s"), "host_deadman_s"),
+        (lambda d: d.update(bus_thread_priority=100), "bus_thread_priority: must be 0 (normal) or a SCHED_FIFO"),
     ):
         bad = yaml.safe_load(yaml.safe_dump(data))
         edit(bad)

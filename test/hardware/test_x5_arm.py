@@ -8,12 +8,14 @@ driver's own books.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EMULATED_SILENT_AFTER_S, X5Bus
+from conftest import EMULATED_SILENT_AFTER_S, X5Bus, fifo_threads, may_use_fifo
 
 from robodojo.control.trajectory_controller import TrajectoryState, ends_the_robot
 from robodojo.control.trajectory_player import TrajectoryCommand
@@ -76,6 +78,29 @@ def run_until_end(d: ArmDriver, controller: str, timeout_s: float = TIMEOUT_S) -
 
 def joint_commands(frames) -> list[tuple[int, MitCommand]]:
     return [(f.motor_id, f.command) for f in frames if f.motor_id in JOINT_MOTORS and isinstance(f.command, MitCommand)]
+
+
+def sdk_host_pids() -> list[int]:
+    """This process's SDK host processes (robodojo.hardware.arx5_host)."""
+    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+    return [int(p) for p in children if b"arx5_host" in Path(f"/proc/{p}/cmdline").read_bytes()]
+
+
+def test_only_the_sdk_s_can_threads_and_the_emulator_s_bus_thread_run_at_real_time_priority(arm, x5_bus: X5Bus):
+    """Starved of the CPU, the SDK's 500 Hz loop sends nothing and the emulator answers nothing: those threads run in
+    SCHED_FIFO, at the config's and the emulator's priorities, and nothing else in either process does."""
+    if not may_use_fifo():
+        pytest.skip("this process may not use SCHED_FIFO (no root, no rtprio limit): the priorities are not applied")
+    from robodojo.hardware.x5_bus.server import EMULATOR_PRIORITY
+
+    (host,) = sdk_host_pids()
+    sdk = fifo_threads(host)
+    # The SDK's receiver and its send/receive loop (arx5-interface 0.1.5 starts those two in its constructor).
+    assert sorted(sdk.values()) == [SETTINGS.bus_thread_priority] * 2, sdk
+    assert host not in sdk  # the host's main thread, which answers the driver, runs as before
+    emulator = fifo_threads(x5_bus.process.pid)
+    assert list(emulator.values()) == [EMULATOR_PRIORITY], emulator
+    assert x5_bus.process.pid not in emulator
 
 
 def test_connect_holds_the_arm_where_it_stands_under_the_configured_gains(x5_bus: X5Bus):

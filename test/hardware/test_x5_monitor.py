@@ -1,5 +1,5 @@
 """The X5 bus monitor against the bus emulator, with a plain sender in the SDK's place (commands to every motor at the
-SDK's 2 ms cycle): who answers, a silent motor, error flags in words, a dead bus.
+SDK's 2 ms cycle): who answers, a silent motor, error flags in words, a dead bus, a sender that stalls.
 
 The monitor opens a real CAN socket, which the SocketCAN shim (test/conftest.py) turns into a socket on the
 emulator's bus; the emulator runs in this process (no SDK here holds the GIL).
@@ -41,6 +41,7 @@ class Sender:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock.connect(str(path))
         self.running = True
+        self.paused = threading.Event()  # the SDK's loop stalled: it sends nothing meanwhile
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -51,6 +52,9 @@ class Sender:
         frames = [CanFrame(i, encode_ec_command(hold)).pack() for i in (1, 2, 4)]
         frames += [CanFrame(i, encode_damiao_command(hold)).pack() for i in (5, 6, 7, 8)]
         while self.running:
+            if self.paused.is_set():
+                time.sleep(CYCLE_S)
+                continue
             for frame in frames:
                 self.sock.send(frame)
             self.sock.setblocking(False)
@@ -128,3 +132,23 @@ def test_a_bus_where_nobody_answers_is_lost_not_a_list_of_silent_motors(rig):
     bus.mute()
     health = _health_after(monitor, 3 * SILENT_AFTER_S)
     assert health.lost and len(health.problems) == 7
+
+
+def test_a_stalled_sender_leaves_the_motors_unasked_not_silent_and_the_gap_is_reported(rig):
+    """The SDK's loop stalling (its process starved) is not a bus fault: no motor was asked, so none is silent, and
+    the arm is not taken for lost; the gap shows in the health for diagnostics."""
+    bus, sender, monitor = rig
+    monitor.wait_until_all_answer(2.0)
+    sender.paused.set()
+    stalled = _health_after(monitor, 5 * SILENT_AFTER_S)
+    assert not stalled.lost and stalled.ok, stalled.problems
+    assert stalled.commands_quiet_s is not None and stalled.commands_quiet_s > 4 * SILENT_AFTER_S
+    assert stalled.longest_command_gap_s >= stalled.commands_quiet_s
+    sender.paused.clear()
+    again = monitor.wait_until_all_answer(2.0, faults_allowed=True)  # every motor heard again
+    assert again.ok and again.commands_quiet_s < 2 * SILENT_AFTER_S
+    assert again.longest_command_gap_s > 4 * SILENT_AFTER_S  # kept after the stall, for the operator
+    # A motor that stops answering while it is asked again is silent as before.
+    bus.silence(6)
+    later = _health_after(monitor, 3 * SILENT_AFTER_S)
+    assert any("motor 6 (joint5) silent" in p for p in later.problems), later.problems

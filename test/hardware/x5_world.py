@@ -52,7 +52,7 @@ WORLD_FRAME = "world"
 # measured): more makes the arm jump further per tick, shaking a held object loose, and costs the graph CPU.
 MAX_STEPS_PER_TICK = 5
 RAY_GEOM_GROUPS = np.array([1, 0, 0, 1, 0, 0], dtype=np.uint8)  # collision geoms: objects and table 0, robot 3
-RATE_LOG_S = 10.0  # how often the log says how many ticks a second the world achieved
+RATE_LOG_S = 2.0  # how often the log says how many ticks a second the world achieved, and where the target is
 
 
 def main() -> int:
@@ -127,6 +127,7 @@ def main() -> int:
                 for a, q in keep.items():  # the arms stay where the emulator has them
                     world.data.qpos[world.arm_qpos_adr[a]] = q
                 view = world.privileged()
+                print(f"x5_world: the layout put back; {where(world, view, robot, blocked)}", flush=True)
             # The world keeps to wall time, as the emulated motors do: as many control steps as time went by (a
             # world that fell behind would close its fingers after the emulator's, on nothing).
             now_s = time.monotonic()
@@ -139,7 +140,10 @@ def main() -> int:
             tick += 1
             if now_s - logged[0] >= RATE_LOG_S:
                 rate = (tick - logged[1]) / (now_s - logged[0])
-                print(f"x5_world: {rate:.1f} ticks/s (asked {args.fps:g})", flush=True)
+                print(
+                    f"x5_world: {rate:.1f} ticks/s (asked {args.fps:g}); {where(world, view, robot, blocked)}",
+                    flush=True,
+                )
                 logged = (now_s, tick)
             if tick % render_every == 0:
                 camera = cameras[(tick // render_every) % len(cameras)]
@@ -202,6 +206,17 @@ def follow(
         if arm.name not in blocked or blocked[arm.name] != width_m:
             bus.request("block_gripper", interface=INTERFACES[arm.name], width_m=width_m)
             blocked[arm.name] = width_m
+
+
+def where(world: EmbeddedWorld, view: PrivilegedView, robot, blocked: dict[str, float | None]) -> str:
+    """The target's height and each gripper's finger width and emulated block, for the log."""
+    target = f"target z {view.object_pos('target')[2]:.3f} m" if "target" in view.object_names else "no target"
+    fingers = ", ".join(
+        f"{arm.name} fingers {2.0 * float(world.data.qpos[world.gripper_qpos_adr[arm.name]]):.3f} m"
+        f" block {blocked.get(arm.name)}"
+        for arm in robot.arms
+    )
+    return f"{target}; {fingers}"
 
 
 def straddled_width_m(world: EmbeddedWorld, view: PrivilegedView, arm: str, finger_m: float) -> float | None:

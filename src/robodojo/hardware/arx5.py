@@ -123,7 +123,7 @@ class Arx5Arm(WatchdogStop):
                 raise ContactLostError(f"the X5 on {self.interface}: {exc}") from None
             self._monitor = monitor
             try:
-                profile, _ = self._host.start(s.sdk_profile, s.stream_rate_hz, s.host_deadman_s)
+                profile, _ = self._host.start(s.sdk_profile, s.stream_rate_hz, s.host_deadman_s, s.bus_thread_priority)
                 self._check_profile(profile)
                 self._hold_where_the_motors_are(monitor)
             except ContactLostError as exc:

@@ -43,6 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robodojo.errors import ContactLostError, HardwareError
+from robodojo.hardware.realtime import threads_started_at
 
 REPLY_TIMEOUT_S = 10.0  # longer than any SDK call (reset_to_home: max(error, 0.5) s + 0.5 s at 1 rad/s)
 START_TIMEOUT_S = 30.0  # interpreter, numpy and the SDK's import, then the construction (0.2 s)
@@ -51,8 +52,9 @@ EXIT_TIMEOUT_S = 8.0  # the SDK's destructor damps for 2 s
 SDK_LOG_LINE = re.compile(r"^\[\d\d:\d\d:\d\d (?P<logger>\S+) (?P<level>\w+)\] (?P<message>.*)$")
 EMERGENCY = "Emergency state entered"
 # The SDK's send/receive thread asks every motor every 2 ms; starved of the CPU it sends nothing, and the motors (and
-# the bus monitor) fall silent (measured on a saturated 2-core machine: 140-670 ms gaps). Its process asks for a higher
-# priority (lower niceness) where the OS allows it (root, or an RLIMIT_NICE).
+# the bus monitor) fall silent (measured on a saturated 2-core machine: 140-670 ms gaps). That thread runs at the
+# config's bus_thread_priority (SCHED_FIFO); the rest of the process (the requests, the stream thread) asks for a
+# higher priority (lower niceness) where the OS allows it (root, or an RLIMIT_NICE).
 HOST_NICE = -5
 
 
@@ -107,11 +109,13 @@ class SdkHost:
         self.emergency = ""  #: the SDK's emergency message, once it entered that state ("" otherwise)
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
-    def start(self, profile: str, stream_rate_hz: float, deadman_s: float) -> tuple[SdkProfile, SdkState]:
-        """A new host (any old one ended first) with the SDK started on the interface; the profile and the first
-        state. The arm is limp (the SDK's zero gains) and commanded nothing until :meth:`hold_stiffly`. A playing
-        trajectory is stopped in the host when no request came for ``deadman_s``. ContactLostError when the motors do
-        not answer."""
+    def start(
+        self, profile: str, stream_rate_hz: float, deadman_s: float, bus_thread_priority: int = 0
+    ) -> tuple[SdkProfile, SdkState]:
+        """A new host (any old one ended first) with the SDK started on the interface, its CAN threads at SCHED_FIFO
+        ``bus_thread_priority`` where the OS allows it; the profile and the first state. The arm is limp (the SDK's
+        zero gains) and commanded nothing until :meth:`hold_stiffly`. A playing trajectory is stopped in the host when
+        no request came for ``deadman_s``. ContactLostError when the motors do not answer."""
         self.stop_process()
         parent, child = socket.socketpair()
         env = {**os.environ, **(self._env or {})}
@@ -126,7 +130,9 @@ class SdkHost:
         threading.Thread(
             target=self._read_log, args=(process.stdout,), name=f"sdk-log-{self.interface}", daemon=True
         ).start()
-        reply = self.call("start", profile, self.interface, stream_rate_hz, deadman_s, timeout_s=START_TIMEOUT_S)
+        reply = self.call(
+            "start", profile, self.interface, stream_rate_hz, deadman_s, bus_thread_priority, timeout_s=START_TIMEOUT_S
+        )
         return SdkProfile(**reply["profile"]), SdkState(**reply["state"])
 
     def hold_stiffly(
@@ -237,11 +243,15 @@ class _Host:
         self.asked_s = time.monotonic()
         return getattr(self, f"op_{op}")(*args)
 
-    def op_start(self, profile: str, interface: str, rate_hz: float, deadman_s: float) -> dict[str, Any]:
+    def op_start(
+        self, profile: str, interface: str, rate_hz: float, deadman_s: float, bus_thread_priority: int
+    ) -> dict[str, Any]:
         sdk = self.sdk
         robot = sdk.RobotConfigFactory.get_instance().get_config(profile)
         controller = sdk.ControllerConfigFactory.get_instance().get_config("joint_controller", robot.joint_dof)
-        self.ctrl = sdk.Arx5JointController(robot, controller, interface)  # limp: the SDK starts with zero gains
+        # The SDK starts its CAN receiver and its 500 Hz send/receive thread in the constructor: those two only.
+        with threads_started_at(bus_thread_priority):
+            self.ctrl = sdk.Arx5JointController(robot, controller, interface)  # limp: the SDK starts with zero gains
         self.dof, self.period_s, self.deadman_s = robot.joint_dof, 1.0 / rate_hz, deadman_s
         profile_facts = {
             "joint_dof": int(robot.joint_dof),

@@ -51,12 +51,10 @@ status ``error`` until :meth:`FrankaArm.recover_from_errors` is called: recovery
 
 from __future__ import annotations
 
-import contextlib
 import gc
-import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 import numpy as np
@@ -64,6 +62,7 @@ import numpy as np
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
 from robodojo.hardware.adapter import ArmStatus, GripperReading, JointReading, WatchdogStop
+from robodojo.hardware.realtime import scheduling_kept, threads_started_at
 from robodojo.hardware.settings import Fr3Settings
 from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryGuard
 from robodojo.hardware.watchdog import CommandWatchdog
@@ -78,41 +77,6 @@ WAYPOINT_SPEED_FRACTION = 0.99
 # each waypoint with zero acceleration, so within a segment it needs headroom above the average for its jerk ramps.
 SEGMENT_ACCEL_FRACTION = 0.8
 _MS_PER_S = 1000.0
-
-
-@contextlib.contextmanager
-def _scheduling_kept(keep: bool) -> Iterator[None]:
-    """Restore the calling thread's scheduling policy afterwards when ``keep``: franky.Robot() puts its caller in
-    SCHED_FIFO 99 even with RealtimeConfig.Ignore (measured), and every thread and process started from it afterwards
-    inherits that, so one busy loop among them takes a core from everything else on the machine."""
-    if not keep or not hasattr(os, "sched_getscheduler"):
-        yield
-        return
-    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, policy, param)
-
-
-@contextlib.contextmanager
-def _threads_started_at(priority: int) -> Iterator[None]:
-    """Threads started inside run at SCHED_FIFO ``priority`` (they inherit the caller's policy); the caller gets its
-    own back afterwards. Where the OS refuses (no root, no rtprio limit), nothing changes."""
-    if priority <= 0 or not hasattr(os, "sched_setscheduler"):
-        yield
-        return
-    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-    except OSError:
-        yield  # not permitted: the control thread runs at the normal priority
-        return
-    try:
-        yield
-    finally:
-        os.sched_setscheduler(0, policy, param)
 
 
 def _franky() -> Any:
@@ -157,7 +121,9 @@ class FrankaArm(WatchdogStop):
             self._robot = self._gripper = None
             gc.collect()
             try:
-                with _scheduling_kept(self.settings.realtime_config == "ignore"):
+                # franky.Robot() puts its caller in SCHED_FIFO 99 even with RealtimeConfig.Ignore (measured), and
+                # every thread and process started from it afterwards inherits that: one busy loop takes a core.
+                with scheduling_kept(self.settings.realtime_config == "ignore"):
                     robot = franky.Robot(ip, realtime_config=realtime[self.settings.realtime_config])
                     robot.relative_dynamics_factor = self.settings.relative_dynamics_factor
                     gripper = franky.Gripper(ip)
@@ -230,7 +196,7 @@ class FrankaArm(WatchdogStop):
             if self._status.status == "error":
                 raise HardwareError(f"the arm is in error ({self._status.detail}): call recover_from_errors() first")
             # franky starts its control thread here when no motion runs: only that thread gets the priority.
-            with _threads_started_at(self.settings.control_thread_priority):
+            with threads_started_at(self.settings.control_thread_priority):
                 robot.move(motion, asynchronous=True)
 
         with self._lock:

@@ -102,6 +102,14 @@ def parse_guard(root: Section, n_joints: int) -> GuardSettings:
     )
 
 
+def parse_thread_priority(root: Section, key: str) -> int:
+    """A SCHED_FIFO priority (1-99), or 0 for the normal scheduler."""
+    priority = root.integer(key)
+    if not 0 <= priority <= 99:
+        raise ConfigError(f"{root.where}.{key}: must be 0 (normal) or a SCHED_FIFO priority 1-99, got {priority}")
+    return priority
+
+
 def parse_fr3_settings(data: dict, where: str) -> Fr3Settings:
     """An FR3 hardware config mapping; ConfigError naming ``where``, the key and the bad value otherwise."""
     root = Section(data, where)
@@ -114,11 +122,6 @@ def parse_fr3_settings(data: dict, where: str) -> Fr3Settings:
     if factor > 1.0:
         raise ConfigError(f"{where}.relative_dynamics_factor: must be in (0, 1], got {factor}")
 
-    priority = root.integer("control_thread_priority")
-    if not 0 <= priority <= 99:
-        raise ConfigError(
-            f"{where}.control_thread_priority: must be 0 (normal) or a SCHED_FIFO priority 1-99, got {priority}"
-        )
     g = root.section("gripper")
     return Fr3Settings(
         robot=robot,
@@ -129,7 +132,7 @@ def parse_fr3_settings(data: dict, where: str) -> Fr3Settings:
         robot_ip=root.str("robot_ip"),
         realtime_config=realtime,
         relative_dynamics_factor=factor,
-        control_thread_priority=priority,
+        control_thread_priority=parse_thread_priority(root, "control_thread_priority"),
         gripper=GripperSettings(
             speed_m_s=g.number("speed_m_s", positive=True),
             force_n=g.number("force_n", positive=True),
@@ -182,6 +185,7 @@ class Arx5ArmSettings(ArmHardwareSettings):
     #: the SDK's host stops a playing trajectory itself after this long without a request from the driver (a frozen
     #: driver process); longer than watchdog_timeout_s, so a driver that is alive stops it first
     host_deadman_s: float
+    bus_thread_priority: int  #: SCHED_FIFO priority of the SDK's CAN threads (0: the normal scheduler)
     gripper: Arx5GripperSettings
     home_before_damping: bool
 
@@ -224,6 +228,7 @@ def parse_arx5_settings(data: dict, where: str) -> Arx5Settings:
             f"{watchdog.where}.host_deadman_s: {host_deadman_s:g} s must be longer than timeout_s "
             f"({watchdog_timeout_s:g} s): the driver's own watchdog stops the arm first while the driver runs"
         )
+    bus_thread_priority = parse_thread_priority(root, "bus_thread_priority")
     interfaces: dict[str, str] = {}
     arms = []
     for arm_name in robot.arm_names:
@@ -263,6 +268,7 @@ def parse_arx5_settings(data: dict, where: str) -> Arx5Settings:
                 settle_timeout_s=limits.number("settle_timeout_s", positive=True),
                 silent_after_s=root.section("bus").number("silent_after_s", positive=True),
                 host_deadman_s=host_deadman_s,
+                bus_thread_priority=bus_thread_priority,
                 gripper=Arx5GripperSettings(
                     tolerance_m=gripper.number("tolerance_m", positive=True),
                     timeout_s=gripper.number("timeout_s", positive=True),

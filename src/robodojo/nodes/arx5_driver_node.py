@@ -64,6 +64,9 @@ class Arx5DriverNode(ArmDriverNode):
             level, message = adapter.sdk_log[-1]
             values.append(KeyValue(key="sdk_last", value=f"{level}: {message}"))
         health = adapter.last_health
+        if health is not None and health.commands_quiet_s is not None:
+            quiet_ms, gap_s = health.commands_quiet_s * 1e3, health.longest_command_gap_s
+            values.append(KeyValue(key="sdk_commands", value=f"last {quiet_ms:.0f} ms ago, longest gap {gap_s:.2f} s"))
         if health is not None:
             for motor in health.motors:
                 state = "never answered" if motor.silent_s is None else f"last answer {motor.silent_s * 1e3:.0f} ms ago"

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from robodojo.hardware.realtime import threads_started_at
 from robodojo.hardware.x5_bus.frames import (
     CAN_FRAME_SIZE,
     X5_LAYOUT,
@@ -290,8 +291,10 @@ class BusLoop:
         self._wake_r, self._wake_w = socket.socketpair()  # close() wakes the serving thread's select()
         self._thread = threading.Thread(target=self._serve, name="x5-bus", daemon=True)
 
-    def start(self) -> BusLoop:
-        self._thread.start()
+    def start(self, priority: int = 0) -> BusLoop:
+        """Serve on a thread of SCHED_FIFO ``priority`` where the OS allows it (0: the normal scheduler)."""
+        with threads_started_at(priority):
+            self._thread.start()
         return self
 
     def close(self) -> None:
@@ -327,6 +330,7 @@ class BusLoop:
                 time.sleep(BATCH_S)
 
 
-def serve_buses(buses: Sequence[BusEmulator]) -> BusLoop:
-    """Serve ``buses`` (each already listening) on one thread of this process."""
-    return BusLoop(buses).start()
+def serve_buses(buses: Sequence[BusEmulator], priority: int = 0) -> BusLoop:
+    """Serve ``buses`` (each already listening) on one thread of this process, at SCHED_FIFO ``priority`` where
+    allowed."""
+    return BusLoop(buses).start(priority)

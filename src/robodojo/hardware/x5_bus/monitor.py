@@ -45,6 +45,7 @@ _CAN_EFF_MASK = 0x1FFFFFFF
 READ_PERIOD_S = 0.02  # the reader drains its socket this often
 RECEIVE_BUFFER_BYTES = 32768  # what the socket may queue between two drains (a few SDK cycles of frames)
 SILENT_CYCLES = 3  # a motor is silent only once the others have answered this many times without it
+ASKED_UNANSWERED = 3  # ... and the SDK has sent it this many commands it did not answer
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class BusHealth:
     motors: tuple[MotorHealth, ...]
     problems: tuple[str, ...]
     heard: bool  #: every motor answered within the monitor's silent_after_s, whatever it reported
+    #: since the SDK's last command to any motor (None: none seen yet); long gaps mean its loop stalled
+    commands_quiet_s: float | None
+    longest_command_gap_s: float  #: the longest time without a command since the monitor started
 
     @property
     def ok(self) -> bool:
@@ -76,11 +80,14 @@ class BusMonitor:
     """Listens to ``interface`` on a thread; :meth:`health` says which motors answer and what they report.
 
     ``motors`` maps each motor id to what it drives. A motor counts as silent once the monitor has been reading for
-    ``silent_after_s`` since its last answer while the other motors went on answering (the SDK asks every motor at
-    500 Hz, so a few missed cycles are already unusual); the bus is lost when no motor answers for that long.
-    Silence is measured on the monitor's own reading, not the wall clock, and against the others' answers: a monitor
-    whose thread does not get to run, or whose socket queue overflowed, loses time and frames of every motor alike,
-    and no motor is called silent for it.
+    ``silent_after_s`` since its last answer while the SDK went on asking it (its command frames are on the bus too)
+    and the other motors went on answering (the SDK asks every motor at 500 Hz, so a few missed cycles are already
+    unusual); the bus is lost when no motor answers what it is asked for that long. Silence is measured on the
+    monitor's own reading, not the wall clock, and against the others' answers: a monitor whose thread does not get
+    to run, or whose socket queue overflowed, loses time and frames of every motor alike, and no motor is called
+    silent for it. A motor nobody asked is not silent either: when the SDK's loop stalls (measured on a loaded 2-core
+    CI machine: one arm's SDK sent nothing for 0.3-1.6 s at a time while the other arm's went on) the motors hold
+    their last command; that shows as ``commands_quiet_s`` and ``longest_command_gap_s`` instead.
     """
 
     def __init__(
@@ -100,12 +107,17 @@ class BusMonitor:
         self._state: dict[int, int] = {}
         self._temperature: dict[int, float] = {}
         self._position: dict[int, float] = {}
+        self._asked: dict[int, int] = {}  # commands to each motor since its last answer
+        self._commanded_s: float | None = None  # when the reader last found a command frame
+        self._quiet_drains = 0  # the reader's drains since then that found none
+        self.longest_command_gap_s = 0.0  #: the longest time the reader found no command, once commands came again
         self._read_s: float | None = None  # when the reader last came back from the socket (a frame or a timeout)
         self._sock: socket.socket | None = None
         self._connected = False
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
         self.frames = 0  #: feedback frames decoded
+        self.commands = 0  #: command frames seen
 
     def start(self) -> BusMonitor:
         """Open a CAN socket on the interface (HardwareError when the OS has no CAN or no such interface)."""
@@ -114,7 +126,7 @@ class BusMonitor:
         except (OSError, AttributeError) as exc:
             raise HardwareError(f"cannot open a CAN socket to monitor {self.interface}: {exc}") from None
         try:
-            ids = sorted({DAMIAO_REPLY_ID, *EC_IDS})  # feedback only (EC motors answer on their command ids)
+            ids = sorted({DAMIAO_REPLY_ID, *self.motor_names})  # the motors' commands and answers
             filters = b"".join(struct.pack("=II", i, socket.CAN_SFF_MASK) for i in ids)
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_CAN_RAW, socket.CAN_RAW_FILTER, filters)
@@ -153,13 +165,13 @@ class BusMonitor:
         for motor_id in self.motor_names:
             seen = self._seen_s.get(motor_id)
             quiet[motor_id] = None if seen is None else max(0.0, now - seen)
-        nobody = all(q is None or q > self.silent_after_s for q in quiet.values())
+        nobody = all(q is None or self._unanswered(m, q) for m, q in quiet.items())
         motors, problems = [], []
         for motor_id, name in self.motor_names.items():
             silent_s, fault = quiet[motor_id], self._fault(motor_id)
             if silent_s is None:
                 problems.append(f"motor {motor_id} ({name}) never answered")
-            elif silent_s > self.silent_after_s and (nobody or self._others_answered(motor_id)):
+            elif self._unanswered(motor_id, silent_s) and (nobody or self._others_answered(motor_id)):
                 # The words stay the same while it lasts (how long: MotorHealth.silent_s), so it reads as one fault.
                 problems.append(f"motor {motor_id} ({name}) silent (no answer for over {self.silent_after_s:g} s)")
             elif fault:
@@ -169,12 +181,22 @@ class BusMonitor:
             problems.insert(0, f"the bus monitor lost {self.interface}")
         lost = not self._connected or nobody
         heard = self._connected and all(q is not None and q <= self.silent_after_s for q in quiet.values())
-        return BusHealth(self.interface, self._connected, lost, tuple(motors), tuple(problems), heard)
+        commands_quiet_s = None if self._commanded_s is None else max(0.0, now - self._commanded_s)
+        ongoing_gap_s = commands_quiet_s if commands_quiet_s is not None and self._quiet_drains else 0.0
+        longest_gap_s = max(self.longest_command_gap_s, ongoing_gap_s)
+        return BusHealth(
+            self.interface, self._connected, lost, tuple(motors), tuple(problems), heard, commands_quiet_s,
+            longest_gap_s,
+        )  # fmt: skip
 
     def positions_rad(self) -> dict[int, float]:
         """Each motor's position in its last answer [rad] (motor side: the gripper's is its motor's angle); motors
         that never answered are missing."""
         return dict(self._position)
+
+    def _unanswered(self, motor_id: int, silent_s: float) -> bool:
+        """Whether ``motor_id`` has not answered for silent_after_s while the SDK asked it."""
+        return silent_s > self.silent_after_s and self._asked.get(motor_id, 0) >= ASKED_UNANSWERED
 
     def _others_answered(self, motor_id: int) -> bool:
         """Whether the other motors answered for SILENT_CYCLES of the SDK's cycles since ``motor_id`` last did. A
@@ -202,6 +224,7 @@ class BusMonitor:
         sock = self._sock
         assert sock is not None
         while not self._closed.wait(READ_PERIOD_S):
+            asked_before = self.commands
             while True:
                 try:
                     raw = sock.recv(CAN_FRAME_SIZE, socket.MSG_DONTWAIT)
@@ -214,7 +237,14 @@ class BusMonitor:
                     self._connected = False  # the bus closed (an emulator that went away)
                     return
                 self._take(raw)
-            self._read_s = self._clock()
+            self._read_s = now = self._clock()
+            if self.commands != asked_before:
+                # A gap is drains that found no command: a reader that was late itself finds the queued ones.
+                if self._commanded_s is not None and self._quiet_drains:
+                    self.longest_command_gap_s = max(self.longest_command_gap_s, now - self._commanded_s)
+                self._commanded_s, self._quiet_drains = now, 0
+            else:
+                self._quiet_drains += 1
         self._connected = False
 
     def _take(self, raw: bytes) -> None:
@@ -226,10 +256,14 @@ class BusMonitor:
             elif can_id in EC_IDS and len(data) == 8 and data[0] >> 5 == 1:  # an answer, not a command
                 fb = decode_ec_feedback(can_id, data)
             else:
+                if can_id in self.motor_names:  # a command: the other frames on a motor's id
+                    self._asked[can_id] = self._asked.get(can_id, 0) + 1
+                    self.commands += 1
                 return
         except ValueError:
             return
         if fb.motor_id in self.motor_names:
+            self._asked[fb.motor_id] = 0
             self._seen_s[fb.motor_id] = self._clock()
             self._seen_frames[fb.motor_id] = self.frames
             self._state[fb.motor_id] = fb.state

@@ -41,7 +41,10 @@ from robodojo.hardware.x5_bus.emulator import LOG_RECORD, BusEmulator, BusLoop, 
 
 CONTROL = "control"
 # A real motor answers within microseconds whatever the host does; an emulator that stalls looks like a silent motor.
-# So it asks for a higher priority (lower niceness) where the OS allows it (root, or an RLIMIT_NICE).
+# So the thread that answers the frames runs at SCHED_FIFO, above the SDK's CAN threads (config/hardware/
+# dual_arx_x5.yaml bus_thread_priority), and the rest of the process at a lower niceness, where the OS allows it (root,
+# or RLIMIT_RTPRIO and RLIMIT_NICE).
+EMULATOR_PRIORITY = 85
 EMULATOR_NICE = -5
 START_TIMEOUT_S = 30.0
 
@@ -67,10 +70,11 @@ class EmulatorServer:
         self._loop: BusLoop | None = None
         self._closed = threading.Event()
 
-    def start(self) -> EmulatorServer:
+    def start(self, priority: int = 0) -> EmulatorServer:
+        """Listen and serve, the buses on a thread of SCHED_FIFO ``priority`` where allowed (0: the normal one)."""
         for bus in self.buses.values():
             bus.listen()
-        self._loop = serve_buses(list(self.buses.values()))
+        self._loop = serve_buses(list(self.buses.values()), priority)
         path = self.socket_dir / CONTROL
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
@@ -243,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         arms[name] = [float(q) for q in joints.split(",")]
     with contextlib.suppress(OSError):  # motors answer in hardware: ahead of the SDK's processes where allowed
         os.nice(EMULATOR_NICE)
-    server = EmulatorServer(args.socket_dir, arms).start()
+    server = EmulatorServer(args.socket_dir, arms).start(EMULATOR_PRIORITY)
     signal.signal(signal.SIGTERM, lambda *_: server._closed.set())
     print(f"x5 bus emulator: {', '.join(arms)} in {args.socket_dir} (pid {os.getpid()})", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
