@@ -96,7 +96,7 @@ def test_a_new_task_module_registers_itself():
 
 
 def test_a_task_without_a_known_capability_axis_is_refused_when_defined():
-    with pytest.raises(ConfigError, match="capability 'dexterity'; expected one of pick_and_place"):
+    with pytest.raises(ConfigError, match="capability 'dexterity'; expected one of open, precise, bimanual, dynamic, long_horizon"):
 
         class _Unknown(Task):
             name = "unknown_axis_task_for_test"

@@ -11,7 +11,7 @@ Strategy:
 3. Grasp from above with the arm on the object's side: hover 8 cm over the top face with the fingers turned to
    close across the faces, lower to half the object's height (at most 2 cm under its top), close, lift 15 cm.
    Every MoveResult is checked: an unplanned approach switches to the other arm; a missed grasp (holding False), or
-   a lift not judged a success within 3 s (put the object back down), opens the gripper, backs off, sends the arms
+   a lift not judged a success within 10 s (put the object back down), opens the gripper, backs off, sends the arms
    home, looks again and retries, up to three attempts.
 
 Run them as an episode with the code-cell agent (each `# %%` cell is one python tool call, then finish):
@@ -38,9 +38,9 @@ target
 
 
 # %% grasp it from above with the arm on its side, lift 15 cm; on a miss back off, look again and retry
-def judged_done(wait_s=3.0):
-    """robo.done, given up to wait_s to come true: on a real robot a person judges the lift a moment after it ends
-    (in simulation it is true at once)."""
+def judged_done(wait_s=10.0):
+    """robo.done, given up to wait_s to come true: on a real robot a person judges the lift a few seconds after it
+    ends, holding the object up meanwhile (in simulation it is true at once)."""
     deadline = time.monotonic() + wait_s
     while not robo.done and time.monotonic() < deadline:
         time.sleep(0.1)

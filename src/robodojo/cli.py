@@ -29,10 +29,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_tasks(args: argparse.Namespace) -> int:
     from robodojo.sim.tasks import available_tasks, get_task
+    from robodojo.sim.tasks.base import CAPABILITIES
 
-    for name in available_tasks(args.robot):
-        task = get_task(name)
-        print(f"{name:16s} robot={task.robot:12s} step_limit={task.step_limit:5d}  {task.instruction_template}")
+    names = available_tasks(args.robot)
+    for axis in CAPABILITIES:
+        on_axis = [get_task(n) for n in names if get_task(n).capability == axis]
+        if not on_axis:
+            continue
+        print(f"{axis} ({len(on_axis)})")
+        for task in on_axis:
+            print(f"  {task.name:28s} {task.robot:12s} {task.step_limit:5d} steps  {task.instruction_template}")
     return 0
 
 
@@ -431,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="out/demo", help="output folder (default: out/demo)")
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(func=_cmd_demo)
-    tasks = sub.add_parser("tasks", help="list the embedded tasks")
+    tasks = sub.add_parser("tasks", help="list the embedded tasks by capability axis, with their step limits")
     tasks.add_argument("--robot", default=None, help="only tasks for this robot")
     tasks.set_defaults(func=_cmd_tasks)
     sub.add_parser("robots", help="list the robot configurations").set_defaults(func=_cmd_robots)

@@ -21,8 +21,12 @@ from robodojo.errors import ConfigError, UnknownNameError
 from robodojo.sim.objects import COLORS, ObjectSpec, object_rest_z
 
 VARIANTS = ("standard", "cluttered")
-# The capability axes tasks are grouped by (seed 002's leaderboard reports a value per axis and their unweighted mean).
-CAPABILITIES = ("pick_and_place", "precision", "coordination", "open", "long_horizon")
+# The capability axes tasks are grouped by (seed 002's leaderboard reports a value per axis and their unweighted mean):
+# open: a choice conditioned on language or a picture (which object, which bin, which button); precise: tight contact
+# (insertion, alignment, stacking); bimanual: both arms on one goal (a handover, a long object, holding while the other
+# acts); dynamic: objects that move or are moved without a grasp (pushing, sweeping, rolling, a conveyor);
+# long_horizon: several steps in order, or recalling a layout that changed.
+CAPABILITIES = ("open", "precise", "bimanual", "dynamic", "long_horizon")
 CLUTTER_DISTRACTORS = 10
 MIN_GAP_M = 0.02  # free space between sampled object footprints
 

@@ -16,7 +16,7 @@ CENTER_TOLERANCE_M = 0.04
 
 class BowlOnPlate(Task):
     name = "bowl_on_plate"
-    capability = "pick_and_place"
+    capability = "precise"
     step_limit = 600
     instruction_template = "Place the {bowl_color} bowl on the {plate_color} plate."
     recipe = (

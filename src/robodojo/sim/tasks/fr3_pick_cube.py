@@ -24,7 +24,7 @@ CUBE_M = 0.045
 
 class Fr3PickCube(Task):
     name = "fr3_pick_cube"
-    capability = "pick_and_place"
+    capability = "open"
     robot = "fr3"
     step_limit = 400
     instruction_template = "Pick up the {color} cube and lift it 10 cm above the table."

@@ -15,7 +15,7 @@ LIFT_M = 0.05
 
 class Handover(Task):
     name = "handover"
-    capability = "coordination"
+    capability = "bimanual"
     step_limit = 900
     instruction_template = "Pick up the {color} block with the left arm and hand it over to the right arm."
     recipe = (

@@ -18,7 +18,7 @@ MAX_TRIES = 100
 
 class PushToPad(Task):
     name = "push_to_pad"
-    capability = "precision"
+    capability = "dynamic"
     step_limit = 600
     instruction_template = "Push the {color} block onto the {pad_color} target square."
     recipe = (

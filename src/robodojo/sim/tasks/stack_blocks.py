@@ -16,7 +16,7 @@ Z_TOLERANCE_M = 0.008
 
 class StackBlocks(Task):
     name = "stack_blocks"
-    capability = "precision"
+    capability = "precise"
     step_limit = 600
     instruction_template = "Stack the {top_color} block on top of the {bottom_color} block."
     recipe = (
