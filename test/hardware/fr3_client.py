@@ -92,12 +92,21 @@ class Client:
         self.context.try_shutdown()
 
 
-def wait(predicate: Callable[[], bool], timeout_s: float, what: str, world: Any, *nodes: NodeProcess) -> None:
-    """Wait for ``predicate``; on timeout fail with ``what`` and the last output of the world and the nodes."""
+def wait(
+    predicate: Callable[[], bool],
+    timeout_s: float,
+    what: str,
+    world: Any,
+    *nodes: NodeProcess,
+    seen: Callable[[], str] | None = None,
+) -> None:
+    """Wait for ``predicate``; on timeout fail with ``what``, what ``seen`` says was seen instead, and the last output
+    of the world and the nodes."""
     if not wait_until(predicate, timeout_s, interval_s=0.05):
         logs = "\n".join(f"--- {n.node} (alive={n.alive}):\n{n.output()[-2000:]}" for n in nodes)
+        instead = f"\nseen instead: {seen()}" if seen is not None else ""
         pytest.fail(
-            f"timed out after {timeout_s} s waiting for {what}\n--- fr3_world:\n{world.output()[-2000:]}\n{logs}"
+            f"timed out after {timeout_s} s waiting for {what}{instead}\n--- world:\n{world.output()[-2000:]}\n{logs}"
         )
 
 

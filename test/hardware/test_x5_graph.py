@@ -287,12 +287,16 @@ def test_a_frozen_driver_leaves_the_arm_held_by_the_sdk_s_host_and_the_motion_ne
     back = trajectory(emulated_q(emulator, "left"), q0, 3.0, time.time() + 0.3, names=names)
     client.publish(topics.arm_controller("left"), back)
     back_s = convert.seconds(back.header.stamp)
+
+    def reports() -> list:
+        return client.messages(topics.trajectory_status(controller))
+
+    def finished(r) -> bool:
+        return r.state == TrajectoryState.FINISHED and abs(convert.seconds(r.start) - back_s) < 1e-6
+
     wait(
-        lambda: any(
-            r.state == TrajectoryState.FINISHED and abs(convert.seconds(r.start) - back_s) < 1e-6
-            for r in client.messages(topics.trajectory_status(controller))
-        ),
-        30.0, "the way back finished", x5_world, driver,
+        lambda: any(finished(r) for r in reports()),
+        30.0, "the way back finished", x5_world, driver, seen=lambda: f"the newest reports {reports()[-3:]}",
     )  # fmt: skip
 
 
