@@ -23,7 +23,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.run_first, pytest.mark.xdist_group("
 
 ROBODOJO = Path(sys.executable).parent / "robodojo"
 # 2 tasks x 3 seeds x 2 agents, as the issue asks; two LLM calls each keep an episode to a few seconds (a move_eef
-# episode makes two moves, a code-cell one defines its helpers and looks for the object in the cameras).
+# episode makes two moves, a code-cell one defines its helpers and looks for the object in the cameras). The move_eef
+# "model" answers each call after MOVE_EEF_DELAY_S, so that a campaign cut off once two episodes ended still has
+# several seconds of episodes to go on a loaded machine (without it, all 12 once ended before the test's Ctrl-C).
+MOVE_EEF_REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
+MOVE_EEF_DELAY_S = 1.0
 SPEC = {
     "name": "resume_check",
     "tasks": ["general_pickup", "stack_blocks"],
@@ -31,7 +35,7 @@ SPEC = {
     "agents": ["move_eef", "code_cell"],
     "llms": {
         "offline": {
-            "move_eef": f"replay:{PACKAGE_ROOT}/examples/replay/general_pickup_seed0.yaml",
+            "move_eef": "replay:{delayed_replay}",
             "code_cell": f"replay:{PACKAGE_ROOT}/examples/cells/{{task}}.py",
         }
     },
@@ -48,8 +52,15 @@ RUN_TIMEOUT_S = 600.0
 
 @pytest.fixture(scope="module")
 def spec_file(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("campaign_spec") / "campaign.yaml"
-    path.write_text(yaml.safe_dump(SPEC))
+    folder = tmp_path_factory.mktemp("campaign_spec")
+    script = yaml.safe_load(MOVE_EEF_REPLAY.read_text())
+    replies = script["replies"] if isinstance(script, dict) else script
+    delayed = folder / "move_eef_delayed.yaml"
+    delayed.write_text(yaml.safe_dump({"replies": replies, "behaviour": {"delay_s": MOVE_EEF_DELAY_S}}))
+    spec = yaml.safe_load(yaml.safe_dump(SPEC))
+    spec["llms"]["offline"]["move_eef"] = spec["llms"]["offline"]["move_eef"].format(delayed_replay=delayed)
+    path = folder / "campaign.yaml"
+    path.write_text(yaml.safe_dump(spec))
     return path
 
 
