@@ -17,7 +17,7 @@ ifneq ($(origin MUJOCO_GL),undefined)
 export MUJOCO_GL
 endif
 
-.PHONY: help setup test demo graph bench lint colcon urdf clean
+.PHONY: help setup test demo graph bench lint colcon urdf tasks-table clean
 
 help:
 	@echo "make setup   Debian packages, .venv, project (editable) and ROS 2 wheels (scripts/setup_env.sh)"
@@ -27,6 +27,7 @@ help:
 	@echo "make bench   run every benchmarks/*.py"
 	@echo "make lint    ruff check, ruff format --check and mypy (what CI runs besides the tests)"
 	@echo "make colcon  colcon build of the ROS package (build/ install/ log/); COLCON_ARGS passes options"
+	@echo "make tasks-table  render a head-camera image per task and rewrite the README's task table"
 	@echo "make urdf    regenerate the scene URDFs and the MoveIt config (scripts/generate_urdf.py, generate_srdf.py)"
 	@echo "make clean   remove build/ install/ log/ out/ and caches (keeps .venv)"
 
@@ -53,6 +54,9 @@ demo: setup
 
 graph: setup
 	$(VENV)/bin/robodojo graph
+
+tasks-table: setup
+	$(PY) scripts/task_table.py
 
 bench: setup
 	@shopt -s nullglob; failed=(); files=(benchmarks/[!_]*.py); \
