@@ -29,7 +29,7 @@ def test_task_definition_is_complete(task):
 
 
 @pytest.mark.parametrize("task", available_tasks())
-@pytest.mark.parametrize("variant", ["standard", "cluttered"])
+@pytest.mark.parametrize("variant", ["standard", "cluttered", "randomized"])
 def test_success_is_false_initially_and_true_after_teleport_to_goal(dual_world, fr3_world, task, variant):
     world = fr3_world if get_task(task).robot == "fr3" else dual_world
     for seed in (0, 1):
@@ -96,7 +96,9 @@ def test_a_new_task_module_registers_itself():
 
 
 def test_a_task_without_a_known_capability_axis_is_refused_when_defined():
-    with pytest.raises(ConfigError, match="capability 'dexterity'; expected one of open, precise, bimanual, dynamic, long_horizon"):
+    with pytest.raises(
+        ConfigError, match="capability 'dexterity'; expected one of open, precise, bimanual, dynamic, long_horizon"
+    ):
 
         class _Unknown(Task):
             name = "unknown_axis_task_for_test"

@@ -123,7 +123,7 @@ def test_unknown_names_list_the_alternatives(dual_world):
         dual_world.observe(cameras=["top"])
     with pytest.raises(UnknownNameError, match="unknown camera 'top'"):
         dual_world.calibration("top")
-    with pytest.raises(UnknownNameError, match="unknown variant 'messy'; available: cluttered, standard"):
+    with pytest.raises(UnknownNameError, match="unknown variant 'messy'; available: cluttered, randomized, standard"):
         dual_world.reset("general_pickup", variant="messy")
     with pytest.raises(InvalidCommandError, match="task 'fr3_pick_cube' runs on robot 'fr3'"):
         dual_world.reset("fr3_pick_cube")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from robodojo.errors import RobodojoError
+from robodojo.sim.variants import VARIANTS
 
 if TYPE_CHECKING:
     from robodojo.campaigns.reporting import ReportFiles
@@ -402,7 +403,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--name", default=None, help="campaign name (default: the spec's, or 'campaign')")
     evaluate.add_argument("--tasks", default=None, help="task names separated by commas")
     evaluate.add_argument("--seeds", default=None, help="seeds and ranges, e.g. 0-49 or 0,2,5-7")
-    evaluate.add_argument("--variants", default=None, help="variants separated by commas (standard, cluttered)")
+    evaluate.add_argument("--variants", default=None, help=f"variants separated by commas ({', '.join(VARIANTS)})")
     evaluate.add_argument("--agents", default=None, help="agents separated by commas (move_eef, code_cell)")
     evaluate.add_argument(
         "--llm", action="append", default=[],
@@ -444,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one agent episode in the embedded world and record it")
     run.add_argument("--task", required=True)
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--variant", default="standard", choices=("standard", "cluttered"))
+    run.add_argument("--variant", default="standard", choices=VARIANTS)
     run.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell"))
     run.add_argument(
         "--llm",
@@ -471,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare = sub.add_parser("compare", help="run both agents on the same tasks and seeds and compare their costs")
     compare.add_argument("--tasks", required=True, help="task names separated by commas, e.g. general_pickup,handover")
     compare.add_argument("--seeds", default="0-4", help="seeds and ranges, e.g. 0-4 or 0,2,5-7 (default 0-4)")
-    compare.add_argument("--variant", default="standard", choices=("standard", "cluttered"))
+    compare.add_argument("--variant", default="standard", choices=VARIANTS)
     compare.add_argument(
         "--llm", default=None, help="LLM spec for both agents (as for run); {task} and {seed} are filled per episode"
     )
@@ -490,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--robot", default="dual_arx_x5")
     graph.add_argument("--task", default="general_pickup")
     graph.add_argument("--seed", type=int, default=0)
-    graph.add_argument("--variant", default="standard", choices=("standard", "cluttered"))
+    graph.add_argument("--variant", default="standard", choices=VARIANTS)
     graph.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell", "none"))
     graph.add_argument(
         "--llm",
@@ -542,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     render = sub.add_parser("render", help="render every camera of a task layout to PNG files")
     render.add_argument("--task", required=True)
     render.add_argument("--seed", type=int, default=0)
-    render.add_argument("--variant", default="standard", choices=("standard", "cluttered"))
+    render.add_argument("--variant", default="standard", choices=VARIANTS)
     render.add_argument("--out", default="out/render")
     render.set_defaults(func=_cmd_render)
     _add_doctor(sub)

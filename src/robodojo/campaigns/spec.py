@@ -5,7 +5,7 @@ A spec file, every key but ``tasks`` optional::
 
     name: pickup_probes
     tasks: [general_pickup, stack_blocks]
-    variants: [standard, cluttered]        # default [standard]
+    variants: [standard, cluttered]        # default [standard]; also randomized
     seeds: 0-49                            # a range string as for --seeds, or a list
     agents: [move_eef, code_cell]          # default both
     llms:                                  # name -> one spec for every agent, or a spec per agent

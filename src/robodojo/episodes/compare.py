@@ -31,11 +31,11 @@ from robodojo.episodes.hosts import WorldHost
 from robodojo.episodes.runner import run_episode
 from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EpisodeSpec
 from robodojo.errors import ConfigError
+from robodojo.sim.variants import VARIANTS
 
 if TYPE_CHECKING:
     from robodojo.agents.llm.settings import LlmSettings
 
-VARIANTS = ("standard", "cluttered")
 PLACEHOLDERS = ("{task}", "{seed}")
 METRICS = ("llm_calls", "input_tokens", "cached_input_tokens", "output_tokens", "cost_usd")  # those compare shows
 METRIC_LABELS = {

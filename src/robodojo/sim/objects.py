@@ -6,6 +6,7 @@ An :class:`ObjectSpec` is plain data (what a layout holds); :func:`add_object` t
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mujoco
@@ -67,13 +68,16 @@ def object_rest_z(kind: str, size_m: tuple[float, ...], table_z_m: float) -> flo
     return table_z_m + size_m[-1] / 2
 
 
-def add_object(spec: mujoco.MjSpec, obj: ObjectSpec, settings: SimSettings) -> None:
-    """Add ``obj`` as a free body (or a fixed, non-colliding decal for pads)."""
+def add_object(
+    spec: mujoco.MjSpec, obj: ObjectSpec, settings: SimSettings, rgba: Sequence[float] | None = None
+) -> None:
+    """Add ``obj`` as a free body (or a fixed, non-colliding decal for pads), drawn in ``rgba`` (default: its named
+    colour's)."""
     half_yaw = obj.yaw_rad / 2
     body = spec.worldbody.add_body(
         name=obj.name, pos=list(obj.pos_m), quat=[math.cos(half_yaw), 0, 0, math.sin(half_yaw)]
     )
-    rgba = list(COLORS[obj.color])
+    rgba = list(COLORS[obj.color] if rgba is None else rgba)
     contact = {
         "contype": WORLD_CONTYPE,
         "conaffinity": WORLD_CONAFFINITY,

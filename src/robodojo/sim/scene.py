@@ -1,7 +1,8 @@
 """Build the simulated scene: the robot's URDF model (robodojo.robots.mujoco_model) plus what URDF cannot say.
 
 Added here: contact settings, position servos, gravity compensation, cameras, a TCP site per arm, the floor, lights
-and rendering options; tasks add their objects before compiling.
+and rendering options; tasks add their objects before compiling. Lights, the table's look and the cameras' exact
+mounts come from an :class:`~robodojo.sim.appearance.Appearance` (the layout's; nominal by default).
 
 Contact filtering: robot collision geoms have contype 2 / conaffinity 1 and everything else contype 1 /
 conaffinity 3, so the robot touches the table and objects but its own links (and the other arm) never collide with
@@ -15,9 +16,11 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from robodojo.geometry import matrix_from_quat, quat_from_matrix
 from robodojo.robots.config import RobotConfig
 from robodojo.robots.mujoco_model import COLLISION_GROUP, urdf_to_spec
 from robodojo.robots.urdf import UrdfModel, load_urdf
+from robodojo.sim.appearance import NOMINAL, Appearance
 from robodojo.sim.settings import SimSettings
 from robodojo.sim.textures import apply_wood_grain
 
@@ -37,7 +40,9 @@ class SceneNames:
     tcp_sites: dict[str, str]
 
 
-def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.MjSpec, SceneNames]:
+def build_scene_spec(
+    robot: RobotConfig, settings: SimSettings, appearance: Appearance = NOMINAL
+) -> tuple[mujoco.MjSpec, SceneNames]:
     """The scene as an uncompiled MjSpec (tasks add their objects before compiling) and the names of its parts."""
     urdf = load_urdf(robot.scene_urdf)
     spec, bodies = urdf_to_spec(urdf)
@@ -47,7 +52,7 @@ def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.
     spec.option.cone = getattr(mujoco.mjtCone, f"mjCONE_{settings.cone.upper()}")
     spec.option.impratio = settings.impratio
     spec.option.iterations = settings.iterations
-    _configure_visual(spec, robot, settings)
+    _configure_visual(spec, robot, settings, appearance)
 
     arm_links = _arm_links(urdf, robot)
     finger_links = {j.child for j in urdf.joints.values() if j.type == "prismatic"}
@@ -65,7 +70,8 @@ def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.
         geom.condim = 3 if robot_geom and link not in finger_links else settings.object_condim
 
     if settings.render.table_texture == "wood_grain":
-        apply_wood_grain(spec, "table")
+        apply_wood_grain(spec, "table", appearance.table_grain_seed)
+    _tint(spec, "table", appearance.table_tint_rgb)
     world = spec.worldbody
     world.add_geom(
         name="floor",
@@ -75,13 +81,29 @@ def build_scene_spec(robot: RobotConfig, settings: SimSettings) -> tuple[mujoco.
         contype=WORLD_CONTYPE,
         conaffinity=WORLD_CONAFFINITY,
     )
-    world.add_light(name="key", pos=[0.4, -0.8, 2.5], dir=[-0.15, 0.4, -1.0], diffuse=[0.6, 0.6, 0.6])
-    world.add_light(name="fill", pos=[-0.6, 0.6, 2.2], dir=[0.3, -0.3, -1.0], diffuse=[0.35, 0.35, 0.35])
+    for light in appearance.lights:
+        world.add_light(name=light.name, pos=list(light.pos_m), dir=list(light.dir), diffuse=list(light.diffuse_rgb))
 
     names = _add_arm_control(spec, urdf, robot)
+    optical_to_mujoco = matrix_from_quat(OPTICAL_TO_MUJOCO_CAMERA_QUAT)
     for cam in robot.cameras:
-        bodies[cam.frame].add_camera(name=cam.name, quat=list(OPTICAL_TO_MUJOCO_CAMERA_QUAT), fovy=cam.fovy_deg)
+        # The camera body is the nominal optical frame; the appearance's offset is expressed in it.
+        offset = appearance.camera_offset(cam.name)
+        bodies[cam.frame].add_camera(
+            name=cam.name,
+            pos=list(offset.xyz_m),
+            quat=quat_from_matrix(offset.rotation() @ optical_to_mujoco).tolist(),
+            fovy=cam.fovy_deg,
+        )
     return spec, names
+
+
+def _tint(spec: mujoco.MjSpec, body_name: str, tint_rgb: tuple[float, float, float]) -> None:
+    """Multiply the colour of every visual geom of ``body_name`` by ``tint_rgb`` (a textured geom's colour modulates
+    its texture)."""
+    for geom in spec.geoms:
+        if geom.parent.name == body_name and geom.name.startswith(f"{body_name}_visual"):
+            geom.rgba = [*(np.asarray(geom.rgba[:3]) * tint_rgb), geom.rgba[3]]
 
 
 def _arm_links(urdf: UrdfModel, robot: RobotConfig) -> set[str]:
@@ -135,15 +157,15 @@ def _add_arm_control(spec: mujoco.MjSpec, urdf: UrdfModel, robot: RobotConfig) -
     return SceneNames(arm_actuators=arm_actuators, gripper_actuators=gripper_actuators, tcp_sites=tcp_sites)
 
 
-def _configure_visual(spec: mujoco.MjSpec, robot: RobotConfig, settings: SimSettings) -> None:
+def _configure_visual(spec: mujoco.MjSpec, robot: RobotConfig, settings: SimSettings, appearance: Appearance) -> None:
     width = max(c.width for c in robot.cameras)
     height = max(c.height for c in robot.cameras)
     spec.visual.global_.offwidth = min(max(width, 640), MAX_IMAGE_SIZE)
     spec.visual.global_.offheight = min(max(height, 480), MAX_IMAGE_SIZE)
     spec.visual.quality.offsamples = settings.render.msaa_samples
     spec.visual.quality.shadowsize = 2048 if settings.render.shadows else 0
-    spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
-    spec.visual.headlight.diffuse = [0.25, 0.25, 0.25]
+    spec.visual.headlight.ambient = list(appearance.headlight_ambient_rgb)
+    spec.visual.headlight.diffuse = list(appearance.headlight_diffuse_rgb)
     spec.visual.map.znear = 0.005  # fraction of the model extent: about 1 cm, wrist cameras see close objects
     spec.stat.extent = 2.0
     spec.stat.center = np.array([0.0, -0.15, 0.9])

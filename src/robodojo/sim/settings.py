@@ -12,6 +12,13 @@ from robodojo.errors import ConfigError
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 TABLE_TEXTURES = ("plain", "wood_grain")
 CONES = ("pyramidal", "elliptic")
+# Outer limits of the randomized variant's bounds: beyond them a named colour or a camera's mount stops being the one
+# the task and the robot config describe.
+MAX_LIGHT_TURN_DEG = 45.0
+MAX_HUE_TURN_DEG = 10.0
+MAX_CAMERA_SHIFT_M = 0.005
+MAX_CAMERA_TURN_DEG = 0.5
+SCALE_LIMITS = (0.5, 1.5)  # of every brightness, tint, saturation and value factor
 
 
 @dataclass(frozen=True)
@@ -22,6 +29,24 @@ class RenderSettings:
     skybox: bool = False
     max_geoms: int = 2000
     table_texture: str = "wood_grain"
+
+
+@dataclass(frozen=True)
+class RandomizedBounds:
+    """How far the ``randomized`` task variant may move the scene's appearance from the nominal one (sim.yaml,
+    section ``randomized``, where each bound is explained). Ranges are (low, high), sampled uniformly; scales
+    multiply the nominal value."""
+
+    light_direction_max_deg: float
+    light_diffuse_scale: tuple[float, float]
+    ambient_scale: tuple[float, float]
+    table_grain_seeds: tuple[int, ...]
+    table_tint: tuple[float, float]
+    object_hue_max_deg: float
+    object_saturation_scale: tuple[float, float]
+    object_value_scale: tuple[float, float]
+    camera_translation_m: tuple[float, float]
+    camera_rotation_deg: tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -36,6 +61,7 @@ class SimSettings:
     pad_friction: tuple[float, float, float]
     render: RenderSettings
     settle_steps: int
+    randomized: RandomizedBounds
 
     def substeps(self, control_dt_s: float) -> int:
         """Physics steps per control step of ``control_dt_s`` [s] (the robot's); it must be a whole number."""
@@ -85,6 +111,42 @@ def parse_sim_settings(data: dict, where: str) -> SimSettings:
         pad_friction=root.vector3("gripper_pad_friction"),
         render=render,
         settle_steps=root.integer("settle_steps", default=10),
+        randomized=_parse_randomized(root.section("randomized")),
+    )
+
+
+def _range(section: Section, key: str, limits: tuple[float, float]) -> tuple[float, float]:
+    """A [low, high] range inside ``limits``."""
+    low, high = limits
+    a, b = section.vector2(key)
+    if not low <= a <= b <= high:
+        raise ConfigError(
+            f"{section.where}.{key}: expected [low, high] with {low:g} <= low <= high <= {high:g}, got [{a:g}, {b:g}]"
+        )
+    return a, b
+
+
+def _parse_randomized(r: Section) -> RandomizedBounds:
+    lights, table, objects, cameras = (r.section(k) for k in ("lights", "table", "objects", "cameras"))
+    direction, hue = lights.number("direction_max_deg"), objects.number("hue_max_deg")
+    if not 0 <= direction <= MAX_LIGHT_TURN_DEG:
+        raise ConfigError(f"{lights.where}.direction_max_deg: must be in [0, {MAX_LIGHT_TURN_DEG:g}], got {direction}")
+    if not 0 <= hue <= MAX_HUE_TURN_DEG:
+        raise ConfigError(f"{objects.where}.hue_max_deg: must be in [0, {MAX_HUE_TURN_DEG:g}], got {hue}")
+    seeds = table.data.get("grain_seeds")
+    if not isinstance(seeds, list) or not seeds or not all(type(v) is int and v >= 0 for v in seeds):
+        raise ConfigError(f"{table.where}.grain_seeds: expected a list of non-negative integers, got {seeds!r}")
+    return RandomizedBounds(
+        light_direction_max_deg=direction,
+        light_diffuse_scale=_range(lights, "diffuse_scale", SCALE_LIMITS),
+        ambient_scale=_range(lights, "ambient_scale", SCALE_LIMITS),
+        table_grain_seeds=tuple(seeds),
+        table_tint=_range(table, "tint", SCALE_LIMITS),
+        object_hue_max_deg=hue,
+        object_saturation_scale=_range(objects, "saturation_scale", SCALE_LIMITS),
+        object_value_scale=_range(objects, "value_scale", SCALE_LIMITS),
+        camera_translation_m=_range(cameras, "translation_m", (0.0, MAX_CAMERA_SHIFT_M)),
+        camera_rotation_deg=_range(cameras, "rotation_deg", (0.0, MAX_CAMERA_TURN_DEG)),
     )
 
 

@@ -2,12 +2,13 @@
 
 The table gets a subtle wood grain: a plain single-colour table gives cameras nothing to match, so depth-free
 perception (the plane sweep that measures the table height, stereo matching) would be tested against an unrealistically
-blank surface. Textures are generated once per process (deterministic) and uploaded with the model.
+blank surface. Textures are generated once per process and seed (deterministic; the randomized task variant picks
+one of a few seeds) and uploaded with the model.
 """
 
 from __future__ import annotations
 
-from functools import cache
+from functools import lru_cache
 
 import cv2
 import mujoco
@@ -19,9 +20,10 @@ WOOD_SEED = 7
 WOOD_RGB = (0.72, 0.60, 0.45)  # the URDF's table_wood colour, modulated by the grain
 WOOD_REPEAT_PER_M = 0.7
 RING_PERIOD_PX = 23.0
+GRAIN_CACHE_SIZE = 8  # textures kept per process (3 MB each)
 
 
-@cache
+@lru_cache(maxsize=GRAIN_CACHE_SIZE)
 def wood_grain(size: int = WOOD_TEXTURE_PX, seed: int = WOOD_SEED) -> NDArray[np.uint8]:
     """A size x size x 3 wood-grain image: warped rings plus fine streaks along the grain."""
     rng = np.random.default_rng(seed)
@@ -36,9 +38,9 @@ def wood_grain(size: int = WOOD_TEXTURE_PX, seed: int = WOOD_SEED) -> NDArray[np
     return rgb
 
 
-def apply_wood_grain(spec: mujoco.MjSpec, body_name: str) -> None:
-    """Give every visual geom of ``body_name`` the wood-grain material."""
-    image = wood_grain()
+def apply_wood_grain(spec: mujoco.MjSpec, body_name: str, seed: int = WOOD_SEED) -> None:
+    """Give every visual geom of ``body_name`` the wood-grain material (grain pattern ``seed``)."""
+    image = wood_grain(seed=seed)
     texture = spec.add_texture(
         name=f"{body_name}_wood_grain",
         type=mujoco.mjtTexture.mjTEXTURE_2D,

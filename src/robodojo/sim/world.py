@@ -19,7 +19,8 @@ from robodojo.geometry import quat_from_matrix, transform, wxyz_tuple, xyz_tuple
 from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Observation
 from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.urdf import load_urdf
-from robodojo.sim.objects import add_object
+from robodojo.sim.appearance import NOMINAL
+from robodojo.sim.objects import COLORS, add_object
 from robodojo.sim.render import CameraRenderer, Marker
 from robodojo.sim.scene import build_scene_spec
 from robodojo.sim.settings import SimSettings, load_sim_settings
@@ -76,14 +77,15 @@ class EmbeddedWorld:
 
     # -- episode ------------------------------------------------------------------------------------------------
     def reset(self, task: str, seed: int = 0, variant: str = "standard") -> Observation:
-        """Build the task's seeded layout, put the arms at home, let objects settle, and observe."""
+        """Build the task's seeded layout (its objects and how the scene looks), put the arms at home, let objects
+        settle, and observe."""
         task_cls = get_task(task)
         if task_cls.robot != self.robot.name:
             raise InvalidCommandError(
                 f"task {task!r} runs on robot {task_cls.robot!r}, this world is {self.robot.name!r}"
             )
         instance = task_cls(self.robot.table.top_z_m)
-        layout = instance.layout(seed, variant)
+        layout = instance.layout(seed, variant, bounds=self.settings.randomized)
         self._load(instance, layout)
         return self.observe()
 
@@ -105,10 +107,11 @@ class EmbeddedWorld:
         return self.task.instruction(self.layout)
 
     def _load(self, task: Task | None, layout: Layout | None) -> None:
-        spec, self._names = build_scene_spec(self.robot, self.settings)
+        appearance = NOMINAL if layout is None else layout.appearance
+        spec, self._names = build_scene_spec(self.robot, self.settings, appearance)
         if layout is not None:
             for obj in layout.objects:
-                add_object(spec, obj, self.settings)
+                add_object(spec, obj, self.settings, appearance.object_color(obj.name, COLORS[obj.color]))
         for extra in self.scene_extras:
             extra(spec)
         self.model = spec.compile()
