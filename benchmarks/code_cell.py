@@ -23,12 +23,12 @@ robo calls timed inside the cell, in the kernel process, around each call):
 2. Success rate of the scripted cells: every ``examples/cells/<task>.py`` whose stem is an embedded task (``--tasks``
    to choose some), replayed as the model of a code-cell episode: ``run_episode`` + ``CodeCellAgent()`` +
    ``open_llm(f"replay:{path}")`` (each ``# %%`` cell one python call, then finish), the agent closed after each
-   episode, records into a temporary folder. Seeds 0 .. ``--seeds`` - 1 (20; 3 with ``--quick``), standard and
-   cluttered variants, LLM-call budget 100, one embedded world per robot reused. Printed per task and variant:
-   successes, success rate, mean LLM calls, env steps and episode wall time; totals per variant and overall.
-   Targets: >= 90% standard, >= 80% cluttered (per row and per variant total). Every failure is listed with its end
-   reason and the last line of the last cell's output (the last python tool result; the finish tool's own
-   acknowledgement says nothing about the failure).
+   episode, records into a temporary folder. Seeds 0 .. ``--seeds`` - 1 (20; 3 with ``--quick``), every variant
+   (standard, cluttered, randomized), LLM-call budget 100, one embedded world per robot reused. Printed per task and
+   variant: successes, success rate, mean LLM calls, env steps and episode wall time; totals per variant and overall.
+   Targets: >= 90% standard, >= 80% cluttered and randomized (per row and per variant total). Every failure is listed
+   with its end reason and the last line of the last cell's output (the last python tool result; the finish tool's
+   own acknowledgement says nothing about the failure).
 
 Run: ``make bench`` (every benchmark) or
 ``.venv/bin/python benchmarks/code_cell.py [--seeds 20] [--tasks a,b] [--quick] [--json out.json]``. On a 2-core
@@ -68,6 +68,7 @@ from robodojo.agents.llm.client import open_llm
 from robodojo.episodes import EpisodeSpec, WorldHost, episode_context, run_episode
 from robodojo.errors import ConfigError
 from robodojo.sim.tasks import get_task
+from robodojo.sim.variants import VARIANTS
 from robodojo.sim.world import EmbeddedWorld
 
 CELLS_DIR = PACKAGE_ROOT / "examples" / "cells"
@@ -75,11 +76,10 @@ ROUND_TRIP_TASK = "general_pickup"
 WARMUP_CELLS = 20
 STATE_CALLS = 100
 IMAGE_CALLS = 50
-VARIANTS = ("standard", "cluttered")
 
 EMPTY_CELL_TARGET_MS = 5.0
 CALL_OVERHEAD_TARGET_MS = 1.0
-SUCCESS_TARGETS = {"standard": 0.90, "cluttered": 0.80}
+SUCCESS_TARGETS = {"standard": 0.90, "cluttered": 0.80, "randomized": 0.80}
 
 TIMED_CALLS_CELL = """
 import time as _time

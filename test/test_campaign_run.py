@@ -64,10 +64,18 @@ def spec_file(tmp_path_factory) -> Path:
     return path
 
 
+# A command typed at a terminal starts with Ctrl-C's default action; one started here would inherit this process's,
+# which is "ignored" when the test run itself was started in the background by a non-interactive shell (`make test &`:
+# POSIX shells ignore SIGINT in asynchronous commands), and Python then installs no KeyboardInterrupt handler.
+WITH_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 def start_eval(spec_file: Path, out: Path, *flags: str) -> subprocess.Popen:
     """The command as a user types it, in its own session (so that a signal to its group is a terminal's Ctrl-C)."""
     return subprocess.Popen(
-        [str(ROBODOJO), "eval", str(spec_file), "--out", str(out), *flags],
+        [sys.executable, "-c", WITH_DEFAULT_SIGINT, str(ROBODOJO), "eval", str(spec_file), "--out", str(out), *flags],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )  # fmt: skip
 
