@@ -36,21 +36,48 @@ from robodojo.robots.joint_state import JointPositions
 
 if TYPE_CHECKING:
     from robodojo.nodes.agent_node import AgentNode
+    from robodojo.nodes.runtime import GraphNode
 
 WAIT_POLL_S = 0.05  # how often a wait for a future looks at the interruption
-# How long a lost motion waits for this node's own stop signal: the runtime polls for signals every 0.05 s and then
-# closes the node in a thread; a loaded 2-core machine was seen to take longer than the lost goal took to arrive.
+# How long a loss of the robot side waits for this node's own stop signal before it counts as a loss: on a terminal's
+# Ctrl-C every node of the graph gets the signal at once, and a loaded 2-core machine can run another node's shutdown
+# before this process is scheduled to take its own signal.
 SHUTDOWN_NOTICE_S = 1.0
 
 
+class ShutdownNotice:
+    """Whether the agent node is shutting down: from the instant its stop signal arrives (run_node's handler marks the
+    node at once) or once close asked for it (a node stopped by other means)."""
+
+    def __init__(self, node: GraphNode) -> None:
+        self._node = node
+        self._closing = threading.Event()
+
+    def set(self) -> None:
+        self._closing.set()
+
+    def is_set(self) -> bool:
+        return self._node.stop_signaled or self._closing.is_set()
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the notice; whether it came."""
+        deadline = time.monotonic() + timeout_s
+        while not self.is_set():
+            remaining_s = deadline - time.monotonic()
+            if remaining_s <= 0:
+                return False
+            self._closing.wait(min(remaining_s, WAIT_POLL_S))
+        return True
+
+
 @contextlib.contextmanager
-def losses_after_interruption(interrupted: threading.Event) -> Iterator[None]:
-    """A robot side that stops answering once the node is shutting down is part of the shutdown (on Ctrl-C in a
-    terminal every node of the graph stops at once): BackendLostError then becomes EpisodeInterrupted."""
+def losses_after_interruption(interrupted: ShutdownNotice) -> Iterator[None]:
+    """A robot side that stops answering as the node shuts down is part of the shutdown (on Ctrl-C in a terminal
+    every node of the graph stops at once): BackendLostError then becomes EpisodeInterrupted."""
     try:
         yield
     except BackendLostError as exc:
-        if interrupted.is_set():
+        if interrupted.wait(SHUTDOWN_NOTICE_S):
             raise EpisodeInterrupted(f"interrupted; the robot side stopped too: {exc}") from exc
         raise
 
@@ -113,7 +140,7 @@ class TopicObservationBackend:
     """The agent-side RobotBackend on the graph: observations from topics; it never commands the robot itself."""
 
     def __init__(
-        self, view: GraphView, robot: RobotConfig, params: AgentNodeParams, interrupted: threading.Event
+        self, view: GraphView, robot: RobotConfig, params: AgentNodeParams, interrupted: ShutdownNotice
     ) -> None:
         self.view = view
         self.interrupted = interrupted
@@ -251,8 +278,7 @@ class MoveEefClient:
             report = self._send_goal(goal)
         if report.stop_reason is StopReason.BACKEND_LOST:  # the runner would end the episode as backend_lost
             # On a terminal's Ctrl-C every node stops at once, and the motion server's goal can end lost before this
-            # node's main thread has seen its own SIGINT and set `interrupted` (it polls for signals): give it that
-            # moment, so that the episode ends as interrupted, as it was.
+            # process has taken its own SIGINT: give it that moment, so that the episode ends as interrupted, as it was.
             self.node.interrupted.wait(SHUTDOWN_NOTICE_S)
             self.node.check_interrupted()
         return report
@@ -346,7 +372,7 @@ def _number_or_nan(value: object) -> float:
 
 
 def wait_for(
-    future: Future, timeout_s: float, what: str, *, interrupted: threading.Event | None = None, grace_s: float = 0.0
+    future: Future, timeout_s: float, what: str, *, interrupted: ShutdownNotice | None = None, grace_s: float = 0.0
 ):
     """The future's result, waiting from a thread that is not the executor's; once ``interrupted`` is set, at most
     ``grace_s`` longer (then EpisodeInterrupted)."""

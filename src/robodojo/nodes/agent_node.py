@@ -30,7 +30,7 @@ from robodojo.episodes import EndReason, EpisodeSpec, run_episode
 from robodojo.episodes.factory import make_agent
 from robodojo.errors import BackendLostError, ConfigError, EpisodeInterrupted, RobodojoError
 from robodojo.nodes import topics
-from robodojo.nodes.agent_graph import GraphEpisodeHost, GraphView, wait_for
+from robodojo.nodes.agent_graph import GraphEpisodeHost, GraphView, ShutdownNotice, wait_for
 from robodojo.nodes.parameters import AgentNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import CLOSE_DEADLINE_S, LATCHED_QOS, GraphNode, run_node
@@ -72,8 +72,8 @@ class AgentNode(GraphNode):
         self._camera_subscriptions: set[str] = set()
         self.reset_client = self.create_client(ResetEpisode, topics.EPISODE_RESET)
         self.result: EndReason | None = None
-        #: Set by close: the episode ends as interrupted, waits that come before it give up.
-        self.interrupted = threading.Event()
+        #: Set by the stop signal (or close): the episode ends as interrupted, waits that come before it give up.
+        self.interrupted = ShutdownNotice(self)
         self._hosts: list[GraphEpisodeHost] = []
         self._worker = threading.Thread(target=self._work, name="episode", daemon=True)
         self._worker.start()

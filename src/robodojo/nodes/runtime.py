@@ -49,6 +49,9 @@ class GraphNode(Node):
     """A node that can end its own process (``finish``) and release resources on the way out (``close``)."""
 
     exit_code: int | None = None
+    #: True from the moment a stop signal arrives: run_node's handler sets it at once, while close runs only once the
+    #: main thread has polled the signal. A plain attribute, the one thing a signal handler may safely write.
+    stop_signaled: bool = False
     #: How long :meth:`close` may take; a node whose close waits on the robot (the motion server) sets its own.
     close_timeout_s: float = CLOSE_DEADLINE_S
 
@@ -77,6 +80,8 @@ class _StopFlag:
     def __init__(self, name: str) -> None:
         self.name = name
         self.received = 0
+        #: The node to mark as stop_signaled, once it is built.
+        self.node: GraphNode | None = None
 
     def install(self) -> None:
         for sig in STOP_SIGNALS:
@@ -90,6 +95,8 @@ class _StopFlag:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.received += 1
+        if self.node is not None:
+            self.node.stop_signaled = True
         if self.received > 1:
             # os.write, not print: print from a handler can re-enter a write the main thread was in the middle of
             line = f"[{self.name}] {signal.Signals(signum).name} received: already shutting down\n"
@@ -163,6 +170,8 @@ def _run(factory: Callable[[], GraphNode], name: str, threads: int, stop: _StopF
         print(f"{name}: {exc}", file=sys.stderr)
         rclpy.try_shutdown()
         return 2
+    stop.node = node
+    node.stop_signaled = stop.received > 0  # a signal that came while the node was being built
     executor = SingleThreadedExecutor() if threads == 1 else MultiThreadedExecutor(num_threads=threads)
     executor.add_node(node)
     spinner = _Spinner(executor, name)
