@@ -43,12 +43,29 @@ class RecordingRobot:
         return getattr(self._robot, name)
 
 
+class RecordingGuard:
+    """The adapter's real TrajectoryGuard, with the measured state it judged the last trajectory from kept: the arm
+    may still be braking from the previous example, and the oracle must judge from the same state."""
+
+    def __init__(self, guard) -> None:
+        self._guard = guard
+        self.judged_from: tuple[np.ndarray, np.ndarray | None] | None = None
+
+    def check(self, cmd, current_q, current_dq=None):
+        self.judged_from = (np.array(current_q), None if current_dq is None else np.array(current_dq))
+        return self._guard.check(cmd, current_q, current_dq)
+
+    def __getattr__(self, name: str):
+        return getattr(self._guard, name)
+
+
 @pytest.fixture(scope="module")
 def rig(franky_sim: FrankySim):
     arm = FrankaArm(SETTINGS)
     arm.connect(franky_sim.host)
     recorder = RecordingRobot(arm._robot)
     arm._robot = recorder  # the adapter's one handle on franky
+    arm.guard = RecordingGuard(arm.guard)
     driver = ArmDriver(arm, ControllerNames("arm_arm_controller", "arm_gripper_controller"))
     yield driver, recorder
     driver.close()
@@ -102,7 +119,9 @@ def test_nothing_outside_the_limits_reaches_the_sdk(rig, n_points, step_s, scale
     accel = np.abs(np.diff(sent_dq, axis=0, prepend=np.zeros((1, 7)))) / np.diff(sent_times, prepend=0.0)[:, None]
     franky_accel = driver.arm._segment_accel_rad_s2 / SEGMENT_ACCEL_FRACTION
     assert (accel <= franky_accel * 1.05).all(), "a segment beyond franky's acceleration limit x dynamics factor"
-    broken = _broken(sent_times, sent_q, q0)
+    judged_q, judged_dq = driver.arm.guard.judged_from
+    assert np.abs(judged_q - q0).max() < 0.01  # the arm it judged from is the one the trajectory was planned from
+    broken = _broken(sent_times, sent_q, judged_q, judged_dq)
     assert not broken, f"the SDK received a trajectory that breaks the {broken} rule"
 
 

@@ -157,8 +157,9 @@ SCENE = load_urdf(SETTINGS.robot.scene_urdf)  # forward kinematics independent o
 TCP_LINK = SETTINGS.robot.arm(SETTINGS.arm).tcp_link
 
 
-def _broken(times, points, q0) -> str:
-    """An independent oracle: the first rule a tick (or point) breaks, or "" if none."""
+def _broken(times, points, q0, dq0=None) -> str:
+    """An independent oracle: the first rule a tick (or point) breaks, or "" if none, for an arm at ``q0`` moving at
+    ``dq0`` (default at rest)."""
     if not np.isfinite(points).all():
         return "nan"
     if np.abs(points[0] - q0).max() > SETTINGS.guard.max_start_jump_rad:
@@ -169,7 +170,8 @@ def _broken(times, points, q0) -> str:
     velocity = np.diff(np.vstack((q0, ticks, ticks[-1])), axis=0) / DT
     if (np.abs(velocity[:-1]) > VMAX + 1e-9).any():
         return "velocity"
-    if (np.abs(np.diff(np.vstack((np.zeros(7), velocity)), axis=0) / DT) > AMAX + 1e-9).any():
+    before = np.zeros(7) if dq0 is None else np.asarray(dq0, dtype=float)
+    if (np.abs(np.diff(np.vstack((before, velocity)), axis=0) / DT) > AMAX + 1e-9).any():
         return "acceleration"
     box = SETTINGS.guard.box
     floor_z = SETTINGS.robot.table.top_z_m + SETTINGS.guard.table_margin_m
