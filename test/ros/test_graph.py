@@ -43,7 +43,7 @@ def test_sim_node_topics_rates_and_consistency(graph):
         40,
         "the first camera images and the episode status",
     )
-    window_s = 20.0
+    window_s = 12.0
     rec.clear()
     time.sleep(window_s)
     got = rec.snapshot()
@@ -80,7 +80,7 @@ def test_sim_node_topics_rates_and_consistency(graph):
     by_stamp = {gc.stamp(m): gc.joints(m) for _, m in joint_msgs}
     checked = 0
     for arm in ("left", "right"):
-        for _, pose in got[topics.tcp_pose(arm)][::25]:
+        for _, pose in got[topics.tcp_pose(arm)][::10]:
             joints = by_stamp.get(gc.stamp(pose))
             if joints is None:
                 continue

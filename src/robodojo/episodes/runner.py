@@ -20,13 +20,12 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numpy.typing import ArrayLike
 
 from robodojo.agents.base import Agent, LlmCaller
 from robodojo.agents.llm.types import LlmError, Usage
-from robodojo.episodes.hosts import EpisodeHost
 from robodojo.episodes.recorder import EpisodeRecorder
 from robodojo.episodes.spec import EndReason, EpisodeResult, EpisodeSpec
 from robodojo.errors import BackendLostError, EpisodeInterrupted
@@ -34,6 +33,9 @@ from robodojo.motion.backend import RobotBackend
 from robodojo.motion.report import StopReason
 from robodojo.observation import Observation
 from robodojo.robots.config import RobotConfig
+
+if TYPE_CHECKING:  # the in-process hosts bring the simulator: a graph's agent node runs its own host
+    from robodojo.episodes.hosts import EpisodeHost
 
 
 def episode_folder(out_root: Path, spec: EpisodeSpec, agent: str) -> Path:

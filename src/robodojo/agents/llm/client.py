@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 import cv2
 import numpy as np
-import openai
 
 from robodojo.agents.llm.server_errors import context_length_in_error, is_context_error
 from robodojo.agents.llm.settings import (
@@ -189,6 +188,8 @@ def _retry_after(headers: Any) -> float | None:
 def _classify(exc: Exception, profile: ServerProfile) -> _Attempt:
     """Timeouts, dropped connections, 429, 408 and the profile's transient 5xx are retried; any other status is
     deterministic (the same request gets the same answer), so retrying it only makes the user wait."""
+    import openai  # loaded by the client that raised it
+
     if isinstance(exc, openai.APITimeoutError):
         return _Attempt("timed out", True)
     if isinstance(exc, openai.APIConnectionError):
@@ -283,6 +284,8 @@ class LlmClient:
                     f"for a local server use a local profile ({', '.join(local)})"
                 )
             api_key = p.placeholder_api_key
+        import openai  # here, not at import: a node or a replay that never calls a server skips its second of loading
+
         self._client = openai.OpenAI(
             api_key=api_key, base_url=self.base_url, timeout=self.settings.timeout_s, max_retries=0
         )
@@ -386,6 +389,8 @@ class LlmClient:
         ``tool_choice`` is "required", "auto", "none", a named-function dict, or None (not sent); it is only sent with
         tools and when the profile supports it.
         """
+        import openai  # loaded with the client (__init__)
+
         request = self.build_request(messages, tools, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls)
         s = self.settings
         bound = 1 + s.max_retries
