@@ -1,8 +1,9 @@
 """Start, spin and stop a node the same way in every executable, as a node under ``ros2 launch`` should behave.
 
 Signals: rclpy is initialised without its own signal handlers. SIGINT and SIGTERM only set a flag that the main thread
-polls; a further signal (a terminal's Ctrl-C reaches the whole process group and ros2 launch forwards another) logs
-one line and is otherwise ignored, so no KeyboardInterrupt can land in the middle of the shutdown.
+polls (and mark the node ``stop_signaled`` at once, for its worker threads); a further signal (a terminal's Ctrl-C
+reaches the whole process group and ros2 launch forwards another) logs one line and is otherwise ignored, so no
+KeyboardInterrupt can land in the middle of the shutdown.
 
 Shutdown, in order: ``node.close()`` runs while the executor is still spinning (in its own thread), so a node can
 finish work on the way out (receive joint states, send an action result, answer a service); close is given
