@@ -115,7 +115,7 @@ def test_bad_commands_are_rejected_and_change_nothing(dual_world, joint_targets,
 
 
 def test_unknown_names_list_the_alternatives(dual_world):
-    with pytest.raises(UnknownNameError, match="unknown task 'pick_everything'; available: bowl_on_plate"):
+    with pytest.raises(UnknownNameError, match=r"unknown task 'pick_everything'; available: .*bowl_on_plate, "):
         dual_world.reset("pick_everything")
     with pytest.raises(UnknownNameError, match="unknown robot 'ur5'; available: dual_arx_x5, fr3"):
         EmbeddedWorld("ur5")

@@ -29,8 +29,15 @@ COLORS: dict[str, tuple[float, float, float, float]] = {
     "grey": (0.5, 0.5, 0.52, 1.0),
 }
 
-KINDS = ("block", "cylinder", "bowl", "plate", "pad")
+KINDS = ("block", "cylinder", "bowl", "plate", "pad", "slot_fixture", "hole_fixture")
 BOWL_WALL_SEGMENTS = 16
+# Fixtures: static bodies of box geoms (clamped to the table: they never move). ``size_m`` is (outer x, outer y,
+# opening x, opening y, height) full extents in the fixture's frame, the opening centred; origin at the geometric
+# centre. A slot fixture is a tray: a floor, and walls around a pocket with a notch in the middle of each x wall
+# for the fingers of a gripper holding a block across its x faces; a hole fixture is a frame around a through hole.
+FIXTURE_KINDS = ("slot_fixture", "hole_fixture")
+SLOT_FLOOR_M = 0.005  # the tray's floor: the pocket's bottom is this far above the table
+SLOT_NOTCH_M = 0.034  # length (along y) of the finger notch in each x wall (the ARX X5's fingers are 2 cm wide)
 
 
 @dataclass(frozen=True)
@@ -48,7 +55,7 @@ class ObjectSpec:
 
     @property
     def footprint_radius_m(self) -> float:
-        if self.kind == "block":
+        if self.kind == "block" or self.kind in FIXTURE_KINDS:
             return math.hypot(self.size_m[0], self.size_m[1]) / 2
         return self.size_m[0] if self.kind != "pad" else self.size_m[0] * math.sqrt(2)
 
@@ -58,7 +65,7 @@ class ObjectSpec:
 
     @property
     def movable(self) -> bool:
-        return self.kind != "pad"
+        return self.kind != "pad" and self.kind not in FIXTURE_KINDS
 
 
 def object_rest_z(kind: str, size_m: tuple[float, ...], table_z_m: float) -> float:
@@ -95,6 +102,9 @@ def add_object(
             conaffinity=0,
             group=0,
         )
+        return
+    if obj.kind in FIXTURE_KINDS:
+        _add_fixture_geoms(body, obj, rgba, contact)
         return
     body.add_freejoint(name=f"{obj.name}_free")
     if obj.kind == "block":
@@ -151,3 +161,41 @@ def _add_bowl_geoms(body: mujoco.MjsBody, obj: ObjectSpec, rgba: list[float], co
             mass=part_mass,
             **contact,
         )
+
+
+def _add_fixture_geoms(body: mujoco.MjsBody, obj: ObjectSpec, rgba: list[float], contact: dict) -> None:
+    """A fixture's boxes (see FIXTURE_KINDS), on a body with no joint: the table holds it still."""
+    for i, (half, pos) in enumerate(fixture_boxes(obj.kind, obj.size_m)):
+        body.add_geom(
+            name=f"{obj.name}_part{i}",
+            type=mujoco.mjtGeom.mjGEOM_BOX,
+            size=list(half),
+            pos=list(pos),
+            rgba=rgba,
+            **contact,
+        )
+
+
+def fixture_boxes(
+    kind: str, size_m: tuple[float, ...]
+) -> list[tuple[tuple[float, float, float], tuple[float, float, float]]]:
+    """(half extents, centre) of each box of a fixture, in its frame (origin at its geometric centre)."""
+    outer_x, outer_y, open_x, open_y, height = size_m
+    wall_x, wall_y = (outer_x - open_x) / 2, (outer_y - open_y) / 2
+    floor = SLOT_FLOOR_M if kind == "slot_fixture" else 0.0
+    wall_h = height - floor
+    wall_z = -height / 2 + floor + wall_h / 2
+    x_wall, y_wall = open_x / 2 + wall_x / 2, open_y / 2 + wall_y / 2
+    boxes = [((outer_x / 2, wall_y / 2, wall_h / 2), (0.0, s * y_wall, wall_z)) for s in (-1, 1)]
+    if kind == "hole_fixture":
+        boxes += [((wall_x / 2, open_y / 2, wall_h / 2), (s * x_wall, 0.0, wall_z)) for s in (-1, 1)]
+    elif kind == "slot_fixture":
+        boxes.append(((outer_x / 2, outer_y / 2, floor / 2), (0.0, 0.0, -height / 2 + floor / 2)))
+        seg_half = (open_y / 2 - SLOT_NOTCH_M / 2) / 2
+        seg_y = (open_y / 2 + SLOT_NOTCH_M / 2) / 2
+        boxes += [
+            ((wall_x / 2, seg_half, wall_h / 2), (sx * x_wall, sy * seg_y, wall_z)) for sx in (-1, 1) for sy in (-1, 1)
+        ]
+    else:
+        raise ValueError(f"unknown fixture kind {kind!r}; available: {', '.join(FIXTURE_KINDS)}")
+    return boxes
