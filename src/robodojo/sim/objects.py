@@ -1,6 +1,7 @@
-"""Task objects built from primitives: blocks, cylinders, bowls, plates and flat target pads.
+"""Task objects built from primitives: blocks, cylinders, bowls, plates, flat target pads and push buttons.
 
-An :class:`ObjectSpec` is plain data (what a layout holds); :func:`add_object` turns it into a MuJoCo body.
+An :class:`ObjectSpec` is plain data (what a layout holds); :func:`add_object` turns it into a MuJoCo body. A block,
+pad or button may carry a ``label`` (robodojo.sim.labels: a digit or a picture) shown on its top face.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 import mujoco
 
+from robodojo.sim.labels import apply_label
 from robodojo.sim.scene import WORLD_CONAFFINITY, WORLD_CONTYPE
 from robodojo.sim.settings import SimSettings
 
@@ -29,21 +31,36 @@ COLORS: dict[str, tuple[float, float, float, float]] = {
     "grey": (0.5, 0.5, 0.52, 1.0),
 }
 
-KINDS = ("block", "cylinder", "bowl", "plate", "pad", "slot_fixture", "hole_fixture")
+KINDS = ("block", "cylinder", "bowl", "plate", "pad", "slot_fixture", "hole_fixture", "corner_fixture", "button")
 BOWL_WALL_SEGMENTS = 16
+LABELLED_KINDS = ("block", "pad", "button")  # box-shaped: the label covers the top face once
+# A block's or button's label is a visual-only decal this thick on its top face (MuJoCo would paint the image on
+# every face of the box itself); a pad is thin enough to carry it directly.
+LABEL_DECAL_M = 0.001
+# A push button: a square cap floating BUTTON_TRAVEL_M above the table over a dark housing (visual only), held by a
+# latch (the cap's joint friction, gravity compensated) until a push of more than BUTTON_LATCH_N moves it; it stays
+# where it is pushed, down to the table at most. Layouts keep the cap's rest position, so a press is the cap's
+# drop below it.
+BUTTON_TRAVEL_M = 0.008
+BUTTON_LATCH_N = 2.0
+BUTTON_HOUSING_MARGIN_M = 0.003  # the housing shows this far around the cap
+BUTTON_HOUSING_RGBA = (0.18, 0.18, 0.2, 1.0)
 # Fixtures: static bodies of box geoms (clamped to the table: they never move). ``size_m`` is (outer x, outer y,
 # opening x, opening y, height) full extents in the fixture's frame, the opening centred; origin at the geometric
 # centre. A slot fixture is a tray: a floor, and walls around a pocket with a notch in the middle of each x wall
-# for the fingers of a gripper holding a block across its x faces; a hole fixture is a frame around a through hole.
-FIXTURE_KINDS = ("slot_fixture", "hole_fixture")
+# for the fingers of a gripper holding a block across its x faces; a hole fixture is a frame around a through hole;
+# a corner fixture is an L of two walls along its -x and -y sides, the opening the open part in +x, +y.
+FIXTURE_KINDS = ("slot_fixture", "hole_fixture", "corner_fixture")
 SLOT_FLOOR_M = 0.005  # the tray's floor: the pocket's bottom is this far above the table
 SLOT_NOTCH_M = 0.034  # length (along y) of the finger notch in each x wall (the ARX X5's fingers are 2 cm wide)
 
 
 @dataclass(frozen=True)
 class ObjectSpec:
-    """One object of a layout. ``size_m``: block (x, y, z) full extents; cylinder/plate/bowl/pad (radius or half
-    side, height). ``pos_m`` is the body origin at rest on the table (geometric centre; a bowl's is its base)."""
+    """One object of a layout. ``size_m``: block (x, y, z) full extents; cylinder/plate/bowl/pad/button (radius or
+    half side, height; a button's height is its cap's). ``pos_m`` is the body origin at rest (geometric centre; a
+    bowl's is its base; a button's is its cap's centre, BUTTON_TRAVEL_M above the table). ``label``: what the top
+    face of a block, pad or button shows (one of robodojo.sim.labels.LABELS), None for a plain face."""
 
     name: str
     kind: str
@@ -52,11 +69,14 @@ class ObjectSpec:
     pos_m: tuple[float, float, float]
     yaw_rad: float = 0.0
     mass_kg: float = 0.08
+    label: str | None = None
 
     @property
     def footprint_radius_m(self) -> float:
         if self.kind == "block" or self.kind in FIXTURE_KINDS:
             return math.hypot(self.size_m[0], self.size_m[1]) / 2
+        if self.kind == "button":
+            return (self.size_m[0] + BUTTON_HOUSING_MARGIN_M) * math.sqrt(2)
         return self.size_m[0] if self.kind != "pad" else self.size_m[0] * math.sqrt(2)
 
     @property
@@ -72,6 +92,8 @@ def object_rest_z(kind: str, size_m: tuple[float, ...], table_z_m: float) -> flo
     """Height of the body origin of an object resting on the table."""
     if kind == "bowl":  # a bowl's origin is the underside of its base
         return table_z_m
+    if kind == "button":
+        return table_z_m + BUTTON_TRAVEL_M + size_m[-1] / 2
     return table_z_m + size_m[-1] / 2
 
 
@@ -79,7 +101,9 @@ def add_object(
     spec: mujoco.MjSpec, obj: ObjectSpec, settings: SimSettings, rgba: Sequence[float] | None = None
 ) -> None:
     """Add ``obj`` as a free body (or a fixed, non-colliding decal for pads), drawn in ``rgba`` (default: its named
-    colour's)."""
+    colour's; a label's white tinted with it)."""
+    if obj.label is not None and obj.kind not in LABELLED_KINDS:
+        raise ValueError(f"object {obj.name!r}: a {obj.kind} cannot show a label; labelled kinds: {LABELLED_KINDS}")
     half_yaw = obj.yaw_rad / 2
     body = spec.worldbody.add_body(
         name=obj.name, pos=list(obj.pos_m), quat=[math.cos(half_yaw), 0, 0, math.sin(half_yaw)]
@@ -93,7 +117,7 @@ def add_object(
     }
     if obj.kind == "pad":
         s, h = obj.size_m
-        body.add_geom(
+        geom = body.add_geom(
             name=f"{obj.name}_geom",
             type=mujoco.mjtGeom.mjGEOM_BOX,
             size=[s, s, h / 2],
@@ -102,11 +126,12 @@ def add_object(
             conaffinity=0,
             group=0,
         )
+        _label(spec, geom, obj)
         return
     if obj.kind in FIXTURE_KINDS:
         _add_fixture_geoms(body, obj, rgba, contact)
         return
-    body.add_freejoint(name=f"{obj.name}_free")
+    joint = body.add_freejoint(name=f"{obj.name}_free")
     if obj.kind == "block":
         body.add_geom(
             name=f"{obj.name}_geom",
@@ -116,6 +141,9 @@ def add_object(
             mass=obj.mass_kg,
             **contact,
         )
+        _label_decal(spec, body, obj, (obj.size_m[0] / 2, obj.size_m[1] / 2), obj.size_m[2] / 2, rgba)
+    elif obj.kind == "button":
+        _add_button(spec, body, joint, obj, rgba, contact)
     elif obj.kind in ("cylinder", "plate"):
         r, h = obj.size_m
         body.add_geom(
@@ -130,6 +158,70 @@ def add_object(
         _add_bowl_geoms(body, obj, rgba, contact)
     else:
         raise ValueError(f"unknown object kind {obj.kind!r}; available: {', '.join(KINDS)}")
+
+
+def _label(spec: mujoco.MjSpec, geom: mujoco.MjsGeom, obj: ObjectSpec) -> None:
+    if obj.label is not None:
+        apply_label(spec, geom, obj.label)
+
+
+def _label_decal(
+    spec: mujoco.MjSpec, body: mujoco.MjsBody, obj: ObjectSpec, half_xy: tuple[float, float], top_z: float, rgba: list
+) -> None:
+    """The label's decal on the top face (at ``top_z`` in the body frame, ``half_xy`` its half sides): massless and
+    without contacts."""
+    if obj.label is None:
+        return
+    decal = body.add_geom(
+        name=f"{obj.name}_label",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[half_xy[0], half_xy[1], LABEL_DECAL_M / 2],
+        pos=[0, 0, top_z + LABEL_DECAL_M / 2],
+        rgba=rgba,
+        contype=0,
+        conaffinity=0,
+        group=0,
+        density=0,
+    )
+    apply_label(spec, decal, obj.label)
+
+
+def _add_button(
+    spec: mujoco.MjSpec,
+    body: mujoco.MjsBody,
+    joint: mujoco.MjsJoint,
+    obj: ObjectSpec,
+    rgba: list[float],
+    contact: dict,
+) -> None:
+    """The cap (``body``, latched by its joint's friction, weightless) and its fixed housing under it."""
+    s, h = obj.size_m
+    body.gravcomp = 1.0
+    joint.frictionloss = BUTTON_LATCH_N
+    body.add_geom(
+        name=f"{obj.name}_geom",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[s, s, h / 2],
+        rgba=rgba,
+        mass=obj.mass_kg,
+        **contact,
+    )
+    _label_decal(spec, body, obj, (s, s), h / 2, rgba)
+    x, y, z = obj.pos_m
+    table_z = z - h / 2 - BUTTON_TRAVEL_M
+    half_yaw = obj.yaw_rad / 2
+    housing = s + BUTTON_HOUSING_MARGIN_M
+    spec.worldbody.add_geom(
+        name=f"{obj.name}_housing",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[housing, housing, BUTTON_TRAVEL_M / 2],
+        pos=[x, y, table_z + BUTTON_TRAVEL_M / 2],
+        quat=[math.cos(half_yaw), 0, 0, math.sin(half_yaw)],
+        rgba=list(BUTTON_HOUSING_RGBA),
+        contype=0,
+        conaffinity=0,
+        group=0,
+    )
 
 
 def _add_bowl_geoms(body: mujoco.MjsBody, obj: ObjectSpec, rgba: list[float], contact: dict) -> None:
@@ -181,6 +273,12 @@ def fixture_boxes(
 ) -> list[tuple[tuple[float, float, float], tuple[float, float, float]]]:
     """(half extents, centre) of each box of a fixture, in its frame (origin at its geometric centre)."""
     outer_x, outer_y, open_x, open_y, height = size_m
+    if kind == "corner_fixture":
+        thick_x, thick_y = outer_x - open_x, outer_y - open_y
+        return [
+            ((thick_x / 2, outer_y / 2, height / 2), (-outer_x / 2 + thick_x / 2, 0.0, 0.0)),
+            ((open_x / 2, thick_y / 2, height / 2), (outer_x / 2 - open_x / 2, -outer_y / 2 + thick_y / 2, 0.0)),
+        ]
     wall_x, wall_y = (outer_x - open_x) / 2, (outer_y - open_y) / 2
     floor = SLOT_FLOOR_M if kind == "slot_fixture" else 0.0
     wall_h = height - floor

@@ -1,0 +1,151 @@
+"""Scripted code cells for pick_matching_picture, written only against the robo API (no privileged state).
+
+Strategy:
+1. Park both arms at the table's sides so the head camera sees the whole table.
+2. The card: the largest light (white, unsaturated) blob of a card's size on the table plane; its top face
+   resampled as seen from above and its dark picture cut out (lib/top_faces.py).
+3. The blocks: blobs of every task colour (lib/colour_objects.py), measured with robo.segment (top height and
+   footprint); a blob the head camera cannot measure is looked at from above with the wrist camera of the arm on
+   its side. Each block's top face is resampled the same way (in the camera that measured it), aligned with its
+   edges, and its picture compared with the card's turned by each quarter turn (the blocks lie turned any way).
+4. The best match first: grasp it from above with the arm on its side, fingers across two faces, at half its
+   height, and lift it 15 cm; a missed grasp backs off, looks again and retries once; a lift that does not solve
+   the task puts the block back and tries the next best match.
+
+Run them as an episode with the code-cell agent (each `# %%` cell is one python tool call, then finish):
+    robodojo run --task pick_matching_picture --seed 0 --agent code_cell \
+        --llm replay:examples/cells/pick_matching_picture.py
+"""
+
+# %% helpers: colours, both arms, reading top faces
+# include: lib/colour_objects.py
+# include: lib/two_arms.py
+# include: lib/wrist_views_dual_arm.py
+# include: lib/top_faces.py
+
+import time
+
+CARD_SIDES = (0.05, 0.12)  # what the card's side may plausibly measure [m]
+BLOCK = {"heights": (0.02, 0.08)}
+print(robo.task.instruction)
+
+
+# %% park the arms, read the card's picture and every block's
+def card_glyph():
+    """The card's picture (a glyph), or None."""
+    rgb = robo.image("head")
+    for blob in light_blobs(rgb):
+        centre, side, x_axis = square_on_plane("head", blob, TABLE_Z + 0.002)
+        if CARD_SIDES[0] < side < CARD_SIDES[1]:
+            print(f"card at {np.round(centre, 3)}, side {side:.3f} m")
+            return glyph(face_patch("head", rgb, centre, side, x_axis, TABLE_Z + 0.002))
+    return None
+
+
+def read_block(colour):
+    """(segment, glyph of its top face) of the block of that colour, or None: measured in the head camera, else
+    looked at from above with the wrist camera of the arm on its side (which then parks again)."""
+    seg, hints = find(colour, ("head",), BLOCK["heights"])
+    if seg is None and hints:
+        seg = look_closer(colour, hints[0], BLOCK["heights"])
+    if seg is None:
+        return None
+    camera = SEEN_IN[colour]
+    footprint = np.asarray(seg.footprint_xy, np.float32)
+    (cx, cy), (w, h), angle = cv2.minAreaRect(footprint)
+    a = (math.radians(angle) + math.pi / 4) % (math.pi / 2) - math.pi / 4
+    side = math.sqrt(w * h)
+    x_axis = np.array([math.cos(a), math.sin(a)])
+    g = glyph(face_patch(camera, robo.image(camera), np.array([cx, cy]), side, x_axis, seg.top_z))
+    print(f"{colour} block at {np.round(seg.world_xyz, 3)} ({camera}), side {side:.3f} m, picture: {g is not None}")
+    if camera != "head":
+        park()
+    return None if g is None else (seg, g)
+
+
+def blocks_seen():
+    """colour -> (segment, glyph) for every block of a task colour in the head camera's view."""
+    rgb = robo.image("head")
+    found = {}
+    for colour in COLOUR_HSV:
+        if any(blob.sum() >= 150 for blob in colour_blobs(rgb, colour)[:2]):
+            block = read_block(colour)
+            if block is not None:
+                found[colour] = block
+    return found
+
+
+park()
+card = card_glyph()
+blocks = blocks_seen()
+ranking = sorted(blocks, key=lambda c: -best_overlap(card, blocks[c][1]))
+for colour in ranking:
+    print(f"{colour} block: overlap {best_overlap(card, blocks[colour][1]):.2f} with the card")
+
+
+# %% grasp it from above with the arm on its side, lift 15 cm; on a miss back off, look again and retry
+def judged_done(wait_s=10.0):
+    """robo.done, given up to wait_s to come true (on a real robot a person judges the lift)."""
+    deadline = time.monotonic() + wait_s
+    while not robo.done and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return robo.done
+
+
+def try_pick(target, arm):
+    """One grasp attempt with one arm: 'lifted', 'unplanned' (nothing moved), 'missed' or 'wrong' (lifted, not
+    solved)."""
+    x, y, top_z = target.world_xyz
+    grasp_z = top_z - min(target.height_m / 2, 0.02)
+    quat = grasp_quat(robo.state().arm(arm), target.footprint_xy)
+    above = robo.move_to(arm, (x, y, top_z + 0.08), quat, gripper=robo.OPEN)
+    print(f"{arm} above the {colour} block: {above}")
+    if not above.planned:
+        return "unplanned"
+    print("down:", robo.move_to(arm, (x, y, grasp_z)))
+    grip = robo.grasp(arm)
+    print("grasp:", grip)
+    time.sleep(0.5)  # the grip settles before the lift
+    if not grip.holding and not robo.done:
+        print("missed: open and back off")
+        robo.release(arm)
+        robo.move_to(arm, (x, y, top_z + 0.08))
+        return "missed"
+    hx, hy, _ = HOME_POS[arm]
+    for lift_xyz in ((x, y, grasp_z + 0.15), (x, y, grasp_z + 0.12), ((x + hx) / 2, (y + hy) / 2, grasp_z + 0.15)):
+        lift = robo.move_to(arm, lift_xyz)
+        print(f"lift to {np.round(lift_xyz, 3)}:", lift)
+        if lift.planned:
+            break
+    if judged_done():
+        return "lifted"
+    print("lifted, but the task is not solved (not the matching block): put it back down")
+    robo.move_to(arm, (x, y, grasp_z + 0.01))
+    robo.release(arm)
+    robo.move_to(arm, (x, y, top_z + 0.08))
+    return "wrong"
+
+
+def pick(colour):
+    """Up to two grasps of the block of that colour: True once the task is solved, False to try the next block."""
+    target = blocks[colour][0]
+    for _attempt in range(2):
+        arms = ["left", "right"] if target.world_xyz[0] < 0 else ["right", "left"]
+        outcome = try_pick(target, arms[0])
+        if outcome == "unplanned":
+            outcome = try_pick(target, arms[1])
+        if outcome == "lifted" or robo.done:
+            return True
+        park()
+        if outcome == "wrong":
+            return False
+        target, _ = find(colour, ("head",), BLOCK["heights"])
+        if target is None:
+            return False
+    return False
+
+
+for colour in ranking:  # the best match first; the next one if lifting it does not solve the task
+    if robo.done or pick(colour):
+        break
+print("done:", robo.done, "steps left:", robo.steps_left)
