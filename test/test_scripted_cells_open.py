@@ -1,6 +1,6 @@
 """Scripted code cells for the "open" tasks whose choice rests on a generated texture (press_by_number: a digit on a
-button's cap; pick_matching_picture: a picture on a card and on the blocks) solve their task through the real
-code-cell agent.
+button's cap; pick_matching_picture and match_tile: a picture on a flat card or tile and on the blocks) solve their
+task through the real code-cell agent.
 
 Each episode replays examples/cells/<task>.py with the replay LLM (one python tool call per cell, then finish) on
 the sandboxed kernel and the robo API, as `robodojo run --agent code_cell --llm replay:...` does.
@@ -19,7 +19,8 @@ CELLS = PACKAGE_ROOT / "examples" / "cells"
 
 
 @pytest.mark.parametrize(
-    ("task", "seed"), [(task, seed) for task in ("press_by_number", "pick_matching_picture") for seed in (0, 1)]
+    ("task", "seed"),
+    [(task, seed) for task in ("press_by_number", "pick_matching_picture", "match_tile") for seed in (0, 1)],
 )
 def test_scripted_cells_read_the_texture_and_solve_the_task(dual_world, tmp_path, task, seed):
     agent = CodeCellAgent()
