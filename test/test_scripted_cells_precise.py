@@ -1,5 +1,5 @@
-"""Scripted code cells for the precise-insertion tasks (block_into_slot, peg_in_hole) solve their task through the
-real code-cell agent.
+"""Scripted code cells for the tasks built around fixtures (issue 17: block_into_slot and peg_in_hole, precise
+insertions, and push_into_corner, a push against a fence) solve their task through the real code-cell agent.
 
 Each episode replays examples/cells/<task>.py with the replay LLM (one python tool call per cell, then finish) on
 the sandboxed kernel and the robo API, as `robodojo run --agent code_cell --llm replay:...` does.
@@ -18,7 +18,8 @@ CELLS = PACKAGE_ROOT / "examples" / "cells"
 
 
 @pytest.mark.parametrize(
-    ("task", "seed"), [(task, seed) for task in ("block_into_slot", "peg_in_hole") for seed in (0, 1)]
+    ("task", "seed"),
+    [(task, seed) for task in ("block_into_slot", "peg_in_hole", "push_into_corner") for seed in (0, 1)],
 )
 def test_scripted_cells_solve_the_task(dual_world, tmp_path, task, seed):
     agent = CodeCellAgent()
