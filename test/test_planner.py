@@ -164,3 +164,26 @@ def test_joint_goal_outside_the_limits_is_rejected():
     home = {a: np.array(robot.arm(a).home_joints_rad) for a in robot.arm_names}
     plan = PLANNERS[robot.name].plan_joints({"left": [0, 5, 0, 0, 0, 0]}, home, {"left": 1.0, "right": 1.0})
     assert not plan.ok and "outside the joint limits" in plan.reason
+
+
+@pytest.mark.parametrize("robot_name", ["dual_arx_x5", "fr3"])
+def test_a_start_a_hair_past_a_joint_limit_is_planned_from_the_limit_and_one_far_past_is_refused(robot_name):
+    """MuJoCo's joint limits are soft: an arm driven against one rests a fraction of a milliradian beyond it. A plan
+    from there (home included) starts at the limit; a start far past one is a fault, refused with the reason."""
+    robot, planner = ROBOTS[robot_name], PLANNERS[robot_name]
+    arm = robot.arm_names[0]
+    home = np.array(robot.arm(arm).home_joints_rad)
+    gripper = dict.fromkeys(robot.arm_names, 0.5)
+    joints = {a: np.array(robot.arm(a).home_joints_rad) for a in robot.arm_names}
+    last = len(home) - 1
+    for past_rad, planned in ((1e-4, True), (0.05, False)):
+        joints[arm] = home.copy()
+        joints[arm][last] = planner.kinematics.upper[arm][last] + past_rad
+        plan = planner.plan_joints({arm: home}, joints, gripper)
+        assert plan.ok is planned, plan.reason
+        if planned:
+            q = plan.trajectories[arm].positions_rad
+            assert q[0][last] == planner.kinematics.upper[arm][last]
+            np.testing.assert_allclose(q[-1], home)
+        else:
+            assert "outside the joint limits" in plan.reason or "leaves the joint limits" in plan.reason

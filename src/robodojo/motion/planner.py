@@ -41,6 +41,10 @@ from robodojo.robots.ik import ArmKinematics
 from robodojo.robots.urdf import load_urdf
 
 LIMIT_SLACK = 1e-6  # relative tolerance of the final limit checks (floating-point noise only)
+# How far past a joint limit a measured start may sit and still be planned from (from the limit itself): MuJoCo's
+# joint limits are soft, and an arm driven against one settles a fraction of a milliradian beyond it. Without this,
+# every plan from there, home included, broke the position check on its first point and the arm was stuck.
+START_PAST_LIMIT_RAD = 0.002
 FINAL_IK_ITERATIONS = 200
 PATH_IK_ITERATIONS = 30
 
@@ -83,6 +87,7 @@ class NativePlanner:
 
     # -- Cartesian moves ---------------------------------------------------------------------------------------
     def plan(self, target: MoveTarget, joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]) -> Plan:
+        joints = self.finisher.start_within_limits(joints)
         moving = [a for a in self.robot.arm_names if a in target.arms]
         if not moving:
             return Plan.failure(NoArmMoves(), target)
@@ -179,6 +184,7 @@ class NativePlanner:
     def plan_joints(
         self, goal: Mapping[str, Sequence[float]], joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]
     ) -> Plan:
+        joints = self.finisher.start_within_limits(joints)
         moving = [a for a in self.robot.arm_names if a in goal]
         for arm in moving:
             outside = self.finisher.joint_goal_outside_limits(arm, goal[arm])
@@ -228,6 +234,20 @@ class PlanFinisher:
         self.min_tcp_z = robot.table.top_z_m + settings.table_clearance_m
 
     # -- checks before planning --------------------------------------------------------------------------------
+    def start_within_limits(self, joints: Mapping[str, Sequence[float]]) -> dict[str, NDArray[np.float64]]:
+        """The measured joints as a plan's start: a joint at most START_PAST_LIMIT_RAD past its limit starts from the
+        limit (every planned point must lie within the limits); one further past is left as measured, and the final
+        check refuses the plan."""
+        out = {}
+        for arm, values in joints.items():
+            q = np.asarray(values, dtype=float)
+            if arm in self.lower and q.shape == self.lower[arm].shape:
+                low, high = self.lower[arm], self.upper[arm]
+                if np.all(q >= low - START_PAST_LIMIT_RAD) and np.all(q <= high + START_PAST_LIMIT_RAD):
+                    q = np.clip(q, low, high)
+            out[arm] = q
+        return out
+
     def target_below_table(self, arm: str, pos_m: NDArray[np.float64]) -> BelowTable | None:
         """The rejection if a grasp-point target lies below the table surface, else None."""
         if pos_m[2] < self.min_tcp_z:
