@@ -87,19 +87,19 @@ class NativePlanner:
 
     # -- Cartesian moves ---------------------------------------------------------------------------------------
     def plan(self, target: MoveTarget, joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]) -> Plan:
-        joints = self.finisher.start_within_limits(joints)
+        start = self.finisher.start_within_limits(joints)
         moving = [a for a in self.robot.arm_names if a in target.arms]
         if not moving:
             return Plan.failure(NoArmMoves(), target)
         starts, goals, lengths, angles = {}, {}, {}, {}
         for arm in moving:
             t = target.arms[arm]
-            p0, R0 = self.kinematics.tcp_pose(arm, np.asarray(joints[arm], dtype=float))
+            p0, R0 = self.kinematics.tcp_pose(arm, np.asarray(start[arm], dtype=float))
             p1, R1 = np.array(t.pos_m), matrix_from_quat(t.quat_wxyz)
             low = self.finisher.target_below_table(arm, p1)
             if low:
                 return Plan.failure(low, target)
-            unreachable = self._reachable(arm, p1, R1, np.asarray(joints[arm], dtype=float))
+            unreachable = self._reachable(arm, p1, R1, np.asarray(start[arm], dtype=float))
             if unreachable:
                 return Plan.failure(unreachable, target)
             starts[arm], goals[arm] = (p0, quat_from_matrix(R0)), (p1, quat_from_matrix(R1))
@@ -112,7 +112,7 @@ class NativePlanner:
             *(math.ceil(lengths[a] / s.max_spacing_m - 1e-9) for a in moving),
             *(math.ceil(math.degrees(angles[a]) / s.max_spacing_deg - 1e-9) for a in moving),
         )
-        knots: dict[str, list[NDArray[np.float64]]] = {a: [np.asarray(joints[a], dtype=float)] for a in moving}
+        knots: dict[str, list[NDArray[np.float64]]] = {a: [np.asarray(start[a], dtype=float)] for a in moving}
         for i in range(1, n + 1):
             u = i / n
             for arm in moving:
@@ -153,7 +153,7 @@ class NativePlanner:
         )
         motion, col = {}, 0
         for arm in moving:
-            width = len(joints[arm])
+            width = len(start[arm])
             motion[arm] = samples[:, col : col + width]
             col += width
         return self.finisher.finish(target, motion, gripper, {a: target.arms[a].gripper for a in moving})
@@ -184,7 +184,7 @@ class NativePlanner:
     def plan_joints(
         self, goal: Mapping[str, Sequence[float]], joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]
     ) -> Plan:
-        joints = self.finisher.start_within_limits(joints)
+        start = self.finisher.start_within_limits(joints)
         moving = [a for a in self.robot.arm_names if a in goal]
         for arm in moving:
             outside = self.finisher.joint_goal_outside_limits(arm, goal[arm])
@@ -194,7 +194,7 @@ class NativePlanner:
             np.array([0.0, 1.0]),
             np.vstack(
                 [
-                    np.concatenate([np.asarray(joints[a], dtype=float) for a in moving]),
+                    np.concatenate([np.asarray(start[a], dtype=float) for a in moving]),
                     np.concatenate([np.asarray(goal[a], dtype=float) for a in moving]),
                 ]
             ),
@@ -204,8 +204,8 @@ class NativePlanner:
         )
         motion, col = {}, 0
         for arm in moving:
-            motion[arm] = samples[:, col : col + len(joints[arm])]
-            col += len(joints[arm])
+            motion[arm] = samples[:, col : col + len(start[arm])]
+            col += len(start[arm])
         goal_target = self.finisher.joint_goal_target(goal, moving)
         return self.finisher.finish(goal_target, motion, gripper, dict.fromkeys(moving))
 
