@@ -1,0 +1,142 @@
+"""Scripted code cells for swap_places, written only against the robo API (no privileged state).
+
+Strategy:
+1. The instruction names the two colours.
+2. Park both arms out at the table's sides and find the two blocks by colour (lib/colour_objects.py: a
+   hue/saturation mask of the rendered colour, blobs, clicks on the top face, robo.segment; a wrist camera looks
+   closer at blobs the head camera cannot measure). Where each one stands now is where the other one belongs: the
+   squares are all the same grey, so these two points are remembered before anything moves.
+3. The first block is set aside on a free spot in the middle of the table (both arms reach it), at least 11 cm from
+   both remembered points, so it is off both squares that matter.
+4. The second block is carried onto the first one's remembered point, then the first block from its spot onto the
+   second one's. Each move: picked from above by the arm on its side (the other arm steps aside), carried with its
+   faces square to the world axes, lowered until it is 3 mm above the table, released, the hand lifted. A point
+   that arm cannot reach: the block is set down in the middle and the other arm takes it on.
+5. After each release the head camera checks the block stands within 3 cm of its target; if not, it is moved again.
+
+Run them as an episode with the code-cell agent (each `# %%` cell is one python tool call, then finish):
+    robodojo run --task swap_places --seed 0 --agent code_cell --llm replay:examples/cells/swap_places.py
+"""
+
+# %% helpers: find blocks by colour, pick and place with either arm
+# include: lib/colour_objects.py
+# include: lib/wrist_views_dual_arm.py
+# include: lib/pick_place_dual_arm.py
+
+words = robo.task.instruction.lower().replace(".", "").replace(",", "").replace(":", "").split()
+COLOURS = [word for word in words if word in COLOUR_HSV][:2]
+HOME_QUAT = {arm: robo.state().arm(arm).tcp_quat for arm in ("left", "right")}
+TABLE_Z = robo.table_height().z
+BLOCK = {"heights": (0.015, 0.06)}
+# Spots in the middle of the table that both arms reach, nearest the middle first.
+MIDDLE_SPOTS = sorted(
+    [(x, y) for x in (0.0, -0.05, 0.05, -0.1, 0.1, -0.15, 0.15) for y in (-0.14, -0.18, -0.22, -0.26, -0.30)],
+    key=lambda p: math.hypot(p[0], p[1] + 0.22),
+)
+print(robo.task.instruction, "-> colours", COLOURS, "; table at", round(TABLE_Z, 4))
+
+# %% find the blocks and remember where each one stands
+park()
+blocks = {colour: locate(colour, **BLOCK) for colour in COLOURS}
+START = {c: (None if s is None else tuple(float(v) for v in s.world_xyz[:2])) for c, s in blocks.items()}
+GOAL = {COLOURS[0]: START[COLOURS[1]], COLOURS[1]: START[COLOURS[0]]}
+print("start:", START, "-> goal:", GOAL)
+
+
+# %% move helpers
+def spot_in_middle(avoid, clearance=0.11):
+    """A middle spot at least ``clearance`` from every point of ``avoid``, nearest the middle; else the roomiest."""
+    points = [p for p in avoid if p is not None]
+
+    def room(p):
+        return min((math.dist(p, o) for o in points), default=1.0)
+
+    for p in MIDDLE_SPOTS:
+        if room(p) >= clearance:
+            return p
+    return max(MIDDLE_SPOTS, key=room)
+
+
+def targets(xy, arm):
+    """The point, then points 2.5 cm nearer the arm's side (still well inside a 9 cm square)."""
+    x, y = xy
+    inward = 0.025 if arm == "left" else -0.025
+    return [(x, y), (x - inward, y), (x - inward, y - 0.025)]
+
+
+def pick_either(colour, seg):
+    """Pick the block with the arm on its side, else the other; (arm, below) or (None, None)."""
+    arm = arm_for(seg.world_xyz)
+    for a in (arm, other_arm(arm)):
+        step_aside(other_arm(a))
+        outcome, below = pick(seg, a, TABLE_Z + 0.095, colour, opening=0.85)
+        if outcome == "held":
+            return a, below
+        if outcome != "unplanned":
+            return None, None
+    return None, None
+
+
+def move_block(colour, seg, goal, avoid):
+    """Carry the block onto ``goal`` (x, y), via a middle spot away from ``avoid`` when its arm cannot reach the
+    goal; the arm that set it down last, or None."""
+    arm, below = pick_either(colour, seg)
+    if arm is None:
+        return None
+    carry = TABLE_Z + 0.065 + below
+    if put_down(arm, targets(goal, arm), TABLE_Z, below, square_quat(arm), carry_z=carry) is not None:
+        return arm
+    spot = spot_in_middle(avoid + [goal])
+    print(f"  {arm} cannot reach {np.round(goal, 3)}: set the {colour} block down in the middle at {spot}")
+    if put_down(arm, [spot], TABLE_Z, below, square_quat(arm), carry_z=carry) is None:
+        return None
+    step_aside(arm)
+    seg = where(colour)
+    if seg is None:
+        return None
+    arm = other_arm(arm)
+    step_aside(other_arm(arm))
+    outcome, below = pick(seg, arm, TABLE_Z + 0.095, colour, opening=0.85)
+    if outcome != "held":
+        return None
+    placed = put_down(arm, targets(goal, arm), TABLE_Z, below, square_quat(arm), carry_z=carry)
+    return arm if placed is not None else None
+
+
+def where(colour):
+    """The block's segment now (head camera, else both arms parked and every camera)."""
+    seg, _ = find(colour, ("head",), BLOCK["heights"])
+    if seg is None:
+        park()
+        seg = locate(colour, **BLOCK)
+    return seg
+
+
+def move_checked(colour, goal, avoid, tolerance=0.03):
+    """Move the block onto ``goal`` and check it there with the head camera; up to three tries."""
+    seg = blocks[colour]
+    for _attempt in range(3):
+        if robo.done or robo.steps_left < 60 or seg is None:
+            return False
+        print(f"{colour} block at {np.round(seg.world_xyz, 3)} -> {np.round(goal, 3)}")
+        arm = move_block(colour, seg, goal, avoid)
+        print("  set down with:", arm, "done:", robo.done, "steps left:", robo.steps_left)
+        if robo.done:
+            return True
+        step_aside(arm or arm_for(seg.world_xyz))
+        seg = where(colour)
+        blocks[colour] = seg
+        if seg is not None and math.dist(seg.world_xyz[:2], goal) < tolerance:
+            return True
+        print("  the", colour, "block is not there:", seg)
+    return False
+
+
+# %% the first block aside, the second onto the first's place, the first onto the second's
+first, second = COLOURS
+if START[first] is not None and START[second] is not None:
+    ASIDE = spot_in_middle([START[first], START[second]])
+    print("aside at", ASIDE, ":", move_checked(first, ASIDE, [START[first], START[second]]))
+    print("second:", move_checked(second, GOAL[second], [ASIDE, START[second]]))
+    print("first:", move_checked(first, GOAL[first], [START[first], GOAL[second]]))
+print("done:", robo.done, "steps left:", robo.steps_left)
