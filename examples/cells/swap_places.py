@@ -6,12 +6,13 @@ Strategy:
    hue/saturation mask of the rendered colour, blobs, clicks on the top face, robo.segment; a wrist camera looks
    closer at blobs the head camera cannot measure). Where each one stands now is where the other one belongs: the
    squares are all the same grey, so these two points are remembered before anything moves.
-3. The first block is set aside on a free spot in the middle of the table (both arms reach it), at least 11 cm from
-   both remembered points, so it is off both squares that matter.
+3. The first block is set aside on a free spot near the middle of the table on its own side, at least 11 cm from
+   both remembered points (off both squares that matter), the one nearest where it goes last.
 4. The second block is carried onto the first one's remembered point, then the first block from its spot onto the
    second one's. Each move: picked from above by the arm on its side (the other arm steps aside), carried with its
    faces square to the world axes, lowered until it is 3 mm above the table, released, the hand lifted. A point
-   that arm cannot reach: the block is set down in the middle and the other arm takes it on.
+   that arm cannot reach: the block is set down in the middle (|x| <= 5 cm, both arms reach it) and the other arm
+   takes it on.
 5. After each release the head camera checks the block stands within 3 cm of its target; if not, it is moved again.
 
 Run them as an episode with the code-cell agent (each `# %%` cell is one python tool call, then finish):
@@ -44,24 +45,23 @@ print("start:", START, "-> goal:", GOAL)
 
 
 # %% move helpers
-def spot_in_middle(avoid, clearance=0.11):
-    """A middle spot at least ``clearance`` from every point of ``avoid``, nearest the middle; else the roomiest."""
+def spots_in_middle(avoid, clearance, max_x=0.15):
+    """Middle spots (|x| <= max_x) at least ``clearance`` from every point of ``avoid``, nearest the middle first;
+    else the roomiest one."""
     points = [p for p in avoid if p is not None]
 
     def room(p):
         return min((math.dist(p, o) for o in points), default=1.0)
 
-    for p in MIDDLE_SPOTS:
-        if room(p) >= clearance:
-            return p
-    return max(MIDDLE_SPOTS, key=room)
+    spots = [p for p in MIDDLE_SPOTS if abs(p[0]) <= max_x + 1e-9]
+    good = [p for p in spots if room(p) >= clearance]
+    return good or [max(spots, key=room)]
 
 
-def targets(xy, arm):
-    """The point, then points 2.5 cm nearer the arm's side (still well inside a 9 cm square)."""
-    x, y = xy
+def targets(goals, arm):
+    """Each goal point, then points 2.5 cm nearer the arm's side (still well inside a 9 cm square)."""
     inward = 0.025 if arm == "left" else -0.025
-    return [(x, y), (x - inward, y), (x - inward, y - 0.025)]
+    return [p for x, y in goals for p in ((x, y), (x - inward, y), (x - inward, y - 0.025))]
 
 
 def pick_either(colour, seg):
@@ -77,18 +77,20 @@ def pick_either(colour, seg):
     return None, None
 
 
-def move_block(colour, seg, goal, avoid):
-    """Carry the block onto ``goal`` (x, y), via a middle spot away from ``avoid`` when its arm cannot reach the
-    goal; the arm that set it down last, or None."""
+def move_block(colour, seg, goals, avoid):
+    """Carry the block onto the first reachable of ``goals`` (x, y), via a spot in the middle (both arms reach it)
+    away from ``avoid`` when its arm cannot reach them; the arm that set it down last, or None."""
     arm, below = pick_either(colour, seg)
     if arm is None:
         return None
     carry = TABLE_Z + 0.065 + below
-    if put_down(arm, targets(goal, arm), TABLE_Z, below, square_quat(arm), carry_z=carry) is not None:
+    if put_down(arm, targets(goals, arm), TABLE_Z, below, square_quat(arm), carry_z=carry) is not None:
         return arm
-    spot = spot_in_middle(avoid + [goal])
-    print(f"  {arm} cannot reach {np.round(goal, 3)}: set the {colour} block down in the middle at {spot}")
-    if put_down(arm, [spot], TABLE_Z, below, square_quat(arm), carry_z=carry) is None:
+    spots = spots_in_middle(avoid + list(goals), 0.08, max_x=0.05)
+    print(f"  {arm} cannot reach {np.round(goals, 3)}: set the {colour} block down in the middle, at one of {spots}")
+    if put_down(arm, spots, TABLE_Z, below, square_quat(arm), carry_z=carry) is None:
+        print("  nowhere: back where it was")
+        put_down(arm, [seg.world_xyz[:2]], TABLE_Z, below, carry_z=carry)
         return None
     step_aside(arm)
     seg = where(colour)
@@ -99,7 +101,7 @@ def move_block(colour, seg, goal, avoid):
     outcome, below = pick(seg, arm, TABLE_Z + 0.095, colour, opening=0.85)
     if outcome != "held":
         return None
-    placed = put_down(arm, targets(goal, arm), TABLE_Z, below, square_quat(arm), carry_z=carry)
+    placed = put_down(arm, targets(goals, arm), TABLE_Z, below, square_quat(arm), carry_z=carry)
     return arm if placed is not None else None
 
 
@@ -112,21 +114,21 @@ def where(colour):
     return seg
 
 
-def move_checked(colour, goal, avoid, tolerance=0.03):
-    """Move the block onto ``goal`` and check it there with the head camera; up to three tries."""
+def move_checked(colour, goals, avoid, tolerance=0.03):
+    """Move the block onto one of ``goals`` and check it there with the head camera; up to three tries."""
     seg = blocks[colour]
     for _attempt in range(3):
         if robo.done or robo.steps_left < 60 or seg is None:
             return False
-        print(f"{colour} block at {np.round(seg.world_xyz, 3)} -> {np.round(goal, 3)}")
-        arm = move_block(colour, seg, goal, avoid)
+        print(f"{colour} block at {np.round(seg.world_xyz, 3)} -> {np.round(goals, 3)}")
+        arm = move_block(colour, seg, goals, avoid)
         print("  set down with:", arm, "done:", robo.done, "steps left:", robo.steps_left)
         if robo.done:
             return True
         step_aside(arm or arm_for(seg.world_xyz))
         seg = where(colour)
         blocks[colour] = seg
-        if seg is not None and math.dist(seg.world_xyz[:2], goal) < tolerance:
+        if seg is not None and min(math.dist(seg.world_xyz[:2], g) for g in goals) < tolerance:
             return True
         print("  the", colour, "block is not there:", seg)
     return False
@@ -135,8 +137,13 @@ def move_checked(colour, goal, avoid, tolerance=0.03):
 # %% the first block aside, the second onto the first's place, the first onto the second's
 first, second = COLOURS
 if START[first] is not None and START[second] is not None:
-    ASIDE = spot_in_middle([START[first], START[second]])
-    print("aside at", ASIDE, ":", move_checked(first, ASIDE, [START[first], START[second]]))
-    print("second:", move_checked(second, GOAL[second], [ASIDE, START[second]]))
-    print("first:", move_checked(first, GOAL[first], [START[first], GOAL[second]]))
+    # Aside: off both squares, on the first block's side of the middle (its arm reaches it), nearest where it goes
+    # last, so that the middle stays free for a block passed from one arm to the other.
+    side = -1 if arm_for(START[first]) == "left" else 1
+    spots = [p for p in spots_in_middle([START[first], START[second]], 0.11) if p[0] * side >= -0.05]
+    spots.sort(key=lambda p: math.dist(p, START[second]))
+    print("aside at one of", spots[:4], ":", move_checked(first, spots[:4], [START[first], START[second]]))
+    aside = tuple(blocks[first].world_xyz[:2]) if blocks[first] is not None else spots[0]
+    print("second:", move_checked(second, [GOAL[second]], [aside, START[second]]))
+    print("first:", move_checked(first, [GOAL[first]], [START[first], GOAL[second]]))
 print("done:", robo.done, "steps left:", robo.steps_left)
