@@ -7,12 +7,13 @@ import pytest
 from robodojo.errors import ConfigError
 from robodojo.sim.scripted import grasp_and_lift
 from robodojo.sim.tasks import available_tasks, get_task
-from robodojo.sim.tasks.base import Task
+from robodojo.sim.tasks.base import CAPABILITIES, Task
 
 
-def test_registry_has_five_dual_arm_tasks_and_one_fr3_task():
-    assert len(available_tasks("dual_arx_x5")) >= 5
-    assert len(available_tasks("fr3")) >= 1
+def test_the_suite_has_20_dual_arm_and_4_fr3_tasks_and_every_axis_on_the_dual_arm():
+    dual = available_tasks("dual_arx_x5")
+    assert len(dual) >= 20 and len(available_tasks("fr3")) >= 4
+    assert {get_task(t).capability for t in dual} == set(CAPABILITIES)
 
 
 @pytest.mark.parametrize("task", available_tasks())
