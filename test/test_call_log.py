@@ -33,7 +33,10 @@ def test_summaries_keep_numbers_exact_and_shrink_what_is_large():
     assert summarize({1: {"a": None}}) == {"1": {"a": None}}
     assert summarize(object()).startswith("<object object at")
     state = R.State(
-        {"arm": R.ArmState("arm", (0, 0, 1), (1, 0, 0, 0), (0, 0, 1.1), (1, 0, 0, 0), 0.5, (0, 0, -1), ())}, 7, False
+        {"arm": R.ArmState("arm", (0, 0, 1), (1, 0, 0, 0), (0, 0, 1.1), (1, 0, 0, 0), 0.5, (0, 0, -1), ())},
+        7,
+        False,
+        1.5,
     )
     assert summarize(state)["arms"]["arm"]["tcp_pos"] == [0, 0, 1] and summarize(state)["steps_left"] == 7
     json.dumps(summarize(state), allow_nan=False)

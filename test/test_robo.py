@@ -108,7 +108,10 @@ def test_reprs_are_short_and_rounded():
 def test_state_repr_and_pickle(robo: Robo):
     state = robo.state()
     text = repr(state)
-    assert text.startswith("State(left=ArmState(name='left', tcp_pos=(") and "steps_left=400, done=False)" in text
+    assert (
+        text.startswith("State(left=ArmState(name='left', tcp_pos=(")
+        and "steps_left=400, done=False, time_s=0.40)" in text
+    )
     assert len(text) < 900
     again = pickle.loads(pickle.dumps(state))
     assert again.left.tcp_pos == state.left.tcp_pos
@@ -249,6 +252,9 @@ def test_budget_runs_out(robo: Robo, dual_world: EmbeddedWorld):
         (lambda r: r.segment((1, 2), "head", second_view="head"), ValueError, "another camera than 'head'"),
         (lambda r: r.segment((1, 2), "head", second_view="side"), ValueError, "unknown camera 'side'"),
         (lambda r: r.world_map("depth"), ValueError, "unknown camera 'depth'"),
+        (lambda r: r.wait("1"), TypeError, "seconds must be a number, got '1'"),
+        (lambda r: r.wait(-1), ValueError, "seconds must be from 0 to 10"),
+        (lambda r: r.wait(math.nan), ValueError, "seconds must be from 0 to 10"),
     ],
 )
 def test_misuse_raises_short_fixable_errors(robo: Robo, call, error, message):
@@ -386,6 +392,7 @@ def test_reference_lists_every_method_with_documented_parameters():
         "move_to",
         "grasp",
         "release",
+        "wait",
         "home",
         "image",
         "camera",

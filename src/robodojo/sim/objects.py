@@ -1,4 +1,5 @@
-"""Task objects built from primitives: blocks, cylinders, bowls, plates, flat target pads and push buttons.
+"""Task objects built from primitives: blocks, cylinders, balls, bowls, plates, flat target pads, push buttons,
+fixtures and conveyor belts.
 
 An :class:`ObjectSpec` is plain data (what a layout holds); :func:`add_object` turns it into a MuJoCo body. A block,
 pad or button may carry a ``label`` (robodojo.sim.labels: a digit or a picture) shown on its top face.
@@ -31,7 +32,19 @@ COLORS: dict[str, tuple[float, float, float, float]] = {
     "grey": (0.5, 0.5, 0.52, 1.0),
 }
 
-KINDS = ("block", "cylinder", "bowl", "plate", "pad", "slot_fixture", "hole_fixture", "corner_fixture", "button")
+KINDS = (
+    "block",
+    "cylinder",
+    "ball",
+    "bowl",
+    "plate",
+    "pad",
+    "slot_fixture",
+    "hole_fixture",
+    "corner_fixture",
+    "button",
+    "belt",
+)
 BOWL_WALL_SEGMENTS = 16
 LABELLED_KINDS = ("block", "pad", "button")  # box-shaped: the label covers the top face once
 # A block's or button's label is a visual-only decal this thick on its top face (MuJoCo would paint the image on
@@ -53,14 +66,19 @@ BUTTON_HOUSING_RGBA = (0.18, 0.18, 0.2, 1.0)
 FIXTURE_KINDS = ("slot_fixture", "hole_fixture", "corner_fixture")
 SLOT_FLOOR_M = 0.005  # the tray's floor: the pocket's bottom is this far above the table
 SLOT_NOTCH_M = 0.034  # length (along y) of the finger notch in each x wall (the ARX X5's fingers are 2 cm wide)
+# A conveyor belt: a static slab on the table whose top surface carries what rests on it at the belt's velocity
+# (robodojo.sim.dynamics drives the objects: MuJoCo has no moving surfaces). ``size_m`` (length x, width y, height z).
+BELT_KINDS = ("belt",)
 
 
 @dataclass(frozen=True)
 class ObjectSpec:
     """One object of a layout. ``size_m``: block (x, y, z) full extents; cylinder/plate/bowl/pad/button (radius or
-    half side, height; a button's height is its cap's). ``pos_m`` is the body origin at rest (geometric centre; a
-    bowl's is its base; a button's is its cap's centre, BUTTON_TRAVEL_M above the table). ``label``: what the top
-    face of a block, pad or button shows (one of robodojo.sim.labels.LABELS), None for a plain face."""
+    half side, height; a button's height is its cap's); ball (radius,); belt (length x, width y, height z). ``pos_m``
+    is the body origin at rest (geometric centre; a bowl's is its base; a button's is its cap's centre,
+    BUTTON_TRAVEL_M above the table). ``label``: what the top face of a block, pad or button shows (one of
+    robodojo.sim.labels.LABELS), None for a plain face. ``velocity_m_s``: a free object's velocity [m/s, world
+    frame] once the layout has settled (a ball rolls with it), or a belt's surface velocity; zero for most."""
 
     name: str
     kind: str
@@ -70,10 +88,11 @@ class ObjectSpec:
     yaw_rad: float = 0.0
     mass_kg: float = 0.08
     label: str | None = None
+    velocity_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @property
     def footprint_radius_m(self) -> float:
-        if self.kind == "block" or self.kind in FIXTURE_KINDS:
+        if self.kind == "block" or self.kind in FIXTURE_KINDS or self.kind in BELT_KINDS:
             return math.hypot(self.size_m[0], self.size_m[1]) / 2
         if self.kind == "button":
             return (self.size_m[0] + BUTTON_HOUSING_MARGIN_M) * math.sqrt(2)
@@ -81,11 +100,16 @@ class ObjectSpec:
 
     @property
     def height_m(self) -> float:
-        return self.size_m[-1]
+        return 2 * self.size_m[0] if self.kind == "ball" else self.size_m[-1]
 
     @property
     def movable(self) -> bool:
-        return self.kind != "pad" and self.kind not in FIXTURE_KINDS
+        return self.kind != "pad" and self.kind not in FIXTURE_KINDS and self.kind not in BELT_KINDS
+
+    @property
+    def moving(self) -> bool:
+        """Set in motion by the world: launched with a velocity (a rolling ball) or a belt carrying things."""
+        return any(self.velocity_m_s)
 
 
 def object_rest_z(kind: str, size_m: tuple[float, ...], table_z_m: float) -> float:
@@ -94,6 +118,8 @@ def object_rest_z(kind: str, size_m: tuple[float, ...], table_z_m: float) -> flo
         return table_z_m
     if kind == "button":
         return table_z_m + BUTTON_TRAVEL_M + size_m[-1] / 2
+    if kind == "ball":
+        return table_z_m + size_m[0]
     return table_z_m + size_m[-1] / 2
 
 
@@ -131,6 +157,18 @@ def add_object(
     if obj.kind in FIXTURE_KINDS:
         _add_fixture_geoms(body, obj, rgba, contact)
         return
+    if obj.kind in BELT_KINDS:
+        # Frictionless (its priority makes its own contact parameters win): the world drives what rides on it at the
+        # belt's velocity, and friction against a static slab would only slow that down.
+        body.add_geom(
+            name=f"{obj.name}_geom",
+            type=mujoco.mjtGeom.mjGEOM_BOX,
+            size=[s / 2 for s in obj.size_m],
+            rgba=rgba,
+            priority=1,
+            **{**contact, "friction": [0.0, 0.0, 0.0], "condim": 1},
+        )
+        return
     joint = body.add_freejoint(name=f"{obj.name}_free")
     if obj.kind == "block":
         body.add_geom(
@@ -153,6 +191,16 @@ def add_object(
             rgba=rgba,
             mass=obj.mass_kg,
             **contact,
+        )
+    elif obj.kind == "ball":
+        body.add_geom(
+            name=f"{obj.name}_geom",
+            type=mujoco.mjtGeom.mjGEOM_SPHERE,
+            size=[obj.size_m[0], 0, 0],
+            rgba=rgba,
+            mass=obj.mass_kg,
+            priority=1,  # its own friction, not the larger of its and the table's: the ball rolls on
+            **{**contact, "friction": list(settings.ball_friction), "condim": 6},
         )
     elif obj.kind == "bowl":
         _add_bowl_geoms(body, obj, rgba, contact)

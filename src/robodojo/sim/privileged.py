@@ -12,6 +12,7 @@ import mujoco
 import numpy as np
 
 from robodojo.errors import RobodojoError, UnknownNameError
+from robodojo.sim.dynamics import WorldDynamics, teleport
 from robodojo.sim.tasks.base import Layout, Task
 from robodojo.sim.world import EmbeddedWorld
 
@@ -97,17 +98,35 @@ class PrivilegedView:
     def score(self) -> float:
         return float(self.task.score(self.layout, self))
 
-    def set_object_pose(self, name: str, pos: Sequence[float], quat: Sequence[float] = (1, 0, 0, 0)) -> None:
-        """Teleport a free object (velocity zeroed) and recompute positions and contacts."""
+    @property
+    def _dynamics(self) -> WorldDynamics:
+        assert self.world.dynamics is not None  # set whenever a task is loaded
+        return self.world.dynamics
+
+    @property
+    def changes_made(self) -> int:
+        return self._dynamics.changes_made
+
+    def object_speed(self, name: str) -> float:
+        """Linear speed [m/s] of a free object (0 for a fixed one)."""
         m, d = self.world.model, self.world.data
         joint = m.body(self._body(name)).jntadr[0]
         if joint < 0:
-            raise RobodojoError(f"object {name!r} is fixed and cannot be moved")
-        adr, vadr = m.jnt_qposadr[joint], m.jnt_dofadr[joint]
-        d.qpos[adr : adr + 3] = pos
-        d.qpos[adr + 3 : adr + 7] = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
-        d.qvel[vadr : vadr + 6] = 0.0
-        mujoco.mj_forward(m, d)
+            return 0.0
+        vadr = m.jnt_dofadr[joint]
+        return float(np.linalg.norm(d.qvel[vadr : vadr + 3]))
+
+    def set_object_pose(self, name: str, pos: Sequence[float], quat: Sequence[float] = (1, 0, 0, 0)) -> None:
+        """Teleport a free object (velocity zeroed) and recompute positions and contacts."""
+        try:
+            teleport(self.world.model, self.world.data, self._body(name), pos, quat)
+        except ValueError:
+            raise RobodojoError(f"object {name!r} is fixed and cannot be moved") from None
+
+    def make_changes(self) -> None:
+        """Make the layout's pending changes now, as the world does when their env step comes."""
+        while self._dynamics.changes_pending:
+            self._dynamics.make_next_change(self.world.data)
 
     def set_gripper_opening(self, arm: str, opening: float) -> None:
         """Teleport the fingers to ``opening`` (0..1) and command it; closed on an object, the fingers pinch it."""

@@ -58,6 +58,7 @@ class SimSettings:
     iterations: int
     object_friction: tuple[float, float, float]
     object_condim: int
+    ball_friction: tuple[float, float, float]
     pad_friction: tuple[float, float, float]
     render: RenderSettings
     settle_steps: int
@@ -108,6 +109,7 @@ def parse_sim_settings(data: dict, where: str) -> SimSettings:
         iterations=p.integer("iterations", positive=True),
         object_friction=c.vector3("friction"),
         object_condim=condim,
+        ball_friction=root.section("ball_contact").vector3("friction"),
         pad_friction=root.vector3("gripper_pad_friction"),
         render=render,
         settle_steps=root.integer("settle_steps", default=10),

@@ -20,6 +20,7 @@ from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Obser
 from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.urdf import load_urdf
 from robodojo.sim.appearance import NOMINAL
+from robodojo.sim.dynamics import WorldDynamics
 from robodojo.sim.objects import COLORS, add_object
 from robodojo.sim.render import CameraRenderer, Marker
 from robodojo.sim.scene import build_scene_spec
@@ -59,6 +60,7 @@ class EmbeddedWorld:
         self._renderers: dict[tuple[int, int], CameraRenderer] = {}
         self.task: Task | None = None
         self.layout: Layout | None = None
+        self.dynamics: WorldDynamics | None = None  # a layout's moving parts (None with no task loaded)
         self.step_count = 0
         #: Called with the world after every control step (recorders, the demo's contact sheet, ROS publishers).
         self.step_observers: list[Callable[[EmbeddedWorld], None]] = []
@@ -117,6 +119,7 @@ class EmbeddedWorld:
         self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
         self.task, self.layout, self.step_count = task, layout, 0
+        self.dynamics = None
         m, d = self.model, self.data
         # MuJoCo indices, public for privileged tools (scripted checks, benchmarks); agents use observe/step.
         self.arm_qpos_adr = {a.name: [m.joint(j).qposadr[0] for j in a.joints] for a in self.robot.arms}
@@ -139,6 +142,9 @@ class EmbeddedWorld:
             for _ in range(self.settings.settle_steps):
                 self._advance()
             self.initial_object_pos = {o.name: d.xpos[m.body(o.name).id].copy() for o in layout.objects}
+            # Set in motion only once settled, so a launched object starts from rest on the table.
+            self.dynamics = WorldDynamics(m, layout)
+            self.dynamics.launch(d)
 
     # -- acting -------------------------------------------------------------------------------------------------
     def step(
@@ -180,6 +186,8 @@ class EmbeddedWorld:
         if not counted:
             return
         self.step_count += 1
+        if self.dynamics is not None:
+            self.dynamics.after_control_step(d, self.step_count)
         for observer in self.step_observers:
             observer(self)
 
@@ -189,8 +197,11 @@ class EmbeddedWorld:
             self.data.ctrl[self.arm_ctrl_ids[arm]] = self.data.qpos[self.arm_qpos_adr[arm]]
 
     def _advance(self, substeps: int | None = None) -> None:
+        belts = self.dynamics if self.dynamics is not None and self.dynamics.has_belts else None
         for _ in range(self.substeps if substeps is None else substeps):
             mujoco.mj_step(self.model, self.data)
+            if belts is not None:
+                belts.after_physics_step(self.data)
 
     def set_gripper_target(self, arm: str, opening: float) -> None:
         """Command a gripper opening in [0, 1] as given (step() validates before calling this)."""

@@ -124,11 +124,14 @@ class State(_Result):
             on a single-arm robot the arm's fields are also read directly (``state.tcp_pos``).
         steps_left: env steps (25 Hz control steps) left in the episode; every executed waypoint uses one.
         done: the benchmark's success signal: True once the task is solved.
+        time_s: the robot's clock [s] (simulated time in simulation): how far things that move by themselves
+            have gone since an earlier state.
     """
 
     arms: Mapping[str, ArmState]
     steps_left: int
     done: bool
+    time_s: float
 
     def arm(self, name: str | None = None) -> ArmState:
         """One arm's state; ``name`` may be left out on a single-arm robot."""
@@ -147,13 +150,13 @@ class State(_Result):
         if len(arms) == 1 and name in ArmState.__dataclass_fields__:
             return getattr(next(iter(arms.values())), name)
         raise AttributeError(
-            f"State has no field {name!r}; fields: arms, steps_left, done, and the arms "
+            f"State has no field {name!r}; fields: arms, steps_left, done, time_s, and the arms "
             f"{', '.join(repr(a) for a in arms)}"
         )
 
     def __repr__(self) -> str:
         arms = ", ".join(f"{name}={state!r}" for name, state in self.arms.items())
-        return f"State({arms}, steps_left={self.steps_left}, done={self.done})"
+        return f"State({arms}, steps_left={self.steps_left}, done={self.done}, time_s={self.time_s:.2f})"
 
     __str__ = __repr__
 

@@ -56,6 +56,7 @@ CLOSED = 0.0
 HOLD_MIN_OPENING = 0.03  # a closed gripper that stops more open than this has something between its fingers
 GRIP_SETTLE_MAX_STEPS = 8  # after a gripper command the fingers lag the trajectory by a few steps
 GRIP_SETTLE_EPS = 0.002  # the fingers have stopped when the opening changes less than this in one step
+WAIT_MAX_S = 10.0  # one wait call at most; a longer wait is several calls, each a chance to look
 TABLE_Z_RANGE_M = (0.5, 1.2)  # the table-height search range
 REFUSED_ADVICE = ": change the target, repeating it fails again"  # after a refused motion's rejection text
 
@@ -206,6 +207,46 @@ class Robo:
         arm = self._check_arm(arm)
         result, opening = self._gripper_in_place(arm, OPEN)
         return self._replace(result, gripper=opening)
+
+    def wait(self, seconds: float) -> MoveResult:
+        """Hold every arm and gripper where it is while ``seconds`` of robot time pass (one env step per 0.04 s):
+        for things that move by themselves (a belt, a rolling object, a layout that changes). Stops early when the
+        task is solved or the env steps run out. ``state().time_s`` tells the robot time now.
+
+        Args:
+            seconds: how long to hold [s], 0 .. 10, rounded to whole env steps.
+
+        Returns:
+            MoveResult with ``steps_used``; the distances are 0 (nothing was asked to move).
+        """
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise TypeError(f"seconds must be a number, got {seconds!r}")
+        if not 0 <= seconds <= WAIT_MAX_S:
+            raise ValueError(
+                f"seconds must be from 0 to {WAIT_MAX_S:g} (a longer wait is several calls), got {seconds}"
+            )
+        steps = round(seconds / self._ctx.backend.control_dt_s)
+        waited = 0
+        while waited < steps and self.steps_left > 0 and not self.done:
+            self._ctx.backend.step()  # hold every command one more control step
+            waited += 1
+        done = self.done
+        stop = "task_success" if done else "budget_exhausted" if waited < steps else "completed"
+        reason = {
+            "task_success": "the task was solved while waiting: the episode is over",
+            "budget_exhausted": f"the env steps ran out after {waited} of {steps}: the episode is over",
+        }.get(stop, "")
+        return MoveResult(
+            planned=True,
+            reached=True,
+            final_dist_m=0.0,
+            final_angle_deg=0.0,
+            waypoints=0,
+            steps_used=waited,
+            stop_reason=stop,
+            terminated=done or self.steps_left <= 0,
+            reason=reason,
+        )
 
     def home(self) -> MoveResult:
         """Move every arm to its home pose (joint space; grippers keep their command): the ready pose the episode
@@ -467,7 +508,10 @@ class Robo:
 
     def _state(self, obs: Observation) -> State:
         return State(
-            arms={a: self._arm_state(obs, a) for a in self._arm_names}, steps_left=obs.steps_left, done=self.done
+            arms={a: self._arm_state(obs, a) for a in self._arm_names},
+            steps_left=obs.steps_left,
+            done=self.done,
+            time_s=obs.time_s,
         )
 
     def _move_result(self, report: MoveReport, extra_steps: int = 0) -> MoveResult:

@@ -20,7 +20,7 @@ import numpy as np
 from robodojo.errors import ConfigError, UnknownNameError
 from robodojo.robots.config import load_robot_config
 from robodojo.sim.appearance import NOMINAL, Appearance, sample_appearance
-from robodojo.sim.objects import COLORS, ObjectSpec, object_rest_z
+from robodojo.sim.objects import BELT_KINDS, COLORS, ObjectSpec, object_rest_z
 from robodojo.sim.settings import RandomizedBounds, load_sim_settings
 from robodojo.sim.variants import VARIANTS
 
@@ -38,9 +38,21 @@ APPEARANCE_STREAM = 1000
 
 
 @dataclass(frozen=True)
+class LayoutChange:
+    """The object ``name`` moved to ``pos_m`` (yaw ``yaw_rad``, at rest) once the episode has used ``at_step`` env
+    steps: the layout an agent saw is changed under it, as a person moving things would (memory tasks)."""
+
+    at_step: int
+    name: str
+    pos_m: tuple[float, float, float]
+    yaw_rad: float = 0.0
+
+
+@dataclass(frozen=True)
 class Layout:
-    """A seeded task instance: objects at rest, the values that fill the instruction's slots, the variant, and how
-    the scene looks (nominal except in the randomized variant)."""
+    """A seeded task instance: objects at rest (some launched with a velocity, see ObjectSpec.velocity_m_s), the
+    values that fill the instruction's slots, the variant, how the scene looks (nominal except in the randomized
+    variant) and the changes made to it mid-episode."""
 
     task: str
     seed: int
@@ -48,6 +60,7 @@ class Layout:
     objects: tuple[ObjectSpec, ...]
     slots: Mapping[str, str] = field(default_factory=dict)
     appearance: Appearance = NOMINAL
+    changes: tuple[LayoutChange, ...] = ()
 
     def object(self, name: str) -> ObjectSpec:
         for obj in self.objects:
@@ -57,13 +70,18 @@ class Layout:
 
 
 class TaskView(Protocol):
-    """Privileged read access to the world for checkers (implemented by robodojo.sim.privileged)."""
+    """Privileged read access to the world for checkers (implemented by robodojo.sim.privileged).
+    ``changes_made``: how many of the layout's changes the world has made so far."""
 
     table_z_m: float
     arm_names: tuple[str, ...]
 
+    @property
+    def changes_made(self) -> int: ...
+
     def object_pos(self, name: str) -> np.ndarray: ...
     def object_quat(self, name: str) -> np.ndarray: ...
+    def object_speed(self, name: str) -> float: ...
     def initial_pos(self, name: str) -> np.ndarray: ...
     def tcp_pos(self, arm: str) -> np.ndarray: ...
     def gripper_opening(self, arm: str) -> float: ...
@@ -72,9 +90,12 @@ class TaskView(Protocol):
 
 
 class GoalWriter(Protocol):
-    """Privileged write access used to put a task into its goal state (tests only)."""
+    """Privileged write access used to put a task into its goal state (tests only). ``make_changes`` makes the
+    layout's pending changes at once, as the world does when their step comes."""
 
     table_z_m: float
+
+    def make_changes(self) -> None: ...
 
     def set_object_pose(self, name: str, pos: Sequence[float], quat: Sequence[float] = (1, 0, 0, 0)) -> None: ...
     def set_gripper_opening(self, arm: str, opening: float) -> None: ...
@@ -150,6 +171,7 @@ class Task(ABC):
         placer = _Placer(self, rng, objects)
         if variant == "cluttered":
             placer.add_distractors(CLUTTER_DISTRACTORS, reserved_colors=set(slots.values()))
+        changes = self.sample_changes(rng, placer.placed)
         appearance = NOMINAL
         if variant == "randomized":
             appearance = sample_appearance(
@@ -165,11 +187,21 @@ class Task(ABC):
             objects=tuple(placer.placed),
             slots=slots,
             appearance=appearance,
+            changes=changes,
         )
 
     @abstractmethod
     def sample_objects(self, rng: np.random.Generator) -> tuple[list[ObjectSpec], dict[str, str]]:
         """The task's own objects (already placed, e.g. with :meth:`place`) and the instruction's slot values."""
+
+    def sample_changes(self, rng: np.random.Generator, placed: Sequence[ObjectSpec]) -> tuple[LayoutChange, ...]:
+        """Changes made to the layout mid-episode (none by default); ``placed`` is every object, distractors too."""
+        return ()
+
+    def keep_clear(self, objects: Sequence[ObjectSpec]) -> tuple[Workspace, ...]:
+        """Table regions no other object may be placed in (distractors included): by default every belt's top. A
+        task whose objects travel (a rolling ball's lane) adds its paths."""
+        return tuple(belt_region(o) for o in objects if o.kind in BELT_KINDS)
 
     def instruction(self, layout: Layout) -> str:
         return self.instruction_template.format(**layout.slots)
@@ -227,8 +259,24 @@ def pick_colors(rng: np.random.Generator, n: int) -> list[str]:
     return [str(c) for c in rng.choice(choices, size=n, replace=False)]
 
 
+def belt_region(belt: ObjectSpec) -> Workspace:
+    """The table region a belt covers (its footprint's axis-aligned bounds)."""
+    c, s = abs(math.cos(belt.yaw_rad)), abs(math.sin(belt.yaw_rad))
+    half_x = (belt.size_m[0] * c + belt.size_m[1] * s) / 2
+    half_y = (belt.size_m[0] * s + belt.size_m[1] * c) / 2
+    x, y = belt.pos_m[0], belt.pos_m[1]
+    return Workspace(x_m=(x - half_x, x + half_x), y_m=(y - half_y, y + half_y))
+
+
+def _clear_of(region: Workspace, x: float, y: float, radius: float) -> bool:
+    dx = max(region.x_m[0] - x, 0.0, x - region.x_m[1])
+    dy = max(region.y_m[0] - y, 0.0, y - region.y_m[1])
+    return math.hypot(dx, dy) >= radius + MIN_GAP_M
+
+
 class _Placer:
-    """Rejection sampling of non-overlapping object positions in the task's workspace."""
+    """Rejection sampling of non-overlapping object positions in the task's workspace, outside its clear regions
+    (belts are kept apart by their regions, not by their footprint circles)."""
 
     MAX_TRIES = 2000
 
@@ -236,11 +284,14 @@ class _Placer:
         self.task = task
         self.rng = rng
         self.placed = list(objects)
+        self.clear = task.keep_clear(self.placed)
 
     def _free(self, x: float, y: float, radius: float) -> bool:
         return all(
-            math.hypot(x - o.pos_m[0], y - o.pos_m[1]) >= radius + o.footprint_radius_m + MIN_GAP_M for o in self.placed
-        )
+            math.hypot(x - o.pos_m[0], y - o.pos_m[1]) >= radius + o.footprint_radius_m + MIN_GAP_M
+            for o in self.placed
+            if o.kind not in BELT_KINDS
+        ) and all(_clear_of(region, x, y, radius) for region in self.clear)
 
     def add_distractors(self, count: int, reserved_colors: set[str]) -> None:
         colors = [c for c in COLORS if c not in reserved_colors]
@@ -272,6 +323,19 @@ class _Placer:
                     break
             else:
                 raise ConfigError(f"task {self.task.name!r}: no room for distractor {i}")
+
+
+def free_spot(
+    task: Task, rng: np.random.Generator, placed: Sequence[ObjectSpec], radius_m: float, region: Workspace
+) -> tuple[float, float]:
+    """A random (x, y) in ``region`` where a footprint of ``radius_m`` overlaps none of ``placed`` (nor the task's
+    clear regions)."""
+    placer = _Placer(task, rng, list(placed))
+    for _ in range(_Placer.MAX_TRIES):
+        x, y = float(rng.uniform(*region.x_m)), float(rng.uniform(*region.y_m))
+        if placer._free(x, y, radius_m):
+            return x, y
+    raise ConfigError(f"task {task.name!r}: no free spot of radius {radius_m} m in {region}")
 
 
 def place_all(
