@@ -1,9 +1,10 @@
 """Accuracy and speed of RGB perception against the embedded world's ground truth: table height, back-projection,
 triangulation, segmentation from a click.
 
-The layouts are seeded: every task of dual_arx_x5 (general_pickup, stack_blocks, push_to_pad, bowl_on_plate,
-handover) in its standard and cluttered variants, seeds 0 .. ``--seeds`` - 1 (default 20: 200 layouts; 4 with
-``--quick``). Ground truth comes from the privileged side of the world only: object poses and the MuJoCo geoms of
+The layouts are seeded: five tasks of dual_arx_x5 whose objects stand apart on the table (general_pickup,
+stack_blocks, push_to_pad, bowl_on_plate, handover) in every variant the tasks have (robodojo.sim.variants: standard,
+cluttered, randomized), seeds 0 .. ``--seeds`` - 1 (default 20: 300 layouts; 4 with ``--quick``). Ground truth
+comes from the privileged side of the world only: object poses and the MuJoCo geoms of
 every object (the true top face of an object is the top of its highest geoms: a block's or cylinder's top, the rim of
 a bowl's 16 wall segments), the rendered segmentation (per-pixel geom ids) and, for one reference row, the rendered
 depth. Cameras are modelled with ``CameraModel.from_calibration`` of the world's calibration (exact in simulation).
@@ -84,11 +85,11 @@ from robodojo.perception.geometry import back_project, triangulate, world_map
 from robodojo.perception.segmentation import Segmentation, _top_face, segment
 from robodojo.perception.table_plane import measure_table_height
 from robodojo.sim.render import select_gl_backend
+from robodojo.sim.variants import VARIANTS
 from robodojo.sim.world import EmbeddedWorld
 
 ROBOT = "dual_arx_x5"
 TASKS = ("general_pickup", "stack_blocks", "push_to_pad", "bowl_on_plate", "handover")
-VARIANTS = ("standard", "cluttered")
 DEFAULT_SEEDS = 20
 QUICK_SEEDS = 4
 HEAD = "head"
