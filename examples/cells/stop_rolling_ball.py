@@ -55,7 +55,7 @@ def see_ball(near=None):
 # %% watch the ball a moment apart: where it is, its lane and its speed
 robo.wait(0.3)  # let it roll out from under the arm on its starting side
 seen = []
-for look in range(6):
+for _look in range(6):
     sighting = see_ball(near=seen[-1][0] if seen else None)
     if sighting is not None:
         seen.append(sighting)
@@ -86,13 +86,15 @@ ARM_SPEED = 0.1  # m/s, a conservative speed of move_to's straight lines
 here = np.array(robo.state().arm(arm).tcp_pos)
 ball_x = p1[0] + vx * (robo.state().time_s - t1)
 walls = [x * direction for x in (0.20, 0.25, 0.30, 0.35)]
+first = len(walls) - 1  # the furthest out if none is reached in time
 for i, x in enumerate(walls):
     arm_s = (np.linalg.norm(np.array([x, lane_y, ABOVE_Z]) - here) + (ABOVE_Z - WALL_Z)) / ARM_SPEED
     ball_s = ((x - ball_x) * direction - BALL_R - 0.03) / abs(vx)  # until it reaches the fingers
     print(f"  wall at x {x:+.2f}: the arm needs ~{arm_s:.1f} s, the ball gets there in ~{ball_s:.1f} s")
     if ball_s > arm_s + 0.5:
+        first = i
         break
-walls = walls[i:]  # the first place the arm reaches in time, then the ones further out
+walls = walls[first:]  # the first place the arm reaches in time, then the ones further out
 
 down = None
 for x in walls:
