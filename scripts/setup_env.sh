@@ -141,8 +141,8 @@ else
 fi
 
 # --- (c) the project, editable, with dev and hardware extras ---------------------------------------------------------
-say "pip install -e '.[dev,hardware,cluster]'"
-pip_install -e "${ROOT}[dev,hardware,cluster]"
+say "pip install -e '.[dev,hardware,cluster,usd]'"
+pip_install -e "${ROOT}[dev,hardware,cluster,usd]"
 
 # --- (d) the ROS 2 Jazzy wheels and the fix of their CMake exports --------------------------------------------------
 if [[ -n "$ROS_PYTHON" ]]; then

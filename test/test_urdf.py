@@ -11,6 +11,7 @@ from robodojo.geometry import matrix_from_quat, quat_from_matrix, rotation_from_
 from robodojo.robots.compose import compose_scene_urdf
 from robodojo.robots.config import available_robots, load_robot_config
 from robodojo.robots.urdf import load_urdf, parse_urdf
+from robodojo.sim.describe import describe_layout
 from robodojo.sim.scene import build_scene_spec
 from robodojo.sim.settings import load_sim_settings
 
@@ -25,7 +26,8 @@ def test_generated_scene_urdf_is_up_to_date(robot):
 def test_urdf_forward_kinematics_matches_mujoco_body_poses(robot):
     config = load_robot_config(robot)
     urdf = load_urdf(config.scene_urdf)
-    spec, _ = build_scene_spec(config, load_sim_settings())
+    settings = load_sim_settings()
+    spec, _ = build_scene_spec(config, settings, describe_layout(config, None, settings))
     model = spec.compile()
     data = mujoco.MjData(model)
     rng = np.random.default_rng(7)

@@ -10,6 +10,7 @@ import pytest
 from robodojo.errors import InvalidCommandError, UnknownNameError
 from robodojo.observation import Observation
 from robodojo.sim.tasks import available_tasks, get_task
+from robodojo.sim.variants import VARIANTS
 from robodojo.sim.world import EmbeddedWorld, EpisodeOverError
 
 ALL_TASKS = [(t, get_task(t).robot) for t in available_tasks()]
@@ -31,7 +32,7 @@ def test_layouts_are_deterministic_per_seed_and_differ_across_seeds(task, robot,
 
 
 @pytest.mark.parametrize(("task", "robot"), ALL_TASKS)
-@pytest.mark.parametrize("variant", ["standard", "cluttered"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_objects_at_rest_stay_within_1mm_over_10s(worlds, task, robot, variant):
     """Every object not set in motion (a rolling ball, what rides a belt), also once the layout's changes are made."""
     world = worlds[robot]

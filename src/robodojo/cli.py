@@ -74,6 +74,39 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_scene_export(args: argparse.Namespace) -> int:
+    from robodojo.sim.tasks import get_task
+    from robodojo.sim.usd import write_usd_stage
+    from robodojo.sim.world import EmbeddedWorld
+
+    world = EmbeddedWorld(get_task(args.task).robot)
+    try:
+        world.reset(args.task, seed=args.seed, variant=args.variant)
+        written = write_usd_stage(world.describe(), Path(args.out), world.settings)
+    finally:
+        world.close()
+    print(f"{args.task} seed {args.seed} ({args.variant}): {world.instruction}")
+    print(f"  stage      {written.stage}")
+    print(f"  robot URDF {written.robot_urdf} (for Isaac Sim's URDF importer; the stage holds the table)")
+    for texture in written.textures:
+        print(f"  texture    {texture}")
+    return 0
+
+
+def _add_scene(sub: argparse._SubParsersAction) -> None:
+    scene = sub.add_parser("scene", help="the simulator-neutral scene of a task layout, for other simulators")
+    actions = scene.add_subparsers(dest="scene_command", required=True)
+    export = actions.add_parser(
+        "export",
+        help="write a task layout's scene (settled, as the embedded world starts it) as a USD stage for Isaac Sim",
+    )
+    export.add_argument("--task", required=True)
+    export.add_argument("--seed", type=int, default=0)
+    export.add_argument("--variant", default="standard", choices=VARIANTS)
+    export.add_argument("--out", default="out/scene/scene.usda", help="the stage (.usda text, .usd binary)")
+    export.set_defaults(func=_cmd_scene_export)
+
+
 def add_llm_options(parser: argparse.ArgumentParser) -> None:
     """--llm-config, --timeout, --retries, --max-output-tokens and --tool-choice: the LLM client's settings."""
     from robodojo.agents.llm.settings import TOOL_CHOICES, user_llm_config_path
@@ -546,6 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--variant", default="standard", choices=VARIANTS)
     render.add_argument("--out", default="out/render")
     render.set_defaults(func=_cmd_render)
+    _add_scene(sub)
     _add_doctor(sub)
     return parser
 

@@ -137,7 +137,7 @@ class SimNode(GraphNode):
         self._qpos_adr = np.array([m.joint(j).qposadr[0] for j in self._joint_names])
         self._dof_adr = np.array([m.joint(j).dofadr[0] for j in self._joint_names])
 
-        self.clock_pub = self.create_publisher(Clock, "/clock", STATE_QOS)
+        self.clock_pub = self.create_publisher(Clock, topics.CLOCK, STATE_QOS)
         self.joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, STATE_QOS)
         self.status_pub = self.create_publisher(EpisodeStatus, topics.EPISODE_STATUS, LATCHED_QOS)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, STATE_QOS)

@@ -7,6 +7,7 @@ take the simulator's place.
 from __future__ import annotations
 
 # What a robot gives is named once, on the foundations floor, where the episode record (episode.mcap) uses it too.
+from robodojo.robots.topic_names import CLOCK as CLOCK
 from robodojo.robots.topic_names import JOINT_STATES as JOINT_STATES
 from robodojo.robots.topic_names import WORLD_FRAME as WORLD_FRAME
 from robodojo.robots.topic_names import camera_image as camera_image

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from robodojo.robots.config import RobotConfig
 
 WORLD_LINK = "world"
+TABLE_LINK = "table"
 TABLE_COLOR = "0.72 0.60 0.45 1"
 
 
@@ -59,7 +60,7 @@ def compose_scene_urdf(robot: RobotConfig) -> str:
 
     # The table is a solid block from the floor to its top, so objects and arms rest on it.
     t = robot.table
-    table = ET.SubElement(scene, "link", name="table")
+    table = ET.SubElement(scene, "link", name=TABLE_LINK)
     size = _fmt((t.size_xy_m[0], t.size_xy_m[1], t.top_z_m))
     for kind in ("visual", "collision"):
         e = ET.SubElement(table, kind)
@@ -67,7 +68,7 @@ def compose_scene_urdf(robot: RobotConfig) -> str:
         ET.SubElement(ET.SubElement(e, "geometry"), "box", size=size)
         if kind == "visual":
             ET.SubElement(e, "material", name="table_wood")
-    scene.append(_fixed_joint("table_joint", WORLD_LINK, "table", (*t.center_xy_m, t.top_z_m), (0, 0, 0)))
+    scene.append(_fixed_joint("table_joint", WORLD_LINK, TABLE_LINK, (*t.center_xy_m, t.top_z_m), (0, 0, 0)))
 
     if robot.head_mount is not None:
         m = robot.head_mount

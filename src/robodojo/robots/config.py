@@ -59,6 +59,9 @@ class TableConfig:
     size_xy_m: tuple[float, float]
 
 
+GRIPPER_KV_PER_KP = 0.05  # [s]
+
+
 @dataclass(frozen=True)
 class SimGains:
     joint_kp: tuple[float, ...]
@@ -67,6 +70,11 @@ class SimGains:
     joint_damping: tuple[float, ...]
     gripper_kp: float
     gripper_force_n: float
+
+    @property
+    def gripper_kv(self) -> float:
+        """The gripper servo's damping [N s/m], a fixed fraction of its stiffness."""
+        return GRIPPER_KV_PER_KP * self.gripper_kp
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,9 @@ from __future__ import annotations
 WORLD_FRAME = "world"
 
 JOINT_STATES = "/joint_states"
+CLOCK = "/clock"
+#: sensor_msgs/JointState position targets for Isaac Sim's articulation (its ROS 2 bridge's joint command subscriber)
+ISAAC_JOINT_COMMAND = "/isaac/joint_command"
 
 #: image_transport's suffix for the compressed transport of an image topic (sensor_msgs/CompressedImage)
 COMPRESSED_SUFFIX = "/compressed"

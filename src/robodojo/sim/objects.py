@@ -1,8 +1,9 @@
 """Task objects built from primitives: blocks, cylinders, balls, bowls, plates, flat target pads, push buttons,
 fixtures and conveyor belts.
 
-An :class:`ObjectSpec` is plain data (what a layout holds); :func:`add_object` turns it into a MuJoCo body. A block,
-pad or button may carry a ``label`` (robodojo.sim.labels: a digit or a picture) shown on its top face.
+An :class:`ObjectSpec` is plain data (what a layout holds); :func:`object_parts` resolves it into the primitive shapes
+of a scene description (robodojo.sim.description), which the simulators build. A block, pad or button may carry a
+``label`` (robodojo.sim.labels: a digit or a picture) shown on its top face.
 """
 
 from __future__ import annotations
@@ -11,11 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import mujoco
-
-from robodojo.sim.labels import apply_label
-from robodojo.sim.scene import WORLD_CONAFFINITY, WORLD_CONTYPE
-from robodojo.sim.settings import SimSettings
+from robodojo.geometry import Wxyz
+from robodojo.sim.description import Rgba, SceneObject, Shape
 
 COLORS: dict[str, tuple[float, float, float, float]] = {
     "red": (0.85, 0.12, 0.12, 1.0),
@@ -123,197 +121,133 @@ def object_rest_z(kind: str, size_m: tuple[float, ...], table_z_m: float) -> flo
     return table_z_m + size_m[-1] / 2
 
 
-def add_object(
-    spec: mujoco.MjSpec, obj: ObjectSpec, settings: SimSettings, rgba: Sequence[float] | None = None
-) -> None:
-    """Add ``obj`` as a free body (or a fixed, non-colliding decal for pads), drawn in ``rgba`` (default: its named
-    colour's; a label's white tinted with it)."""
+def object_parts(obj: ObjectSpec, rgba: Sequence[float] | None = None) -> tuple[SceneObject, ...]:
+    """``obj`` as the scene objects it is made of (a push button is its cap and a fixed housing; everything else one
+    object), drawn in ``rgba`` (default: its named colour's; a label's white tinted with it)."""
     if obj.label is not None and obj.kind not in LABELLED_KINDS:
         raise ValueError(f"object {obj.name!r}: a {obj.kind} cannot show a label; labelled kinds: {LABELLED_KINDS}")
-    half_yaw = obj.yaw_rad / 2
-    body = spec.worldbody.add_body(
-        name=obj.name, pos=list(obj.pos_m), quat=[math.cos(half_yaw), 0, 0, math.sin(half_yaw)]
-    )
-    rgba = list(COLORS[obj.color] if rgba is None else rgba)
-    contact = {
-        "contype": WORLD_CONTYPE,
-        "conaffinity": WORLD_CONAFFINITY,
-        "friction": list(settings.object_friction),
-        "condim": settings.object_condim,
-    }
-    if obj.kind == "pad":
-        s, h = obj.size_m
-        geom = body.add_geom(
-            name=f"{obj.name}_geom",
-            type=mujoco.mjtGeom.mjGEOM_BOX,
-            size=[s, s, h / 2],
-            rgba=rgba,
-            contype=0,
-            conaffinity=0,
-            group=0,
-        )
-        _label(spec, geom, obj)
-        return
-    if obj.kind in FIXTURE_KINDS:
-        _add_fixture_geoms(body, obj, rgba, contact)
-        return
-    if obj.kind in BELT_KINDS:
-        # Frictionless (its priority makes its own contact parameters win): the world drives what rides on it at the
-        # belt's velocity, and friction against a static slab would only slow that down.
-        body.add_geom(
-            name=f"{obj.name}_geom",
-            type=mujoco.mjtGeom.mjGEOM_BOX,
-            size=[s / 2 for s in obj.size_m],
-            rgba=rgba,
-            priority=1,
-            **{**contact, "friction": [0.0, 0.0, 0.0], "condim": 1},
-        )
-        return
-    joint = body.add_freejoint(name=f"{obj.name}_free")
-    if obj.kind == "block":
-        body.add_geom(
-            name=f"{obj.name}_geom",
-            type=mujoco.mjtGeom.mjGEOM_BOX,
-            size=[s / 2 for s in obj.size_m],
-            rgba=rgba,
-            mass=obj.mass_kg,
-            **contact,
-        )
-        _label_decal(spec, body, obj, (obj.size_m[0] / 2, obj.size_m[1] / 2), obj.size_m[2] / 2, rgba)
-    elif obj.kind == "button":
-        _add_button(spec, body, joint, obj, rgba, contact)
-    elif obj.kind in ("cylinder", "plate"):
-        r, h = obj.size_m
-        body.add_geom(
-            name=f"{obj.name}_geom",
-            type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-            size=[r, h / 2, 0],
-            rgba=rgba,
-            mass=obj.mass_kg,
-            **contact,
-        )
-    elif obj.kind == "ball":
-        body.add_geom(
-            name=f"{obj.name}_geom",
-            type=mujoco.mjtGeom.mjGEOM_SPHERE,
-            size=[obj.size_m[0], 0, 0],
-            rgba=rgba,
-            mass=obj.mass_kg,
-            priority=1,  # its own friction, not the larger of its and the table's: the ball rolls on
-            **{**contact, "friction": list(settings.ball_friction), "condim": 6},
-        )
-    elif obj.kind == "bowl":
-        _add_bowl_geoms(body, obj, rgba, contact)
-    else:
+    if obj.kind not in KINDS:
         raise ValueError(f"unknown object kind {obj.kind!r}; available: {', '.join(KINDS)}")
+    color = _rgba(COLORS[obj.color] if rgba is None else rgba)
+    half_yaw = obj.yaw_rad / 2
+    quat = (math.cos(half_yaw), 0.0, 0.0, math.sin(half_yaw))
+    latch_n = 0.0
+    shapes: tuple[Shape, ...]
+    extra: tuple[SceneObject, ...] = ()
+    if obj.kind == "pad":  # a flat decal: no contact, fixed
+        s, h = obj.size_m
+        shapes = (Shape(f"{obj.name}_geom", "box", (2 * s, 2 * s, h), color, contact="none", label=obj.label),)
+    elif obj.kind in FIXTURE_KINDS:
+        shapes = tuple(
+            Shape(f"{obj.name}_part{i}", "box", tuple(2 * h for h in half), color, pos_m=pos)
+            for i, (half, pos) in enumerate(fixture_boxes(obj.kind, obj.size_m))
+        )
+    elif obj.kind in BELT_KINDS:
+        shapes = (Shape(f"{obj.name}_geom", "box", obj.size_m, color, contact="frictionless"),)
+    elif obj.kind == "block":
+        shapes = (
+            Shape(f"{obj.name}_geom", "box", obj.size_m, color, mass_kg=obj.mass_kg),
+            *_label_decal(obj, (obj.size_m[0], obj.size_m[1]), obj.size_m[2] / 2, color),
+        )
+    elif obj.kind == "button":
+        s, h = obj.size_m
+        latch_n = BUTTON_LATCH_N
+        shapes = (
+            Shape(f"{obj.name}_geom", "box", (2 * s, 2 * s, h), color, mass_kg=obj.mass_kg),
+            *_label_decal(obj, (2 * s, 2 * s), h / 2, color),
+        )
+        extra = (_button_housing(obj, quat),)
+    elif obj.kind in ("cylinder", "plate"):
+        shapes = (Shape(f"{obj.name}_geom", "cylinder", obj.size_m, color, mass_kg=obj.mass_kg),)
+    elif obj.kind == "ball":
+        shapes = (Shape(f"{obj.name}_geom", "sphere", obj.size_m[:1], color, contact="rolling", mass_kg=obj.mass_kg),)
+    else:  # bowl
+        shapes = _bowl_shapes(obj, color)
+    main = SceneObject(
+        name=obj.name,
+        kind=obj.kind,
+        pos_m=obj.pos_m,
+        quat_wxyz=quat,
+        shapes=shapes,
+        movable=obj.movable,
+        latch_force_n=latch_n,
+        velocity_m_s=obj.velocity_m_s,
+    )
+    return (main, *extra)
 
 
-def _label(spec: mujoco.MjSpec, geom: mujoco.MjsGeom, obj: ObjectSpec) -> None:
-    if obj.label is not None:
-        apply_label(spec, geom, obj.label)
+def _rgba(values: Sequence[float]) -> Rgba:
+    r, g, b, a = (float(v) for v in values)
+    return (r, g, b, a)
 
 
-def _label_decal(
-    spec: mujoco.MjSpec, body: mujoco.MjsBody, obj: ObjectSpec, half_xy: tuple[float, float], top_z: float, rgba: list
-) -> None:
-    """The label's decal on the top face (at ``top_z`` in the body frame, ``half_xy`` its half sides): massless and
+def _label_decal(obj: ObjectSpec, size_xy: tuple[float, float], top_z: float, rgba: Rgba) -> tuple[Shape, ...]:
+    """The label's decal on the top face (at ``top_z`` in the object's frame, ``size_xy`` its sides): massless and
     without contacts."""
     if obj.label is None:
-        return
-    decal = body.add_geom(
-        name=f"{obj.name}_label",
-        type=mujoco.mjtGeom.mjGEOM_BOX,
-        size=[half_xy[0], half_xy[1], LABEL_DECAL_M / 2],
-        pos=[0, 0, top_z + LABEL_DECAL_M / 2],
-        rgba=rgba,
-        contype=0,
-        conaffinity=0,
-        group=0,
-        density=0,
+        return ()
+    return (
+        Shape(
+            f"{obj.name}_label",
+            "box",
+            (*size_xy, LABEL_DECAL_M),
+            rgba,
+            pos_m=(0.0, 0.0, top_z + LABEL_DECAL_M / 2),
+            contact="none",
+            mass_kg=0.0,
+            label=obj.label,
+        ),
     )
-    apply_label(spec, decal, obj.label)
 
 
-def _add_button(
-    spec: mujoco.MjSpec,
-    body: mujoco.MjsBody,
-    joint: mujoco.MjsJoint,
-    obj: ObjectSpec,
-    rgba: list[float],
-    contact: dict,
-) -> None:
-    """The cap (``body``, latched by its joint's friction, weightless) and its fixed housing under it."""
+def _button_housing(obj: ObjectSpec, quat: Wxyz) -> SceneObject:
+    """The dark housing a button's cap floats over: fixed to the table, visual only."""
     s, h = obj.size_m
-    body.gravcomp = 1.0
-    joint.frictionloss = BUTTON_LATCH_N
-    body.add_geom(
-        name=f"{obj.name}_geom",
-        type=mujoco.mjtGeom.mjGEOM_BOX,
-        size=[s, s, h / 2],
-        rgba=rgba,
-        mass=obj.mass_kg,
-        **contact,
-    )
-    _label_decal(spec, body, obj, (s, s), h / 2, rgba)
     x, y, z = obj.pos_m
     table_z = z - h / 2 - BUTTON_TRAVEL_M
-    half_yaw = obj.yaw_rad / 2
-    housing = s + BUTTON_HOUSING_MARGIN_M
-    spec.worldbody.add_geom(
+    side = 2 * (s + BUTTON_HOUSING_MARGIN_M)
+    housing = Shape(f"{obj.name}_housing", "box", (side, side, BUTTON_TRAVEL_M), BUTTON_HOUSING_RGBA, contact="none")
+    return SceneObject(
         name=f"{obj.name}_housing",
-        type=mujoco.mjtGeom.mjGEOM_BOX,
-        size=[housing, housing, BUTTON_TRAVEL_M / 2],
-        pos=[x, y, table_z + BUTTON_TRAVEL_M / 2],
-        quat=[math.cos(half_yaw), 0, 0, math.sin(half_yaw)],
-        rgba=list(BUTTON_HOUSING_RGBA),
-        contype=0,
-        conaffinity=0,
-        group=0,
+        kind="button_housing",
+        pos_m=(x, y, table_z + BUTTON_TRAVEL_M / 2),
+        quat_wxyz=quat,
+        shapes=(housing,),
+        movable=False,
     )
 
 
-def _add_bowl_geoms(body: mujoco.MjsBody, obj: ObjectSpec, rgba: list[float], contact: dict) -> None:
+def _bowl_shapes(obj: ObjectSpec, rgba: Rgba) -> tuple[Shape, ...]:
     """An open bowl: a base disc and a ring of wall boxes, origin at the centre of the base's underside."""
     radius, height = obj.size_m
     wall = 0.006
     base_h = 0.008
     n = BOWL_WALL_SEGMENTS
     part_mass = obj.mass_kg / (n + 2)
-    body.add_geom(
-        name=f"{obj.name}_base",
-        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-        size=[radius - wall / 2, base_h / 2, 0],
-        pos=[0, 0, base_h / 2],
-        rgba=rgba,
-        mass=2 * part_mass,
-        **contact,
-    )
-    seg_half_len = radius * math.tan(math.pi / n) + 0.001
+    base = Shape(
+        f"{obj.name}_base", "cylinder", (radius - wall / 2, base_h), rgba, pos_m=(0.0, 0.0, base_h / 2),
+        mass_kg=2 * part_mass,
+    )  # fmt: skip
+    seg_len = 2 * (radius * math.tan(math.pi / n) + 0.001)
+    walls = []
     for i in range(n):
         a = 2 * math.pi * i / n
-        body.add_geom(
-            name=f"{obj.name}_wall{i}",
-            type=mujoco.mjtGeom.mjGEOM_BOX,
-            size=[wall / 2, seg_half_len, (height - base_h) / 2],
-            pos=[(radius - wall / 2) * math.cos(a), (radius - wall / 2) * math.sin(a), base_h + (height - base_h) / 2],
-            quat=[math.cos(a / 2), 0, 0, math.sin(a / 2)],
-            rgba=rgba,
-            mass=part_mass,
-            **contact,
+        walls.append(
+            Shape(
+                f"{obj.name}_wall{i}",
+                "box",
+                (wall, seg_len, height - base_h),
+                rgba,
+                pos_m=(
+                    (radius - wall / 2) * math.cos(a),
+                    (radius - wall / 2) * math.sin(a),
+                    base_h + (height - base_h) / 2,
+                ),
+                quat_wxyz=(math.cos(a / 2), 0.0, 0.0, math.sin(a / 2)),
+                mass_kg=part_mass,
+            )
         )
-
-
-def _add_fixture_geoms(body: mujoco.MjsBody, obj: ObjectSpec, rgba: list[float], contact: dict) -> None:
-    """A fixture's boxes (see FIXTURE_KINDS), on a body with no joint: the table holds it still."""
-    for i, (half, pos) in enumerate(fixture_boxes(obj.kind, obj.size_m)):
-        body.add_geom(
-            name=f"{obj.name}_part{i}",
-            type=mujoco.mjtGeom.mjGEOM_BOX,
-            size=list(half),
-            pos=list(pos),
-            rgba=rgba,
-            **contact,
-        )
+    return (base, *walls)
 
 
 def fixture_boxes(

@@ -1,8 +1,9 @@
-"""Build the simulated scene: the robot's URDF model (robodojo.robots.mujoco_model) plus what URDF cannot say.
+"""Build the simulated scene in MuJoCo from its description (robodojo.sim.description): the robot's URDF model
+(robodojo.robots.mujoco_model) plus what URDF cannot say.
 
-Added here: contact settings, position servos, gravity compensation, cameras, a TCP site per arm, the floor, lights
-and rendering options; tasks add their objects before compiling. Lights, the table's look and the cameras' exact
-mounts come from an :class:`~robodojo.sim.appearance.Appearance` (the layout's; nominal by default).
+Added here: contact settings, position servos, gravity compensation, a TCP site per arm and rendering options, and
+from the description the table's look, the floor, lights, cameras on their exact mounts and the objects, one body
+each with a geom per shape.
 
 Contact filtering: robot collision geoms have contype 2 / conaffinity 1 and everything else contype 1 /
 conaffinity 3, so the robot touches the table and objects but its own links (and the other arm) never collide with
@@ -17,10 +18,12 @@ import mujoco
 import numpy as np
 
 from robodojo.geometry import matrix_from_quat, quat_from_matrix
+from robodojo.robots.compose import TABLE_LINK
 from robodojo.robots.config import RobotConfig
 from robodojo.robots.mujoco_model import COLLISION_GROUP, urdf_to_spec
 from robodojo.robots.urdf import UrdfModel, load_urdf
-from robodojo.sim.appearance import NOMINAL, Appearance
+from robodojo.sim.description import SceneDescription, SceneObject, Shape
+from robodojo.sim.labels import apply_label
 from robodojo.sim.settings import SimSettings
 from robodojo.sim.textures import apply_wood_grain
 
@@ -41,9 +44,13 @@ class SceneNames:
 
 
 def build_scene_spec(
-    robot: RobotConfig, settings: SimSettings, appearance: Appearance = NOMINAL
+    robot: RobotConfig, settings: SimSettings, scene: SceneDescription
 ) -> tuple[mujoco.MjSpec, SceneNames]:
-    """The scene as an uncompiled MjSpec (tasks add their objects before compiling) and the names of its parts."""
+    """``scene`` (described for ``robot``) as an uncompiled MjSpec, and the names of its parts. The robot and its
+    table come from the robot's scene URDF; the table's look, the floor, lights, cameras and objects from
+    ``scene``."""
+    if scene.robot.name != robot.name:
+        raise ValueError(f"the scene is described for robot {scene.robot.name!r}, not {robot.name!r}")
     urdf = load_urdf(robot.scene_urdf)
     spec, bodies = urdf_to_spec(urdf)
     spec.modelname = robot.name
@@ -52,7 +59,7 @@ def build_scene_spec(
     spec.option.cone = getattr(mujoco.mjtCone, f"mjCONE_{settings.cone.upper()}")
     spec.option.impratio = settings.impratio
     spec.option.iterations = settings.iterations
-    _configure_visual(spec, robot, settings, appearance)
+    _configure_visual(spec, robot, settings, scene)
 
     arm_links = _arm_links(urdf, robot)
     finger_links = {j.child for j in urdf.joints.values() if j.type == "prismatic"}
@@ -69,33 +76,94 @@ def build_scene_spec(
         geom.friction = list(settings.pad_friction if link in finger_links else settings.object_friction)
         geom.condim = 3 if robot_geom and link not in finger_links else settings.object_condim
 
-    if settings.render.table_texture == "wood_grain":
-        apply_wood_grain(spec, "table", appearance.table_grain_seed)
-    _tint(spec, "table", appearance.table_tint_rgb)
+    table = scene.table
+    if table.grain_seed is not None:
+        apply_wood_grain(spec, TABLE_LINK, table.grain_seed)
+    _tint(spec, TABLE_LINK, table.tint_rgb)
     world = spec.worldbody
     world.add_geom(
         name="floor",
         type=mujoco.mjtGeom.mjGEOM_PLANE,
         size=[0, 0, 0.05],
-        rgba=[0.55, 0.57, 0.6, 1],
+        rgba=list(scene.floor_rgba),
         contype=WORLD_CONTYPE,
         conaffinity=WORLD_CONAFFINITY,
     )
-    for light in appearance.lights:
+    for light in scene.lights:
         world.add_light(name=light.name, pos=list(light.pos_m), dir=list(light.dir), diffuse=list(light.diffuse_rgb))
 
     names = _add_arm_control(spec, urdf, robot)
     optical_to_mujoco = matrix_from_quat(OPTICAL_TO_MUJOCO_CAMERA_QUAT)
-    for cam in robot.cameras:
-        # The camera body is the nominal optical frame; the appearance's offset is expressed in it.
-        offset = appearance.camera_offset(cam.name)
+    for cam in scene.cameras:
+        # The camera body is the nominal optical frame; the offset (a jittered mount) is expressed in it.
         bodies[cam.frame].add_camera(
             name=cam.name,
-            pos=list(offset.xyz_m),
-            quat=quat_from_matrix(offset.rotation() @ optical_to_mujoco).tolist(),
+            pos=list(cam.offset_xyz_m),
+            quat=quat_from_matrix(matrix_from_quat(cam.offset_quat_wxyz) @ optical_to_mujoco).tolist(),
             fovy=cam.fovy_deg,
         )
+    for obj in scene.objects:
+        add_scene_object(spec, obj, settings)
     return spec, names
+
+
+def add_scene_object(spec: mujoco.MjSpec, obj: SceneObject, settings: SimSettings) -> None:
+    """``obj`` as a body of its own: free to move if it is movable (a latched one held by its joint's friction and
+    weightless), fixed otherwise; one geom per shape."""
+    body = spec.worldbody.add_body(name=obj.name, pos=list(obj.pos_m), quat=list(obj.quat_wxyz))
+    if obj.movable:
+        joint = body.add_freejoint(name=f"{obj.name}_free")
+        if obj.latch_force_n > 0:
+            body.gravcomp = 1.0
+            joint.frictionloss = obj.latch_force_n
+    for shape in obj.shapes:
+        geom = body.add_geom(
+            name=shape.name,
+            type=SHAPE_TYPES[shape.kind],
+            size=_mujoco_size(shape),
+            pos=list(shape.pos_m),
+            quat=list(shape.quat_wxyz),
+            rgba=list(shape.rgba),
+            **_contact(shape.contact, settings),
+        )
+        if shape.mass_kg == 0.0:
+            geom.density = 0.0
+        elif shape.mass_kg is not None:
+            geom.mass = shape.mass_kg
+        if shape.label is not None:
+            apply_label(spec, geom, shape.label)
+
+
+SHAPE_TYPES = {
+    "box": mujoco.mjtGeom.mjGEOM_BOX,
+    "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
+    "sphere": mujoco.mjtGeom.mjGEOM_SPHERE,
+}
+
+
+def _mujoco_size(shape: Shape) -> list[float]:
+    """MuJoCo's size parameters: half extents, (radius, half length), (radius,), padded to three."""
+    if shape.kind == "box":
+        return [s / 2 for s in shape.size_m]
+    if shape.kind == "cylinder":
+        return [shape.size_m[0], shape.size_m[1] / 2, 0.0]
+    return [shape.size_m[0], 0.0, 0.0]
+
+
+def _contact(contact: str, settings: SimSettings) -> dict:
+    if contact == "none":
+        return {"contype": 0, "conaffinity": 0, "group": 0}
+    params = {
+        "contype": WORLD_CONTYPE,
+        "conaffinity": WORLD_CONAFFINITY,
+        "friction": list(settings.object_friction),
+        "condim": settings.object_condim,
+    }
+    if contact == "rolling":  # its own friction, not the larger of its and the table's: the ball rolls on
+        return {**params, "friction": list(settings.ball_friction), "condim": 6, "priority": 1}
+    if contact == "frictionless":  # its priority makes its own (zero) friction win
+        return {**params, "friction": [0.0, 0.0, 0.0], "condim": 1, "priority": 1}
+    return params
 
 
 def _tint(spec: mujoco.MjSpec, body_name: str, tint_rgb: tuple[float, float, float]) -> None:
@@ -143,7 +211,7 @@ def _add_arm_control(spec: mujoco.MjSpec, urdf: UrdfModel, robot: RobotConfig) -
         grip = spec.add_actuator(
             name=f"{arm.prefix}gripper_servo", target=arm.gripper_joint, trntype=mujoco.mjtTrn.mjTRN_JOINT
         )
-        grip.set_to_position(kp=gains.gripper_kp, kv=0.05 * gains.gripper_kp)
+        grip.set_to_position(kp=gains.gripper_kp, kv=gains.gripper_kv)
         grip.ctrlrange = [finger.lower, finger.upper]
         grip.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
         grip.forcerange = [-gains.gripper_force_n, gains.gripper_force_n]
@@ -157,15 +225,15 @@ def _add_arm_control(spec: mujoco.MjSpec, urdf: UrdfModel, robot: RobotConfig) -
     return SceneNames(arm_actuators=arm_actuators, gripper_actuators=gripper_actuators, tcp_sites=tcp_sites)
 
 
-def _configure_visual(spec: mujoco.MjSpec, robot: RobotConfig, settings: SimSettings, appearance: Appearance) -> None:
+def _configure_visual(spec: mujoco.MjSpec, robot: RobotConfig, settings: SimSettings, scene: SceneDescription) -> None:
     width = max(c.width for c in robot.cameras)
     height = max(c.height for c in robot.cameras)
     spec.visual.global_.offwidth = min(max(width, 640), MAX_IMAGE_SIZE)
     spec.visual.global_.offheight = min(max(height, 480), MAX_IMAGE_SIZE)
     spec.visual.quality.offsamples = settings.render.msaa_samples
     spec.visual.quality.shadowsize = 2048 if settings.render.shadows else 0
-    spec.visual.headlight.ambient = list(appearance.headlight_ambient_rgb)
-    spec.visual.headlight.diffuse = list(appearance.headlight_diffuse_rgb)
+    spec.visual.headlight.ambient = list(scene.ambient_rgb)
+    spec.visual.headlight.diffuse = list(scene.headlight_rgb)
     spec.visual.map.znear = 0.005  # fraction of the model extent: about 1 cm, wrist cameras see close objects
     spec.stat.extent = 2.0
     spec.stat.center = np.array([0.0, -0.15, 0.9])

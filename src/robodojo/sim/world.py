@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
 import mujoco
 import numpy as np
@@ -19,9 +20,9 @@ from robodojo.geometry import quat_from_matrix, transform, wxyz_tuple, xyz_tuple
 from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Observation
 from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.urdf import load_urdf
-from robodojo.sim.appearance import NOMINAL
+from robodojo.sim.describe import describe_layout
+from robodojo.sim.description import SceneDescription
 from robodojo.sim.dynamics import WorldDynamics
-from robodojo.sim.objects import COLORS, add_object
 from robodojo.sim.render import CameraRenderer, Marker
 from robodojo.sim.scene import build_scene_spec
 from robodojo.sim.settings import SimSettings, load_sim_settings
@@ -43,6 +44,7 @@ class EmbeddedWorld:
     # Compiled in the constructor and again by every reset (a new layout adds bodies), so always set.
     model: mujoco.MjModel
     data: mujoco.MjData
+    scene: SceneDescription  # what the model was built from
 
     def __init__(
         self,
@@ -108,17 +110,57 @@ class EmbeddedWorld:
             raise RobodojoError("no task loaded; call reset(task, seed) first")
         return self.task.instruction(self.layout)
 
+    def describe(self) -> SceneDescription:
+        """The scene as it is now, simulator-neutral: objects where they are, the arms' joints as they are, every
+        camera's pose; building it (:meth:`load_scene`, or in another simulator) gives this scene back."""
+        m, scene = self.model, self.scene
+        # Poses of the state itself (those of self.data lag it by the physics step that produced it).
+        now = mujoco.MjData(m)
+        now.qpos[:] = self.data.qpos
+        mujoco.mj_kinematics(m, now)
+        mujoco.mj_camlight(m, now)
+        joints = {name: float(now.qpos[m.joint(name).qposadr[0]]) for name in scene.robot.joint_positions_rad}
+        return replace(
+            scene,
+            robot=replace(scene.robot, joint_positions_rad=joints),
+            objects=tuple(
+                replace(obj, pos_m=xyz_tuple(now.xpos[body]), quat_wxyz=wxyz_tuple(now.xquat[body]))
+                for obj, body in ((o, m.body(o.name).id) for o in scene.objects)
+            ),
+            cameras=tuple(
+                replace(cam, T_world_cam=tuple(map(tuple, _optical_pose(now, self.camera_ids[cam.name]).tolist())))
+                for cam in scene.cameras
+            ),
+        )
+
+    def load_scene(self, scene: SceneDescription) -> Observation:
+        """Build a described scene exactly as described (objects where it puts them, no settling) with no task: a
+        scene to look at and move in, not an episode."""
+        self._build(scene)
+        self.task, self.layout, self.dynamics = None, None, None
+        return self.observe()
+
     def _load(self, task: Task | None, layout: Layout | None) -> None:
-        appearance = NOMINAL if layout is None else layout.appearance
-        spec, self._names = build_scene_spec(self.robot, self.settings, appearance)
+        self._build(describe_layout(self.robot, layout, self.settings))
+        self.task, self.layout = task, layout
         if layout is not None:
-            for obj in layout.objects:
-                add_object(spec, obj, self.settings, appearance.object_color(obj.name, COLORS[obj.color]))
+            m, d = self.model, self.data
+            for _ in range(self.settings.settle_steps):
+                self._advance()
+            self.initial_object_pos = {o.name: d.xpos[m.body(o.name).id].copy() for o in layout.objects}
+            # Set in motion only once settled, so a launched object starts from rest on the table.
+            self.dynamics = WorldDynamics(m, layout)
+            self.dynamics.launch(d)
+
+    def _build(self, scene: SceneDescription) -> None:
+        """Compile ``scene`` and put the robot in its described joint state, holding it."""
+        spec, self._names = build_scene_spec(self.robot, self.settings, scene)
         for extra in self.scene_extras:
             extra(spec)
         self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
-        self.task, self.layout, self.step_count = task, layout, 0
+        self.scene = scene
+        self.step_count = 0
         self.dynamics = None
         m, d = self.model, self.data
         # MuJoCo indices, public for privileged tools (scripted checks, benchmarks); agents use observe/step.
@@ -130,21 +172,17 @@ class EmbeddedWorld:
         self.gripper_ctrl_ids = {a.name: m.actuator(self._names.gripper_actuators[a.name]).id for a in self.robot.arms}
         self.tcp_site_ids = {a.name: m.site(self._names.tcp_sites[a.name]).id for a in self.robot.arms}
         self.camera_ids = {c.name: m.camera(c.name).id for c in self.robot.cameras}
+        q = scene.robot.joint_positions_rad
         for arm in self.robot.arms:
-            d.qpos[self.arm_qpos_adr[arm.name]] = arm.home_joints_rad
-            d.ctrl[self.arm_ctrl_ids[arm.name]] = arm.home_joints_rad
-            self.set_gripper_target(arm.name, 1.0)
-            d.qpos[self.gripper_qpos_adr[arm.name]] = d.ctrl[self.gripper_ctrl_ids[arm.name]]
+            d.qpos[self.arm_qpos_adr[arm.name]] = [q[j] for j in arm.joints]
+            d.ctrl[self.arm_ctrl_ids[arm.name]] = [q[j] for j in arm.joints]
+            d.qpos[self.gripper_qpos_adr[arm.name]] = d.ctrl[self.gripper_ctrl_ids[arm.name]] = q[arm.gripper_joint]
+        for joint in self._urdf.movable_joints:
+            if joint.mimic is not None:  # the mimicking finger as described, or where its constraint holds it
+                d.qpos[m.joint(joint.name).qposadr[0]] = q.get(joint.name, self._urdf.position_of(joint, q))
         mujoco.mj_forward(m, d)
         for renderer in self._renderers.values():
             renderer.bind(m)
-        if layout is not None:
-            for _ in range(self.settings.settle_steps):
-                self._advance()
-            self.initial_object_pos = {o.name: d.xpos[m.body(o.name).id].copy() for o in layout.objects}
-            # Set in motion only once settled, so a launched object starts from rest on the table.
-            self.dynamics = WorldDynamics(m, layout)
-            self.dynamics.launch(d)
 
     # -- acting -------------------------------------------------------------------------------------------------
     def step(
@@ -271,9 +309,7 @@ class EmbeddedWorld:
         cid = self.camera_ids[camera]
         fy = (cam.height / 2) / math.tan(math.radians(m.cam_fovy[cid]) / 2)
         K = np.array([[fy, 0.0, (cam.width - 1) / 2], [0.0, fy, (cam.height - 1) / 2], [0.0, 0.0, 1.0]])
-        # MuJoCo camera axes (x right, y up, looking along -z) to the optical convention (y down, z forward).
-        R = d.cam_xmat[cid].reshape(3, 3) @ np.diag([1.0, -1.0, -1.0])
-        return CameraCalibration(K=K, T_world_cam=transform(R, d.cam_xpos[cid]), width=cam.width, height=cam.height)
+        return CameraCalibration(K=K, T_world_cam=_optical_pose(d, cid), width=cam.width, height=cam.height)
 
     def render(
         self, camera: str, *, depth: bool = False, segmentation: bool = False, markers: Sequence[Marker] = ()
@@ -328,3 +364,10 @@ class EmbeddedWorld:
         for renderer in self._renderers.values():
             renderer.close()
         self._renderers.clear()
+
+
+def _optical_pose(data: mujoco.MjData, camera_id: int) -> np.ndarray:
+    """T_world_cam of a MuJoCo camera in the optical convention (MuJoCo's x right, y up, looking along -z, turned to
+    y down, z forward)."""
+    R = data.cam_xmat[camera_id].reshape(3, 3) @ np.diag([1.0, -1.0, -1.0])
+    return transform(R, data.cam_xpos[camera_id])

@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""Run a robodojo scene in Isaac Sim 6.x with its ROS 2 bridge in sim_node's place.
+
+    robodojo scene export --task general_pickup --seed 0 --out out/isaac/scene.usda     # in the project's venv
+    python scripts/isaac_sim_robodojo.py out/isaac/scene.usda --check                    # anywhere with usd-core
+    <isaac-sim>/python.sh scripts/isaac_sim_robodojo.py out/isaac/scene.usda [--headless]  # on an RTX machine
+
+LIMITS, plainly: Isaac Sim cannot be installed or run on the machines this project is developed and tested on (no RTX
+GPU; PyPI's isaacsim 6.x wheels are for Python 3.12 and its ROS 2 extras do not resolve; see shared/HARDWARE.md).
+The Isaac part of this script is written against the Isaac Sim 6.x API (the URDF importer, OmniGraph node types of
+isaacsim.ros2.bridge and isaacsim.core.nodes) and has never been run by the project. ``--check`` runs here and in CI:
+it validates everything the Isaac part reads (the stage, the robot URDF beside it, cameras, topics, textures) with
+usd-core alone and prints the graph it would build.
+
+What the Isaac part does:
+1. opens the stage (table, floor, objects with physics, cameras, lights: the embedded world's scene, settled);
+2. imports the robot URDF beside it (the scene URDF without its table, which the stage holds) into ``<robot>.usd``,
+   fixed base, position drives with the embedded world's servo gains, fixed joints kept so that the camera frames exist;
+   the stage's ``/World/Robot`` payload loads it;
+3. attaches each camera to its mount link (the wrist cameras move with the arms) at its exact mount offset;
+4. builds one OmniGraph driven by the playback tick that publishes sim_node's topics: ``/clock`` (simulation time),
+   ``/joint_states`` (every joint of the articulation), and per camera ``/cameras/<camera>/image_raw`` (rgb8) and
+   ``/cameras/<camera>/camera_info``, stamped in the camera's optical frame; it follows position targets on
+   ``/isaac/joint_command`` (sensor_msgs/JointState) through the articulation controller;
+5. plays: objects settle, then a launched object gets its velocity and a belt its surface velocity.
+
+Not here: following the motion server's joint_trajectory topics. A ROS-side node that plays them onto
+``/isaac/joint_command`` and reports trajectory status as sim_node does is not written yet; until it is, Isaac Sim
+follows only direct position targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GRAPH_PATH = "/World/ROS2Bridge"
+ROBOT_PATH = "/World/Robot"
+CAMERAS_PATH = "/World/Cameras"
+SETTLE_S = 0.5  # the embedded world settles its layouts for about this long before an episode starts
+
+
+@dataclass(frozen=True)
+class CameraPlan:
+    name: str
+    prim_path: str
+    width: int
+    height: int
+    mount_frame: str
+    image_topic: str
+    info_topic: str
+    frame_id: str
+
+
+@dataclass(frozen=True)
+class ScenePlan:
+    """Everything the Isaac part reads from the stage, checked."""
+
+    stage: Path
+    robot: str
+    robot_urdf: Path
+    robot_usd: Path
+    joint_names: tuple[str, ...]
+    joint_positions_rad: tuple[float, ...]
+    drive_stiffness: tuple[float, ...]
+    drive_damping: tuple[float, ...]
+    joint_states_topic: str
+    joint_command_topic: str
+    clock_topic: str
+    cameras: tuple[CameraPlan, ...]
+    velocities: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # prim path -> m/s
+
+
+class PlanError(Exception):
+    """The stage or what it refers to cannot be run; the message lists every problem."""
+
+
+def read_plan(stage_path: Path) -> ScenePlan:
+    """Read and check the stage ``robodojo scene export`` wrote (usd-core only)."""
+    from pxr import Usd, UsdGeom
+
+    problems: list[str] = []
+    if not stage_path.is_file():
+        raise PlanError(f"{stage_path}: no such stage (write one with `robodojo scene export`)")
+    stage = Usd.Stage.Open(str(stage_path), Usd.Stage.LoadNone)
+    if stage is None:
+        raise PlanError(f"{stage_path}: not a USD stage")
+    if UsdGeom.GetStageUpAxis(stage) != UsdGeom.Tokens.z or UsdGeom.GetStageMetersPerUnit(stage) != 1.0:
+        problems.append("the stage must be z-up in metres")
+    data = stage.GetRootLayer().customLayerData
+    robot_name = str(data.get("robodojo:robot", ""))
+    if not robot_name:
+        problems.append("the stage names no robot (customLayerData robodojo:robot): not written by robodojo?")
+    robot = stage.GetPrimAtPath(ROBOT_PATH)
+    if not robot.IsValid():
+        raise PlanError(f"{stage_path}: no {ROBOT_PATH} prim")
+
+    def attribute(prim, name: str, default=None):
+        attr = prim.GetAttribute(name)
+        value = attr.Get() if attr and attr.HasAuthoredValue() else None
+        if value is None:
+            if default is None:
+                problems.append(f"{prim.GetPath()}: attribute {name} is missing")
+            return default
+        return value
+
+    urdf_asset = attribute(robot, "robodojo:urdf", "")
+    urdf_path = (stage_path.parent / (urdf_asset.path if hasattr(urdf_asset, "path") else str(urdf_asset))).resolve()
+    links: set[str] = set()
+    urdf_joints: set[str] = set()
+    if not urdf_path.is_file():
+        problems.append(f"the robot URDF {urdf_path} is missing (it is written beside the stage)")
+    else:
+        try:
+            root = ET.parse(urdf_path).getroot()
+            links = {e.get("name", "") for e in root.findall("link")}
+            urdf_joints = {e.get("name", "") for e in root.findall("joint")}
+        except ET.ParseError as exc:
+            problems.append(f"the robot URDF {urdf_path} does not parse: {exc}")
+    payloads = robot.GetMetadata("payload")
+    items = list(payloads.GetAddedOrExplicitItems()) if payloads else []
+    if len(items) != 1:
+        problems.append(f"{ROBOT_PATH} must have one payload (the URDF import), has {len(items)}")
+    robot_usd = (stage_path.parent / (items[0].assetPath if items else f"{robot_name}.usd")).resolve()
+
+    names = tuple(attribute(robot, "robodojo:jointNames", []))
+    positions = tuple(float(q) for q in attribute(robot, "robodojo:jointPositions_rad", []))
+    stiffness = tuple(float(k) for k in attribute(robot, "robodojo:driveStiffness", []))
+    damping = tuple(float(k) for k in attribute(robot, "robodojo:driveDamping", []))
+    if not names or not len(names) == len(positions) == len(stiffness) == len(damping):
+        problems.append(
+            f"{ROBOT_PATH}: jointNames, jointPositions_rad, driveStiffness and driveDamping must have one entry per "
+            f"joint, have {len(names)}, {len(positions)}, {len(stiffness)}, {len(damping)}"
+        )
+    if urdf_joints:
+        unknown = [n for n in names if n not in urdf_joints]
+        if unknown:
+            problems.append(f"joints not in the robot URDF: {', '.join(unknown)}")
+        if "table" in links:
+            problems.append("the robot URDF still holds the table (the stage has its own)")
+
+    cameras = []
+    root_prim = stage.GetPrimAtPath(CAMERAS_PATH)
+    for prim in root_prim.GetChildren() if root_prim.IsValid() else []:
+        if not prim.IsA(UsdGeom.Camera):
+            continue
+        camera = CameraPlan(
+            name=prim.GetName(),
+            prim_path=str(prim.GetPath()),
+            width=int(attribute(prim, "robodojo:width", 0)),
+            height=int(attribute(prim, "robodojo:height", 0)),
+            mount_frame=str(attribute(prim, "robodojo:mountFrame", "")),
+            image_topic=str(attribute(prim, "robodojo:imageTopic", "")),
+            info_topic=str(attribute(prim, "robodojo:cameraInfoTopic", "")),
+            frame_id=str(attribute(prim, "robodojo:frameId", "")),
+        )
+        if camera.width <= 0 or camera.height <= 0:
+            problems.append(f"camera {camera.name}: image size {camera.width}x{camera.height}")
+        if links and camera.mount_frame not in links:
+            problems.append(f"camera {camera.name}: mount frame {camera.mount_frame!r} is not a link of the robot URDF")
+        if not (camera.image_topic.startswith("/") and camera.info_topic.startswith("/")):
+            problems.append(f"camera {camera.name}: its topics must be absolute names")
+        cameras.append(camera)
+    if not cameras:
+        problems.append(f"no cameras under {CAMERAS_PATH}")
+
+    velocities = {}
+    for prim in stage.Traverse():
+        value = prim.GetAttribute("robodojo:velocity_m_s")
+        if value and value.HasAuthoredValue():
+            vx, vy, vz = (float(v) for v in value.Get())
+            velocities[str(prim.GetPath())] = (vx, vy, vz)
+        if prim.GetTypeName() == "Shader":
+            texture = prim.GetAttribute("inputs:file")
+            if texture and texture.HasAuthoredValue() and not (stage_path.parent / texture.Get().path).is_file():
+                problems.append(f"{prim.GetPath()}: texture {texture.Get().path} is missing")
+    if problems:
+        raise PlanError(f"{stage_path}: " + "; ".join(problems))
+    return ScenePlan(
+        stage=stage_path.resolve(),
+        robot=robot_name,
+        robot_urdf=urdf_path,
+        robot_usd=robot_usd,
+        joint_names=names,
+        joint_positions_rad=positions,
+        drive_stiffness=stiffness,
+        drive_damping=damping,
+        joint_states_topic=str(attribute(robot, "robodojo:jointStatesTopic", "")),
+        joint_command_topic=str(attribute(robot, "robodojo:jointCommandTopic", "")),
+        clock_topic=str(data.get("robodojo:clockTopic", "/clock")),
+        cameras=tuple(cameras),
+        velocities=velocities,
+    )
+
+
+def describe_plan(plan: ScenePlan) -> str:
+    lines = [
+        f"stage {plan.stage} (robot {plan.robot})",
+        f"  import {plan.robot_urdf.name} -> {plan.robot_usd.name} (fixed base, position drives, fixed joints kept)",
+        f"  {len(plan.joint_names)} joints at their described positions",
+        f"  publish {plan.clock_topic} (rosgraph_msgs/Clock, simulation time)",
+        f"  publish {plan.joint_states_topic} (sensor_msgs/JointState, every joint of {ROBOT_PATH})",
+        f"  follow  {plan.joint_command_topic} (sensor_msgs/JointState position targets)",
+    ]
+    for cam in plan.cameras:
+        lines.append(
+            f"  camera {cam.name} on {cam.mount_frame}: {cam.width}x{cam.height} rgb8 on {cam.image_topic}, "
+            f"CameraInfo on {cam.info_topic}, frame {cam.frame_id}"
+        )
+    for path, v in plan.velocities.items():
+        lines.append(f"  after {SETTLE_S} s: {path} at ({v[0]:+.3f}, {v[1]:+.3f}, {v[2]:+.3f}) m/s")
+    return "\n".join(lines)
+
+
+# -- Isaac Sim 6.x (not run by the project: see the header) -------------------------------------------------------
+
+
+def run_in_isaac(plan: ScenePlan, headless: bool) -> None:  # pragma: no cover - needs Isaac Sim and an RTX GPU
+    from isaacsim import SimulationApp
+
+    app = SimulationApp({"headless": headless})
+    import omni.graph.core as og
+    import omni.timeline
+    import omni.usd
+    from isaacsim.asset.importer.urdf import URDFImporter, URDFImporterConfig
+    from isaacsim.core.utils.extensions import enable_extension
+    from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+
+    enable_extension("isaacsim.ros2.bridge")
+    app.update()
+
+    config = URDFImporterConfig(
+        urdf_path=str(plan.robot_urdf),
+        usd_path=str(plan.robot_usd),
+        fix_base=True,
+        merge_fixed_joints=False,  # the camera and TCP frames are fixed links: keep them as prims
+        joint_drive_type="position",
+    )
+    URDFImporter(config).import_urdf()
+    omni.usd.get_context().open_stage(str(plan.stage))
+    app.update()
+    stage = omni.usd.get_context().get_stage()
+    stage.Load(ROBOT_PATH)  # the payload: the import just written
+
+    prims_by_name = {p.GetName(): p for p in Usd.PrimRange(stage.GetPrimAtPath(ROBOT_PATH))}
+    for name, q, kp, kv in zip(
+        plan.joint_names, plan.joint_positions_rad, plan.drive_stiffness, plan.drive_damping, strict=True
+    ):
+        joint = prims_by_name.get(name)
+        if joint is None:
+            raise PlanError(f"the URDF import has no joint prim {name!r}")
+        angular = joint.IsA(UsdPhysics.RevoluteJoint)
+        drive = UsdPhysics.DriveAPI.Apply(joint, "angular" if angular else "linear")
+        per_unit = math.pi / 180 if angular else 1.0  # PhysX angular drives: per degree
+        drive.CreateStiffnessAttr(kp * per_unit)
+        drive.CreateDampingAttr(kv * per_unit)
+        start = math.degrees(q) if angular else q
+        drive.CreateTargetPositionAttr(start)
+        kind = "angular" if angular else "linear"
+        joint.AddAppliedSchema(f"PhysxJointStateAPI:{kind}")  # where the joint starts
+        joint.CreateAttribute(f"state:{kind}:physics:position", Sdf.ValueTypeNames.Float).Set(start)
+
+    camera_paths = {}
+    for cam in plan.cameras:  # attach each camera to its mount link, keeping its exact offset
+        camera = stage.GetPrimAtPath(cam.prim_path)
+        mount = prims_by_name.get(cam.mount_frame)
+        if mount is None:
+            raise PlanError(f"camera {cam.name}: the URDF import has no link prim {cam.mount_frame!r}")
+        attached = UsdGeom.Camera.Define(stage, f"{mount.GetPath()}/{cam.name}")
+        for attr in camera.GetAttributes():
+            if attr.GetNamespace() != "xformOp" and attr.GetName() != "xformOpOrder" and attr.HasAuthoredValue():
+                attached.GetPrim().CreateAttribute(attr.GetName(), attr.GetTypeName()).Set(attr.Get())
+        offset = camera.GetAttribute("robodojo:mountOffset").Get()
+        UsdGeom.Xformable(attached).AddTransformOp().Set(Gf.Matrix4d(offset))
+        camera.SetActive(False)
+        camera_paths[cam.name] = str(attached.GetPath())
+
+    keys = og.Controller.Keys
+    nodes = [
+        ("tick", "omni.graph.action.OnPlaybackTick"),
+        ("context", "isaacsim.ros2.bridge.ROS2Context"),
+        ("time", "isaacsim.core.nodes.IsaacReadSimulationTime"),
+        ("clock", "isaacsim.ros2.bridge.ROS2PublishClock"),
+        ("joint_states", "isaacsim.ros2.bridge.ROS2PublishJointState"),
+        ("joint_command", "isaacsim.ros2.bridge.ROS2SubscribeJointState"),
+        ("articulation", "isaacsim.core.nodes.IsaacArticulationController"),
+    ]
+    values: list[tuple[str, object]] = [
+        ("clock.inputs:topicName", plan.clock_topic),
+        ("joint_states.inputs:topicName", plan.joint_states_topic),
+        ("joint_states.inputs:targetPrim", ROBOT_PATH),
+        ("joint_command.inputs:topicName", plan.joint_command_topic),
+        ("articulation.inputs:targetPrim", ROBOT_PATH),
+    ]
+    connections = [
+        ("tick.outputs:tick", "clock.inputs:execIn"),
+        ("tick.outputs:tick", "joint_states.inputs:execIn"),
+        ("tick.outputs:tick", "joint_command.inputs:execIn"),
+        ("joint_command.outputs:execOut", "articulation.inputs:execIn"),
+        ("joint_command.outputs:jointNames", "articulation.inputs:jointNames"),
+        ("joint_command.outputs:positionCommand", "articulation.inputs:positionCommand"),
+        ("time.outputs:simulationTime", "clock.inputs:timeStamp"),
+        ("time.outputs:simulationTime", "joint_states.inputs:timeStamp"),
+        *(("context.outputs:context", f"{n}.inputs:context") for n in ("clock", "joint_states", "joint_command")),
+    ]
+    for cam in plan.cameras:
+        product, image, info = f"{cam.name}_render", f"{cam.name}_image", f"{cam.name}_info"
+        nodes += [
+            (product, "isaacsim.core.nodes.IsaacCreateRenderProduct"),
+            (image, "isaacsim.ros2.bridge.ROS2CameraHelper"),
+            (info, "isaacsim.ros2.bridge.ROS2CameraInfoHelper"),
+        ]
+        values += [
+            (f"{product}.inputs:cameraPrim", camera_paths[cam.name]),
+            (f"{product}.inputs:width", cam.width),
+            (f"{product}.inputs:height", cam.height),
+            (f"{image}.inputs:type", "rgb"),
+            (f"{image}.inputs:topicName", cam.image_topic),
+            (f"{image}.inputs:frameId", cam.frame_id),
+            (f"{info}.inputs:topicName", cam.info_topic),
+            (f"{info}.inputs:frameId", cam.frame_id),
+        ]
+        connections += [
+            ("tick.outputs:tick", f"{product}.inputs:execIn"),
+            (f"{product}.outputs:execOut", f"{image}.inputs:execIn"),
+            (f"{product}.outputs:execOut", f"{info}.inputs:execIn"),
+            (f"{product}.outputs:renderProductPath", f"{image}.inputs:renderProductPath"),
+            (f"{product}.outputs:renderProductPath", f"{info}.inputs:renderProductPath"),
+            ("context.outputs:context", f"{image}.inputs:context"),
+            ("context.outputs:context", f"{info}.inputs:context"),
+        ]
+    og.Controller.edit(
+        {"graph_path": GRAPH_PATH, "evaluator_name": "execution"},
+        {keys.CREATE_NODES: nodes, keys.SET_VALUES: values, keys.CONNECT: connections},
+    )
+
+    timeline = omni.timeline.get_timeline_interface()
+    timeline.play()
+    launched = False
+    while app.is_running():
+        app.update()
+        if not launched and timeline.get_current_time() >= SETTLE_S:
+            for path, velocity in plan.velocities.items():
+                prim = stage.GetPrimAtPath(path)
+                if prim.HasAPI(UsdPhysics.RigidBodyAPI):
+                    UsdPhysics.RigidBodyAPI(prim).GetVelocityAttr().Set(Gf.Vec3f(*velocity))
+                else:  # a belt: PhysX moves what touches it
+                    prim.AddAppliedSchema("PhysxSurfaceVelocityAPI")
+                    prim.CreateAttribute("physxSurfaceVelocity:surfaceVelocity", Sdf.ValueTypeNames.Vector3f).Set(
+                        Gf.Vec3f(*velocity)
+                    )
+            launched = True
+    app.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("stage", type=Path, help="the stage `robodojo scene export` wrote")
+    parser.add_argument("--check", action="store_true", help="validate the stage and print the plan; no Isaac Sim")
+    parser.add_argument("--headless", action="store_true", help="no Isaac Sim window")
+    args = parser.parse_args(argv)
+    try:
+        plan = read_plan(args.stage)
+    except ImportError:
+        print("isaac_sim_robodojo: usd-core (the pxr module) is needed: pip install usd-core", file=sys.stderr)
+        return 2
+    except PlanError as exc:
+        print(f"isaac_sim_robodojo: {exc}", file=sys.stderr)
+        return 1
+    print(describe_plan(plan))
+    if args.check:
+        print("check: OK (Isaac Sim was not started)")
+        return 0
+    run_in_isaac(plan, args.headless)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

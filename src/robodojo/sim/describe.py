@@ -1,0 +1,102 @@
+"""Scene descriptions (robodojo.sim.description) from a task layout, as the tasks define it.
+
+:func:`describe_layout` is what every builder starts from: the embedded world builds its MuJoCo model from it, and
+``robodojo scene export`` writes it as USD. The robot stands at home; objects are where the layout puts them, drawn in
+the layout's appearance; cameras sit on their mounts with the appearance's offsets; the lights are the appearance's.
+"""
+
+from __future__ import annotations
+
+from robodojo import PACKAGE_ROOT
+from robodojo.geometry import quat_from_matrix, transform, wxyz_tuple
+from robodojo.robots.compose import TABLE_LINK
+from robodojo.robots.config import RobotConfig
+from robodojo.robots.urdf import UrdfModel, load_urdf
+from robodojo.sim.appearance import NOMINAL
+from robodojo.sim.description import (
+    CameraDescription,
+    LightDescription,
+    RobotDescription,
+    SceneDescription,
+    TableDescription,
+)
+from robodojo.sim.objects import COLORS, object_parts
+from robodojo.sim.settings import SimSettings
+from robodojo.sim.tasks.base import Layout
+
+FLOOR_RGBA = (0.55, 0.57, 0.6, 1.0)
+
+
+def describe_layout(robot: RobotConfig, layout: Layout | None, settings: SimSettings) -> SceneDescription:
+    """The scene of ``layout`` on ``robot`` (None: the robot and table alone, as designed), arms at home."""
+    appearance = NOMINAL if layout is None else layout.appearance
+    urdf = load_urdf(robot.scene_urdf)
+    joints = home_joint_positions(robot)
+    joints.update({j.name: urdf.position_of(j, joints) for j in urdf.movable_joints if j.mimic is not None})
+    links = urdf.forward_kinematics(joints)
+    cameras = []
+    for cam in robot.cameras:
+        offset = appearance.camera_offset(cam.name)
+        T_frame_cam = transform(offset.rotation(), offset.xyz_m)
+        cameras.append(
+            CameraDescription(
+                name=cam.name,
+                frame=cam.frame,
+                width=cam.width,
+                height=cam.height,
+                fovy_deg=cam.fovy_deg,
+                offset_xyz_m=offset.xyz_m,
+                offset_quat_wxyz=wxyz_tuple(quat_from_matrix(offset.rotation())),
+                T_world_cam=_rows(links[cam.frame] @ T_frame_cam),
+            )
+        )
+    objects = () if layout is None else layout.objects
+    return SceneDescription(
+        robot=RobotDescription(name=robot.name, urdf=_package_relative(robot.scene_urdf), joint_positions_rad=joints),
+        table=TableDescription(
+            center_xy_m=robot.table.center_xy_m,
+            size_xy_m=robot.table.size_xy_m,
+            top_z_m=robot.table.top_z_m,
+            rgba=_table_rgba(urdf),
+            grain_seed=appearance.table_grain_seed if settings.render.table_texture == "wood_grain" else None,
+            tint_rgb=appearance.table_tint_rgb,
+        ),
+        objects=tuple(
+            part for obj in objects for part in object_parts(obj, appearance.object_color(obj.name, COLORS[obj.color]))
+        ),
+        cameras=tuple(cameras),
+        lights=tuple(LightDescription(lt.name, lt.pos_m, lt.dir, lt.diffuse_rgb) for lt in appearance.lights),
+        ambient_rgb=appearance.headlight_ambient_rgb,
+        headlight_rgb=appearance.headlight_diffuse_rgb,
+        floor_rgba=FLOOR_RGBA,
+        task="" if layout is None else layout.task,
+        seed=0 if layout is None else layout.seed,
+        variant="" if layout is None else layout.variant,
+    )
+
+
+def home_joint_positions(robot: RobotConfig) -> dict[str, float]:
+    """Every arm joint at home and every gripper open, by joint name."""
+    joints: dict[str, float] = {}
+    for arm in robot.arms:
+        joints.update(zip(arm.joints, (float(q) for q in arm.home_joints_rad), strict=True))
+        joints[arm.gripper_joint] = float(arm.gripper_max_m)
+    return joints
+
+
+def _table_rgba(urdf: UrdfModel) -> tuple[float, float, float, float]:
+    visuals = urdf.links[TABLE_LINK].visuals
+    r, g, b, a = visuals[0].rgba if visuals and visuals[0].rgba else (1.0, 1.0, 1.0, 1.0)
+    return (r, g, b, a)
+
+
+def _rows(matrix) -> tuple[tuple[float, ...], ...]:
+    return tuple(tuple(float(v) for v in row) for row in matrix)
+
+
+def _package_relative(path):
+    """``path`` relative to the package root when it lies inside it (descriptions travel between machines)."""
+    try:
+        return path.resolve().relative_to(PACKAGE_ROOT)
+    except ValueError:
+        return path

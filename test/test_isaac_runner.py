@@ -1,0 +1,86 @@
+"""scripts/isaac_sim_robodojo.py --check: what the Isaac Sim runner reads from an exported stage, validated without
+Isaac Sim (which cannot run on these machines; the script's header says so).
+
+The plan it prints publishes sim_node's topic names (robodojo.robots.topic_names, not a copy) for every camera of the
+robot; a stage with a missing URDF, a camera mounted on a link the robot lacks, or missing drive gains is refused
+with a message naming each problem.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from robodojo import PACKAGE_ROOT
+from robodojo.robots import topic_names
+from robodojo.robots.config import load_robot_config
+from robodojo.sim.usd import write_usd_stage
+
+pytest.importorskip("pxr", reason="usd-core is not installed (make setup installs it)")
+from pxr import Usd
+
+RUNNER = PACKAGE_ROOT / "scripts" / "isaac_sim_robodojo.py"
+
+
+def _check(stage) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(RUNNER), str(stage), "--check"], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("world_fixture", "task"), [("dual_world", "pick_from_conveyor"), ("fr3_world", "fr3_stack_two")]
+)
+def test_check_prints_sim_node_topics_for_every_camera(request, tmp_path, world_fixture, task):
+    world = request.getfixturevalue(world_fixture)
+    world.reset(task, seed=1, variant="randomized")
+    written = write_usd_stage(world.describe(), tmp_path / "scene.usda", world.settings)
+    result = _check(written.stage)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "check: OK (Isaac Sim was not started)" in out
+    assert f"publish {topic_names.CLOCK} " in out and f"publish {topic_names.JOINT_STATES} " in out
+    assert f"follow  {topic_names.ISAAC_JOINT_COMMAND} " in out
+    robot = load_robot_config(world.robot.name)
+    for cam in robot.cameras:
+        assert (
+            f"camera {cam.name} on {cam.frame}: {cam.width}x{cam.height} rgb8 on {topic_names.camera_image(cam.name)}, "
+            f"CameraInfo on {topic_names.camera_info(cam.name)}, frame {cam.frame}"
+        ) in out
+    for obj in world.layout.objects:  # what the world sets moving once settled
+        if obj.moving:
+            vx, vy, vz = obj.velocity_m_s
+            assert f"/World/Objects/{obj.name} at ({vx:+.3f}, {vy:+.3f}, {vz:+.3f}) m/s" in out
+    assert ("/World/Objects/belt at" in out) == (task == "pick_from_conveyor")
+
+
+def test_check_refuses_a_stage_it_cannot_run(dual_world, tmp_path):
+    dual_world.reset("general_pickup", seed=0)
+    written = write_usd_stage(dual_world.describe(), tmp_path / "scene.usda", dual_world.settings)
+    written.robot_urdf.unlink()
+    stage = Usd.Stage.Open(str(written.stage), Usd.Stage.LoadNone)
+    stage.GetPrimAtPath("/World/Cameras/head").GetAttribute("robodojo:mountFrame").Set("no_such_link")
+    stage.GetPrimAtPath("/World/Robot").RemoveProperty("robodojo:driveStiffness")
+    stage.GetRootLayer().Save()
+    result = _check(written.stage)
+    assert result.returncode == 1
+    assert f"the robot URDF {written.robot_urdf} is missing" in result.stderr
+    assert "driveStiffness and driveDamping must have one entry per joint, have 16, 16, 0, 16" in result.stderr
+    assert (
+        _check(tmp_path / "nothing.usda")
+        .stderr.strip()
+        .endswith("no such stage (write one with `robodojo scene export`)")
+    )
+
+
+def test_check_names_a_camera_on_a_link_the_robot_lacks(dual_world, tmp_path):
+    dual_world.reset("general_pickup", seed=0)
+    written = write_usd_stage(dual_world.describe(), tmp_path / "scene.usda", dual_world.settings)
+    stage = Usd.Stage.Open(str(written.stage), Usd.Stage.LoadNone)
+    stage.GetPrimAtPath("/World/Cameras/head").GetAttribute("robodojo:mountFrame").Set("no_such_link")
+    stage.GetRootLayer().Save()
+    result = _check(written.stage)
+    assert result.returncode == 1
+    assert "camera head: mount frame 'no_such_link' is not a link of the robot URDF" in result.stderr
