@@ -1,8 +1,8 @@
 """The simulator node: the embedded MuJoCo world as a robot on the ROS graph, in real time.
 
 Publishes /clock (simulation time; other nodes run with use_sim_time), /joint_states after every physics slice
-(100 Hz), each arm's grasp-point pose, every camera's image, CameraInfo and optical-frame pose at camera_rate_hz,
-and the episode status. Accepts joint trajectories on the joint_trajectory_controller topics of each arm and gripper
+(100 Hz), each arm's grasp-point pose, every camera's CameraInfo and optical-frame pose at camera_rate_hz with its
+image when someone subscribes to it (an image nobody reads is not rendered), and the episode status. Accepts joint trajectories on the joint_trajectory_controller topics of each arm and gripper
 and plays them one point per 25 Hz control step; each step that plays a point uses one step of the episode's budget,
 time between motions does not. The /episode/reset service starts a new episode.
 """
@@ -409,11 +409,13 @@ class SimNode(GraphNode):
 
     def _publish_cameras(self, t: float) -> None:
         for cam in self.robot.cameras:
-            frame = self.world.render(cam.name)
             image_pub, info_pub, pose_pub = self.camera_pubs[cam.name]
-            info_pub.publish(convert.camera_info_msg(frame.calibration, t, cam.frame))
-            pose_pub.publish(convert.pose_stamped(frame.calibration.T_world_cam, t, topics.WORLD_FRAME))
-            image_pub.publish(convert.image_msg(frame.rgb, t, cam.frame))
+            calibration = self.world.calibration(cam.name)
+            info_pub.publish(convert.camera_info_msg(calibration, t, cam.frame))
+            pose_pub.publish(convert.pose_stamped(calibration.T_world_cam, t, topics.WORLD_FRAME))
+            # Rendering is most of a control step on a CPU: a camera nobody subscribes to is not drawn.
+            if image_pub.get_subscription_count() > 0:
+                image_pub.publish(convert.image_msg(self.world.render(cam.name).rgb, t, cam.frame))
 
     def _publish_status(self, *, force: bool) -> None:
         w = self.world

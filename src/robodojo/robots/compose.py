@@ -15,6 +15,10 @@ from robodojo.robots.config import RobotConfig
 WORLD_LINK = "world"
 TABLE_LINK = "table"
 TABLE_COLOR = "0.72 0.60 0.45 1"
+TABLE_LEG_COLOR = "0.35 0.36 0.38 1"  # powder-coated steel
+TABLE_TOP_THICKNESS_M = 0.04
+TABLE_LEG_SIDE_M = 0.05
+TABLE_LEG_INSET_M = 0.05  # from the top's edges
 
 
 def _fmt(values: tuple[float, ...] | list[float]) -> str:
@@ -55,19 +59,27 @@ def compose_scene_urdf(robot: RobotConfig) -> str:
     for material in arm_root.findall("material"):
         scene.append(copy.deepcopy(material))
     ET.SubElement(ET.SubElement(scene, "material", name="table_wood"), "color", rgba=TABLE_COLOR)
+    ET.SubElement(ET.SubElement(scene, "material", name="table_leg"), "color", rgba=TABLE_LEG_COLOR)
 
     ET.SubElement(scene, "link", name=WORLD_LINK)
 
-    # The table is a solid block from the floor to its top, so objects and arms rest on it.
+    # The table: a top slab (its first visual, the one the simulator textures) on four legs standing on the floor.
     t = robot.table
     table = ET.SubElement(scene, "link", name=TABLE_LINK)
-    size = _fmt((t.size_xy_m[0], t.size_xy_m[1], t.top_z_m))
+    top_size = _fmt((t.size_xy_m[0], t.size_xy_m[1], TABLE_TOP_THICKNESS_M))
+    leg_height = t.top_z_m - TABLE_TOP_THICKNESS_M
+    leg_size = _fmt((TABLE_LEG_SIDE_M, TABLE_LEG_SIDE_M, leg_height))
+    corner = [s / 2 - TABLE_LEG_INSET_M - TABLE_LEG_SIDE_M / 2 for s in t.size_xy_m]
+    legs = [(sx * corner[0], sy * corner[1], -TABLE_TOP_THICKNESS_M - leg_height / 2) for sx in (-1, 1) for sy in (-1, 1)]
     for kind in ("visual", "collision"):
-        e = ET.SubElement(table, kind)
-        ET.SubElement(e, "origin", xyz=_fmt((0.0, 0.0, -t.top_z_m / 2)))
-        ET.SubElement(ET.SubElement(e, "geometry"), "box", size=size)
-        if kind == "visual":
-            ET.SubElement(e, "material", name="table_wood")
+        parts = [((0.0, 0.0, -TABLE_TOP_THICKNESS_M / 2), top_size, "table_wood")]
+        parts += [(xyz, leg_size, "table_leg") for xyz in legs]
+        for xyz, size, material in parts:
+            e = ET.SubElement(table, kind)
+            ET.SubElement(e, "origin", xyz=_fmt(xyz))
+            ET.SubElement(ET.SubElement(e, "geometry"), "box", size=size)
+            if kind == "visual":
+                ET.SubElement(e, "material", name=material)
     scene.append(_fixed_joint("table_joint", WORLD_LINK, TABLE_LINK, (*t.center_xy_m, t.top_z_m), (0, 0, 0)))
 
     if robot.head_mount is not None:

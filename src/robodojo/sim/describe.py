@@ -8,9 +8,9 @@ the layout's appearance; cameras sit on their mounts with the appearance's offse
 from __future__ import annotations
 
 from robodojo import PACKAGE_ROOT
-from robodojo.geometry import quat_from_matrix, transform, wxyz_tuple
+from robodojo.geometry import quat_from_matrix, rotation_from_rpy, transform, wxyz_tuple, xyz_tuple
 from robodojo.robots.compose import TABLE_LINK
-from robodojo.robots.config import RobotConfig
+from robodojo.robots.config import RobotConfig, TableConfig
 from robodojo.robots.urdf import UrdfModel, load_urdf
 from robodojo.sim.appearance import NOMINAL
 from robodojo.sim.description import (
@@ -18,13 +18,15 @@ from robodojo.sim.description import (
     LightDescription,
     RobotDescription,
     SceneDescription,
+    Shape,
     TableDescription,
 )
 from robodojo.sim.objects import COLORS, object_parts
-from robodojo.sim.settings import SimSettings
+from robodojo.sim.settings import RoomSettings, SimSettings
 from robodojo.sim.tasks.base import Layout
 
-FLOOR_RGBA = (0.55, 0.57, 0.6, 1.0)
+WALL_THICKNESS_M = 0.05
+
 
 
 def describe_layout(robot: RobotConfig, layout: Layout | None, settings: SimSettings) -> SceneDescription:
@@ -57,7 +59,7 @@ def describe_layout(robot: RobotConfig, layout: Layout | None, settings: SimSett
             center_xy_m=robot.table.center_xy_m,
             size_xy_m=robot.table.size_xy_m,
             top_z_m=robot.table.top_z_m,
-            rgba=_table_rgba(urdf),
+            shapes=_table_shapes(urdf),
             grain_seed=appearance.table_grain_seed if settings.render.table_texture == "wood_grain" else None,
             tint_rgb=appearance.table_tint_rgb,
         ),
@@ -68,7 +70,8 @@ def describe_layout(robot: RobotConfig, layout: Layout | None, settings: SimSett
         lights=tuple(LightDescription(lt.name, lt.pos_m, lt.dir, lt.diffuse_rgb) for lt in appearance.lights),
         ambient_rgb=appearance.headlight_ambient_rgb,
         headlight_rgb=appearance.headlight_diffuse_rgb,
-        floor_rgba=FLOOR_RGBA,
+        floor_rgba=settings.room.floor_rgba,
+        walls=_walls(robot.table, settings.room),
         task="" if layout is None else layout.task,
         seed=0 if layout is None else layout.seed,
         variant="" if layout is None else layout.variant,
@@ -84,10 +87,38 @@ def home_joint_positions(robot: RobotConfig) -> dict[str, float]:
     return joints
 
 
-def _table_rgba(urdf: UrdfModel) -> tuple[float, float, float, float]:
-    visuals = urdf.links[TABLE_LINK].visuals
-    r, g, b, a = visuals[0].rgba if visuals and visuals[0].rgba else (1.0, 1.0, 1.0, 1.0)
-    return (r, g, b, a)
+def _table_shapes(urdf: UrdfModel) -> tuple[Shape, ...]:
+    """The table link's visual boxes (robodojo.robots.compose: the top, then the legs) as shapes."""
+    shapes = []
+    for i, visual in enumerate(urdf.links[TABLE_LINK].visuals):
+        if visual.kind != "box":
+            raise ValueError(f"the table's visual {i} is a {visual.kind}; the table is made of boxes")
+        r, g, b, a = visual.rgba or (1.0, 1.0, 1.0, 1.0)
+        shapes.append(
+            Shape(
+                name=f"{TABLE_LINK}_visual{i}",
+                kind="box",
+                size_m=tuple(visual.size),
+                rgba=(r, g, b, a),
+                pos_m=xyz_tuple(visual.origin.xyz),
+                quat_wxyz=wxyz_tuple(quat_from_matrix(rotation_from_rpy(visual.origin.rpy))),
+            )
+        )
+    return tuple(shapes)
+
+
+def _walls(table: TableConfig, room: RoomSettings) -> tuple[Shape, ...]:
+    """Three walls around the table (behind it, left, right), ``wall_margin_m`` beyond its edges, standing on the
+    floor; the side the robot stands on stays open (the head camera never looks back)."""
+    cx, cy = table.center_xy_m
+    half_x, half_y = table.size_xy_m[0] / 2 + room.wall_margin_m, table.size_xy_m[1] / 2 + room.wall_margin_m
+    h, thick = room.wall_height_m, WALL_THICKNESS_M
+    z = h / 2
+    return (
+        Shape("wall_back", "box", (2 * half_x, thick, h), room.wall_rgba, pos_m=(cx, cy + half_y, z), contact="none"),
+        Shape("wall_left", "box", (thick, 2 * half_y, h), room.wall_rgba, pos_m=(cx - half_x, cy, z), contact="none"),
+        Shape("wall_right", "box", (thick, 2 * half_y, h), room.wall_rgba, pos_m=(cx + half_x, cy, z), contact="none"),
+    )
 
 
 def _rows(matrix) -> tuple[tuple[float, ...], ...]:

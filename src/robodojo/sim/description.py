@@ -104,15 +104,21 @@ class SceneObject:
 @dataclass(frozen=True)
 class TableDescription:
     """The table: a top of ``size_xy_m`` centred at ``center_xy_m`` with its surface at ``top_z_m``, standing on the
-    floor (z = 0). ``rgba`` is its colour; ``grain_seed`` the wood-grain texture (robodojo.sim.textures) drawn over it,
-    None for a plain colour; ``tint_rgb`` multiplies both."""
+    floor (z = 0). ``shapes`` are its parts in the frame at the top's centre (the top slab first, then the legs).
+    ``grain_seed`` is the wood-grain texture (robodojo.sim.textures) drawn over the top, None for a plain colour;
+    ``tint_rgb`` multiplies the top's colour."""
 
     center_xy_m: tuple[float, float]
     size_xy_m: tuple[float, float]
     top_z_m: float
-    rgba: Rgba
+    shapes: tuple[Shape, ...]
     grain_seed: int | None
     tint_rgb: Xyz = (1.0, 1.0, 1.0)
+
+    @property
+    def rgba(self) -> Rgba:
+        """The top's colour, before the tint."""
+        return self.shapes[0].rgba
 
 
 @dataclass(frozen=True)
@@ -180,6 +186,7 @@ class SceneDescription:
     ambient_rgb: Xyz
     headlight_rgb: Xyz
     floor_rgba: Rgba
+    walls: tuple[Shape, ...]  # the room's walls, in the world frame, visual only
     task: str = ""
     seed: int = 0
     variant: str = ""

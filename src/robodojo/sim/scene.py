@@ -32,6 +32,7 @@ WORLD_CONTYPE, WORLD_CONAFFINITY = 1, 3
 # MuJoCo cameras look along -z with +y up; REP 103 optical frames look along +z with +y down: a half turn about x.
 OPTICAL_TO_MUJOCO_CAMERA_QUAT = (0.0, 1.0, 0.0, 0.0)
 MAX_IMAGE_SIZE = 2048
+TABLE_TOP_GEOM = f"{TABLE_LINK}_visual0"  # the table top's visual (robodojo.robots.compose writes it first)
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,8 @@ def build_scene_spec(
 
     table = scene.table
     if table.grain_seed is not None:
-        apply_wood_grain(spec, TABLE_LINK, table.grain_seed)
-    _tint(spec, TABLE_LINK, table.tint_rgb)
+        apply_wood_grain(spec, TABLE_TOP_GEOM, table.grain_seed)
+    _tint(spec, TABLE_TOP_GEOM, table.tint_rgb)
     world = spec.worldbody
     world.add_geom(
         name="floor",
@@ -89,6 +90,16 @@ def build_scene_spec(
         contype=WORLD_CONTYPE,
         conaffinity=WORLD_CONAFFINITY,
     )
+    for wall in scene.walls:
+        world.add_geom(
+            name=wall.name,
+            type=SHAPE_TYPES[wall.kind],
+            size=_mujoco_size(wall),
+            pos=list(wall.pos_m),
+            quat=list(wall.quat_wxyz),
+            rgba=list(wall.rgba),
+            **_contact(wall.contact, settings),
+        )
     for light in scene.lights:
         world.add_light(name=light.name, pos=list(light.pos_m), dir=list(light.dir), diffuse=list(light.diffuse_rgb))
 
@@ -166,12 +177,11 @@ def _contact(contact: str, settings: SimSettings) -> dict:
     return params
 
 
-def _tint(spec: mujoco.MjSpec, body_name: str, tint_rgb: tuple[float, float, float]) -> None:
-    """Multiply the colour of every visual geom of ``body_name`` by ``tint_rgb`` (a textured geom's colour modulates
-    its texture)."""
-    for geom in spec.geoms:
-        if geom.parent.name == body_name and geom.name.startswith(f"{body_name}_visual"):
-            geom.rgba = [*(np.asarray(geom.rgba[:3]) * tint_rgb), geom.rgba[3]]
+def _tint(spec: mujoco.MjSpec, geom_name: str, tint_rgb: tuple[float, float, float]) -> None:
+    """Multiply the colour of the geom ``geom_name`` by ``tint_rgb`` (a textured geom's colour modulates its
+    texture)."""
+    geom = spec.geom(geom_name)
+    geom.rgba = [*(np.asarray(geom.rgba[:3]) * tint_rgb), geom.rgba[3]]
 
 
 def _arm_links(urdf: UrdfModel, robot: RobotConfig) -> set[str]:
@@ -231,6 +241,9 @@ def _configure_visual(spec: mujoco.MjSpec, robot: RobotConfig, settings: SimSett
     spec.visual.global_.offwidth = min(max(width, 640), MAX_IMAGE_SIZE)
     spec.visual.global_.offheight = min(max(height, 480), MAX_IMAGE_SIZE)
     spec.visual.quality.offsamples = settings.render.msaa_samples
+    spec.visual.quality.numquads = settings.render.box_quads
+    spec.visual.quality.numslices = settings.render.round_slices
+    spec.visual.quality.numstacks = settings.render.round_stacks
     spec.visual.quality.shadowsize = 2048 if settings.render.shadows else 0
     spec.visual.headlight.ambient = list(scene.ambient_rgb)
     spec.visual.headlight.diffuse = list(scene.headlight_rgb)

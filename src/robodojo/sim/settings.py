@@ -29,6 +29,22 @@ class RenderSettings:
     skybox: bool = False
     max_geoms: int = 2000
     table_texture: str = "wood_grain"
+    # Tessellation of primitive shapes (MuJoCo's visual quality): quads per box face side, slices around and stacks
+    # along round shapes. Lighting is per vertex, so fewer vertices mean coarser light spots and cheaper images.
+    box_quads: int = 4
+    round_slices: int = 28
+    round_stacks: int = 16
+
+
+@dataclass(frozen=True)
+class RoomSettings:
+    """The lab around the table, visual only: the floor's colour and three walls (behind the table and at its sides)
+    ``wall_margin_m`` beyond its edges."""
+
+    floor_rgba: tuple[float, float, float, float]
+    wall_rgba: tuple[float, float, float, float]
+    wall_margin_m: float
+    wall_height_m: float
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,7 @@ class SimSettings:
     render: RenderSettings
     settle_steps: int
     randomized: RandomizedBounds
+    room: RoomSettings
 
     def substeps(self, control_dt_s: float) -> int:
         """Physics steps per control step of ``control_dt_s`` [s] (the robot's); it must be a whole number."""
@@ -93,6 +110,9 @@ def parse_sim_settings(data: dict, where: str) -> SimSettings:
         skybox=r.boolean("skybox", default=False),
         max_geoms=r.integer("max_geoms", default=2000, positive=True),
         table_texture=r.str("table_texture", default="wood_grain"),
+        box_quads=r.integer("box_quads", default=4, positive=True),
+        round_slices=r.integer("round_slices", default=28, positive=True),
+        round_stacks=r.integer("round_stacks", default=16, positive=True),
     )
     if render.table_texture not in TABLE_TEXTURES:
         raise ConfigError(
@@ -114,6 +134,22 @@ def parse_sim_settings(data: dict, where: str) -> SimSettings:
         render=render,
         settle_steps=root.integer("settle_steps", default=10),
         randomized=_parse_randomized(root.section("randomized")),
+        room=_parse_room(root.section("room")),
+    )
+
+
+def _parse_room(r: Section) -> RoomSettings:
+    colors = {}
+    for key in ("floor_rgba", "wall_rgba"):
+        rgba = r.vector(key, 4)
+        if not all(0.0 <= v <= 1.0 for v in rgba):
+            raise ConfigError(f"{r.where}.{key}: every component must be in [0, 1], got {list(rgba)}")
+        colors[key] = (rgba[0], rgba[1], rgba[2], rgba[3])
+    return RoomSettings(
+        floor_rgba=colors["floor_rgba"],
+        wall_rgba=colors["wall_rgba"],
+        wall_margin_m=r.number("wall_margin_m", positive=True),
+        wall_height_m=r.number("wall_height_m", positive=True),
     )
 
 

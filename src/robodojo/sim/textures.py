@@ -38,22 +38,21 @@ def wood_grain(size: int = WOOD_TEXTURE_PX, seed: int = WOOD_SEED) -> NDArray[np
     return rgb
 
 
-def apply_wood_grain(spec: mujoco.MjSpec, body_name: str, seed: int = WOOD_SEED) -> None:
-    """Give every visual geom of ``body_name`` the wood-grain material (grain pattern ``seed``)."""
+def apply_wood_grain(spec: mujoco.MjSpec, geom_name: str, seed: int = WOOD_SEED) -> None:
+    """Give the geom ``geom_name`` the wood-grain material (grain pattern ``seed``)."""
     image = wood_grain(seed=seed)
     texture = spec.add_texture(
-        name=f"{body_name}_wood_grain",
+        name=f"{geom_name}_wood_grain",
         type=mujoco.mjtTexture.mjTEXTURE_2D,
         width=image.shape[1],
         height=image.shape[0],
         nchannel=3,
     )
     texture.data = image.tobytes()
-    material = spec.add_material(name=f"{body_name}_wood_grain")
+    material = spec.add_material(name=f"{geom_name}_wood_grain")
     material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = texture.name
     material.texuniform = True
     material.texrepeat = [WOOD_REPEAT_PER_M, WOOD_REPEAT_PER_M]
-    for geom in spec.geoms:
-        if geom.parent.name == body_name and geom.name.startswith(f"{body_name}_visual"):
-            geom.material = material.name
-            geom.rgba = [1.0, 1.0, 1.0, 1.0]
+    geom = spec.geom(geom_name)
+    geom.material = material.name
+    geom.rgba = [1.0, 1.0, 1.0, 1.0]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import cv2
@@ -148,13 +148,16 @@ class _StageWriter:
 
     def _table(self) -> None:
         t = self.scene.table
-        table = self.UsdGeom.Cube.Define(self.stage, f"{WORLD}/Table")
-        table.CreateSizeAttr(1.0)
-        self._pose(table, (*t.center_xy_m, t.top_z_m / 2), (1.0, 0.0, 0.0, 0.0), (*t.size_xy_m, t.top_z_m))
-        rgb = np.asarray(t.rgba[:3]) * t.tint_rgb
-        self._look(table, (*rgb, t.rgba[3]))
-        self.UsdPhysics.CollisionAPI.Apply(table.GetPrim())
-        self._bind_physics(table.GetPrim(), "default")
+        xform = self.UsdGeom.Xform.Define(self.stage, f"{WORLD}/Table")
+        self._pose(xform, (*t.center_xy_m, t.top_z_m), (1.0, 0.0, 0.0, 0.0))
+        top, *legs = t.shapes
+        # The top's wood grain is drawn as its mean colour, tinted as the embedded world tints it.
+        tinted = replace(top, rgba=(*(float(c) for c in np.asarray(top.rgba[:3]) * t.tint_rgb), top.rgba[3]))
+        for shape in (tinted, *legs):
+            self._shape(f"{xform.GetPath()}/{shape.name}", shape)
+        room = self.UsdGeom.Scope.Define(self.stage, f"{WORLD}/Room")
+        for wall in self.scene.walls:
+            self._shape(f"{room.GetPath()}/{wall.name}", wall)
 
     def _object(self, obj: SceneObject) -> None:
         xform = self.UsdGeom.Xform.Define(self.stage, f"{WORLD}/Objects/{obj.name}")
