@@ -204,8 +204,6 @@ def test_the_ros_messages_carry_the_jittered_calibration(dual_world):
         assert shift >= BOUNDS.camera_translation_m[0] - 1e-9
 
 
-
-
 # -- configuration and entry points -------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("path", "value", "message"),

@@ -2,9 +2,10 @@
 
 Publishes /clock (simulation time; other nodes run with use_sim_time), /joint_states after every physics slice
 (100 Hz), each arm's grasp-point pose, every camera's CameraInfo and optical-frame pose at camera_rate_hz with its
-image when someone subscribes to it (an image nobody reads is not rendered), and the episode status. Accepts joint trajectories on the joint_trajectory_controller topics of each arm and gripper
-and plays them one point per 25 Hz control step; each step that plays a point uses one step of the episode's budget,
-time between motions does not. The /episode/reset service starts a new episode.
+image when someone subscribes to it (an image nobody reads is not rendered), and the episode status. Accepts joint
+trajectories on the joint_trajectory_controller topics of each arm and gripper and plays them one point per 25 Hz
+control step; each step that plays a point uses one step of the episode's budget, time between motions does not. The
+/episode/reset service starts a new episode.
 """
 
 from __future__ import annotations

@@ -70,7 +70,8 @@ def compose_scene_urdf(robot: RobotConfig) -> str:
     leg_height = t.top_z_m - TABLE_TOP_THICKNESS_M
     leg_size = _fmt((TABLE_LEG_SIDE_M, TABLE_LEG_SIDE_M, leg_height))
     corner = [s / 2 - TABLE_LEG_INSET_M - TABLE_LEG_SIDE_M / 2 for s in t.size_xy_m]
-    legs = [(sx * corner[0], sy * corner[1], -TABLE_TOP_THICKNESS_M - leg_height / 2) for sx in (-1, 1) for sy in (-1, 1)]
+    leg_z = -TABLE_TOP_THICKNESS_M - leg_height / 2
+    legs = [(sx * corner[0], sy * corner[1], leg_z) for sx in (-1, 1) for sy in (-1, 1)]
     for kind in ("visual", "collision"):
         parts = [((0.0, 0.0, -TABLE_TOP_THICKNESS_M / 2), top_size, "table_wood")]
         parts += [(xyz, leg_size, "table_leg") for xyz in legs]

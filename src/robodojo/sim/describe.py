@@ -28,7 +28,6 @@ from robodojo.sim.tasks.base import Layout
 WALL_THICKNESS_M = 0.05
 
 
-
 def describe_layout(robot: RobotConfig, layout: Layout | None, settings: SimSettings) -> SceneDescription:
     """The scene of ``layout`` on ``robot`` (None: the robot and table alone, as designed), arms at home."""
     appearance = NOMINAL if layout is None else layout.appearance
