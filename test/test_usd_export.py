@@ -107,12 +107,28 @@ def test_the_usd_stage_is_the_mujoco_scene(request, tmp_path, task, seed, varian
         np.testing.assert_allclose(T, calibration.T_world_cam, atol=1e-6)
         assert prim.GetAttribute("robodojo:mountFrame").Get() == world.robot.camera(name).frame
 
-    table = stage.GetPrimAtPath("/World/Table")
-    T = _world_pose(table)
-    _, scale = _unscaled(T)
-    t = world.robot.table
-    np.testing.assert_allclose(T[:3, 3], (*t.center_xy_m, t.top_z_m / 2), atol=1e-9)
-    np.testing.assert_allclose(scale, (*t.size_xy_m, t.top_z_m), atol=1e-9)
+    # the table's top and legs and the room's walls: the MuJoCo geoms of the same names
+    table_and_room = [
+        *stage.GetPrimAtPath("/World/Table").GetChildren(),
+        *stage.GetPrimAtPath("/World/Room").GetChildren(),
+    ]
+    assert [p.GetName() for p in table_and_room] == [
+        *(s.name for s in world.scene.table.shapes), *(w.name for w in world.scene.walls)
+    ]  # fmt: skip
+    for prim in table_and_room:
+        geom = m.geom(prim.GetName()).id
+        R, scale = _unscaled(_world_pose(prim))
+        np.testing.assert_allclose(_world_pose(prim)[:3, 3], d.geom_xpos[geom], atol=1e-6)
+        np.testing.assert_allclose(scale / 2, m.geom_size[geom], atol=1e-6)
+        # the table's parts collide (MuJoCo has them twice: table_visual<i> drawn, table_collision<i> touched)
+        table_part = prim.GetParent().GetName() == "Table"
+        assert prim.HasAPI(UsdPhysics.CollisionAPI) == table_part
+        if table_part:
+            collider = m.geom(prim.GetName().replace("visual", "collision")).id
+            np.testing.assert_allclose(d.geom_xpos[collider], d.geom_xpos[geom], atol=1e-9)
+            np.testing.assert_allclose(m.geom_size[collider], m.geom_size[geom], atol=1e-9)
+    top = m.geom(world.scene.table.shapes[0].name).id
+    assert d.geom_xpos[top][2] + m.geom_size[top][2] == pytest.approx(world.robot.table.top_z_m)
     spots = [p for p in stage.Traverse() if p.IsA(UsdLux.SphereLight)]
     assert len(spots) == m.nlight
     for spot in spots:  # a light shines along its -z

@@ -107,16 +107,16 @@ def _table_shapes(urdf: UrdfModel) -> tuple[Shape, ...]:
 
 
 def _walls(table: TableConfig, room: RoomSettings) -> tuple[Shape, ...]:
-    """Three walls around the table (behind it, left, right), ``wall_margin_m`` beyond its edges, standing on the
-    floor; the side the robot stands on stays open (the head camera never looks back)."""
+    """Four walls around the table, ``wall_margin_m`` beyond its edges, standing on the floor."""
     cx, cy = table.center_xy_m
     half_x, half_y = table.size_xy_m[0] / 2 + room.wall_margin_m, table.size_xy_m[1] / 2 + room.wall_margin_m
-    h, thick = room.wall_height_m, WALL_THICKNESS_M
-    z = h / 2
+    h, thick, rgba = room.wall_height_m, WALL_THICKNESS_M, room.wall_rgba
+    along_x, along_y = (2 * half_x, thick, h), (thick, 2 * half_y, h)
     return (
-        Shape("wall_back", "box", (2 * half_x, thick, h), room.wall_rgba, pos_m=(cx, cy + half_y, z), contact="none"),
-        Shape("wall_left", "box", (thick, 2 * half_y, h), room.wall_rgba, pos_m=(cx - half_x, cy, z), contact="none"),
-        Shape("wall_right", "box", (thick, 2 * half_y, h), room.wall_rgba, pos_m=(cx + half_x, cy, z), contact="none"),
+        Shape("wall_back", "box", along_x, rgba, pos_m=(cx, cy + half_y, h / 2), contact="none"),
+        Shape("wall_front", "box", along_x, rgba, pos_m=(cx, cy - half_y, h / 2), contact="none"),
+        Shape("wall_left", "box", along_y, rgba, pos_m=(cx - half_x, cy, h / 2), contact="none"),
+        Shape("wall_right", "box", along_y, rgba, pos_m=(cx + half_x, cy, h / 2), contact="none"),
     )
 
 

@@ -38,8 +38,8 @@ class RenderSettings:
 
 @dataclass(frozen=True)
 class RoomSettings:
-    """The lab around the table, visual only: the floor's colour and three walls (behind the table and at its sides)
-    ``wall_margin_m`` beyond its edges."""
+    """The lab around the table, visual only: the floor's colour and four walls ``wall_margin_m`` beyond the table's
+    edges."""
 
     floor_rgba: tuple[float, float, float, float]
     wall_rgba: tuple[float, float, float, float]
