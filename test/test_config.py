@@ -66,6 +66,10 @@ def test_bad_robot_config_values(path, value, message):
         (("physics", "cone"), "round", "'round' is not one of pyramidal, elliptic"),
         (("object_contact", "condim"), 5, "condim: must be 1, 3, 4 or 6, got 5"),
         (("render", "shadows"), "no", r"render\.shadows: expected true or false, got 'no'"),
+        (("render", "round_slices"), 0, r"render\.round_slices: must be > 0"),
+        (("room", "wall_rgba"), [1.0, 0.5, 2.0, 1.0], r"room\.wall_rgba: every component must be in \[0, 1\], got"),
+        (("room", "floor_rgba"), [0.5, 0.5, 0.5], r"room\.floor_rgba"),
+        (("room", "wall_margin_m"), -1.0, r"room\.wall_margin_m: must be > 0"),
     ],
 )
 def test_bad_sim_settings(path, value, message):

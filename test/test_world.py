@@ -145,3 +145,32 @@ def test_step_budget_ends_the_episode(dual_world):
     assert dual_world.steps_left == 0
     with pytest.raises(EpisodeOverError, match="400 env steps are used up"):
         dual_world.step()
+
+
+def test_the_head_camera_is_framed_like_robodojos(dual_world):
+    """Both grasp points at home, the shared workspace and the table's far corners are in the head image, and a pixel
+    covers 2-3 mm of the table at the workspace's centre (RoboDojo's head camera: 2-3 mm)."""
+    obs = dual_world.reset("general_pickup", seed=0)
+    calibration = obs.camera("head").calibration
+    T_cam_world = np.linalg.inv(calibration.T_world_cam)
+    table = dual_world.robot.table
+
+    def pixel(p):
+        x, y, z = (T_cam_world @ np.array([*p, 1.0]))[:3]
+        u, v, _ = calibration.K @ np.array([x / z, y / z, 1.0])
+        return u, v, z
+
+    far_y = table.center_xy_m[1] + table.size_xy_m[1] / 2
+    points = {
+        **{f"{arm} TCP": obs.arm(arm).tcp_pos_m for arm in ("left", "right")},
+        **{f"workspace {x:+.2f} {y:+.2f}": (x, y, table.top_z_m) for x in (-0.45, 0.45) for y in (-0.35, 0.05)},
+        **{f"far corner {x:+.2f}": (x, far_y, table.top_z_m) for x in (-0.7, 0.7)},
+    }
+    for name, p in points.items():
+        u, v, z = pixel(p)
+        assert z > 0 and 0 <= u < calibration.width and 0 <= v < calibration.height, (name, u, v)
+    u0, v0, _ = pixel((0.0, -0.2, table.top_z_m))
+    u1, v1, _ = pixel((0.01, -0.2, table.top_z_m))
+    u2, v2, _ = pixel((0.0, -0.19, table.top_z_m))
+    mm_per_px = [10.0 / math.hypot(u1 - u0, v1 - v0), 10.0 / math.hypot(u2 - u0, v2 - v0)]
+    assert all(1.8 <= f <= 3.0 for f in mm_per_px), mm_per_px

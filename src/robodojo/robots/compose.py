@@ -75,12 +75,12 @@ def compose_scene_urdf(robot: RobotConfig) -> str:
     for kind in ("visual", "collision"):
         parts = [((0.0, 0.0, -TABLE_TOP_THICKNESS_M / 2), top_size, "table_wood")]
         parts += [(xyz, leg_size, "table_leg") for xyz in legs]
-        for xyz, size, material in parts:
+        for xyz, size, material_name in parts:
             e = ET.SubElement(table, kind)
             ET.SubElement(e, "origin", xyz=_fmt(xyz))
             ET.SubElement(ET.SubElement(e, "geometry"), "box", size=size)
             if kind == "visual":
-                ET.SubElement(e, "material", name=material)
+                ET.SubElement(e, "material", name=material_name)
     scene.append(_fixed_joint("table_joint", WORLD_LINK, TABLE_LINK, (*t.center_xy_m, t.top_z_m), (0, 0, 0)))
 
     if robot.head_mount is not None:

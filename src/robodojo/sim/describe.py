@@ -7,8 +7,10 @@ the layout's appearance; cameras sit on their mounts with the appearance's offse
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from robodojo import PACKAGE_ROOT
-from robodojo.geometry import quat_from_matrix, rotation_from_rpy, transform, wxyz_tuple, xyz_tuple
+from robodojo.geometry import Matrix, quat_from_matrix, rotation_from_rpy, transform, wxyz_tuple, xyz_tuple
 from robodojo.robots.compose import TABLE_LINK
 from robodojo.robots.config import RobotConfig, TableConfig
 from robodojo.robots.urdf import UrdfModel, load_urdf
@@ -120,11 +122,11 @@ def _walls(table: TableConfig, room: RoomSettings) -> tuple[Shape, ...]:
     )
 
 
-def _rows(matrix) -> tuple[tuple[float, ...], ...]:
+def _rows(matrix: Matrix) -> tuple[tuple[float, ...], ...]:
     return tuple(tuple(float(v) for v in row) for row in matrix)
 
 
-def _package_relative(path):
+def _package_relative(path: Path) -> Path:
     """``path`` relative to the package root when it lies inside it (descriptions travel between machines)."""
     try:
         return path.resolve().relative_to(PACKAGE_ROOT)

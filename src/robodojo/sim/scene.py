@@ -91,15 +91,7 @@ def build_scene_spec(
         conaffinity=WORLD_CONAFFINITY,
     )
     for wall in scene.walls:
-        world.add_geom(
-            name=wall.name,
-            type=SHAPE_TYPES[wall.kind],
-            size=_mujoco_size(wall),
-            pos=list(wall.pos_m),
-            quat=list(wall.quat_wxyz),
-            rgba=list(wall.rgba),
-            **_contact(wall.contact, settings),
-        )
+        _add_shape(spec, world, wall, settings)
     for light in scene.lights:
         world.add_light(name=light.name, pos=list(light.pos_m), dir=list(light.dir), diffuse=list(light.diffuse_rgb))
 
@@ -128,21 +120,25 @@ def add_scene_object(spec: mujoco.MjSpec, obj: SceneObject, settings: SimSetting
             body.gravcomp = 1.0
             joint.frictionloss = obj.latch_force_n
     for shape in obj.shapes:
-        geom = body.add_geom(
-            name=shape.name,
-            type=SHAPE_TYPES[shape.kind],
-            size=_mujoco_size(shape),
-            pos=list(shape.pos_m),
-            quat=list(shape.quat_wxyz),
-            rgba=list(shape.rgba),
-            **_contact(shape.contact, settings),
-        )
-        if shape.mass_kg == 0.0:
-            geom.density = 0.0
-        elif shape.mass_kg is not None:
-            geom.mass = shape.mass_kg
-        if shape.label is not None:
-            apply_label(spec, geom, shape.label)
+        _add_shape(spec, body, shape, settings)
+
+
+def _add_shape(spec: mujoco.MjSpec, body: mujoco.MjsBody, shape: Shape, settings: SimSettings) -> None:
+    geom = body.add_geom(
+        name=shape.name,
+        type=SHAPE_TYPES[shape.kind],
+        size=_mujoco_size(shape),
+        pos=list(shape.pos_m),
+        quat=list(shape.quat_wxyz),
+        rgba=list(shape.rgba),
+        **_contact(shape.contact, settings),
+    )
+    if shape.mass_kg == 0.0:
+        geom.density = 0.0
+    elif shape.mass_kg is not None:
+        geom.mass = shape.mass_kg
+    if shape.label is not None:
+        apply_label(spec, geom, shape.label)
 
 
 SHAPE_TYPES = {

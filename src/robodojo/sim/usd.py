@@ -152,7 +152,8 @@ class _StageWriter:
         self._pose(xform, (*t.center_xy_m, t.top_z_m), (1.0, 0.0, 0.0, 0.0))
         top, *legs = t.shapes
         # The top's wood grain is drawn as its mean colour, tinted as the embedded world tints it.
-        tinted = replace(top, rgba=(*(float(c) for c in np.asarray(top.rgba[:3]) * t.tint_rgb), top.rgba[3]))
+        r, g, b = (float(c) for c in np.asarray(top.rgba[:3]) * t.tint_rgb)
+        tinted = replace(top, rgba=(r, g, b, top.rgba[3]))
         for shape in (tinted, *legs):
             self._shape(f"{xform.GetPath()}/{shape.name}", shape)
         room = self.UsdGeom.Scope.Define(self.stage, f"{WORLD}/Room")
