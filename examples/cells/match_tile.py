@@ -2,13 +2,16 @@
 
 Strategy:
 1. Park both arms at the table's sides so the head camera sees the whole table.
-2. Read the white tile's picture and every coloured tile's (lib/picture_blocks.py: the white tile is the light blob
-   of a card's size; each coloured tile is found by colour, measured with robo.segment, its top face resampled as
-   seen from above; pictures compared turned by quarter turns). The best overlap is the tile to place.
+2. Read the white tile's picture and every coloured tile's (lib/picture_blocks.py: the white tile is the light
+   square of a card's size between the parked arms, whose silver links are light too; each coloured tile is the
+   first blob of its colour, measured with robo.segment, whose top face resampled as seen from above shows a
+   picture, as plain blocks of the same colours lie around in the cluttered variant; pictures compared turned by
+   quarter turns). The best overlap is the tile to place.
 3. A spot beside the white tile: 7.5 cm in front of its centre, else to the side of the arm that carries, else the
    other side (the first one 7 cm clear of the other tiles).
 4. The arm on the tile's side grasps it from above (lib/pick_place_dual_arm.py), lifts it, carries it over the spot,
-   lowers it until it is 3 mm above the table and opens; a missed grasp looks again and retries once.
+   lowers it until it is 3 mm above the table and opens; a missed grasp looks again (the tile of that colour nearest
+   where it was, not a plain block) and retries once.
 
 Run them as an episode with the code-cell agent (each `# %%` cell is one python tool call, then finish):
     robodojo run --task match_tile --seed 0 --agent code_cell --llm replay:examples/cells/match_tile.py
@@ -55,7 +58,7 @@ for _attempt in range(2):
         print("set down at", put_down(arm, spots, TABLE_Z, below))
         break
     park()
-    tile, _ = find(colour, ("head",), BLOCK["heights"])
+    tile = find_near(colour, tile.world_xyz)
     if tile is None:
         break
 print("done:", robo.done, "steps left:", robo.steps_left)

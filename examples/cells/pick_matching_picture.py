@@ -2,14 +2,18 @@
 
 Strategy:
 1. Park both arms at the table's sides so the head camera sees the whole table.
-2. The card: the largest light (white, unsaturated) blob of a card's size on the table plane; its top face
-   resampled as seen from above and its dark picture cut out (lib/top_faces.py).
+2. The card: the largest light (white, unsaturated) blob that makes a square of a card's size on the table plane
+   between the parked arms (their silver links are light too) and shows a picture; its top face resampled as seen
+   from above and its dark picture cut out (lib/top_faces.py).
 3. The blocks: blobs of every task colour (lib/colour_objects.py), measured with robo.segment (top height and
    footprint); a blob the head camera cannot measure is looked at from above with the wrist camera of the arm on
    its side. Each block's top face is resampled the same way (in the camera that measured it), aligned with its
-   edges, and its picture compared with the card's turned by each quarter turn (the blocks lie turned any way).
+   edges; per colour the first block whose face shows a picture is kept (the cluttered variant adds plain blocks
+   of the same colours), and its picture compared with the card's turned by each quarter turn (the blocks lie
+   turned any way).
 4. The best match first: grasp it from above with the arm on its side, fingers across two faces, at half its
-   height, and lift it 15 cm; a missed grasp backs off, looks again and retries once; a lift that does not solve
+   height, and lift it 15 cm; a missed grasp backs off, looks again (the block of that colour nearest where it
+   was) and retries once; a lift that does not solve
    the task puts the block back and tries the next best match.
 
 Run them as an episode with the code-cell agent (each `# %%` cell is one python tool call, then finish):
@@ -94,7 +98,7 @@ def pick(colour):
         park()
         if outcome == "wrong":
             return False
-        target, _ = find(colour, ("head",), BLOCK["heights"])
+        target = find_near(colour, target.world_xyz)
         if target is None:
             return False
     return False

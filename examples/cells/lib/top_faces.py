@@ -61,10 +61,11 @@ def face_patch(camera, rgb, centre, side, x_axis, z):
     return cv2.remap(grey, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
 
 
-def glyph(patch):
+def glyph(patch, inside_only=False):
     """The dark glyph of a face patch (Otsu's split of its brightness), cut to its bounding square and scaled to
     GLYPH_PX (bool), or None when the face shows nothing dark. Dark regions touching the patch's edge (a side face,
-    the table, where the outline was a little off) are left out unless nothing else is dark."""
+    the table, where the outline was a little off) are left out unless nothing else is dark (or ``inside_only``:
+    then the face shows no picture)."""
     smooth = cv2.GaussianBlur(patch, (3, 3), 0)
     if int(smooth.max()) - int(smooth.min()) < 40:
         return None
@@ -81,7 +82,9 @@ def glyph(patch):
         and stats[i, cv2.CC_STAT_LEFT] + stats[i, cv2.CC_STAT_WIDTH] - 1 < last
         and stats[i, cv2.CC_STAT_TOP] + stats[i, cv2.CC_STAT_HEIGHT] - 1 < last
     ]
-    parts = inside or list(range(1, n))
+    parts = inside or ([] if inside_only else list(range(1, n)))
+    if not parts:
+        return None
     largest = max(stats[i, cv2.CC_STAT_AREA] for i in parts)
     keep = [i for i in parts if stats[i, cv2.CC_STAT_AREA] >= 0.1 * largest]
     return boxed(np.isin(labels, keep).astype(np.uint8))
