@@ -296,8 +296,10 @@ def print_hand_eye(result) -> None:
 # -- the simulated calibration --------------------------------------------------------------------------------------
 BOARD_THICKNESS_M = 0.001
 PIXELS_PER_SQUARE = 100
-HEAD_BOARD_DISTANCE_M = 0.6  # DEFAULT_BOARD's squares are 20-30 px wide from this far with a 58 deg camera
-HELD_DISTANCE_SQUARES = 10  # boards held in view for intrinsics: this many square sizes from the camera
+# DEFAULT_BOARD's squares are 20-30 px wide where a pixel covers this much of the table (0.6 m from a 58 deg camera);
+# a coarser view gets proportionally larger squares.
+HEAD_BOARD_M_PER_PX = 0.6 / 433.0
+HELD_SQUARE_PX = 43  # boards held in view for intrinsics: as far from the camera as makes a square this wide
 SIM_WRIST_MAX_DISTANCE_M = 0.25  # SIM_WRIST_BOARD fills about a third of a 58 deg wrist camera's width from here
 SIM_WRIST_MAX_SHIFT_M = 0.3  # how far the wrist board may move away from the arm's base for reachable views
 SIM_WRIST_SHIFT_STEP_M = 0.025
@@ -408,14 +410,17 @@ class SimCalibrationScene:
 
     @staticmethod
     def _scaled_head_board(world) -> CharucoBoardSpec:
-        """DEFAULT_BOARD for fixed cameras up to 0.6 m from the table, proportionally larger squares beyond."""
-        distance = 0.0
+        """DEFAULT_BOARD where fixed cameras see the table at HEAD_BOARD_M_PER_PX or finer, proportionally larger
+        squares for coarser views."""
+        m_per_px = 0.0
         for cam in world.robot.cameras:
-            T = world.calibration(cam.name).T_world_cam
-            if T[2, 2] < -0.1:  # looking down: distance along the optical axis to the table
-                distance = max(distance, (world.robot.table.top_z_m - T[2, 3]) / T[2, 2])
+            calibration = world.calibration(cam.name)
+            T = calibration.T_world_cam
+            if T[2, 2] < -0.1:  # looking down: distance along the optical axis to the table, over the focal length
+                distance = (world.robot.table.top_z_m - T[2, 3]) / T[2, 2]
+                m_per_px = max(m_per_px, distance / calibration.K[1, 1])
         world.close()
-        scale = max(1.0, round(distance / HEAD_BOARD_DISTANCE_M / 0.125) * 0.125)
+        scale = max(1.0, round(m_per_px / HEAD_BOARD_M_PER_PX / 0.125) * 0.125)
         d = DEFAULT_BOARD
         return CharucoBoardSpec(d.squares_x, d.squares_y, d.square_m * scale, d.marker_m * scale, d.dictionary)
 
@@ -466,7 +471,7 @@ class SimCalibrationScene:
         cam = self.truth(camera)
         board = self.boards[board_name]
         width, height = board.size_m
-        distance_m = HELD_DISTANCE_SQUARES * board.square_m
+        distance_m = board.square_m * cam.K[1, 1] / HELD_SQUARE_PX
         # (tilt axis in the camera frame, tilt [deg], roll [deg], image offset as fractions of the half-size)
         poses = [
             ((1, 0, 0), 0, 0, (0.0, 0.0)),

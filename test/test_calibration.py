@@ -4,6 +4,7 @@ cameras from ChArUco boards rendered there: intrinsics, the head camera's pose, 
 from __future__ import annotations
 
 import importlib.util
+import dataclasses
 import math
 import sys
 
@@ -35,7 +36,11 @@ def _load_script():
 
 
 cc = _load_script()
-HEAD_BOARD, WRIST_BOARD = cc.DEFAULT_BOARD, cc.SIM_WRIST_BOARD
+DEFAULT_BOARD, WRIST_BOARD = cc.DEFAULT_BOARD, cc.SIM_WRIST_BOARD
+# The dual arm's head camera sees the table at about 2 mm per pixel, 1.5x coarser than DEFAULT_BOARD is sized for.
+HEAD_BOARD = dataclasses.replace(
+    DEFAULT_BOARD, square_m=DEFAULT_BOARD.square_m * 1.5, marker_m=DEFAULT_BOARD.marker_m * 1.5
+)
 
 
 def _pose_error(T, T_true):
@@ -76,10 +81,10 @@ def left_views(scene):
 
 # -- the board and its rendering ------------------------------------------------------------------------------------
 def test_board_image_is_detected_completely():
-    image = board_image(HEAD_BOARD, pixels_per_m=2000, margin_m=0.02)
+    image = board_image(DEFAULT_BOARD, pixels_per_m=2000, margin_m=0.02)
     assert image.shape == (5 * 80 + 80, 7 * 80 + 80) and image.dtype == np.uint8
-    detection = detect_charuco(image, HEAD_BOARD)
-    assert detection.found and detection.count == HEAD_BOARD.corner_count == 24
+    detection = detect_charuco(image, DEFAULT_BOARD)
+    assert detection.found and detection.count == DEFAULT_BOARD.corner_count == 24
     # Pixel = (board point + margin) * pixels_per_m: the board frame's x runs along columns, y along rows.
     expected = (detection.points_board[:, :2] + 0.02) * 2000
     np.testing.assert_allclose(detection.corners_px, expected, atol=1.0)
@@ -164,8 +169,11 @@ def test_cli_writes_camera_files_that_reproduce_the_world(scene, head_views, lef
     board_pose_args = [f"{v:.9f}" for v in cc.pose_to_xyz_quat(table.T_world_board)]
     wrist_board = ["--squares", "6", "4", "--square-m", "0.025", "--marker-m", "0.019"]
     out_args = ["--out", str(out)]
-    assert cc.main(["intrinsics", "--images", str(images / "intrinsics"), "--camera", "head", *out_args]) == 0
-    assert cc.main(["head", "--images", str(images / "extrinsics"), "--board-pose", *board_pose_args, *out_args]) == 0
+    head_board = ["--square-m", repr(HEAD_BOARD.square_m), "--marker-m", repr(HEAD_BOARD.marker_m)]
+    intrinsics_args = ["--images", str(images / "intrinsics"), "--camera", "head", *head_board]
+    assert cc.main(["intrinsics", *intrinsics_args, *out_args]) == 0
+    extrinsics_args = ["--images", str(images / "extrinsics"), "--board-pose", *board_pose_args, *head_board]
+    assert cc.main(["head", *extrinsics_args, *out_args]) == 0
     hand_eye_args = ["--images", str(images / "hand_eye"), "--tcp-poses", str(images / "tcp_poses.yaml")]
     assert cc.main(["hand-eye", *hand_eye_args, "--arm", "left", *wrist_board, *out_args]) == 0
     capsys.readouterr()
@@ -241,8 +249,8 @@ def test_blank_and_partial_images_are_not_detections():
     assert not noise.found and noise.reason
     assert not detect_charuco(np.zeros((3, 3)), HEAD_BOARD).found
     # Only one column of squares in view: too few corners.
-    image = board_image(HEAD_BOARD, pixels_per_m=2000, margin_m=0.02)
-    corner = detect_charuco(image[:, :140], HEAD_BOARD)
+    image = board_image(DEFAULT_BOARD, pixels_per_m=2000, margin_m=0.02)
+    corner = detect_charuco(image[:, :140], DEFAULT_BOARD)
     assert not corner.found and "corners" in corner.reason
     pose = board_pose(blank, np.eye(3), np.zeros(5))
     assert not pose.ok and "no board" in pose.reason

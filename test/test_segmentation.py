@@ -238,6 +238,7 @@ def world_clicks(world, cases):
         world.reset(task, seed, variant)
         view = world.privileged()
         m = world.model
+        robot_geoms = [g for g in range(m.ngeom) if m.body(m.geom_bodyid[g]).name.startswith(("left_", "right_"))]
         for cam_name in world.robot.camera_names:
             frame = world.render(cam_name, segmentation=True)
             camera = CameraModel.from_calibration(cam_name, frame.calibration)
@@ -252,6 +253,9 @@ def world_clicks(world, cases):
                     continue
                 touches = gt[0].any() or gt[-1].any() or gt[:, 0].any() or gt[:, -1].any()
                 if touches:  # cut off by the image edge: the visible top face is not the whole top
+                    continue
+                ring = cv2.dilate(gt.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool) & ~gt
+                if np.isin(frame.segmentation[ring], robot_geoms).any():  # partly behind an arm (the head sees both)
                     continue
                 out.append((frame.rgb, camera, px, gt, obj, (pos[0], pos[1], top_z(obj, pos))))
     return out

@@ -16,7 +16,7 @@ WORLD_LINK = "world"
 TABLE_LINK = "table"
 TABLE_COLOR = "0.72 0.60 0.45 1"
 TABLE_LEG_COLOR = "0.35 0.36 0.38 1"  # powder-coated steel
-TABLE_TOP_THICKNESS_M = 0.04
+TABLE_TOP_THICKNESS_M = 0.03125  # a power of two: the top surface lands exactly on top_z_m (0.765 - 1/64 + 1/64)
 TABLE_LEG_SIDE_M = 0.05
 TABLE_LEG_INSET_M = 0.05  # from the top's edges
 
