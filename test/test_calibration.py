@@ -3,8 +3,8 @@ cameras from ChArUco boards rendered there: intrinsics, the head camera's pose, 
 
 from __future__ import annotations
 
-import importlib.util
 import dataclasses
+import importlib.util
 import math
 import sys
 
