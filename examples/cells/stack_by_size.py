@@ -21,6 +21,8 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 """
 
 # %% helpers: find blocks by colour, pick and place with either arm
+import dataclasses
+
 # include: lib/colour_objects.py
 # include: lib/wrist_views_dual_arm.py
 # include: lib/pick_place_dual_arm.py
@@ -39,7 +41,24 @@ park()
 blocks = {colour: locate(colour, **BLOCK) for colour in COLOURS}
 for colour, seg in blocks.items():
     print(colour, None if seg is None else (np.round(seg.world_xyz, 3), round(seg.height_m, 4)))
-SIZE = {c: (seg.height_m if seg is not None else 0.035) for c, seg in blocks.items()}
+
+
+def side_of(seg):
+    """A cube's size [m]: its measured height, or the side of its top face's outline (the square root of the
+    outline's area) when that is larger. The head camera measures a small cube's height short (an orange 2.5 cm cube
+    as 1.85 cm), its top face closer; too short a block is grasped too low and set down into the block below."""
+    xs, ys = np.asarray(seg.footprint_xy, float).T
+    area = 0.5 * abs(np.dot(xs, np.roll(ys, 1)) - np.dot(ys, np.roll(xs, 1)))
+    return max(float(seg.height_m), math.sqrt(area))
+
+
+def standing(seg, size):
+    """The segment of a cube of that size standing on the table, its top at TABLE_Z + size."""
+    x, y, _ = seg.world_xyz
+    return dataclasses.replace(seg, world_xyz=(x, y, TABLE_Z + size), top_z=TABLE_Z + size, height_m=size)
+
+
+SIZE = {c: (side_of(seg) if seg is not None else 0.035) for c, seg in blocks.items()}
 ORDER = sorted(COLOURS, key=lambda c: -SIZE[c])
 others = [seg.world_xyz for colour, seg in blocks.items() if seg is not None and colour != ORDER[0]]
 TOWER_XY = free_xy(TOWER_SPOTS, others, 0.09)
@@ -55,6 +74,7 @@ def top_of(level):
 def place_on_tower(colour, seg, level):
     """Pick the block and set it down as level ``level`` (0 = on the table at the tower spot), square to the world
     axes; the arm that carried it, or None if it was not set down."""
+    seg = standing(seg, SIZE[colour])
     arm = arm_for(seg.world_xyz)
     step_aside(other_arm(arm))
     clear = max(top_of(level), TABLE_Z + SIZE[ORDER[0]]) + 0.02  # carry the block's underside this high

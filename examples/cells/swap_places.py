@@ -27,7 +27,22 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 words = robo.task.instruction.lower().replace(".", "").replace(",", "").replace(":", "").split()
 COLOURS = [word for word in words if word in COLOUR_HSV][:2]
 HOME_QUAT = {arm: robo.state().arm(arm).tcp_quat for arm in ("left", "right")}
-TABLE_Z = robo.table_height().z
+
+
+def measure_table():
+    """The table's height [m] from the cameras; when the view from home does not agree (too little texture seen),
+    both arms move out to the table's sides, 5 cm higher, and the cameras measure again."""
+    table = robo.table_height()
+    if not table.found:
+        print("table not measured from home:", table.reason[:100], "...")
+        for arm, x in (("left", -0.45), ("right", 0.45)):
+            z = robo.state().arm(arm).tcp_pos[2] + 0.05
+            print(f"  {arm} out:", robo.move_to(arm, (x, -0.2, z), HOME_QUAT[arm]))
+        table = robo.table_height()
+    return table.z
+
+
+TABLE_Z = measure_table()
 BLOCK = {"heights": (0.015, 0.06)}
 # Spots in the middle of the table that both arms reach, nearest the middle first.
 MIDDLE_SPOTS = sorted(
