@@ -39,14 +39,21 @@ def _send_async(graph, client, goal):
     return handle, graph.call(handle.get_result_async)
 
 
-def _reported_pose_matches_the_joint_states(result, rec: gc.Recorder, arm: str = "left") -> None:
+def _reported_pose_matches_the_joint_states(result, rec: gc.Recorder, arm: str = "left", window_s: float = 0.0) -> None:
+    """The result's final pose is the arm's: the latest joint state's, or with ``window_s`` one of the joint states of
+    that last stretch (where something else keeps moving the arm after the goal ended)."""
     robot = load_robot_config("dual_arx_x5")
     kin = ArmKinematics(robot)
-    joints = gc.joints(rec.last(topics.JOINT_STATES))
-    pos, _ = kin.tcp_pose(arm, np.array([joints[j] for j in robot.arm(arm).joints]))
+    received = rec.snapshot()[topics.JOINT_STATES]
+    recent = [msg for t, msg in received if t >= received[-1][0] - window_s]
     (report,) = [a for a in result.arms if a.arm == arm]
     p = report.final_pose.position
-    assert np.allclose([p.x, p.y, p.z], pos, atol=1e-3), "the result misreports where the arm stopped"
+    errors = []
+    for msg in recent:
+        joints = gc.joints(msg)
+        pos, _ = kin.tcp_pose(arm, np.array([joints[j] for j in robot.arm(arm).joints]))
+        errors.append(float(np.max(np.abs(np.array([p.x, p.y, p.z]) - pos))))
+    assert min(errors) <= 1e-3, f"the result misreports where the arm stopped: {min(errors) * 1e3:.1f} mm off"
 
 
 def test_a_frozen_simulator_aborts_the_goal_and_the_arm_never_plays_the_rest(graph):
@@ -105,7 +112,8 @@ def test_a_trajectory_replaced_by_a_third_party_aborts_the_goal_with_the_reason(
     assert result.stop_reason == "aborted" and result.holding
     assert result.stop_detail.startswith(f"{LEFT} replaced the trajectory after "), result.stop_detail
     assert 0 < result.steps_used < result.waypoints
-    _reported_pose_matches_the_joint_states(result, rec)
+    # The third party's own trajectory goes on moving the arm after the goal ended: where it stood then counts.
+    _reported_pose_matches_the_joint_states(result, rec, window_s=1.0)
 
 
 def test_every_goal_of_a_burst_gets_an_answer(graph):
