@@ -22,16 +22,18 @@ COLLISION_RGBA = (0.8, 0.2, 0.2, 0.4)
 DEFAULT_VISUAL_RGBA = (0.5, 0.5, 0.5, 1.0)
 
 
+def primitive_geom(kind: str, size: tuple[float, ...]) -> tuple[mujoco.mjtGeom, list[float]]:
+    """MuJoCo's geom type and size parameters for a primitive given as URDF does: box (x, y, z) full extents,
+    cylinder (radius, length), sphere (radius,)."""
+    if kind == "box":
+        return mujoco.mjtGeom.mjGEOM_BOX, [s / 2 for s in size]
+    if kind == "cylinder":
+        return mujoco.mjtGeom.mjGEOM_CYLINDER, [size[0], size[1] / 2, 0.0]
+    return mujoco.mjtGeom.mjGEOM_SPHERE, [size[0], 0.0, 0.0]
+
+
 def _geom_kwargs(geom: Geometry) -> dict:
-    if geom.kind == "box":
-        size = [s / 2 for s in geom.size]
-        gtype = mujoco.mjtGeom.mjGEOM_BOX
-    elif geom.kind == "cylinder":
-        size = [geom.size[0], geom.size[1] / 2, 0.0]
-        gtype = mujoco.mjtGeom.mjGEOM_CYLINDER
-    else:
-        size = [geom.size[0], 0.0, 0.0]
-        gtype = mujoco.mjtGeom.mjGEOM_SPHERE
+    gtype, size = primitive_geom(geom.kind, geom.size)
     return {
         "type": gtype,
         "size": size,

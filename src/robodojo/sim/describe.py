@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from robodojo import PACKAGE_ROOT
-from robodojo.geometry import Matrix, quat_from_matrix, rotation_from_rpy, transform, wxyz_tuple, xyz_tuple
+from robodojo.geometry import quat_from_matrix, rotation_from_rpy, transform, wxyz_tuple, xyz_tuple
 from robodojo.robots.compose import TABLE_LINK
 from robodojo.robots.config import RobotConfig, TableConfig
 from robodojo.robots.urdf import UrdfModel, load_urdf
@@ -22,6 +22,7 @@ from robodojo.sim.description import (
     SceneDescription,
     Shape,
     TableDescription,
+    matrix_rows,
 )
 from robodojo.sim.objects import COLORS, object_parts
 from robodojo.sim.settings import RoomSettings, SimSettings
@@ -30,10 +31,13 @@ from robodojo.sim.tasks.base import Layout
 WALL_THICKNESS_M = 0.05
 
 
-def describe_layout(robot: RobotConfig, layout: Layout | None, settings: SimSettings) -> SceneDescription:
-    """The scene of ``layout`` on ``robot`` (None: the robot and table alone, as designed), arms at home."""
+def describe_layout(
+    robot: RobotConfig, layout: Layout | None, settings: SimSettings, urdf: UrdfModel | None = None
+) -> SceneDescription:
+    """The scene of ``layout`` on ``robot`` (None: the robot and table alone, as designed), arms at home. ``urdf`` is
+    the robot's scene URDF if the caller has it parsed already."""
     appearance = NOMINAL if layout is None else layout.appearance
-    urdf = load_urdf(robot.scene_urdf)
+    urdf = urdf or load_urdf(robot.scene_urdf)
     joints = home_joint_positions(robot)
     joints.update({j.name: urdf.position_of(j, joints) for j in urdf.movable_joints if j.mimic is not None})
     links = urdf.forward_kinematics(joints)
@@ -50,7 +54,7 @@ def describe_layout(robot: RobotConfig, layout: Layout | None, settings: SimSett
                 fovy_deg=cam.fovy_deg,
                 offset_xyz_m=offset.xyz_m,
                 offset_quat_wxyz=wxyz_tuple(quat_from_matrix(offset.rotation())),
-                T_world_cam=_rows(links[cam.frame] @ T_frame_cam),
+                T_world_cam=matrix_rows(links[cam.frame] @ T_frame_cam),
             )
         )
     objects = () if layout is None else layout.objects
@@ -120,10 +124,6 @@ def _walls(table: TableConfig, room: RoomSettings) -> tuple[Shape, ...]:
         Shape("wall_left", "box", along_y, rgba, pos_m=(cx - half_x, cy, h / 2), contact="none"),
         Shape("wall_right", "box", along_y, rgba, pos_m=(cx + half_x, cy, h / 2), contact="none"),
     )
-
-
-def _rows(matrix: Matrix) -> tuple[tuple[float, ...], ...]:
-    return tuple(tuple(float(v) for v in row) for row in matrix)
 
 
 def _package_relative(path: Path) -> Path:

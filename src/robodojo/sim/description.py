@@ -31,6 +31,11 @@ SHAPE_KINDS = ("box", "cylinder", "sphere")
 CONTACTS = ("none", "default", "rolling", "frictionless")
 
 
+def matrix_rows(matrix: Matrix) -> tuple[tuple[float, ...], ...]:
+    """A 4x4 pose as nested tuples of floats: hashable and comparable, as the frozen descriptions need."""
+    return tuple(tuple(float(v) for v in row) for row in np.asarray(matrix))
+
+
 @dataclass(frozen=True)
 class Shape:
     """One primitive part of an object, posed in the object's frame.

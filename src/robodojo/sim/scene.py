@@ -20,7 +20,7 @@ import numpy as np
 from robodojo.geometry import matrix_from_quat, quat_from_matrix
 from robodojo.robots.compose import TABLE_LINK
 from robodojo.robots.config import RobotConfig
-from robodojo.robots.mujoco_model import COLLISION_GROUP, urdf_to_spec
+from robodojo.robots.mujoco_model import COLLISION_GROUP, primitive_geom, urdf_to_spec
 from robodojo.robots.urdf import UrdfModel, load_urdf
 from robodojo.sim.description import SceneDescription, SceneObject, Shape
 from robodojo.sim.labels import apply_label
@@ -45,14 +45,14 @@ class SceneNames:
 
 
 def build_scene_spec(
-    robot: RobotConfig, settings: SimSettings, scene: SceneDescription
+    robot: RobotConfig, settings: SimSettings, scene: SceneDescription, urdf: UrdfModel | None = None
 ) -> tuple[mujoco.MjSpec, SceneNames]:
     """``scene`` (described for ``robot``) as an uncompiled MjSpec, and the names of its parts. The robot and its
     table come from the robot's scene URDF; the table's look, the floor, lights, cameras and objects from
-    ``scene``."""
+    ``scene``. ``urdf`` is the robot's scene URDF if the caller has it parsed already."""
     if scene.robot.name != robot.name:
         raise ValueError(f"the scene is described for robot {scene.robot.name!r}, not {robot.name!r}")
-    urdf = load_urdf(robot.scene_urdf)
+    urdf = urdf or load_urdf(robot.scene_urdf)
     spec, bodies = urdf_to_spec(urdf)
     spec.modelname = robot.name
     spec.option.timestep = settings.timestep_s
@@ -124,10 +124,11 @@ def add_scene_object(spec: mujoco.MjSpec, obj: SceneObject, settings: SimSetting
 
 
 def _add_shape(spec: mujoco.MjSpec, body: mujoco.MjsBody, shape: Shape, settings: SimSettings) -> None:
+    gtype, size = primitive_geom(shape.kind, shape.size_m)
     geom = body.add_geom(
         name=shape.name,
-        type=SHAPE_TYPES[shape.kind],
-        size=_mujoco_size(shape),
+        type=gtype,
+        size=size,
         pos=list(shape.pos_m),
         quat=list(shape.quat_wxyz),
         rgba=list(shape.rgba),
@@ -139,22 +140,6 @@ def _add_shape(spec: mujoco.MjSpec, body: mujoco.MjsBody, shape: Shape, settings
         geom.mass = shape.mass_kg
     if shape.label is not None:
         apply_label(spec, geom, shape.label)
-
-
-SHAPE_TYPES = {
-    "box": mujoco.mjtGeom.mjGEOM_BOX,
-    "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
-    "sphere": mujoco.mjtGeom.mjGEOM_SPHERE,
-}
-
-
-def _mujoco_size(shape: Shape) -> list[float]:
-    """MuJoCo's size parameters: half extents, (radius, half length), (radius,), padded to three."""
-    if shape.kind == "box":
-        return [s / 2 for s in shape.size_m]
-    if shape.kind == "cylinder":
-        return [shape.size_m[0], shape.size_m[1] / 2, 0.0]
-    return [shape.size_m[0], 0.0, 0.0]
 
 
 def _contact(contact: str, settings: SimSettings) -> dict:

@@ -21,7 +21,7 @@ from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Obser
 from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.urdf import load_urdf
 from robodojo.sim.describe import describe_layout
-from robodojo.sim.description import SceneDescription
+from robodojo.sim.description import SceneDescription, matrix_rows
 from robodojo.sim.dynamics import WorldDynamics
 from robodojo.sim.render import CameraRenderer, Marker
 from robodojo.sim.scene import build_scene_spec
@@ -128,7 +128,7 @@ class EmbeddedWorld:
                 for obj, body in ((o, m.body(o.name).id) for o in scene.objects)
             ),
             cameras=tuple(
-                replace(cam, T_world_cam=tuple(map(tuple, _optical_pose(now, self.camera_ids[cam.name]).tolist())))
+                replace(cam, T_world_cam=matrix_rows(_optical_pose(now, self.camera_ids[cam.name])))
                 for cam in scene.cameras
             ),
         )
@@ -141,7 +141,7 @@ class EmbeddedWorld:
         return self.observe()
 
     def _load(self, task: Task | None, layout: Layout | None) -> None:
-        self._build(describe_layout(self.robot, layout, self.settings))
+        self._build(describe_layout(self.robot, layout, self.settings, self._urdf))
         self.task, self.layout = task, layout
         if layout is not None:
             m, d = self.model, self.data
@@ -154,7 +154,7 @@ class EmbeddedWorld:
 
     def _build(self, scene: SceneDescription) -> None:
         """Compile ``scene`` and put the robot in its described joint state, holding it."""
-        spec, self._names = build_scene_spec(self.robot, self.settings, scene)
+        spec, self._names = build_scene_spec(self.robot, self.settings, scene, self._urdf)
         for extra in self.scene_extras:
             extra(spec)
         self.model = spec.compile()
