@@ -212,7 +212,11 @@ def _make_agent(args: argparse.Namespace, reply_reserve_tokens: int | None = Non
         probes["pose_jitter_m"] = args.pose_jitter
     if args.demonstration:
         probes["demonstration"] = Path(args.demonstration)
-    return make_agent(args.agent, **agent_options(args), reply_reserve_tokens=reply_reserve_tokens, probes=probes)
+    tools_root = Path(args.tools) if getattr(args, "tools", None) else None
+    return make_agent(
+        args.agent, **agent_options(args), reply_reserve_tokens=reply_reserve_tokens, probes=probes,
+        tools_root=tools_root,
+    )  # fmt: skip
 
 
 def _image_horizon(text: str) -> int | str:
@@ -479,7 +483,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--task", required=True)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--variant", default="standard", choices=VARIANTS)
-    run.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell"))
+    run.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell", "shell"))
+    run.add_argument(
+        "--tools", default=None,
+        help="shell agent: folder of task tool folders (<tools>/<task>/ with enabled_tools.txt); default: the shared "
+        "pool's table_plane and pick",
+    )  # fmt: skip
     run.add_argument(
         "--llm",
         required=True,

@@ -30,6 +30,13 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def reject_unknown_keys(data: Mapping[str, Any], known: set[str] | Sequence[str], where: str) -> None:
+    """Raise ConfigError naming the keys of ``data`` that are not ``known`` (a typo in a config file is an error)."""
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+
+
 def resolve_path(path: str | Path) -> Path:
     """Paths in config files are relative to the package root (the repository root in a checkout)."""
     p = Path(path)

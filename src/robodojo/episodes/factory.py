@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from robodojo.errors import ConfigError, UnknownNameError
@@ -11,7 +12,7 @@ from robodojo.errors import ConfigError, UnknownNameError
 if TYPE_CHECKING:
     from robodojo.agents.base import Agent
 
-AGENTS = ("move_eef", "code_cell")
+AGENTS = ("move_eef", "code_cell", "shell")
 
 
 def horizon_value(image_horizon: int | str) -> int | None:
@@ -36,12 +37,13 @@ def make_agent(
     context_tokens: int | None = None,
     reply_reserve_tokens: int | None = None,
     probes: Mapping[str, Any] | None = None,
+    tools_root: Path | None = None,
 ) -> Agent:
     """A fresh agent with its shipped configuration and these overrides (None keeps the configured value):
     ``image_horizon`` a positive count or ``"all"``; ``images`` none | head | all (robodojo.agents.context_budget);
     ``context_tokens`` the model's context length (the oldest turns are left out to fit, with
     ``reply_reserve_tokens`` free for the answer: pass the client's max_output_tokens); ``probes`` fields of the
-    move_eef agent's probes (seed 002 perturbations)."""
+    move_eef agent's probes (seed 002 perturbations); ``tools_root`` the shell agent's folder of task tool folders."""
     from robodojo.agents.context_budget import ContextBudget, check_images, check_positive_or_none
 
     if name not in AGENTS:
@@ -55,6 +57,11 @@ def make_agent(
     budget: dict[str, int] = {} if context_tokens is None else {"context_tokens": context_tokens}
     if reply_reserve_tokens is not None:
         budget["reply_reserve_tokens"] = reply_reserve_tokens
+    if name == "shell":
+        from robodojo.agents.shell.agent import ShellAgent
+
+        horizon = {"image_horizon": overrides["image_horizon"]} if "image_horizon" in overrides else {}
+        return ShellAgent(tools_root=tools_root, context=ContextBudget(**budget), **horizon)
     if name == "code_cell":
         from robodojo.agents.code_cell.agent import CodeCellAgent
 

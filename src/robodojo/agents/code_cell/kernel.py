@@ -107,7 +107,7 @@ import numpy as np
 import robodojo
 from robodojo.agents.code_cell.kernel_main import trim_text
 from robodojo.agents.code_cell.task_limit import TaskLimit, TaskLimitError, task_count
-from robodojo.config import CONFIG_DIR, Section, load_yaml, resolve_path
+from robodojo.config import CONFIG_DIR, Section, load_yaml, reject_unknown_keys, resolve_path
 from robodojo.errors import ConfigError, RobodojoError
 
 log = logging.getLogger(__name__)
@@ -183,16 +183,16 @@ def load_kernel_config(path: str | Path = CONFIG_PATH) -> tuple[KernelLimits, Ke
     """Load and validate config/agents/kernel.yaml (or another file of the same shape); unknown keys are errors."""
     where = str(path)
     data = load_yaml(path)
-    _no_unknown_keys(data, {"limits", "containment"}, where)
+    reject_unknown_keys(data, {"limits", "containment"}, where)
     limits = Section(data.get("limits", {}), f"{where}.limits")
-    _no_unknown_keys(limits.data, set(KernelLimits.__dataclass_fields__), limits.where)
+    reject_unknown_keys(limits.data, set(KernelLimits.__dataclass_fields__), limits.where)
     numbers = {"wall_s", "cpu_s", "poll_interval_s", "thread_grace_s", "start_timeout_s"}
     values: dict[str, Any] = {
         name: limits.number(name, positive=True) if name in numbers else limits.integer(name, positive=True)
         for name in KernelLimits.__dataclass_fields__
     }
     c = Section(data.get("containment", {}), f"{where}.containment")
-    _no_unknown_keys(c.data, set(KernelContainment.__dataclass_fields__), c.where)
+    reject_unknown_keys(c.data, set(KernelContainment.__dataclass_fields__), c.where)
     user = c.data.get("drop_to_user")
     if user is not None and (not isinstance(user, str) or not user):
         raise ConfigError(f"{c.where}.drop_to_user: expected a user name or null, got {user!r}")
@@ -222,12 +222,6 @@ def load_kernel_config(path: str | Path = CONFIG_PATH) -> tuple[KernelLimits, Ke
         env_passthrough=c.strings("env_passthrough"),
     )
     return KernelLimits(**values), containment
-
-
-def _no_unknown_keys(data: Mapping[str, Any], known: set[str], where: str) -> None:
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
 
 
 _SAFE_GLOBALS: dict[tuple[str, str], Any] = {

@@ -1,0 +1,189 @@
+"""The acting agent's sandbox: bubblewrap around every shell command of the shell harness (seed 003, section 3.1).
+
+What is a real boundary, enforced by the kernel through bubblewrap (``bwrap``, Debian package ``bubblewrap``):
+  * new user, mount, PID, network, IPC, UTS and cgroup namespaces, every capability dropped, no new privileges;
+    the agent runs as ``uid`` inside;
+  * the file system is a fresh tmpfs root holding only: the runtime (``runtime_paths``, read-only: /usr and the
+    loader's files), the Python interpreter's own prefix (read-only), the allowed Python distributions
+    (``python_distributions``) and the agent-side part of robodojo (``robodojo_modules``) and :mod:`robo_shell`
+    under /opt/robo (read-only), the tool folders (read-only, or writable for the optimizer's own folder), the
+    episode's work folder at /home/agent (writable) and the folder of the robot's command route (its Unix socket).
+    No other host folder exists inside: no repository, no simulator (mujoco is not among the distributions), no task
+    or scoring code, no other episode's files;
+  * the network namespace has only a loopback interface: no route anywhere. The robot is reached through the
+    command route's Unix socket, bound in as a file;
+  * the environment is cleared: only PATH, HOME, LANG and the robo variables are set, so no API key enters.
+
+Not a boundary here: CPU and memory (the command timeout kills the whole process group; a cgroup limit is not set).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path, PurePosixPath
+
+import robo_shell
+import robodojo
+from robodojo.agents.shell.settings import SandboxSettings
+from robodojo.errors import ConfigError
+
+WORK = "/home/agent"
+OPT = "/opt/robo"
+LIB = f"{OPT}/lib"
+SITE = f"{OPT}/site-packages"
+BIN = f"{OPT}/bin"
+TOOLS = f"{OPT}/tools"
+RUN = "/run/robo"
+PATH = f"{BIN}:/usr/local/bin:/usr/bin:/bin"
+BOUNDARY = (
+    "bubblewrap: new user, mount, PID, network (loopback only), IPC, UTS and cgroup namespaces; capabilities dropped; "
+    "read-only runtime; of the host only the work folder, the tool folders and the command route's socket"
+)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path shown inside the sandbox."""
+
+    host: Path
+    inside: str
+    writable: bool = False
+
+
+def distribution_roots(name: str) -> list[Path]:
+    """The top-level files and folders a Python distribution installed into site-packages (its import packages,
+    extension modules and bundled libraries; not its metadata or scripts)."""
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        raise ConfigError(
+            f"sandbox: Python distribution {name!r} is not installed (config/agents/shell.yaml)"
+        ) from None
+    base = Path(str(dist.locate_file("")))
+    roots: set[str] = set()
+    for f in dist.files or ():
+        top = PurePosixPath(str(f)).parts[0]
+        if top in ("..", "__pycache__") or top.endswith((".dist-info", ".egg-info", ".pth")):
+            continue
+        roots.add(top)
+    return [base / r for r in sorted(roots) if (base / r).exists()]
+
+
+class Sandbox:
+    """Runs commands under bubblewrap with the mounts described in the module docstring.
+
+    ``work_dir`` becomes /home/agent (the agent's home and working folder, writable); ``route_dir`` the folder of the
+    command route's socket (/run/robo); ``tool_mounts`` the tool folders under /opt/robo/tools; ``env`` adds
+    variables (the robo ones) to the cleared environment. A bin folder with ``robo`` and ``python3`` is written into
+    ``run_dir``.
+    """
+
+    def __init__(
+        self,
+        settings: SandboxSettings,
+        work_dir: Path,
+        route_dir: Path,
+        run_dir: Path,
+        *,
+        tool_mounts: Sequence[Mount] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        exe = shutil.which(settings.bwrap)
+        if exe is None:
+            raise ConfigError(
+                f"the shell harness needs bubblewrap: {settings.bwrap!r} is not on PATH "
+                "(Debian: apt install bubblewrap; make setup installs it)"
+            )
+        self.settings = settings
+        self.bwrap = exe
+        self.work_dir = work_dir
+        self.interpreter = Path(sys.base_prefix)
+        self.python = self.interpreter / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+        self.bin_dir = run_dir / "bin"
+        self._write_bin()
+        self.mounts = [
+            *self._python_mounts(),
+            Mount(self.bin_dir, BIN),
+            *tool_mounts,
+            Mount(work_dir, WORK, writable=True),
+            Mount(route_dir, RUN, writable=True),
+        ]
+        self.env = {
+            "PATH": PATH,
+            "HOME": WORK,
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": f"{LIB}:{SITE}",
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "MPLBACKEND": "Agg",
+            **(env or {}),
+        }
+
+    def _write_bin(self) -> None:
+        self.bin_dir.mkdir(parents=True, exist_ok=True)
+        robo = self.bin_dir / "robo"
+        robo.write_text(f'#!/bin/sh\nexec "{self.python}" -m robo_shell "$@"\n')
+        robo.chmod(0o755)
+        for name in ("python3", "python"):
+            link = self.bin_dir / name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(self.python)
+
+    def _python_mounts(self) -> list[Mount]:
+        mounts = [Mount(Path(robo_shell.__file__).parent, f"{LIB}/robo_shell")]
+        package = Path(robodojo.__file__).parent
+        for module in self.settings.robodojo_modules:
+            source = package / module
+            if not source.exists():
+                raise ConfigError(f"sandbox.robodojo_modules: {source} does not exist (config/agents/shell.yaml)")
+            mounts.append(Mount(source, f"{LIB}/robodojo/{module}"))
+        for name in self.settings.python_distributions:
+            mounts.extend(Mount(root, f"{SITE}/{root.name}") for root in distribution_roots(name))
+        return mounts
+
+    def argv(self, command: Sequence[str]) -> list[str]:
+        """The bwrap command line that runs ``command`` inside (cwd /home/agent)."""
+        args = [
+            self.bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--uid", str(self.settings.uid),
+            "--gid", str(self.settings.uid),
+            "--cap-drop", "ALL",
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--tmpfs", "/tmp",
+            "--symlink", "usr/bin", "/bin",
+            "--symlink", "usr/lib", "/lib",
+            "--symlink", "usr/lib64", "/lib64",
+            "--symlink", "usr/sbin", "/sbin",
+        ]  # fmt: skip
+        for path in self.settings.runtime_paths:
+            if os.path.exists(path):
+                args += ["--ro-bind", path, path]
+        args += ["--ro-bind", str(self.interpreter), str(self.interpreter)]
+        for m in self.mounts:
+            args += ["--bind" if m.writable else "--ro-bind", str(m.host), m.inside]
+        for key, value in self.env.items():
+            args += ["--setenv", key, value]
+        args += ["--chdir", WORK, "--", *command]
+        return args
+
+    def popen(self, command: Sequence[str], **kwargs) -> subprocess.Popen:
+        """Start ``command`` inside; stdin is empty unless given. The process leads its own group (kill it whole)."""
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+        return subprocess.Popen(self.argv(command), start_new_session=True, **kwargs)
+
+    def shell(self, script: str, **kwargs) -> subprocess.Popen:
+        """Start ``bash -c script`` inside."""
+        return self.popen(["/bin/bash", "-c", script], **kwargs)

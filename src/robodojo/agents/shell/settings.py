@@ -1,0 +1,92 @@
+"""The shell harness's settings (config/agents/shell.yaml), loaded once and validated with clear errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from robodojo.config import CONFIG_DIR, Section, load_yaml, reject_unknown_keys
+from robodojo.errors import ConfigError
+
+CONFIG_PATH = CONFIG_DIR / "agents" / "shell.yaml"
+IMAGE_FORMATS = ("png",)
+
+
+@dataclass(frozen=True)
+class CommandLimits:
+    """Bounds of the base commands (seed 003: 0.20 m per axis, 90 deg per axis)."""
+
+    max_translation_m: float
+    max_rotation_deg: float
+    max_wait_s: float
+    image_format: str
+
+
+@dataclass(frozen=True)
+class AgentLimits:
+    """What one shell command of the acting agent may take."""
+
+    command_timeout_s: float
+    max_output_chars: int
+    max_image_bytes: int
+    max_command_chars: int
+    default_tools: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """The acting agent's sandbox (robodojo.agents.shell.sandbox)."""
+
+    bwrap: str
+    uid: int
+    runtime_paths: tuple[str, ...]
+    python_distributions: tuple[str, ...]
+    robodojo_modules: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ShellSettings:
+    commands: CommandLimits
+    agent: AgentLimits
+    sandbox: SandboxSettings
+
+
+def load_shell_settings(path: str | Path = CONFIG_PATH) -> ShellSettings:
+    """Load and validate config/agents/shell.yaml (or a file of the same shape); unknown keys are errors."""
+    where = str(path)
+    data = load_yaml(path)
+    reject_unknown_keys(data, {"commands", "agent", "sandbox"}, where)
+    c = Section(data.get("commands", {}), f"{where}.commands")
+    reject_unknown_keys(c.data, CommandLimits.__dataclass_fields__, c.where)
+    image_format = c.str("image_format")
+    if image_format not in IMAGE_FORMATS:
+        raise ConfigError(f"{c.where}.image_format: expected one of {', '.join(IMAGE_FORMATS)}, got {image_format!r}")
+    commands = CommandLimits(
+        max_translation_m=c.number("max_translation_m", positive=True),
+        max_rotation_deg=c.number("max_rotation_deg", positive=True),
+        max_wait_s=c.number("max_wait_s", positive=True),
+        image_format=image_format,
+    )
+    a = Section(data.get("agent", {}), f"{where}.agent")
+    reject_unknown_keys(a.data, AgentLimits.__dataclass_fields__, a.where)
+    agent = AgentLimits(
+        command_timeout_s=a.number("command_timeout_s", positive=True),
+        max_output_chars=a.integer("max_output_chars", positive=True),
+        max_image_bytes=a.integer("max_image_bytes", positive=True),
+        max_command_chars=a.integer("max_command_chars", positive=True),
+        default_tools=a.strings("default_tools"),
+    )
+    s = Section(data.get("sandbox", {}), f"{where}.sandbox")
+    reject_unknown_keys(s.data, SandboxSettings.__dataclass_fields__, s.where)
+    runtime = s.strings("runtime_paths")
+    for p in runtime:
+        if not p.startswith("/"):
+            raise ConfigError(f"{s.where}.runtime_paths: expected absolute paths, got {p!r}")
+    sandbox = SandboxSettings(
+        bwrap=s.str("bwrap"),
+        uid=s.integer("uid", positive=True),
+        runtime_paths=runtime,
+        python_distributions=s.strings("python_distributions"),
+        robodojo_modules=s.strings("robodojo_modules"),
+    )
+    return ShellSettings(commands, agent, sandbox)
