@@ -150,8 +150,16 @@ class EpisodeAPI:
         axis ``fingers``."""
         return self.command("point", "--arm", arm, "--direction", direction, "--fingers", fingers, check=check)
 
+    def close(self, arm: str, *, check: bool = True) -> dict[str, Any]:
+        """Close a gripper until it meets resistance; the record's ``holding`` says whether something is held."""
+        return self.command("gripper", "--arm", arm, "--close", check=check)
+
+    def open(self, arm: str, *, check: bool = True) -> dict[str, Any]:
+        """Open a gripper fully (a held object is let go)."""
+        return self.command("gripper", "--arm", arm, "--open", check=check)
+
     def gripper(self, arm: str, opening: float, *, check: bool = True) -> dict[str, Any]:
-        """Open (1) or close (0) a gripper, or anything between; the record says whether it holds something."""
+        """Set a gripper's opening from 0 (closed) to 1 (open) where the arm stands."""
         return self.command("gripper", "--arm", arm, "--opening", opening, check=check)
 
     def home(self, *, check: bool = True) -> dict[str, Any]:

@@ -160,7 +160,7 @@ def parse_tool_args(tool: Tool, argv: Sequence[str]) -> tuple[str, dict[str, Any
         raise _Refused(message)
 
     parser.error = error  # type: ignore[method-assign]
-    for action in parser._subparsers._group_actions if parser._subparsers else ():  # noqa: SLF001
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
         for p in getattr(action, "choices", {}).values():
             p.error = error
     try:

@@ -60,8 +60,13 @@ def run(api: EpisodeAPI, command: str, args: dict[str, Any]) -> dict[str, Any]:
     def stage(name: str, record: dict[str, Any] | list[dict[str, Any]]) -> bool:
         records = record if isinstance(record, list) else [record]
         ok = all(r.get("ok") for r in records)
-        stages.append({"stage": name, "ok": ok, "steps_used": sum(r.get("steps_used", 0) for r in records),
-                       "reason": next((r.get("reason") for r in records if not r.get("ok")), "")})  # fmt: skip
+        last = records[-1] if records else {}
+        stages.append({
+            "stage": name, "ok": ok, "steps_used": sum(r.get("steps_used", 0) for r in records),
+            "reached": last.get("reached"), "final_dist_m": last.get("final_dist_m"),
+            "gripper_opening": last.get("gripper_opening"),
+            "reason": next((r.get("reason") for r in records if not r.get("ok")), last.get("reason", "")),
+        })  # fmt: skip
         return ok
 
     def result(ok: bool, **extra: Any) -> dict[str, Any]:
@@ -69,7 +74,7 @@ def run(api: EpisodeAPI, command: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"ok": ok, "arm": arm, "object": obj, "plan": plan, "stages": stages, "steps_used_total": steps,
                 **extra}  # fmt: skip
 
-    if not stage("open", api.gripper(arm, 1.0, check=False)):
+    if not stage("open", api.open(arm, check=False)):
         return result(False)
     if not stage("orient", api.point(arm, "down", "x", check=False)):
         return result(False)
@@ -79,11 +84,11 @@ def run(api: EpisodeAPI, command: str, args: dict[str, Any]) -> dict[str, Any]:
         return result(False)
     if not stage("descend", api.move_to(arm, (plan["x"], plan["y"], plan["grasp_z"]), check=False)):
         return result(False)
-    close = api.gripper(arm, 0.0, check=False)
+    close = api.close(arm, check=False)
     stage("close", close)
     holding = bool(close.get("holding"))
     if not holding:
-        stage("release", api.gripper(arm, 1.0, check=False))
+        stage("release", api.open(arm, check=False))
         stage("back_off", api.move(arm, dz=HOVER_M, check=False))
         return result(False, holding=False, reason="the fingers closed on nothing: look again and re-aim")
     stage("lift", api.move_to(arm, (plan["x"], plan["y"], plan["grasp_z"] + args["lift"]), check=False))

@@ -114,8 +114,8 @@ class BaseCommands:
         except UsageError as exc:
             known = ", ".join(BASE_COMMANDS)
             hint = f"'{name}' is not a command" if name and name not in BASE_COMMANDS else str(exc)
-            return self._record(name, steps_before, ok=False, verdict="usage",
-                                reason=f"{hint}; commands: {known} (robo help shows the manual); nothing moved")  # fmt: skip
+            reason = f"{hint}; commands: {known} (robo help shows the manual); nothing moved"
+            return self._record(name, steps_before, ok=False, verdict="usage", reason=reason)
         except Refusal as exc:
             return self._record(name, steps_before, ok=False, verdict="refused", reason=f"{exc}; nothing moved")
         except (TypeError, ValueError) as exc:  # the robo API's own checks (workspace bounds, names)
@@ -215,8 +215,10 @@ class BaseCommands:
         y = np.array(AXES[args.fingers], dtype=float)  # the TCP y axis: the fingers open along it
         if abs(float(z @ y)) > 1e-9:
             raise Refusal(f"the fingers cannot open along {args.fingers} while pointing {args.direction}")
-        R = np.column_stack([np.cross(y, z), y, z])
         state = self.robo.state().arm(arm)
+        if float(matrix_from_quat(state.tcp_quat)[:, 1] @ y) < 0:  # the fingers are symmetric: the nearer sign
+            y = -y
+        R = np.column_stack([np.cross(y, z), y, z])
         return self._motion(self.robo.move_to(arm, state.tcp_pos, quat_from_matrix(R).tolist()))
 
     def _gripper(self, args: argparse.Namespace) -> dict[str, Any]:

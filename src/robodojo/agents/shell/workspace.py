@@ -10,6 +10,7 @@ Layout of the workspace folder (a temporary folder unless given):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -152,10 +153,8 @@ class ShellWorkspace:
 
 def _kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the command's whole process group (bwrap leads it; its PID namespace ends with it)."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     try:
         proc.wait(timeout=KILL_GRACE_S)
     except subprocess.TimeoutExpired:
