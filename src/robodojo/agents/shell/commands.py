@@ -111,7 +111,7 @@ class BaseCommands:
                 raise UsageError("every argument must be a string")
             args = self.parser.parse_args(list(argv))
             fields = getattr(self, f"_{args.command}")(args)
-        except UsageError as exc:
+        except (UsageError, argparse.ArgumentError) as exc:
             known = ", ".join(BASE_COMMANDS)
             hint = f"'{name}' is not a command" if name and name not in BASE_COMMANDS else str(exc)
             reason = f"{hint}; commands: {known} (robo help shows the manual); nothing moved"

@@ -9,6 +9,7 @@ command is logged with its arguments, its record and its wall time.
 from __future__ import annotations
 
 import json
+import logging
 import selectors
 import socket
 import time
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from robo_shell import protocol
+
+log = logging.getLogger(__name__)
 
 SOCKET_NAME = "route.sock"
 READ_TIMEOUT_S = 10.0  # a client has this long to send its request line once connected
@@ -88,9 +91,19 @@ class CommandRoute:
                 record = {"ok": False, "command": "", "verdict": "usage", "reason": f"bad request: {exc}"}
                 argv = argv if isinstance(argv, list) else []
             else:
-                record = self.handler(argv)
+                try:
+                    record = self.handler(argv)
+                except Exception as exc:  # a harness bug must not end the episode's command loop
+                    log.exception("robo %s failed in the harness", argv)
+                    record = {"ok": False, "command": argv[0] if argv else "", "verdict": "error",
+                              "reason": f"the harness failed: {type(exc).__name__}: {exc}; nothing more moved"}  # fmt: skip
             try:
-                conn.sendall(protocol.encode(record))
+                payload = protocol.encode(record)
+            except ValueError as exc:  # a NaN or an object JSON cannot carry
+                payload = protocol.encode({"ok": False, "command": record.get("command", ""), "verdict": "error",
+                                           "reason": f"the harness produced a record JSON cannot carry: {exc}"})  # fmt: skip
+            try:
+                conn.sendall(payload)
                 answered = True
             except OSError:
                 answered = False  # the client was killed or timed out; the command's effect is in the record

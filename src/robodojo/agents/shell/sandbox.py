@@ -180,9 +180,27 @@ class Sandbox:
         return args
 
     def popen(self, command: Sequence[str], **kwargs) -> subprocess.Popen:
-        """Start ``command`` inside; stdin is empty unless given. The process leads its own group (kill it whole)."""
+        """Start ``command`` inside; stdin is empty unless given. The process leads its own group (kill it whole).
+
+        bwrap itself is PID 1 inside, so its command line and environment can be read there: it gets an empty
+        environment (no key of this process reaches it) and its arguments through a pipe (``--args``), which keeps
+        the host's paths out of its command line."""
         kwargs.setdefault("stdin", subprocess.DEVNULL)
-        return subprocess.Popen(self.argv(command), start_new_session=True, **kwargs)
+        args = self.argv(command)
+        read_fd, write_fd = os.pipe()
+        try:
+            with os.fdopen(write_fd, "wb") as pipe:
+                write_fd = -1
+                split = args.index("--")  # the options go through the pipe; the command stays on the command line
+                pipe.write(b"".join(a.encode() + b"\0" for a in args[1:split]))
+            return subprocess.Popen(
+                [args[0], "--args", str(read_fd), *args[split:]],
+                pass_fds=(read_fd,), env={}, start_new_session=True, **kwargs,
+            )  # fmt: skip
+        finally:
+            os.close(read_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
 
     def shell(self, script: str, **kwargs) -> subprocess.Popen:
         """Start ``bash -c script`` inside."""

@@ -1,0 +1,165 @@
+"""The shell harness (seed 003): every base command through the real robo CLI in the real bubblewrap sandbox, the
+obs/ folder against the observation, bounds refused with nothing moving, and a replayed shell episode solving
+general_pickup through the CLI with the shared pick tool."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import cv2
+import numpy as np
+import pytest
+
+from robodojo import PACKAGE_ROOT
+from robodojo.agents.shell.commands import BaseCommands
+from robodojo.agents.shell.settings import load_shell_settings
+from robodojo.agents.shell.workspace import ShellWorkspace
+from robodojo.episodes import episode_context
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+
+REPLAY = PACKAGE_ROOT / "examples" / "shell" / "general_pickup.yaml"
+
+
+@pytest.fixture
+def shell(dual_world, tmp_path):
+    dual_world.reset("general_pickup", seed=0)
+    settings = load_shell_settings()
+    holder: dict[str, BaseCommands] = {}
+    workspace = ShellWorkspace(settings, lambda argv: holder["commands"].run(argv), root=tmp_path / "ws")
+    holder["commands"] = BaseCommands(episode_context(dual_world), settings.commands, workspace.obs_dir)
+    yield workspace, holder["commands"], dual_world
+    workspace.close()
+
+
+def records(outcome) -> list[dict]:
+    return [json.loads(line) for line in outcome.output.splitlines() if line.startswith("{")]
+
+
+def test_motion_commands_report_and_move(shell):
+    workspace, _, world = shell
+    before = np.array(world.arm_state("left").tcp_pos_m)
+    outcome = workspace.run("robo move --arm left --dz 0.05 --dx 0.02")
+    assert outcome.exit_code == 0, outcome.output
+    (move,) = records(outcome)
+    assert move["ok"] and move["planned"] and move["reached"] and move["verdict"] == "executed"
+    assert move["steps_used"] > 0 and move["steps_left"] == world.steps_left
+    after = np.array(world.arm_state("left").tcp_pos_m)
+    assert np.allclose(after - before, [0.02, 0.0, 0.05], atol=0.003)
+    assert np.allclose(move["arms"]["left"]["tcp_pos_m"], after, atol=1e-4)
+    # the served call is logged with its record
+    (call,) = outcome.calls
+    assert call.argv[:3] == ["move", "--arm", "left"] and call.record == move and call.answered
+
+    out = records(workspace.run("robo rotate --arm left --yaw 30; robo point --arm right --fingers y; "
+                                "robo gripper --arm right --close; robo gripper --arm right --open; "
+                                "robo wait --seconds 0.4; robo home"))  # fmt: skip
+    assert [r["command"] for r in out] == ["rotate", "point", "gripper", "gripper", "wait", "home"]
+    assert all(r["ok"] for r in out), out
+    assert out[2]["holding"] is False and out[3]["gripper_opening"] > 0.9
+    assert out[4]["steps_used"] == 10  # 0.4 s at 25 Hz
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("robo move --arm left --dz 0.25", "beyond the 0.2 m"),
+        ("robo move --arm left --dx nan", "finite"),
+        ("robo move --arm middle --dz 0.01", "unknown arm"),
+        ("robo rotate --arm left --yaw 120", "beyond the 90 deg"),
+        ("robo point --arm left --direction down --fingers z", "cannot open along z"),
+        ("robo gripper --arm left --opening 1.5", "from 0 (closed) to 1"),
+        ("robo wait --seconds 11", "from 0 to 10"),
+        ("robo move --arm left --dz -0.2 --dy 0.2 --dx -0.2", "nothing moved"),  # planner: beyond the workspace
+    ],
+)
+def test_bad_commands_are_refused_and_nothing_moves(shell, command, reason):
+    workspace, _, world = shell
+    qpos = world.data.qpos.copy()
+    steps = world.steps_left
+    outcome = workspace.run(command)
+    (record,) = records(outcome)
+    assert outcome.exit_code == 1 and not record["ok"] and record["verdict"] == "refused"
+    assert reason in record["reason"] and record["steps_used"] == 0
+    assert world.steps_left == steps and np.allclose(world.data.qpos, qpos, atol=1e-9)
+
+
+def test_usage_errors_exit_2_and_name_the_commands(shell):
+    workspace, _, world = shell
+    outcome = workspace.run("robo fly --arm left; echo status=$?; robo move --dz 0.1; echo status=$?")
+    usage = records(outcome)
+    assert [r["verdict"] for r in usage] == ["usage", "usage"]
+    assert "'fly' is not a command" in usage[0]["reason"] and "move, rotate, point" in usage[0]["reason"]
+    assert "--arm" in usage[1]["reason"]
+    assert "status=2" in outcome.output
+    assert world.step_count == 0
+
+
+def test_obs_folder_equals_the_observation(shell):
+    workspace, _, world = shell
+    outcome = workspace.run("robo obs && ls obs")
+    assert outcome.exit_code == 0
+    obs = world.observe()
+    cameras = json.loads((workspace.obs_dir / "cameras.json").read_text())
+    state = json.loads((workspace.obs_dir / "state.json").read_text())
+    assert set(cameras) == set(obs.cameras) == {"head", "left_wrist", "right_wrist"}
+    assert not list(workspace.obs_dir.glob("*depth*"))
+    rng = np.random.default_rng(0)
+    points = np.column_stack([rng.uniform(-0.3, 0.3, 50), rng.uniform(-0.3, 0.1, 50), rng.uniform(0.77, 0.9, 50)])
+    for name, frame in obs.cameras.items():
+        png = cv2.imread(str(workspace.obs_dir / cameras[name]["image"]))[:, :, ::-1]
+        assert np.array_equal(png, frame.rgb)  # lossless, and the same state renders the same image
+        truth = world.calibration(name)
+        K, T = np.array(cameras[name]["K"]), np.array(cameras[name]["T_world_cam"])
+        cam = (points - T[:3, 3]) @ T[:3, :3]
+        px = (cam @ K.T)[:, :2] / cam[:, 2:3]
+        visible = cam[:, 2] > 0
+        assert np.max(np.linalg.norm(px[visible] - truth.project(points)[visible], axis=1)) < 1.0
+    for arm, a in obs.arms.items():
+        assert np.allclose(state["arms"][arm]["tcp_pos_m"], a.tcp_pos_m)
+        assert state["arms"][arm]["joint_positions_rad"] == pytest.approx(list(a.joint_positions_rad))
+    assert state["steps_left"] == world.steps_left
+
+
+def test_status_and_done(shell):
+    workspace, commands, _ = shell
+    status, done = records(workspace.run("robo status; robo done --reason 'all set'"))
+    assert status["instruction"].startswith("Pick up the") and set(status["joints_rad"]) == {"left", "right"}
+    assert done["episode_over"] and commands.declared_done == "all set"
+
+
+def test_help_prints_the_manual_with_the_enabled_tools(shell):
+    workspace, _, _ = shell
+    outcome = workspace.run("robo help")
+    assert "## Base commands" in outcome.output and "## Extra tools for this task" in outcome.output
+    assert "### pick" in outcome.output and "### table_plane" in outcome.output
+    assert outcome.output.strip() == workspace.manual().strip()
+
+
+def test_a_command_that_hangs_is_killed_at_its_timeout(shell):
+    workspace, _, world = shell
+    outcome = workspace.run("sleep 30", timeout_s=1.0)
+    assert outcome.timed_out and outcome.exit_code is None and outcome.wall_s < 10
+    assert "killed" in outcome.text()
+
+
+def test_replayed_shell_agent_solves_general_pickup_through_the_cli(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "robodojo.cli", "run", "--task", "general_pickup", "--seed", "0", "--agent", "shell",
+         "--llm", f"replay:{REPLAY}", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = tmp_path.iterdir()
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["success"] and metrics["end_reason"] == "success"
+    calls = [json.loads(line) for line in (folder / "robo_calls.jsonl").read_text().splitlines()]
+    moves = [c for c in calls if c["argv"][0] in ("move", "rotate", "point", "gripper")]
+    # the pick tool drove the arm through base commands only; their steps add up to the episode's
+    assert sum(c["record"]["steps_used"] for c in calls) == metrics["steps_used"] > 0
+    assert moves and all(c["answered"] for c in calls)
+    turns = [json.loads(line) for line in (folder / "turns.jsonl").read_text().splitlines()]
+    assert "robo pick grasp" in turns[-1]["details"]["command"]
