@@ -125,7 +125,7 @@ def test_obs_folder_equals_the_observation(shell):
 
 
 def test_status_and_done(shell):
-    workspace, commands, _ = shell
+    workspace, commands, _world = shell
     status, done = records(workspace.run("robo status; robo done --reason 'all set'"))
     assert status["instruction"].startswith("Pick up the") and set(status["joints_rad"]) == {"left", "right"}
     assert done["episode_over"] and commands.declared_done == "all set"
@@ -140,7 +140,7 @@ def test_help_prints_the_manual_with_the_enabled_tools(shell):
 
 
 def test_a_command_that_hangs_is_killed_at_its_timeout(shell):
-    workspace, _, world = shell
+    workspace, _, _ = shell
     outcome = workspace.run("sleep 30", timeout_s=1.0)
     assert outcome.timed_out and outcome.exit_code is None and outcome.wall_s < 10
     assert "killed" in outcome.text()

@@ -117,8 +117,12 @@ def test_no_network_route(sandbox):
 
 def test_read_only_everywhere_but_the_work_folder(sandbox):
     workspace, _ = sandbox
-    out = run(workspace, "for p in /opt/robo/lib/robo_shell/x /opt/robo/tools/pool/pick/tool.py /usr/x /opt/robo/bin/robo; "
-              "do (echo x >> $p) 2>/dev/null && echo WROTE $p || echo denied $p; done; echo hi > notes.txt && cat notes.txt")  # fmt: skip
+    targets = "/opt/robo/lib/robo_shell/x /opt/robo/tools/pool/pick/tool.py /usr/x /opt/robo/bin/robo"
+    out = run(
+        workspace,
+        f"for p in {targets}; do (echo x >> $p) 2>/dev/null && echo WROTE $p || echo denied $p; done; "
+        "echo hi > notes.txt && cat notes.txt",
+    )
     assert "WROTE" not in out and out.count("denied") == 4 and out.strip().endswith("hi")
     assert (workspace.work_dir / "notes.txt").read_text() == "hi\n"
 

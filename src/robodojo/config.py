@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,10 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def reject_unknown_keys(data: Mapping[str, Any], known: set[str] | Sequence[str], where: str) -> None:
+def reject_unknown_keys(data: Mapping[str, Any], known: Iterable[str], where: str) -> None:
     """Raise ConfigError naming the keys of ``data`` that are not ``known`` (a typo in a config file is an error)."""
-    unknown = sorted(set(data) - set(known))
+    known = set(known)
+    unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
 

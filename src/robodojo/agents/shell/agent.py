@@ -10,14 +10,14 @@ the episode record with its turn (robo_calls.jsonl).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import cv2
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
-from robodojo.agents.code_cell.tools import ToolCallError
+from robodojo.agents.code_cell.tools import ToolCallError, ValidCall
 from robodojo.agents.context_budget import ContextBudget
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.client import image_part
@@ -57,16 +57,6 @@ def tool_schemas(max_command_chars: int) -> list[dict[str, Any]]:
         tool(VIEW_IMAGE, "Look at an image file from your working folder (PNG or JPEG).", "path",
              "path relative to your working folder, e.g. obs/head.png"),
     ]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ValidCall:
-    name: str
-    arguments: dict[str, Any]
-    cleaned: dict[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "cleaned", self.cleaned or {})
 
 
 def validate_shell_call(call: ToolCall, limits: TextLimits, max_command_chars: int) -> ValidCall:

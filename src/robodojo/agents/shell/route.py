@@ -84,24 +84,20 @@ class CommandRoute:
             argv: list[str] = []
             try:
                 request = json.loads(protocol.read_line(conn).decode(protocol.ENCODING))
-                argv = request.get("argv") if isinstance(request, dict) else None
-                if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+                sent = request.get("argv") if isinstance(request, dict) else None
+                if not isinstance(sent, list) or not all(isinstance(a, str) for a in sent):
                     raise ValueError('expected {"argv": [strings]}')
+                argv = sent
             except (OSError, ValueError, protocol.RouteError) as exc:
                 record = {"ok": False, "command": "", "verdict": "usage", "reason": f"bad request: {exc}"}
-                argv = argv if isinstance(argv, list) else []
             else:
-                try:
-                    record = self.handler(argv)
-                except Exception as exc:  # a harness bug must not end the episode's command loop
-                    log.exception("robo %s failed in the harness", argv)
-                    record = {"ok": False, "command": argv[0] if argv else "", "verdict": "error",
-                              "reason": f"the harness failed: {type(exc).__name__}: {exc}; nothing more moved"}  # fmt: skip
+                record = self._run(argv)
             try:
                 payload = protocol.encode(record)
             except ValueError as exc:  # a NaN or an object JSON cannot carry
+                reason = f"the harness produced a record JSON cannot carry: {exc}"
                 payload = protocol.encode({"ok": False, "command": record.get("command", ""), "verdict": "error",
-                                           "reason": f"the harness produced a record JSON cannot carry: {exc}"})  # fmt: skip
+                                           "reason": reason})  # fmt: skip
             try:
                 conn.sendall(payload)
                 answered = True
@@ -109,6 +105,14 @@ class CommandRoute:
                 answered = False  # the client was killed or timed out; the command's effect is in the record
             self.calls.append(RouteCall(argv, record, started, time.monotonic() - started, answered))
         return True
+
+    def _run(self, argv: list[str]) -> dict[str, Any]:
+        try:
+            return self.handler(argv)
+        except Exception as exc:  # a harness bug must not end the episode's command loop
+            log.exception("robo %s failed in the harness", argv)
+            reason = f"the harness failed: {type(exc).__name__}: {exc}; nothing more moved"
+            return {"ok": False, "command": argv[0] if argv else "", "verdict": "error", "reason": reason}
 
     def take_calls(self) -> list[RouteCall]:
         calls, self.calls = self.calls, []
