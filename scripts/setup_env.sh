@@ -30,6 +30,8 @@ die() { printf 'setup_env: error: %s\n' "$*" >&2; exit 1; }
 APT_PACKAGES=(libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 libopengl0 libosmesa6 cmake g++ python3-dev)
 # The campaign report's browser test opens its HTML in headless Chromium.
 APT_PACKAGES+=(chromium)
+# The shell harness runs the acting agent's commands in a bubblewrap sandbox (robodojo.agents.shell.sandbox).
+APT_PACKAGES+=(bubblewrap)
 
 # The set in shared/ROS_ON_PYPI.md plus diagnostic-msgs (listed there as present; Jazzy: unprefixed ros-* are Kilted).
 ROS_WHEELS=(
