@@ -70,6 +70,7 @@ HARDWARE_DRIVERS = {"franka": "fr3_driver_node", "arx5": "arx5_driver_node"}  # 
 DEFAULT_LLM = {
     "move_eef": "replay:examples/replay/general_pickup_seed0.yaml",
     "code_cell": "replay:examples/cells/general_pickup.py",
+    "shell": "replay:examples/shell/general_pickup.yaml",
 }
 
 
@@ -90,8 +91,9 @@ def _arguments() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             "agent",
             default_value="move_eef",
-            choices=["move_eef", "code_cell", "none"],
-            description="Agent: move_eef tool calls, code_cell Python cells, or none (no agent node)",
+            choices=["move_eef", "code_cell", "shell", "none"],
+            description="Agent: move_eef tool calls, code_cell Python cells, shell commands in a sandbox (robo "
+            "command line), or none (no agent node)",
         ),
         DeclareLaunchArgument(
             "task",

@@ -67,7 +67,7 @@ def test_episodes_without_a_replay_script_are_listed_as_skipped_not_run(tmp_path
         ({"tasks": []}, "'tasks' is required"),
         ({"tasks": ["no_such_task"]}, "no_such_task"),
         ({"variants": ["foggy"]}, "unknown variant 'foggy'"),
-        ({"agents": ["shell"]}, "unknown agent 'shell'"),
+        ({"agents": ["terminal"]}, "unknown agent 'terminal'"),
         ({"seeds": "4-2"}, "bad seed range"),
         ({"seeds": [1, -1]}, "seeds must be >= 0"),
         ({"llms": {}}, "'llms' is required"),

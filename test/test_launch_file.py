@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from robodojo.episodes.factory import AGENTS
 from robodojo.nodes import topics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,7 +195,7 @@ def test_choice_arguments_list_the_known_values(launch_tree):
     expected = {
         "robot": sorted(p.stem for p in (ROOT / "config" / "robots").glob("*.yaml")),
         "sim": ["isaac", "mujoco", "none"],
-        "agent": ["code_cell", "move_eef", "none"],
+        "agent": sorted([*AGENTS, "none"]),
         "planner": ["moveit", "native"],
     }
     for name, values in expected.items():
@@ -354,7 +355,7 @@ def test_default_llm_follows_the_agent_and_an_explicit_llm_wins(stand_in_launch,
 
 def test_default_llms_exist_and_match_the_node_default(stand_in_launch):
     defaults = stand_in_launch.DEFAULT_LLM
-    assert set(defaults) == {"move_eef", "code_cell"}  # every agent the launch file offers, besides none
+    assert set(defaults) == set(AGENTS)  # every agent the launch file offers, besides none
     for agent, spec in defaults.items():
         kind, _, path = spec.partition(":")
         assert kind == "replay" and (ROOT / path).is_file(), f"{agent}: {spec} is not a replay of an existing file"

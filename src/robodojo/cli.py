@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 GRAPH_REPLAYS = {
     "move_eef": "replay:examples/replay/general_pickup_seed0.yaml",
     "code_cell": "replay:examples/cells/general_pickup.py",
+    "shell": "replay:examples/shell/general_pickup.yaml",
 }
 
 
@@ -302,7 +303,6 @@ def _cmd_api(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from robodojo.episodes.compare import (
-        AGENTS,
         all_failed,
         format_summary,
         outcome_line,
@@ -312,6 +312,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         summarize,
         write_report,
     )
+    from robodojo.episodes.factory import DEFAULT_AGENTS
     from robodojo.errors import ConfigError
 
     given = {"move_eef": args.move_eef_llm or args.llm, "code_cell": args.code_cell_llm or args.llm}
@@ -320,10 +321,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.budget < 1:
         raise ConfigError(f"--budget must be at least 1, got {args.budget}")
     tasks, seeds, out = parse_tasks(args.tasks), parse_seeds(args.seeds), Path(args.out)
-    specs = {agent: given[agent] for agent in AGENTS}
+    specs = {agent: given[agent] for agent in DEFAULT_AGENTS}
     settings = llm_settings(args)
     print(
-        f"comparing {', '.join(AGENTS)} on {', '.join(tasks)}, seeds {args.seeds} ({args.variant}), "
+        f"comparing {', '.join(DEFAULT_AGENTS)} on {', '.join(tasks)}, seeds {args.seeds} ({args.variant}), "
         f"LLM-call budget {args.budget}",
         flush=True,
     )
@@ -342,7 +343,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         tool_choice=args.tool_choice,
         agent_options=agent_options(args),
     )
-    summary = summarize(outcomes, AGENTS)
+    summary = summarize(outcomes, DEFAULT_AGENTS)
     print()
     print(format_summary(summary))
     request = {
@@ -441,7 +442,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--tasks", default=None, help="task names separated by commas")
     evaluate.add_argument("--seeds", default=None, help="seeds and ranges, e.g. 0-49 or 0,2,5-7")
     evaluate.add_argument("--variants", default=None, help=f"variants separated by commas ({', '.join(VARIANTS)})")
-    evaluate.add_argument("--agents", default=None, help="agents separated by commas (move_eef, code_cell)")
+    evaluate.add_argument("--agents", default=None, help="agents separated by commas (move_eef, code_cell, shell)")
     evaluate.add_argument(
         "--llm", action="append", default=[],
         help="an LLM spec for every agent (repeatable; {task} and {seed} are filled per episode); replaces the "
@@ -534,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--task", default="general_pickup")
     graph.add_argument("--seed", type=int, default=0)
     graph.add_argument("--variant", default="standard", choices=VARIANTS)
-    graph.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell", "none"))
+    graph.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell", "shell", "none"))
     graph.add_argument(
         "--llm",
         default=None,

@@ -7,7 +7,7 @@ A spec file, every key but ``tasks`` optional::
     tasks: [general_pickup, stack_blocks]
     variants: [standard, cluttered]        # default [standard]; also randomized
     seeds: 0-49                            # a range string as for --seeds, or a list
-    agents: [move_eef, code_cell]          # default both
+    agents: [move_eef, code_cell]          # default both; shell too when listed
     llms:                                  # name -> one spec for every agent, or a spec per agent
       gpt: openai:gpt-5.5
       offline:
@@ -45,7 +45,7 @@ import yaml
 
 from robodojo.campaigns.results import ZERO_SHOT
 from robodojo.episodes.compare import fill_spec, missing_script, parse_seeds
-from robodojo.episodes.factory import AGENTS
+from robodojo.episodes.factory import AGENTS, DEFAULT_AGENTS
 from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET
 from robodojo.errors import ConfigError, UnknownNameError
 
@@ -116,7 +116,7 @@ class CampaignSpec:
     tasks: tuple[str, ...]
     variants: tuple[str, ...] = ("standard",)
     seeds: tuple[int, ...] = (0,)
-    agents: tuple[str, ...] = AGENTS
+    agents: tuple[str, ...] = DEFAULT_AGENTS
     llms: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  #: name -> agent -> spec
     conditions: tuple[Condition, ...] = (Condition(ZERO_SHOT),)
     llm_call_budget: int = DEFAULT_LLM_CALL_BUDGET
@@ -217,7 +217,7 @@ def campaign_spec_from_dict(values: Mapping[str, Any], source: str = "the campai
     for variant in variants:
         if variant not in VARIANTS:
             raise ConfigError(f"{source}: unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-    agents = _names(values.get("agents", list(AGENTS)), "agents", source)
+    agents = _names(values.get("agents", list(DEFAULT_AGENTS)), "agents", source)
     for agent in agents:
         if agent not in AGENTS:
             raise ConfigError(f"{source}: unknown agent {agent!r}; known: {', '.join(AGENTS)}")

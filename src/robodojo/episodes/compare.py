@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from robodojo.episodes.efficiency import jointly_solved
-from robodojo.episodes.factory import AGENTS, make_agent
+from robodojo.episodes.factory import AGENTS, DEFAULT_AGENTS, make_agent
 from robodojo.episodes.hosts import WorldHost
 from robodojo.episodes.runner import run_episode
 from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EpisodeSpec
@@ -283,7 +283,7 @@ def run_compare(
 # -- summary --------------------------------------------------------------------------------------------------------
 
 
-def summarize(outcomes: Iterable[Outcome], agents: Sequence[str] = AGENTS) -> dict[str, Any]:
+def summarize(outcomes: Iterable[Outcome], agents: Sequence[str] = DEFAULT_AGENTS) -> dict[str, Any]:
     """Per agent: episodes run, skipped, successes, success rate; on the episodes every agent solved: mean metrics
     per agent and the ratio of the last agent to the first (code_cell / move_eef), from
     :func:`robodojo.episodes.efficiency.jointly_solved`."""

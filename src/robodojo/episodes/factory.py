@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from robodojo.agents.base import Agent
 
 AGENTS = ("move_eef", "code_cell", "shell")
+#: what `robodojo compare` compares (seed 000's ratio code_cell / move_eef) and campaigns run unless told otherwise
+DEFAULT_AGENTS = ("move_eef", "code_cell")
 
 
 def horizon_value(image_horizon: int | str) -> int | None:
