@@ -155,6 +155,16 @@ else
   "$VENV/bin/python" "$ROOT/scripts/fix_ros_wheels.py" "$VENV" </dev/null | sed 's/^/setup_env: /'
 fi
 
+# --- (e) coding-agent CLIs for the shell harness, each in a venv of its own (their pins stay out of the project's) --
+AGENT_VENV="$VENV/agents/mini-swe-agent"
+if [[ ! -x "$AGENT_VENV/bin/python" ]]; then
+  say "creating $AGENT_VENV (mini-swe-agent, the shell harness's reference coding agent)"
+  "$("$VENV/bin/python" -c 'import sys; print(sys.base_prefix)' </dev/null)/bin/python3" -m venv "$AGENT_VENV" </dev/null
+fi
+say "pip install mini-swe-agent into $AGENT_VENV"
+"$AGENT_VENV/bin/python" -m pip install -q "mini-swe-agent==2.4.6" 2>&1 |
+  { grep -v 'is ignored: it is neither a file nor a directory' || true; }
+
 printf '%s\n' "$KEY" >"$STAMP"
 if [[ -n "$ROS_PYTHON" ]]; then
   say "done ($MODE). Use: source $VENV/bin/activate"

@@ -163,3 +163,28 @@ def test_replayed_shell_agent_solves_general_pickup_through_the_cli(tmp_path):
     assert moves and all(c["answered"] for c in calls)
     turns = [json.loads(line) for line in (folder / "turns.jsonl").read_text().splitlines()]
     assert "robo pick grasp" in turns[-1]["details"]["command"]
+
+
+MINI_REPLAY = PACKAGE_ROOT / "examples" / "shell" / "general_pickup_mini_swe_agent.yaml"
+
+
+@pytest.mark.skipif(
+    not (load_shell_settings().coding_agents.get("mini-swe-agent").venv / "bin" / "python").exists(),
+    reason="mini-swe-agent is not installed (make setup installs it into .venv/agents/mini-swe-agent)",
+)
+def test_mini_swe_agent_solves_general_pickup_through_its_own_command_loop(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "robodojo.cli", "run", "--task", "general_pickup", "--seed", "0", "--agent", "shell",
+         "--coding-agent", "mini-swe-agent", "--llm", f"replay:{MINI_REPLAY}", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = tmp_path.iterdir()
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["success"] and metrics["llm_calls"] == 3
+    # every model call went through the harness: the requests are mini-swe-agent's own (its bash tool, its messages)
+    requests = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    assert all(any(t["function"]["name"] == "bash" for t in r["tools"]) for r in requests)
+    assert "## Base commands" in requests[0]["messages"][1]["content"]  # the goal and the manual, as its task
+    calls = [json.loads(line) for line in (folder / "robo_calls.jsonl").read_text().splitlines()]
+    assert sum(c["record"]["steps_used"] for c in calls) == metrics["steps_used"] > 0

@@ -7,11 +7,13 @@ import os
 import shutil
 import socket
 import sys
+import threading
 
 import pytest
 
 import robodojo
 from robodojo import PACKAGE_ROOT
+from robodojo.agents.shell.model_proxy import ModelProxy
 from robodojo.agents.shell.settings import load_shell_settings
 from robodojo.agents.shell.workspace import ShellWorkspace
 
@@ -144,3 +146,44 @@ def test_a_symlink_out_of_the_work_folder_is_not_followed_by_the_harness(sandbox
     run(workspace, "ln -s /etc/passwd leak.png; ln -s ../../run leak2")
     assert workspace.host_path("leak.png") is None and workspace.host_path("leak2/x") is None
     assert workspace.host_path("/etc/hostname") is None and workspace.host_path("obs/head.png") is not None
+
+
+def test_the_model_is_reached_only_through_the_proxy(sandbox):
+    workspace, _ = sandbox
+    proxy = ModelProxy(workspace.route.path.parent / "model.sock", model="m")
+    answered = []
+
+    def answer():  # the episode thread's part: answer chat requests as the LLM client would
+        exchange = proxy.pending.get(timeout=30)
+        answered.append(exchange.body)
+        exchange.answer({"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}]})
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    script = (
+        "import json, urllib.request, urllib.error\n"
+        "base = 'http://127.0.0.1:8765/v1'\n"
+        "def call(path, body=None):\n"
+        "    data = None if body is None else json.dumps(body).encode()\n"
+        "    req = urllib.request.Request(base + path, data=data, headers={'Content-Type': 'application/json'})\n"
+        "    try:\n"
+        "        with urllib.request.urlopen(req, timeout=20) as r: return r.status, json.load(r)\n"
+        "    except urllib.error.HTTPError as e: return e.code, json.load(e)\n"
+        "print('models', *call('/models'))\n"
+        "print('chat', *call('/chat/completions', {'messages': [{'role': 'user', 'content': 'x'}]}))\n"
+        "print('other', call('/embeddings', {'input': 'x'})[0])\n"
+        "print('bad', call('/chat/completions', {'prompt': 'x'})[0])\n"
+    )
+    try:
+        out = run(
+            workspace,
+            "python3 -m robo_shell.forward --listen 127.0.0.1:8765 --to /run/robo/model.sock & sleep 0.3\n"
+            f"python3 - <<'PY'\n{script}PY",
+        )
+    finally:
+        thread.join(timeout=5)
+        proxy.close()
+    assert "models 200" in out and "'id': 'm'" in out
+    assert "chat 200" in out and "'content': 'hi'" in out
+    assert "other 404" in out and "bad 400" in out
+    assert answered == [{"messages": [{"role": "user", "content": "x"}]}]

@@ -216,7 +216,7 @@ def _make_agent(args: argparse.Namespace, reply_reserve_tokens: int | None = Non
     tools_root = Path(args.tools) if getattr(args, "tools", None) else None
     return make_agent(
         args.agent, **agent_options(args), reply_reserve_tokens=reply_reserve_tokens, probes=probes,
-        tools_root=tools_root,
+        tools_root=tools_root, coding_agent=getattr(args, "coding_agent", None),
     )  # fmt: skip
 
 
@@ -486,9 +486,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--variant", default="standard", choices=VARIANTS)
     run.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell", "shell"))
     run.add_argument(
-        "--tools", default=None,
+        "--tools",
+        default=None,
         help="shell agent: folder of task tool folders (<tools>/<task>/ with enabled_tools.txt); default: the shared "
         "pool's table_plane and pick",
+    )
+    run.add_argument(
+        "--coding-agent", default=None,
+        help="shell agent: a coding-agent CLI from config/agents/shell.yaml (mini-swe-agent) acts instead of the "
+        "built-in shell-tool agent; its model calls go through the harness to --llm",
     )  # fmt: skip
     run.add_argument(
         "--llm",

@@ -49,7 +49,9 @@ class TurnRecord:
 
 
 class LlmCaller(Protocol):
-    def chat(self, messages: list[Message], tools: list[dict], *, tool_choice: str = "required") -> ChatReply: ...
+    def chat(
+        self, messages: list[Message], tools: list[dict], *, tool_choice: str | dict | None = "required"
+    ) -> ChatReply: ...
 
 
 class Agent(Protocol):

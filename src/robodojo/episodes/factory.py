@@ -40,12 +40,15 @@ def make_agent(
     reply_reserve_tokens: int | None = None,
     probes: Mapping[str, Any] | None = None,
     tools_root: Path | None = None,
+    coding_agent: str | None = None,
 ) -> Agent:
     """A fresh agent with its shipped configuration and these overrides (None keeps the configured value):
     ``image_horizon`` a positive count or ``"all"``; ``images`` none | head | all (robodojo.agents.context_budget);
     ``context_tokens`` the model's context length (the oldest turns are left out to fit, with
     ``reply_reserve_tokens`` free for the answer: pass the client's max_output_tokens); ``probes`` fields of the
-    move_eef agent's probes (seed 002 perturbations); ``tools_root`` the shell agent's folder of task tool folders."""
+    move_eef agent's probes (seed 002 perturbations); ``tools_root`` the shell agent's folder of task tool folders;
+    ``coding_agent`` a coding-agent CLI of config/agents/shell.yaml to act for the shell agent (else the built-in
+    shell-tool agent)."""
     from robodojo.agents.context_budget import ContextBudget, check_images, check_positive_or_none
 
     if name not in AGENTS:
@@ -59,6 +62,10 @@ def make_agent(
     budget: dict[str, int] = {} if context_tokens is None else {"context_tokens": context_tokens}
     if reply_reserve_tokens is not None:
         budget["reply_reserve_tokens"] = reply_reserve_tokens
+    if name == "shell" and coding_agent:
+        from robodojo.agents.shell.external import ExternalShellAgent
+
+        return ExternalShellAgent(coding_agent, tools_root=tools_root)
     if name == "shell":
         from robodojo.agents.shell.agent import ShellAgent
 

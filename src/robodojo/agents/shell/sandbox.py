@@ -118,7 +118,6 @@ class Sandbox:
             "PATH": PATH,
             "HOME": WORK,
             "LANG": "C.UTF-8",
-            "PYTHONPATH": f"{LIB}:{SITE}",
             "PYTHONNOUSERSITE": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
             "MPLBACKEND": "Agg",
@@ -126,15 +125,21 @@ class Sandbox:
         }
 
     def _write_bin(self) -> None:
+        """``robo``, and ``python3``/``python`` with numpy, OpenCV and the agent-side robodojo on their path. Each
+        sets PYTHONPATH itself, so a coding agent's own Python (its venv) is not handed these packages."""
         self.bin_dir.mkdir(parents=True, exist_ok=True)
-        robo = self.bin_dir / "robo"
-        robo.write_text(f'#!/bin/sh\nexec "{self.python}" -m robo_shell "$@"\n')
-        robo.chmod(0o755)
-        for name in ("python3", "python"):
-            link = self.bin_dir / name
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            link.symlink_to(self.python)
+        path = f"{LIB}:{SITE}"
+        scripts = {
+            "robo": f'#!/bin/sh\nPYTHONPATH={path} exec "{self.python}" -m robo_shell "$@"\n',
+            "python3": f'#!/bin/sh\nPYTHONPATH={path}${{PYTHONPATH:+:$PYTHONPATH}} exec "{self.python}" "$@"\n',
+        }
+        scripts["python"] = scripts["python3"]
+        for name, text in scripts.items():
+            file = self.bin_dir / name
+            if file.is_symlink():
+                file.unlink()
+            file.write_text(text)
+            file.chmod(0o755)
 
     def _python_mounts(self) -> list[Mount]:
         mounts = [Mount(Path(robo_shell.__file__).parent, f"{LIB}/robo_shell")]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from robodojo.config import CONFIG_DIR, Section, load_yaml, reject_unknown_keys
+from robodojo.config import CONFIG_DIR, Section, load_yaml, reject_unknown_keys, resolve_path
 from robodojo.errors import ConfigError
 
 CONFIG_PATH = CONFIG_DIR / "agents" / "shell.yaml"
@@ -45,17 +46,41 @@ class SandboxSettings:
 
 
 @dataclass(frozen=True)
+class CodingAgentCli:
+    """A coding-agent command line run whole inside the sandbox (robodojo.agents.shell.external)."""
+
+    name: str
+    venv: Path  #: its installation, shown read-only at /opt/agent
+    command: str  #: bash command line; {model_port} and {model} are filled in
+    config_template: Path | None  #: written to /opt/robo/etc/ with {model_port} filled in
+    env: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class CodingAgents:
+    clis: Mapping[str, CodingAgentCli]
+    model_port: int
+    run_timeout_s: float
+
+    def get(self, name: str) -> CodingAgentCli:
+        if name not in self.clis:
+            raise ConfigError(f"unknown coding agent {name!r}; configured: {', '.join(self.clis)} ({CONFIG_PATH})")
+        return self.clis[name]
+
+
+@dataclass(frozen=True)
 class ShellSettings:
     commands: CommandLimits
     agent: AgentLimits
     sandbox: SandboxSettings
+    coding_agents: CodingAgents
 
 
 def load_shell_settings(path: str | Path = CONFIG_PATH) -> ShellSettings:
     """Load and validate config/agents/shell.yaml (or a file of the same shape); unknown keys are errors."""
     where = str(path)
     data = load_yaml(path)
-    reject_unknown_keys(data, {"commands", "agent", "sandbox"}, where)
+    reject_unknown_keys(data, {"commands", "agent", "sandbox", "coding_agents"}, where)
     c = Section(data.get("commands", {}), f"{where}.commands")
     reject_unknown_keys(c.data, CommandLimits.__dataclass_fields__, c.where)
     image_format = c.str("image_format")
@@ -89,4 +114,29 @@ def load_shell_settings(path: str | Path = CONFIG_PATH) -> ShellSettings:
         python_distributions=s.strings("python_distributions"),
         robodojo_modules=s.strings("robodojo_modules"),
     )
-    return ShellSettings(commands, agent, sandbox)
+    return ShellSettings(commands, agent, sandbox, _coding_agents(Section(data.get("coding_agents", {}),
+                                                                         f"{where}.coding_agents")))  # fmt: skip
+
+
+def _coding_agents(c: Section) -> CodingAgents:
+    clis = {}
+    for name in c.names():
+        if name in ("model_port", "run_timeout_s"):
+            continue
+        a = c.section(name)
+        reject_unknown_keys(a.data, {"venv", "command", "config_template", "env"}, a.where)
+        env = a.data.get("env", {})
+        if not isinstance(env, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            raise ConfigError(f"{a.where}.env: expected a mapping of names to strings, got {env!r}")
+        template = a.data.get("config_template")
+        clis[name] = CodingAgentCli(
+            name=name,
+            venv=resolve_path(a.str("venv")),
+            command=a.str("command"),
+            config_template=resolve_path(template) if template else None,
+            env=dict(env),
+        )
+    port = c.integer("model_port", positive=True)
+    if port > 65535:
+        raise ConfigError(f"{c.where}.model_port: expected a TCP port, got {port}")
+    return CodingAgents(clis, port, c.number("run_timeout_s", positive=True))

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,7 @@ class ShellWorkspace:
         task_tools_writable: bool = False,
         root: Path | None = None,
         extra_mounts: Sequence[Mount] = (),
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
         self._owns_root = root is None
@@ -81,6 +82,7 @@ class ShellWorkspace:
         for folder in (self.work_dir, run / "etc", run / "out"):
             folder.mkdir(parents=True, exist_ok=True)
         self.out_dir = run / "out"
+        self.etc_dir = run / "etc"  # /opt/robo/etc inside, read-only
         self.enabled = enabled_tools_for(task_tools, settings.agent.default_tools)
         (run / "etc" / ENABLED_FILE).write_text("".join(f"{name}\n" for name in self.enabled))
         self.route = CommandRoute(self.root / "route", handler)
@@ -102,6 +104,7 @@ class ShellWorkspace:
                 OBS_ENV: f"{WORK}/obs",
                 TOOLS_ENV: os.pathsep.join(tool_dirs),
                 ENABLED_ENV: f"{OPT}/etc/{ENABLED_FILE}",
+                **(extra_env or {}),
             },
         )
         self._count = 0
@@ -122,7 +125,7 @@ class ShellWorkspace:
                 finished = self.route.serve_while(lambda: proc.poll() is None, started + timeout)
             finally:
                 if proc.poll() is None:
-                    _kill_group(proc)
+                    kill_group(proc)
         timed_out = not finished
         text = out_path.read_bytes().decode("utf-8", errors="replace")
         return CommandOutcome(
@@ -151,7 +154,7 @@ class ShellWorkspace:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the command's whole process group (bwrap leads it; its PID namespace ends with it)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)

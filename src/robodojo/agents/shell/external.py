@@ -1,0 +1,183 @@
+"""A coding-agent command line (mini-swe-agent, Codex CLI, ...) as the shell harness's acting agent (seed 003).
+
+The whole CLI runs inside the episode's sandbox (robodojo.agents.shell.workspace): it runs its own command loop, and
+its commands reach the robot through ``robo`` like the built-in agent's. Its model calls go to
+``http://127.0.0.1:<model_port>/v1`` on the sandbox's loopback; robo_shell.forward pipes them to the harness's
+:class:`~robodojo.agents.shell.model_proxy.ModelProxy`, and the episode's own LLM client answers them. So the API
+key never enters the sandbox, and the episode runner sees every model call as a turn: its budget, usage and record
+apply unchanged.
+
+A turn is one model call of the CLI plus everything the CLI did until its next call: the call is made, its answer
+handed back, and the robot commands the CLI sends are served until it asks again, exits, or runs ``robo done``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
+from robodojo.agents.code_cell.kernel_main import trim_text
+from robodojo.agents.llm.types import ChatReply, LlmError
+from robodojo.agents.shell.commands import BaseCommands
+from robodojo.agents.shell.model_proxy import ChatExchange, ModelProxy, error_body
+from robodojo.agents.shell.prompts import GOAL_TEMPLATE
+from robodojo.agents.shell.sandbox import RUN, Mount
+from robodojo.agents.shell.settings import CodingAgentCli, ShellSettings, load_shell_settings
+from robodojo.agents.shell.workspace import ShellWorkspace, kill_group
+from robodojo.errors import ConfigError, RobodojoError
+
+PROXY_SOCKET = "model.sock"
+TASK_FILE = "task.md"
+LOG_TAIL_CHARS = 3000
+MODEL_NAME = "robodojo"  # what the CLI is told its model is called; the episode's client decides the real one
+
+
+class CodingAgentError(RobodojoError):
+    """The coding agent ended before it asked its model anything, or cannot be started."""
+
+
+class ExternalShellAgent:
+    """A coding-agent CLI, configured in config/agents/shell.yaml (``coding_agents``), run in the sandbox."""
+
+    name = "shell"
+
+    def __init__(self, cli: str, *, settings: ShellSettings | None = None, tools_root: Path | None = None) -> None:
+        self.settings = settings or load_shell_settings()
+        self.cli: CodingAgentCli = self.settings.coding_agents.get(cli)
+        if not (self.cli.venv / "bin" / "python").exists():
+            raise ConfigError(f"coding agent {cli!r} is not installed at {self.cli.venv} (make setup installs it)")
+        self.tools_root = tools_root
+        self.workspace: ShellWorkspace | None = None
+        self.proxy: ModelProxy | None = None
+        self.process: subprocess.Popen | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"coding_agent": self.cli.name, "tools_root": str(self.tools_root) if self.tools_root else None}
+
+    # -- episode ---------------------------------------------------------------------------------------------------
+    def begin(self, episode: EpisodeContext) -> None:
+        self.close()
+        self.episode = episode
+        port = self.settings.coding_agents.model_port
+        task_tools = self.tools_root / episode.task if self.tools_root is not None else None
+        self.workspace = ws = ShellWorkspace(
+            self.settings,
+            lambda argv: self.commands.run(argv),
+            task_tools=task_tools,
+            extra_mounts=[Mount(self.cli.venv, "/opt/agent")],
+            extra_env=dict(self.cli.env),
+        )
+        self.commands = BaseCommands(episode, self.settings.commands, ws.obs_dir)
+        goal = GOAL_TEMPLATE.format(instruction=episode.instruction, recipe=episode.recipe)
+        (ws.etc_dir / TASK_FILE).write_text(f"{goal}\n\n{ws.manual()}")
+        if self.cli.config_template is not None:
+            text = self.cli.config_template.read_text().replace("{model_port}", str(port))
+            (ws.etc_dir / self.cli.config_template.name).write_text(text)
+        self.proxy = ModelProxy(ws.route.path.parent / PROXY_SOCKET, model=MODEL_NAME)
+        command = self.cli.command.replace("{model_port}", str(port)).replace("{model}", MODEL_NAME)
+        script = (
+            f"python3 -m robo_shell.forward --listen 127.0.0.1:{port} --to {RUN}/{PROXY_SOCKET} &\nsleep 0.2\n{command}"
+        )
+        self.log_path = ws.root / "run" / "coding_agent.log"
+        self._log = self.log_path.open("wb")
+        self.started = time.monotonic()
+        self.process = ws.sandbox.shell(script, stdout=self._log, stderr=subprocess.STDOUT)
+        self._pending = self._next_exchange()
+        self._early_calls = ws.route.take_calls()  # robot commands before the first model call
+
+    def _deadline(self) -> float:
+        return self.started + self.settings.coding_agents.run_timeout_s
+
+    def _next_exchange(self) -> ChatExchange | None:
+        """Serve robot commands until the CLI asks its model (the request), exits or declares done (None)."""
+        assert self.workspace is not None and self.proxy is not None and self.process is not None
+        proxy, process = self.proxy, self.process
+
+        def waiting() -> bool:
+            return proxy.pending.empty() and process.poll() is None and self.commands.declared_done is None
+
+        self.workspace.route.serve_while(waiting, self._deadline())
+        if not proxy.pending.empty() and self.commands.declared_done is None:
+            return proxy.pending.get_nowait()
+        return None
+
+    def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
+        assert self.workspace is not None
+        exchange = self._pending
+        if exchange is None:
+            raise CodingAgentError(
+                f"{self.cli.name} ended before asking its model anything (exit {self.process and self.process.poll()})"
+                f":\n{self.log_tail()}"
+            )
+        body = exchange.body
+        messages = body["messages"]
+        tools = body.get("tools") or []
+        tool_choice = body.get("tool_choice") or ("auto" if tools else None)
+        try:
+            reply: ChatReply = llm.chat(messages, tools, tool_choice=tool_choice)
+        except LlmError as exc:
+            exchange.answer(error_body(f"the model call failed: {exc}", "upstream_error"), 502)
+            raise
+        exchange.answer(reply.raw or _openai_body(reply))
+        self._pending = self._next_exchange()
+        calls = [*self._early_calls, *self.workspace.route.take_calls()]
+        self._early_calls = []
+        ended = self._pending is None
+        details: dict[str, Any] = {"coding_agent": self.cli.name, "robot_commands": len(calls)}
+        if ended:
+            details.update(self._end_details())
+        texts = [f"{self.cli.name}: {len(calls)} robot command(s) until its next model call"]
+        return TurnRecord(
+            turn, list(messages), reply, texts, "shell", finished=ended, details=details,
+            robo_calls=[asdict(c) for c in calls],
+        )  # fmt: skip
+
+    def _end_details(self) -> dict[str, Any]:
+        process = self.process
+        assert process is not None
+        details: dict[str, Any] = {"exit_code": process.poll(), "log_tail": self.log_tail()}
+        if self.commands.declared_done is not None:
+            details["done_reason"] = self.commands.declared_done
+        elif process.poll() is None:
+            details["timed_out"] = True
+        return details
+
+    def log_tail(self) -> str:
+        if not hasattr(self, "log_path") or not self.log_path.exists():
+            return ""
+        return trim_text(self.log_path.read_bytes().decode("utf-8", errors="replace"), LOG_TAIL_CHARS)
+
+    def close(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                kill_group(self.process)
+            self.process = None
+            self._log.close()
+        if self.proxy is not None:
+            self.proxy.close()
+            self.proxy = None
+        if self.workspace is not None:
+            self.workspace.close()
+            self.workspace = None
+
+
+def _openai_body(reply: ChatReply) -> dict[str, Any]:
+    """A chat-completions response body for a reply without the upstream's own (a test double's)."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ]
+    return {
+        "id": "robodojo",
+        "object": "chat.completion",
+        "model": reply.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "usage": {"prompt_tokens": reply.usage.input_tokens, "completion_tokens": reply.usage.output_tokens,
+                  "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens},
+    }  # fmt: skip
