@@ -205,6 +205,41 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0 if result.success else 1
 
 
+def _cmd_evolve(args: argparse.Namespace) -> int:
+    from robodojo.agents.llm.client import open_llm
+    from robodojo.episodes.evolve import EvolvePlan, run_evolve
+    from robodojo.sim.tasks import get_task
+    from robodojo.sim.world import EmbeddedWorld
+
+    plan = EvolvePlan(
+        task=args.task, out=Path(args.out) / args.task, layouts=args.layouts,
+        retest_layouts=args.layouts if args.retest is None else args.retest, first_seed=args.first_seed,
+        variant=args.variant, max_edits=args.max_edits, llm_call_budget=args.budget, coding_agent=args.coding_agent,
+        seed_tools=Path(args.tools) if args.tools else None,
+    )  # fmt: skip
+    robot = get_task(args.task).robot
+    settings = llm_settings(args)
+    plan.out.mkdir(parents=True, exist_ok=True)
+
+    def acting_llm():
+        return open_llm(args.llm, base_url=args.base_url, settings=settings, tool_choice=args.tool_choice)
+
+    with open_llm(args.optimizer_llm or args.llm, base_url=args.base_url, settings=settings,
+                  tool_choice=args.tool_choice) as optimizer_llm:  # fmt: skip
+        world = EmbeddedWorld(robot)
+        try:
+            summary = run_evolve(plan, world, acting_llm, optimizer_llm)
+        finally:
+            world.close()
+    kept, reverted = summary.edits_kept, summary.edits_reverted
+    print(
+        f"{args.task}: {len(summary.attempts)} attempts on {args.layouts} layouts, {kept} edits kept, {reverted} "
+        f"reverted; frozen retest: {summary.retest_rate('dev'):.0%} of the development layouts, "
+        f"{summary.retest_rate('new'):.0%} of the new; {summary.wall_s:.0f} s\n  record: {plan.out}/"
+    )
+    return 0
+
+
 def _make_agent(args: argparse.Namespace, reply_reserve_tokens: int | None = None):
     from robodojo.episodes.factory import make_agent
 
@@ -518,6 +553,26 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--pose-jitter", type=float, default=None, help="mean per-move pose jitter [m]")
     run.add_argument("--demonstration", default=None, help="folder of a recorded demonstration (one-shot)")
     run.set_defaults(func=_cmd_run)
+    evolve = sub.add_parser(
+        "evolve", help="seed 003's repair loop: the shell agent attempts layouts, an optimizer agent repairs its tools"
+    )
+    evolve.add_argument("--task", required=True)
+    evolve.add_argument("--layouts", type=_positive_int, default=10, help="development layouts (default 10)")
+    evolve.add_argument(
+        "--retest", type=int, default=None, help="new layouts for the frozen retest (default: as many as --layouts)"
+    )
+    evolve.add_argument("--first-seed", type=int, default=0, help="seed of the first layout (default 0)")
+    evolve.add_argument("--variant", default="standard", choices=VARIANTS)
+    evolve.add_argument("--llm", required=True, help="the acting agent's LLM spec (as for run)")
+    evolve.add_argument("--optimizer-llm", default=None, help="the optimizer's LLM spec (default: --llm)")
+    evolve.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
+    add_llm_options(evolve)
+    evolve.add_argument("--max-edits", type=int, default=None, help="repair rounds per layout (default: config)")
+    evolve.add_argument("--budget", type=_positive_int, default=100, help="LLM-call budget per episode")
+    evolve.add_argument("--tools", default=None, help="a task tool folder to start from (copied; default: empty)")
+    evolve.add_argument("--coding-agent", default=None, help="a coding-agent CLI acts (config/agents/shell.yaml)")
+    evolve.add_argument("--out", default="out/evolve", help="the run's folder (default out/evolve/<task>)")
+    evolve.set_defaults(func=_cmd_evolve)
     compare = sub.add_parser("compare", help="run both agents on the same tasks and seeds and compare their costs")
     compare.add_argument("--tasks", required=True, help="task names separated by commas, e.g. general_pickup,handover")
     compare.add_argument("--seeds", default="0-4", help="seeds and ranges, e.g. 0-4 or 0,2,5-7 (default 0-4)")

@@ -10,6 +10,7 @@ the episode record with its turn (robo_calls.jsonl).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,11 @@ def validate_shell_call(call: ToolCall, limits: TextLimits, max_command_chars: i
     return ValidCall(call.name, args)
 
 
+def shell_call_validator(max_command_chars: int) -> Callable[[ToolCall, TextLimits], ValidCall]:
+    """:func:`validate_shell_call` with the command bound, as Conversation.accept_tool_call takes it."""
+    return lambda call, limits: validate_shell_call(call, limits, max_command_chars)
+
+
 class ShellAgent:
     """shell(command) + view_image(path) over a sandboxed shell with the robo command."""
 
@@ -134,10 +140,9 @@ class ShellAgent:
         request = self.conversation.request(self.tools)
         reply = llm.chat(request, self.tools, tool_choice=TOOL_CHOICE)
         self.conversation.add_reply(reply)
-        max_chars = self.settings.agent.max_command_chars
         valid, errors = self.conversation.accept_tool_call(
             reply,
-            lambda call, limits: validate_shell_call(call, limits, max_chars),
+            shell_call_validator(self.settings.agent.max_command_chars),
             no_call_text=NO_TOOL_CALL_TEXT,
             several_text=SEVERAL_TOOL_CALLS_TEXT.format(n=len(reply.tool_calls)),
         )

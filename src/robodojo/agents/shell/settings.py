@@ -69,18 +69,27 @@ class CodingAgents:
 
 
 @dataclass(frozen=True)
+class OptimizerSettings:
+    """The repair loop's optimizer (robodojo.agents.shell.optimizer, robodojo.episodes.evolve)."""
+
+    max_calls_per_round: int
+    max_edits_per_layout: int
+
+
+@dataclass(frozen=True)
 class ShellSettings:
     commands: CommandLimits
     agent: AgentLimits
     sandbox: SandboxSettings
     coding_agents: CodingAgents
+    optimizer: OptimizerSettings
 
 
 def load_shell_settings(path: str | Path = CONFIG_PATH) -> ShellSettings:
     """Load and validate config/agents/shell.yaml (or a file of the same shape); unknown keys are errors."""
     where = str(path)
     data = load_yaml(path)
-    reject_unknown_keys(data, {"commands", "agent", "sandbox", "coding_agents"}, where)
+    reject_unknown_keys(data, {"commands", "agent", "sandbox", "coding_agents", "optimizer"}, where)
     c = Section(data.get("commands", {}), f"{where}.commands")
     reject_unknown_keys(c.data, CommandLimits.__dataclass_fields__, c.where)
     image_format = c.str("image_format")
@@ -114,8 +123,14 @@ def load_shell_settings(path: str | Path = CONFIG_PATH) -> ShellSettings:
         python_distributions=s.strings("python_distributions"),
         robodojo_modules=s.strings("robodojo_modules"),
     )
-    return ShellSettings(commands, agent, sandbox, _coding_agents(Section(data.get("coding_agents", {}),
-                                                                         f"{where}.coding_agents")))  # fmt: skip
+    o = Section(data.get("optimizer", {}), f"{where}.optimizer")
+    reject_unknown_keys(o.data, OptimizerSettings.__dataclass_fields__, o.where)
+    optimizer = OptimizerSettings(
+        max_calls_per_round=o.integer("max_calls_per_round", positive=True),
+        max_edits_per_layout=o.integer("max_edits_per_layout", positive=True),
+    )
+    coding = _coding_agents(Section(data.get("coding_agents", {}), f"{where}.coding_agents"))
+    return ShellSettings(commands, agent, sandbox, coding, optimizer)
 
 
 def _coding_agents(c: Section) -> CodingAgents:
