@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from robo_shell import POOL_DIR
+from robo_shell.paths import POOL_DIR
 from robodojo.agents.shell.delivery import check_task_tools, imported_modules, task_words
 from robodojo.agents.shell.settings import load_shell_settings
 from robodojo.sim.tasks import get_task

@@ -13,11 +13,6 @@ numpy/OpenCV. The harness (``robodojo.agents.shell``) runs the commands; it tran
 
 from __future__ import annotations
 
-from pathlib import Path
-
-MANUAL_PATH = Path(__file__).with_name("manual.md")
-POOL_DIR = Path(__file__).with_name("pool")  # the shared tools (table_plane, pick): read-only for every agent
-
 #: environment variables the sandbox sets for ``robo`` and for tools
 ROUTE_ENV = "ROBO_ROUTE"  # path of the command route's Unix socket
 OBS_ENV = "ROBO_OBS"  # the obs/ folder

@@ -6,32 +6,27 @@
 
 Exit status: 0 when the record says ok, 1 when the command was refused or failed (the record says why), 2 for a
 command line that is not understood (nothing was sent), 3 when the robot cannot be reached.
+
+A base command imports only the standard library's json, os and socket: a command is a process, and its start is
+most of what it costs (benchmarks/shell.py). Tools and the manual load the rest when asked for.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import traceback
 from typing import Any
 
-from robo_shell import MANUAL_PATH, protocol
-from robo_shell.api import EpisodeAPI
-from robo_shell.tools import (
-    ToolError,
-    enabled_tools,
-    find_tool,
-    load_tool,
-    manual_with_tools,
-    parse_tool_args,
-    tool_dirs,
-)
+from robo_shell import protocol
 
 TRACEBACK_CHARS = 2000
 
 
 def manual() -> str:
     """The manual, with the enabled tools' interface files appended."""
+    from robo_shell.paths import MANUAL_PATH
+    from robo_shell.tools import enabled_tools, manual_with_tools, tool_dirs
+
     return manual_with_tools(MANUAL_PATH.read_text(), enabled_tools(), tool_dirs())
 
 
@@ -49,6 +44,10 @@ def _plain(value: object) -> object:
 
 
 def run_tool(name: str, argv: list[str]) -> int:
+    import traceback
+
+    from robo_shell.tools import ToolError, find_tool, load_tool, parse_tool_args
+
     command = f"{name} {argv[0]}" if argv else name
     folder = find_tool(name)
     if folder is None:
@@ -57,12 +56,15 @@ def run_tool(name: str, argv: list[str]) -> int:
         tool = load_tool(folder)
         sub, args = parse_tool_args(tool, argv)
     except ToolError as exc:
-        print(json.dumps({"ok": False, "command": command, "verdict": "error", "reason": str(exc)}))
+        print(json.dumps({"ok": False, "command": command, "verdict": "usage", "reason": str(exc)}))
         return 2
+    from robo_shell.api import EpisodeAPI  # numpy, OpenCV and perception: loaded for tools only
+
     try:
         record = tool.run(EpisodeAPI(), sub, args)
     except protocol.RouteError as exc:
-        return emit({"ok": False, "command": command, "verdict": "error", "reason": str(exc)}) and 3
+        emit({"ok": False, "command": command, "verdict": "error", "reason": str(exc)})
+        return 3
     except Exception as exc:
         tb = traceback.format_exc()[-TRACEBACK_CHARS:]
         reason = f"{type(exc).__name__}: {exc}"
@@ -78,8 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("help", "-h", "--help", "manual"):
         print(manual(), end="")
         return 0
-    if argv[0] in enabled_tools():
-        return run_tool(argv[0], argv[1:])
+    if argv[0] not in protocol.BASE_COMMANDS:
+        from robo_shell.tools import enabled_tools
+
+        if argv[0] in enabled_tools():
+            return run_tool(argv[0], argv[1:])
     try:
         record = protocol.call(argv)
     except protocol.RouteError as exc:

@@ -14,6 +14,8 @@ from typing import Any
 
 from robo_shell import ROUTE_ENV
 
+#: the harness's base commands (robodojo.agents.shell.commands runs them); anything else may be a tool
+BASE_COMMANDS = ("move", "rotate", "point", "gripper", "home", "wait", "obs", "status", "done")
 MAX_LINE_BYTES = 1 << 20  # a record is a few kB; anything near this is a broken peer
 ENCODING = "utf-8"
 

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from robo_shell import POOL_DIR
+from robo_shell.paths import POOL_DIR
 from robodojo.agents.base import LlmCaller
 from robodojo.agents.shell.delivery import check_task_tools, task_words
 from robodojo.agents.shell.optimizer import Optimizer

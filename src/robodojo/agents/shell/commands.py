@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 import cv2
 import numpy as np
 
+from robo_shell.protocol import BASE_COMMANDS
 from robodojo.agents.base import EpisodeContext
 from robodojo.agents.code_cell.results import MoveResult
 from robodojo.agents.code_cell.robo import Robo
@@ -30,7 +31,6 @@ from robodojo.agents.shell.settings import CommandLimits
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, rotation_about_axis
 from robodojo.observation import Observation
 
-BASE_COMMANDS = ("move", "rotate", "point", "gripper", "home", "wait", "obs", "status", "done")
 DIRECTIONS = {"down": (0, 0, -1), "forward": (0, 1, 0), "back": (0, -1, 0), "left": (-1, 0, 0), "right": (1, 0, 0)}
 AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1)}
 CAMERAS_FILE = "cameras.json"  # robo_shell.api reads these names back

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robo_shell import ENABLED_ENV, MANUAL_PATH, OBS_ENV, POOL_DIR, ROUTE_ENV, TOOLS_ENV
+from robo_shell import ENABLED_ENV, OBS_ENV, ROUTE_ENV, TOOLS_ENV
+from robo_shell.paths import MANUAL_PATH, POOL_DIR
 from robo_shell.tools import manual_with_tools
 from robodojo.agents.code_cell.kernel_main import trim_text
 from robodojo.agents.shell.route import CommandRoute, RouteCall
