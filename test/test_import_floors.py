@@ -145,3 +145,19 @@ def test_agents_get_no_path_to_the_simulator(dual_world):
             assert not type(attribute).__module__.startswith("robodojo.sim.privileged"), f"{value!r}.{name}"
     obs = ctx.backend.observe(cameras=("head",), depth=True)
     assert obs.camera("head").depth_m is not None and ctx.backend.steps_left == dual_world.steps_left
+
+
+def test_robo_shell_imports_only_what_the_sandbox_holds():
+    """robo_shell runs inside the shell harness's sandbox: of robodojo it may use only the modules the sandbox mounts
+    (config/agents/shell.yaml sandbox.robodojo_modules), and none of the harness's own code."""
+    from robodojo.agents.shell.settings import load_shell_settings
+
+    mounted = {m.removesuffix(".py") for m in load_shell_settings().sandbox.robodojo_modules} - {"__init__"}
+    shell_src = SRC.parent / "robo_shell"
+    bad = []
+    for path in sorted(shell_src.rglob("*.py")):
+        for line, module in _imports(path):
+            parts = module.split(".")
+            if parts[0] == "robodojo" and (len(parts) < 2 or parts[1] not in mounted):
+                bad.append(f"{path.relative_to(shell_src)}:{line}: {module}")
+    assert not bad, "robo_shell imports what its sandbox does not hold:\n" + "\n".join(bad)
