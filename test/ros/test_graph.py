@@ -343,6 +343,26 @@ def test_robodojo_graph_runs_a_code_cell_episode_without_ros2_launch(graph, tmp_
     assert meta["llm"]["max_output_tokens"] == 512 and meta["llm"]["tool_choice"] == "auto"
 
 
+def test_robodojo_graph_runs_a_shell_agent_episode(graph, tmp_path):
+    """The shell harness's agent as the graph's agent node: its robo commands reach the motion server over the
+    MoveEef action and the simulator over the graph, from inside its sandbox."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap (bwrap) is not installed")
+    cmd = [sys.executable, "-m", "robodojo.cli", "graph", "--agent", "shell", "--domain-id", str(graph.domain_id)]
+    cmd += ["--out", str(tmp_path / "episodes"), "--log-dir", str(tmp_path / "logs")]
+    proc = subprocess.run(cmd, env=graph.env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + (tmp_path / "logs" / "agent_node.log").read_text()
+    record = _record(_only_folder(tmp_path / "episodes"))
+    assert record["metrics"]["success"] and record["metrics"]["steps_used"] > 0
+    assert {t["action"] for t in record["turns"]} == {"shell"}
+    calls = (_only_folder(tmp_path / "episodes") / "robo_calls.jsonl").read_text().splitlines()
+    assert any(json.loads(line)["argv"][0] == "move" for line in calls)
+
+
 BAD_PARAMETERS = [  # (node, parameters, what its one line must say)
     ("sim_node", {"task": "nope"}, "unknown task 'nope'; available: "),
     ("sim_node", {"joint_state_slices": 3}, "'joint_state_slices' must divide the 20 physics steps"),
