@@ -34,6 +34,14 @@ class RenderSettings:
     box_quads: int = 4
     round_slices: int = 28
     round_stacks: int = 16
+    # Robots' visual meshes (robodojo.robots.meshes): drawn at all, and the fraction of their faces kept.
+    robot_meshes: bool = True
+    robot_mesh_face_fraction: float = 1.0
+
+    @property
+    def mesh_face_fraction(self) -> float | None:
+        """What robodojo.robots.mujoco_model.urdf_to_spec takes: the fraction, or None for primitives only."""
+        return self.robot_mesh_face_fraction if self.robot_meshes else None
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,13 @@ def parse_sim_settings(data: dict, where: str) -> SimSettings:
         box_quads=r.integer("box_quads", default=4, positive=True),
         round_slices=r.integer("round_slices", default=28, positive=True),
         round_stacks=r.integer("round_stacks", default=16, positive=True),
+        robot_meshes=r.boolean("robot_meshes", default=True),
+        robot_mesh_face_fraction=r.number("robot_mesh_face_fraction", default=1.0, positive=True),
     )
+    if render.robot_mesh_face_fraction > 1.0:
+        raise ConfigError(
+            f"{where}.render.robot_mesh_face_fraction: must be in (0, 1], got {render.robot_mesh_face_fraction}"
+        )
     if render.table_texture not in TABLE_TEXTURES:
         raise ConfigError(
             f"{where}.render.table_texture: {render.table_texture!r} is not one of {', '.join(TABLE_TEXTURES)}"
