@@ -198,7 +198,7 @@ def test_without_franky_sim_the_fr3_keeps_its_primitives(without_franky_sim, cap
     for field in ("geom_type", "geom_size", "geom_rgba", "geom_group", "geom_bodyid"):
         np.testing.assert_array_equal(getattr(fallback, field), getattr(primitives, field), err_msg=field)
     notes = [r for r in caplog.records if r.levelno >= logging.INFO]
-    assert len(notes) == 1 and "'franky_sim'" in notes[0].getMessage() and "primitives" in notes[0].getMessage()
+    assert len(notes) == 1 and "'franky_sim'" in notes[0].getMessage() and "primitive shapes" in notes[0].getMessage()
     # The URDF for ROS and Isaac: primitives only, no dangling package:// reference.
     rewritten = parse_urdf(text)
     assert "package://" not in text

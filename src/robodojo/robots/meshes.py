@@ -15,8 +15,9 @@ its primitive visuals (box, cylinder, sphere), which are therefore the fallback 
 A missing package is logged once per process, never raised: the arm is then drawn with primitives as before.
 
 Rendering cost: software GL (llvmpipe) draws every triangle, and the FR3's source meshes (240k triangles) make a
-640x480 image about 4x slower than its primitives. :func:`prepared_mesh` welds duplicate vertices and decimates a
-mesh to a fraction of its faces (quadric simplification, ``fast-simplification``), caching the result as an OBJ in
+640x480 image about 2.9x as slow as its primitives; a tenth of the faces, about 1.35x (benchmarks/robot_meshes.py).
+:func:`prepared_mesh` welds duplicate vertices and decimates a mesh to a fraction of its faces (quadric
+simplification, ``fast-simplification``; vertex clustering where that stalls), caching the result as an OBJ in
 the user's cache folder (``$XDG_CACHE_HOME/robodojo/meshes``, else ``~/.cache/robodojo/meshes``) under a key made
 of the source's SHA-256, the fraction and :data:`PIPELINE_VERSION`, so a changed source or setting makes a new file.
 """
@@ -42,6 +43,8 @@ from robodojo.robots.urdf import Geometry, Link
 log = logging.getLogger(__name__)
 
 PACKAGE_SCHEME = "package://"
+#: Where the Python packages that the project's URDFs take meshes from come from, for the log line when one is absent.
+PACKAGE_SOURCES = {"franky_sim": "franky-sim, in the hardware extra: pip install '.[hardware]'"}
 FILE_SCHEME = "file://"
 #: Bumped when the cleaning or decimation changes, so cached files from an older pipeline are not reused.
 PIPELINE_VERSION = 2
@@ -69,7 +72,13 @@ def _package_folder(package: str) -> Path | None:
         spec = None
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     if not locations:
-        log.info("visual meshes from Python package %r: not installed; those links are drawn with primitives", package)
+        # A warning, so that it shows without any logging set up (Python's default level): once per process.
+        log.warning(
+            "visual meshes: Python package %r is not installed%s; the links that use its meshes are drawn with "
+            "their primitive shapes",
+            package,
+            f" ({PACKAGE_SOURCES[package]})" if package in PACKAGE_SOURCES else "",
+        )
         return None
     return Path(locations[0])
 
