@@ -10,6 +10,7 @@ import dataclasses
 import importlib.util
 import logging
 import os
+import sys
 from pathlib import Path
 
 import mujoco
@@ -203,6 +204,25 @@ def test_without_franky_sim_the_fr3_keeps_its_primitives(without_franky_sim, cap
     rewritten = parse_urdf(text)
     assert "package://" not in text
     assert [v.kind for v in rewritten.links["fr3_link1"].visuals] == ["cylinder"]
+
+
+def test_without_the_decimation_library_the_fr3_keeps_its_primitives(tmp_path, monkeypatch, caplog):
+    """franky-sim there, fast-simplification not (an install without the hardware extra's latest pins): nothing
+    cached yet, so nothing to draw but the primitives; one warning says why."""
+    pytest.importorskip("franky_sim", reason="franky-sim is not installed (the hardware extra: make setup)")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "fast_simplification", None)  # `import fast_simplification` raises
+    meshes._fast_simplification_module.cache_clear()
+    meshes._log_fallback.cache_clear()
+    try:
+        with caplog.at_level(logging.INFO, logger=meshes.__name__):
+            model = urdf_to_spec(load_urdf(FR3.scene_urdf), mesh_face_fraction=FRACTION)[0].compile()
+    finally:
+        meshes._fast_simplification_module.cache_clear()
+        meshes._log_fallback.cache_clear()
+    assert not (model.geom_type == mujoco.mjtGeom.mjGEOM_MESH).any()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "fast-simplification is not installed" in warnings[0]
 
 
 def test_the_urdf_for_other_readers_ships_the_meshes(tmp_path):

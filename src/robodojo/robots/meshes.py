@@ -62,6 +62,10 @@ class MeshUnavailable(Exception):
     """A mesh reference that cannot be used here (package not installed, file missing, unreadable, unsupported)."""
 
 
+class PackageMissing(MeshUnavailable):
+    """A Python package the meshes need is not installed (already logged once as a warning)."""
+
+
 # -- references --------------------------------------------------------------------------------------------------
 @functools.cache
 def _package_folder(package: str) -> Path | None:
@@ -91,7 +95,7 @@ def resolve_mesh_uri(uri: str) -> Path:
             raise MeshUnavailable(f"{uri!r}: expected package://<python package>/<path>")
         folder = _package_folder(package)
         if folder is None:
-            raise MeshUnavailable(f"{uri!r}: Python package {package!r} is not installed")
+            raise PackageMissing(f"{uri!r}: Python package {package!r} is not installed")
         path = folder / rest
     elif uri.startswith(FILE_SCHEME):
         path = Path(unquote(urlparse(uri).path))
@@ -196,7 +200,7 @@ def _fast_simplification() -> Any:
     """The decimation library; MeshUnavailable (logged once) if it is not installed, so arms keep primitives."""
     module = _fast_simplification_module()
     if module is None:
-        raise MeshUnavailable("fast-simplification is not installed")
+        raise PackageMissing("fast-simplification is not installed")
     return module
 
 
@@ -262,8 +266,8 @@ def prepared_visuals(link: Link, fraction: float) -> tuple[tuple[Geometry, Path 
             for g in shown
         )
     except MeshUnavailable as exc:
-        # A mesh that resolves but cannot be prepared is unexpected (a missing package was logged already).
-        _log_fallback(link.name, str(exc), logging.WARNING)
+        # A missing package was logged once already; anything else (an unreadable mesh, a full disk) is unexpected.
+        _log_fallback(link.name, str(exc), logging.DEBUG if isinstance(exc, PackageMissing) else logging.WARNING)
         return tuple((g, None) for g in link.visuals if g.kind != "mesh")
 
 
