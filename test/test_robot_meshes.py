@@ -41,9 +41,10 @@ WHITE, JOINT_BLACK = (1.0, 1.0, 1.0, 1.0), (0.2, 0.2, 0.2, 1.0)
 FRANKY_BODIES = {"hand": "fr3_hand", "left_finger": "fr3_leftfinger", "right_finger": "fr3_rightfinger"}
 
 
-def _needs_mesh_packages() -> None:
+def _needs_mesh_packages(*, decimation: bool = True) -> None:
     pytest.importorskip("franky_sim", reason="franky-sim is not installed (the hardware extra: make setup)")
-    pytest.importorskip("fast_simplification", reason="fast-simplification is not installed (the hardware extra)")
+    if decimation:
+        pytest.importorskip("fast_simplification", reason="fast-simplification is not installed (the hardware extra)")
 
 
 @pytest.fixture
@@ -104,7 +105,7 @@ def test_fr3_links_are_drawn_with_meshes_in_franky_sim_colours(fr3_models):
 def test_the_meshes_sit_where_franky_sims_own_model_puts_them():
     """franky-sim's MJCF places its meshes in body frames; ours are the same frames (the URDF's MDH frames), so the
     meshes need no offset. Compared at random joint angles, link by link."""
-    _needs_mesh_packages()
+    _needs_mesh_packages(decimation=False)
     folder = Path(importlib.util.find_spec("franky_sim").submodule_search_locations[0]) / "assets"
     spec = mujoco.MjSpec.from_file(str(folder / "fr3.xml"))
     spec.meshdir = str(folder / "meshes")  # the file's own meshdir points one level too deep
@@ -267,7 +268,7 @@ def _sphere_obj(path: Path, radius_m: float = 0.05, rings: int = 24, segments: i
 
 
 def test_mesh_references_resolve_or_say_why_not(tmp_path):
-    _needs_mesh_packages()
+    _needs_mesh_packages(decimation=False)
     path = resolve_mesh_uri("package://franky_sim/assets/meshes/link1_vis.obj")
     assert path.is_file() and path.parent.name == "meshes"
     obj = tmp_path / "part.obj"
