@@ -31,7 +31,6 @@ import logging
 import os
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -227,7 +226,11 @@ def write_obj(path: Path, verts: np.ndarray, faces: np.ndarray, header: str) -> 
     lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in faces]
     # Several processes (test workers, campaign workers) may prepare the same mesh: write aside, then rename.
     with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False, encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+        try:
+            f.write("\n".join(lines) + "\n")
+        except OSError:
+            os.unlink(f.name)
+            raise
     os.replace(f.name, path)
 
 
@@ -272,21 +275,15 @@ def prepared_visuals(link: Link, fraction: float) -> tuple[tuple[Geometry, Path 
 
 
 # -- URDF text for other readers (ROS, Isaac) ----------------------------------------------------------------------
-def urdf_with_resolved_meshes(
-    urdf_text: str, *, copy_to: Path | None = None, fraction: float = 1.0, links: Iterable[str] | None = None
-) -> str:
+def urdf_with_resolved_meshes(urdf_text: str, *, copy_to: Path | None = None, fraction: float = 1.0) -> str:
     """The URDF with each link's visuals reduced to the ones it is drawn with (:func:`shown_visuals`' rule), for
     readers that cannot resolve ``package://<python package>`` (ROS's resource retriever, Isaac's URDF importer).
 
     Mesh filenames become absolute ``file://`` paths of the prepared copies (welded OBJ, ``fraction`` of the faces),
     or, with ``copy_to``, the prepared files are copied into that folder and referenced relative to it (the folder
-    the URDF is written to, for a stage that must open on another machine). ``links``: only these links are
-    rewritten (default all)."""
+    the URDF is written to, for a stage that must open on another machine)."""
     root = ET.fromstring(urdf_text)
-    only = set(links) if links is not None else None
     for link_elem in root.findall("link"):
-        if only is not None and link_elem.get("name") not in only:
-            continue
         visuals = link_elem.findall("visual")
         mesh_elems = [v for v in visuals if _mesh_of(v) is not None]
         if not mesh_elems:
