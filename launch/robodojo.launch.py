@@ -59,6 +59,8 @@ from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
+from robodojo.robots.meshes import urdf_with_resolved_meshes
+
 PACKAGE = "agent_bringup"
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
@@ -320,7 +322,9 @@ def _launch_setup(context, *args, **kwargs):
     config = _robot_config(share, robot)
     urdf_path = os.path.join(share, config["scene_urdf"])  # urdf/<scene>.urdf, installed under share/
     with open(urdf_path, encoding="utf-8") as f:
-        robot_description = f.read()
+        # ROS resolves package:// in an ament package's share folder; the FR3's visual meshes are in a Python
+        # package (franky-sim): they become absolute file:// paths here (primitives where it is not installed).
+        robot_description = urdf_with_resolved_meshes(f.read())
     cameras = list(config["cameras"])
 
     actions: list = []

@@ -119,6 +119,11 @@ def read_plan(stage_path: Path) -> ScenePlan:
             root = ET.parse(urdf_path).getroot()
             links = {e.get("name", "") for e in root.findall("link")}
             urdf_joints = {e.get("name", "") for e in root.findall("joint")}
+            # Visual meshes ship beside the stage (meshes/, relative to the URDF): the importer must find each.
+            for mesh in root.iter("mesh"):
+                filename = mesh.get("filename", "")
+                if not (urdf_path.parent / filename).is_file():
+                    problems.append(f"mesh {filename!r} of the robot URDF is missing beside it")
         except ET.ParseError as exc:
             problems.append(f"the robot URDF {urdf_path} does not parse: {exc}")
     payloads = robot.GetMetadata("payload")

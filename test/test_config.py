@@ -67,6 +67,8 @@ def test_bad_robot_config_values(path, value, message):
         (("object_contact", "condim"), 5, "condim: must be 1, 3, 4 or 6, got 5"),
         (("render", "shadows"), "no", r"render\.shadows: expected true or false, got 'no'"),
         (("render", "round_slices"), 0, r"render\.round_slices: must be > 0"),
+        (("render", "robot_mesh_face_fraction"), 0, r"render\.robot_mesh_face_fraction: must be > 0"),
+        (("render", "robot_mesh_face_fraction"), 1.5, r"robot_mesh_face_fraction: must be in \(0, 1\], got 1\.5"),
         (("room", "wall_rgba"), [1.0, 0.5, 2.0, 1.0], r"room\.wall_rgba: every component must be in \[0, 1\], got"),
         (("room", "floor_rgba"), [0.5, 0.5, 0.5], r"room\.floor_rgba"),
         (("room", "wall_margin_m"), -1.0, r"room\.wall_margin_m: must be > 0"),

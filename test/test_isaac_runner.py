@@ -84,3 +84,16 @@ def test_check_names_a_camera_on_a_link_the_robot_lacks(dual_world, tmp_path):
     result = _check(written.stage)
     assert result.returncode == 1
     assert "camera head: mount frame 'no_such_link' is not a link of the robot URDF" in result.stderr
+
+
+def test_check_names_a_robot_mesh_missing_beside_the_stage(fr3_world, tmp_path):
+    pytest.importorskip("franky_sim", reason="franky-sim is not installed: the FR3 has no meshes to ship")
+    fr3_world.reset("fr3_pick_cube", seed=0)
+    written = write_usd_stage(fr3_world.describe(), tmp_path / "scene.usda", fr3_world.settings)
+    shipped = sorted((tmp_path / "meshes").glob("*.obj"))
+    assert any(p.name.startswith("link1_vis") for p in shipped)
+    assert _check(written.stage).returncode == 0
+    shipped[0].unlink()
+    result = _check(written.stage)
+    assert result.returncode == 1
+    assert f"mesh 'meshes/{shipped[0].name}' of the robot URDF is missing beside it" in result.stderr

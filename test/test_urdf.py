@@ -81,8 +81,12 @@ def test_gripper_opening_is_the_sum_of_both_fingers():
          "unknown link 'b'"),
         ('<robot><link name="a"/><link name="b"/><joint name="j" type="revolute"><parent link="a"/>'
          '<child link="b"/></joint></robot>', "needs <limit lower upper>"),
-        ('<robot><link name="a"><visual><geometry><mesh filename="x.stl"/></geometry></visual></link></robot>',
-         "unsupported geometry <mesh>"),
+        ('<robot><link name="a"><collision><geometry><mesh filename="x.stl"/></geometry></collision></link></robot>',
+         "mesh collisions are not supported"),
+        ('<robot><link name="a"><visual><geometry><mesh/></geometry></visual></link></robot>',
+         "has no 'filename' attribute"),
+        ('<robot><link name="a"><visual><geometry><capsule radius="1"/></geometry></visual></link></robot>',
+         "unsupported geometry <capsule>"),
         ('<robot><link name="a"><visual><geometry><box size="1 -1 1"/></geometry></visual></link></robot>',
          "dimensions must be positive"),
         ('<robot><link name="a"/><link name="b"/><joint name="j" type="planar"><parent link="a"/>'

@@ -147,6 +147,10 @@ def test_the_usd_stage_is_the_mujoco_scene(request, tmp_path, task, seed, varian
     urdf = parse_urdf(written.robot_urdf.read_text())
     assert "table" not in urdf.links and world.robot.arms[0].tcp_link in urdf.links
     assert all(j.child != "table" for j in urdf.joints.values())
+    # Mesh visuals (the FR3's, where franky-sim is installed) ship beside the stage, referenced relative to the URDF.
+    for visual in (v for link in urdf.links.values() for v in link.visuals if v.kind == "mesh"):
+        assert visual.mesh_uri is not None and not visual.mesh_uri.startswith(("package:", "file:", "/"))
+        assert (written.robot_urdf.parent / visual.mesh_uri).is_file()
 
 
 def test_labels_are_textured_quads_on_top_faces(dual_world, tmp_path):

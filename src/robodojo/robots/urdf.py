@@ -2,7 +2,9 @@
 
 The URDF files in urdf/ are the one model of each robot (DESIGN.md principle 3). This reader turns them into plain
 frozen dataclasses that the MuJoCo scene builder, the IK and the tests share. It supports what those files use:
-revolute, continuous, prismatic and fixed joints, mimic joints, and box/cylinder/sphere geometry.
+revolute, continuous, prismatic and fixed joints, mimic joints, box/cylinder/sphere geometry, and meshes as visuals
+only (collision shapes stay primitives: the IK, the contacts and the motion server's checks rely on them). A mesh
+reference is kept as written; robodojo.robots.meshes resolves it and decides which visuals a link shows.
 """
 
 from __future__ import annotations
@@ -35,13 +37,15 @@ class Origin:
 
 @dataclass(frozen=True)
 class Geometry:
-    """One primitive shape. ``size``: box full extents [m], cylinder (radius, length), sphere (radius,)."""
+    """One shape. ``size``: box full extents [m], cylinder (radius, length), sphere (radius,), mesh scale (x, y, z).
+    ``mesh_uri``: a mesh's filename as the URDF writes it (``package://...``, ``file://...`` or an absolute path)."""
 
-    kind: str  # "box" | "cylinder" | "sphere"
+    kind: str  # "box" | "cylinder" | "sphere" | "mesh"
     size: tuple[float, ...]
     origin: Origin = Origin()
     material: str | None = None
     rgba: tuple[float, float, float, float] | None = None
+    mesh_uri: str | None = None
 
 
 @dataclass(frozen=True)
@@ -187,19 +191,27 @@ def _origin(elem: ET.Element | None, what: str) -> Origin:
     )
 
 
-def _geometry(elem: ET.Element, materials: dict[str, tuple[float, float, float, float]], what: str) -> Geometry:
+def _geometry(
+    elem: ET.Element, materials: dict[str, tuple[float, float, float, float]], what: str, *, mesh_allowed: bool
+) -> Geometry:
     geom = elem.find("geometry")
     if geom is None or len(geom) != 1:
         raise ConfigError(f"{what}: needs exactly one shape inside <geometry>")
     shape = geom[0]
-    if shape.tag == "box":
+    mesh_uri = None
+    if shape.tag == "mesh":
+        if not mesh_allowed:
+            raise ConfigError(f"{what}: mesh collisions are not supported; use box, cylinder or sphere")
+        mesh_uri = _attribute(shape, "filename", what)
+        size = _floats(shape.get("scale"), (1.0, 1.0, 1.0), f"{what} mesh scale")
+    elif shape.tag == "box":
         size = _floats(shape.get("size"), (0.0, 0.0, 0.0), f"{what} box size")
     elif shape.tag == "cylinder":
         size = (float(shape.get("radius", "nan")), float(shape.get("length", "nan")))
     elif shape.tag == "sphere":
         size = (float(shape.get("radius", "nan")),)
     else:
-        raise ConfigError(f"{what}: unsupported geometry <{shape.tag}>; use box, cylinder or sphere")
+        raise ConfigError(f"{what}: unsupported geometry <{shape.tag}>; use box, cylinder, sphere or (visual) mesh")
     if not all(math.isfinite(s) and s > 0 for s in size):
         raise ConfigError(f"{what}: {shape.tag} dimensions must be positive numbers, got {size}")
     material = elem.find("material")
@@ -211,7 +223,8 @@ def _geometry(elem: ET.Element, materials: dict[str, tuple[float, float, float, 
             rgba = _rgba(color.get("rgba"), f"{what} material color")
         elif name in materials:
             rgba = materials[name]
-    return Geometry(kind=shape.tag, size=size, origin=_origin(elem.find("origin"), what), material=name, rgba=rgba)
+    origin = _origin(elem.find("origin"), what)
+    return Geometry(kind=shape.tag, size=size, origin=origin, material=name, rgba=rgba, mesh_uri=mesh_uri)
 
 
 def parse_urdf(text: str, source: str = "<string>") -> UrdfModel:
@@ -242,8 +255,10 @@ def parse_urdf(text: str, source: str = "<string>") -> UrdfModel:
             )
             inertia = (ixx, iyy, izz, ixy, ixz, iyz)
             inertial = Inertial(mass_kg=mass, origin=_origin(ie.find("origin"), what), inertia=inertia)
-        visuals = tuple(_geometry(v, materials, f"{what} visual") for v in elem.findall("visual"))
-        collisions = tuple(_geometry(c, materials, f"{what} collision") for c in elem.findall("collision"))
+        visuals = tuple(_geometry(v, materials, f"{what} visual", mesh_allowed=True) for v in elem.findall("visual"))
+        collisions = tuple(
+            _geometry(c, materials, f"{what} collision", mesh_allowed=False) for c in elem.findall("collision")
+        )
         if name in links:
             raise ConfigError(f"{source}: duplicate link {name!r}")
         links[name] = Link(name=name, inertial=inertial, visuals=visuals, collisions=collisions)

@@ -53,7 +53,7 @@ def build_scene_spec(
     if scene.robot.name != robot.name:
         raise ValueError(f"the scene is described for robot {scene.robot.name!r}, not {robot.name!r}")
     urdf = urdf or load_urdf(robot.scene_urdf)
-    spec, bodies = urdf_to_spec(urdf)
+    spec, bodies = urdf_to_spec(urdf, mesh_face_fraction=settings.render.mesh_face_fraction)
     spec.modelname = robot.name
     spec.option.timestep = settings.timestep_s
     spec.option.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{settings.integrator.upper()}")

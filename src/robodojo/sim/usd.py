@@ -28,6 +28,7 @@ from robodojo.geometry import Matrix, matrix_from_quat, quat_from_matrix
 from robodojo.robots import topic_names
 from robodojo.robots.compose import TABLE_LINK
 from robodojo.robots.config import load_robot_config
+from robodojo.robots.meshes import urdf_with_resolved_meshes
 from robodojo.sim.description import CameraDescription, LightDescription, SceneDescription, SceneObject, Shape
 from robodojo.sim.labels import label_image
 from robodojo.sim.settings import SimSettings
@@ -42,6 +43,9 @@ SPOT_RADIUS_M = 0.05
 SPOT_INTENSITY = 30000.0
 DOME_INTENSITY = 1000.0
 FLOOR_SIZE_M = 20.0
+# The robot's visual meshes beside the stage at full detail (welded copies of the sources): Isaac renders on an RTX
+# GPU, where the triangle count that software GL cannot afford (robodojo.robots.meshes) costs nothing.
+ISAAC_MESH_FACE_FRACTION = 1.0
 GRAVITY_M_S2 = 9.81
 OPTICAL_TO_USD_CAMERA = np.diag([1.0, -1.0, -1.0])  # REP 103 optical (y down, z forward) to USD (y up, -z forward)
 
@@ -284,7 +288,13 @@ class _StageWriter:
         prim.CreateAttribute("robodojo:jointStatesTopic", types.String).Set(topic_names.JOINT_STATES)
         prim.CreateAttribute("robodojo:jointCommandTopic", types.String).Set(topic_names.ISAAC_JOINT_COMMAND)
         source = robot.urdf if robot.urdf.is_absolute() else PACKAGE_ROOT / robot.urdf
-        self.robot_urdf.write_text(urdf_without_link(source.read_text(), TABLE_LINK))
+        # Mesh visuals (package://<python package>/... for the FR3) resolve only where that package is installed:
+        # the ones the links are drawn with are copied beside the stage (meshes/) and referenced relative to the URDF,
+        # so the folder opens on the Isaac machine as it is.
+        text = urdf_with_resolved_meshes(
+            source.read_text(), copy_to=self.robot_urdf.parent, fraction=ISAAC_MESH_FACE_FRACTION
+        )
+        self.robot_urdf.write_text(urdf_without_link(text, TABLE_LINK))
 
     # -- helpers ----------------------------------------------------------------------------------------------
     def _pose(self, xformable, pos, quat_wxyz, scale=None) -> None:
