@@ -271,9 +271,11 @@ class ArmDriverNode(GraphNode):
         next_t, next_status = time.monotonic(), 0.0
         while self._running:
             try:
+                reports: list[TrajectoryReport] = []
                 if self.wall_clock_loops:
                     self.control_tick()
-                reports: list[TrajectoryReport] = []
+                else:  # the robot's ticks may stand still (a silent robot): its ends are published all the same
+                    reports += [r for arm in self.arms for r in arm.driver.take_reports()]
                 if time.monotonic() >= next_status:
                     next_status = time.monotonic() + status_period
                     reports += [r for arm in self.arms for r in arm.driver.status_reports() if r.holding]
