@@ -202,6 +202,38 @@ def test_an_out_of_limit_trajectory_is_refused_and_no_target_of_it_is_sent(isaac
         assert all(command[j] == held[j] for j in left.joints), "a target of the refused trajectory was sent"
 
 
+def test_a_gripper_trajectory_moves_the_fingers_and_their_mimic_and_finishes(isaac_graph):
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    graph, _, rec = isaac_graph
+    left = ROBOT.arm("left")
+    publisher = graph.client.create_publisher(JointTrajectory, topics.gripper_controller("left"), 10)
+    graph.wait(lambda: publisher.get_subscription_count() > 0, 20, "the bridge's subscription")
+    start = _fake_q(rec)[left.gripper_joint]
+    goal_m = 0.01  # per finger
+    msg = JointTrajectory(joint_names=[left.gripper_joint])
+    for k in range(1, 13):  # 0.48 s, the planner's full stroke
+        at = Duration(sec=0, nanosec=round(k * DT * 1e9))
+        msg.points.append(JointTrajectoryPoint(positions=[start + (goal_m - start) * k / 12], time_from_start=at))
+    reports_before = len(_reports(rec, "left_gripper_controller"))
+    publisher.publish(msg)
+    graph.wait(
+        lambda: any(
+            m.state == TrajectoryState.FINISHED for m in _reports(rec, "left_gripper_controller")[reports_before:]
+        ),
+        20,
+        "the gripper trajectory to finish",
+    )
+    q = _fake_q(rec)
+    assert abs(q[left.gripper_joint] - goal_m) < 0.002  # the fake's own finger
+    mimic = next(n for n in q if n != left.gripper_joint and n.startswith(left.prefix + "finger"))
+    command = gc.joints(rec.last(topics.ISAAC_JOINT_COMMAND))
+    assert command[left.gripper_joint] == pytest.approx(goal_m) and command[mimic] == pytest.approx(goal_m)
+    joint_states = gc.joints(rec.last(topics.JOINT_STATES))
+    assert abs(joint_states[left.gripper_joint] - goal_m) < 0.002  # republished live
+
+
 def test_freezing_isaac_is_lost_contact_the_trajectory_stops_and_nothing_moves_after(isaac_graph):
     graph, isaac, rec = isaac_graph
     left = ROBOT.arm("left")
