@@ -17,9 +17,13 @@
 Backends (`sim`):
 - mujoco: `sim_node` runs the embedded MuJoCo world. It publishes /clock and is the clock source, so it runs on wall
   time itself (use_sim_time false) and every other node defaults to use_sim_time true.
-- isaac: nothing in this package simulates. Start Isaac Sim with its ROS 2 bridge (scripts/ has the scene); the bridge
-  publishes /joint_states and the camera topics and subscribes to the arm controllers' trajectory topics.
-  `tcp_state_publisher` adds the grasp-point poses.
+- isaac: Isaac Sim runs the scene (scripts/isaac_sim_robodojo.py, on an RTX machine on the same ROS domain) and
+  publishes /clock, its joint states on /isaac/joint_states and raw images on /isaac/cameras/<camera>/image_raw.
+  `isaac_bridge_node` drives its articulation like an arm driver (config/isaac/<robot>.yaml, or `isaac_config:=`):
+  /joint_states, the controllers' trajectory topics and their reports, position targets on /isaac/joint_command.
+  As for real hardware, one `camera_node` per camera republishes the images under /cameras/<camera>/ with the
+  calibration file and pose, `tcp_state_publisher` adds the grasp-point poses and `episode_node` runs the episode
+  (Isaac's scene is put back by the operator: `robodojo judge --ready`). Everything uses Isaac's /clock.
 - none: real hardware. The arm drivers publish /joint_states and follow the controllers' trajectory topics; each
   camera driver publishes raw images, and one `camera_node` per camera of the robot (config/robots/<robot>.yaml,
   `cameras`) republishes them under /cameras/<camera>/ with calibration and pose. Its `input_topic` parameter is set
@@ -32,11 +36,11 @@ Backends (`sim`):
 Node parameters not given here keep their defaults from config/nodes.yaml. The default `llm` follows the agent: the
 replayed example of its kind (DEFAULT_LLM below); an explicit llm:= always wins.
 
-Ending: sim_node and motion_server_node are required; when either exits (a bad task, a robot without that task, a
-crash) the whole launch ends, saying which node exited with which code; the node's own message is just above. The
-agent node exits after its episode: with exit code 0 the rest keeps running (RViz shows the result) unless
-shutdown_after_episode:=true (for batch runs); with any other code (no episode run, a crash, the robot lost) the
-launch ends as for a required node.
+Ending: sim_node (or isaac_bridge_node, or this package's arm driver) and motion_server_node are required; when either
+exits (a bad task, a robot without that task, a crash) the whole launch ends, saying which node exited with which
+code; the node's own message is just above. The agent node exits after its episode: with exit code 0 the rest keeps
+running (RViz shows the result) unless shutdown_after_episode:=true (for batch runs); with any other code (no
+episode run, a crash, the robot lost) the launch ends as for a required node.
 """
 
 from __future__ import annotations
@@ -160,9 +164,11 @@ def _arguments() -> list[DeclareLaunchArgument]:
         ),
         DeclareLaunchArgument(
             "use_sim_time",
-            # sim_node publishes /clock; other backends run on wall time (Isaac users may set it to true)
-            default_value=PythonExpression(["'true' if '", LaunchConfiguration("sim"), "' == 'mujoco' else 'false'"]),
-            description="Use /clock (default: true with sim:=mujoco, false otherwise)",
+            # sim_node and Isaac Sim publish /clock; real hardware runs on the system clock
+            default_value=PythonExpression(
+                ["'true' if '", LaunchConfiguration("sim"), "' in ('mujoco', 'isaac') else 'false'"]
+            ),
+            description="Use /clock (default: true with sim:=mujoco or isaac, false with real hardware)",
         ),
         DeclareLaunchArgument(
             "out",
@@ -200,22 +206,28 @@ def _arguments() -> list[DeclareLaunchArgument]:
             "robot_ip", default_value="", description="hardware:=franka: the control box's address; empty: the config's"
         ),
         DeclareLaunchArgument(
+            "isaac_config",
+            default_value="",
+            description="sim:=isaac: isaac_bridge_node's config (limits, workspace, contact); empty: "
+            "config/isaac/<robot>.yaml",
+        ),
+        DeclareLaunchArgument(
             "instruction",
             default_value="",
-            description="sim:=none only: the episode's instruction in free text; empty: the task's",
+            description="sim:=none or isaac: the episode's instruction in free text; empty: the task's",
         ),
         DeclareLaunchArgument(
             "confirm_reset",
             default_value="true",
             choices=["true", "false"],
-            description="sim:=none only: a reset waits for the operator's `robodojo judge --ready`",
+            description="sim:=none or isaac: a reset waits for the operator's `robodojo judge --ready`",
         ),
         DeclareLaunchArgument(
             "observed_success",
             default_value="true",
             choices=["true", "false"],
-            description="sim:=none only: judge success from the joint states where the task has an observation-only "
-            "check (the operator's `robodojo judge` overrides it)",
+            description="sim:=none or isaac: judge success from the joint states where the task has an "
+            "observation-only check (the operator's `robodojo judge` overrides it)",
         ),
         DeclareLaunchArgument(
             "camera_topic",
@@ -304,6 +316,59 @@ def _robot_config(share: str, robot: str) -> dict:
     return config
 
 
+def _operated_episode_nodes(
+    context, robot: str, cameras: list[str], seed: int, use_sim_time: bool, camera_topic: str
+) -> list:
+    """What a robot without sim_node needs beside its driver (sim:=none, sim:=isaac): episode_node for the episode,
+    tcp_state_publisher, and one camera_node per camera republishing ``camera_topic`` ({camera} replaced)."""
+    task = LaunchConfiguration("task").perform(context)
+    variant = LaunchConfiguration("variant").perform(context)
+    nodes = [
+        Node(
+            package="agent_bringup",
+            executable="episode_node",
+            output="screen",
+            parameters=[
+                {
+                    "robot": _text(robot),
+                    "task": _text(task),
+                    "variant": _text(variant),
+                    "seed": seed,
+                    "instruction": _text(LaunchConfiguration("instruction").perform(context)),
+                    "confirm_reset": _flag(context, "confirm_reset"),
+                    "observed_success": _flag(context, "observed_success"),
+                    "use_sim_time": use_sim_time,
+                }
+            ],
+        ),
+        Node(
+            package="agent_bringup",
+            executable="tcp_state_publisher",
+            output="screen",
+            parameters=[{"robot": _text(robot), "use_sim_time": use_sim_time}],
+        ),
+    ]
+    for camera in cameras:
+        nodes.append(
+            Node(
+                package="agent_bringup",
+                executable="camera_node",
+                name=f"camera_node_{camera}",  # one node per camera: unique names
+                output="screen",
+                parameters=[
+                    {
+                        "robot": _text(robot),
+                        "camera": _text(camera),
+                        # the driver's raw image topic, republished under /cameras/<camera>/
+                        "input_topic": _text(camera_topic.replace("{camera}", camera)),
+                        "use_sim_time": use_sim_time,
+                    }
+                ],
+            )
+        )
+    return nodes
+
+
 def _launch_setup(context, *args, **kwargs):
     share = get_package_share_directory(PACKAGE)
     robot = LaunchConfiguration("robot").perform(context)
@@ -364,23 +429,33 @@ def _launch_setup(context, *args, **kwargs):
             RegisterEventHandler(OnProcessExit(target_action=sim_node, on_exit=_end_launch_on_exit("sim_node")))
         )
     elif sim == "isaac":
+        from robodojo.robots.topic_names import isaac_camera_image
+
         actions.append(
             LogInfo(
                 msg=(
-                    "sim:=isaac: nothing in agent_bringup simulates. Start Isaac Sim with its ROS 2 bridge "
-                    f"(robot {robot}) so that it publishes /joint_states and /cameras/<camera>/image_raw and follows "
-                    "the arm controllers' joint_trajectory topics."
+                    f"sim:=isaac: start Isaac Sim with the scene of robot {robot} (scripts/isaac_sim_robodojo.py) on "
+                    "this ROS domain; isaac_bridge_node connects once its joint states arrive."
                 )
             )
         )
-        actions.append(
-            Node(
-                package="agent_bringup",
-                executable="tcp_state_publisher",
-                output="screen",
-                parameters=[{"robot": _text(robot), "use_sim_time": use_sim_time}],
-            )
+        bridge = Node(
+            package="agent_bringup",
+            executable="isaac_bridge_node",
+            output="screen",
+            parameters=[
+                {
+                    "robot": _text(robot),
+                    "isaac_config": _text(LaunchConfiguration("isaac_config").perform(context)),
+                    "use_sim_time": use_sim_time,
+                }
+            ],
         )
+        actions.append(bridge)
+        actions.append(
+            RegisterEventHandler(OnProcessExit(target_action=bridge, on_exit=_end_launch_on_exit("isaac_bridge_node")))
+        )
+        actions += _operated_episode_nodes(context, robot, cameras, seed, use_sim_time, isaac_camera_image("{camera}"))
     else:  # none: real hardware drivers publish /joint_states and raw images
         hardware = LaunchConfiguration("hardware").perform(context)
         if hardware in HARDWARE_DRIVERS:  # the arm families with a driver here (process_graph.HARDWARE_DRIVERS)
@@ -419,51 +494,7 @@ def _launch_setup(context, *args, **kwargs):
             actions.append(
                 RegisterEventHandler(OnProcessExit(target_action=driver, on_exit=_end_launch_on_exit(executable)))
             )
-        actions.append(
-            Node(
-                package="agent_bringup",
-                executable="episode_node",
-                output="screen",
-                parameters=[
-                    {
-                        "robot": _text(robot),
-                        "task": _text(task),
-                        "variant": _text(variant),
-                        "seed": seed,
-                        "instruction": _text(LaunchConfiguration("instruction").perform(context)),
-                        "confirm_reset": _flag(context, "confirm_reset"),
-                        "observed_success": _flag(context, "observed_success"),
-                        "use_sim_time": use_sim_time,
-                    }
-                ],
-            )
-        )
-        actions.append(
-            Node(
-                package="agent_bringup",
-                executable="tcp_state_publisher",
-                output="screen",
-                parameters=[{"robot": _text(robot), "use_sim_time": use_sim_time}],
-            )
-        )
-        for camera in cameras:
-            actions.append(
-                Node(
-                    package="agent_bringup",
-                    executable="camera_node",
-                    name=f"camera_node_{camera}",  # one node per camera: unique names
-                    output="screen",
-                    parameters=[
-                        {
-                            "robot": _text(robot),
-                            "camera": _text(camera),
-                            # the driver's raw image topic, republished under /cameras/<camera>/
-                            "input_topic": _text(camera_topic.replace("{camera}", camera)),
-                            "use_sim_time": use_sim_time,
-                        }
-                    ],
-                )
-            )
+        actions += _operated_episode_nodes(context, robot, cameras, seed, use_sim_time, camera_topic)
 
     motion_server = Node(
         package="agent_bringup",
@@ -496,8 +527,8 @@ def _launch_setup(context, *args, **kwargs):
                     "variant": _text(variant),
                     "seed": seed,
                     "out": _text(out),
-                    # a real robot's reset waits for the operator (episode_node)
-                    "reset_timeout_s": OPERATOR_RESET_TIMEOUT_S if sim == "none" else SIM_RESET_TIMEOUT_S,
+                    # a real robot's or Isaac's reset waits for the operator (episode_node)
+                    "reset_timeout_s": SIM_RESET_TIMEOUT_S if sim == "mujoco" else OPERATOR_RESET_TIMEOUT_S,
                     "use_sim_time": use_sim_time,
                 }
             ],

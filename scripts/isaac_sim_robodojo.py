@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run a robodojo scene in Isaac Sim 6.x with its ROS 2 bridge in sim_node's place.
+"""Run a robodojo scene in Isaac Sim 6.x with its ROS 2 bridge, the robot backend behind isaac_bridge_node.
 
     robodojo scene export --task general_pickup --seed 0 --out out/isaac/scene.usda     # in the project's venv
     python scripts/isaac_sim_robodojo.py out/isaac/scene.usda --check                    # anywhere with usd-core
@@ -18,15 +18,17 @@ What the Isaac part does:
    fixed base, position drives with the embedded world's servo gains, fixed joints kept so that the camera frames exist;
    the stage's ``/World/Robot`` payload loads it;
 3. attaches each camera to its mount link (the wrist cameras move with the arms) at its exact mount offset;
-4. builds one OmniGraph driven by the playback tick that publishes sim_node's topics: ``/clock`` (simulation time),
-   ``/joint_states`` (every joint of the articulation), and per camera ``/cameras/<camera>/image_raw`` (rgb8) and
-   ``/cameras/<camera>/camera_info``, stamped in the camera's optical frame; it follows position targets on
-   ``/isaac/joint_command`` (sensor_msgs/JointState) through the articulation controller;
+4. builds one OmniGraph driven by the playback tick that publishes ``/clock`` (simulation time),
+   ``/isaac/joint_states`` (every joint of the articulation, stamped with simulation time), and per camera
+   ``/isaac/cameras/<camera>/image_raw`` (rgb8) and ``/isaac/cameras/<camera>/camera_info``, stamped in the camera's
+   optical frame; it follows position targets on ``/isaac/joint_command`` (sensor_msgs/JointState) through the
+   articulation controller;
 5. plays: objects settle, then a launched object gets its velocity and a belt its surface velocity.
 
-Not here: following the motion server's joint_trajectory topics. A ROS-side node that plays them onto
-``/isaac/joint_command`` and reports trajectory status as sim_node does is not written yet; until it is, Isaac Sim
-follows only direct position targets.
+The robot's own topics come from the ROS side (``ros2 launch agent_bringup robodojo.launch.py sim:=isaac``), as for a
+real arm: ``isaac_bridge_node`` republishes /joint_states, plays the motion server's joint trajectories onto
+``/isaac/joint_command`` at the control rate (holding the arms between them) and reports their status; one
+``camera_node`` per camera republishes the images under ``/cameras/<camera>/`` with the calibration file and pose.
 """
 
 from __future__ import annotations

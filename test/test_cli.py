@@ -235,3 +235,16 @@ def test_graph_passes_the_llm_and_agent_options_to_the_agent_node(monkeypatch, t
                                     "llm_max_output_tokens": 0, "tool_choice": "profile", "images": "",
                                     "context_tokens": 0}  # fmt: skip
     assert main(["graph", "--llm-config", str(tmp_path / "missing.yaml")]) == 2  # said before any node starts
+
+
+def test_graph_hardware_isaac_names_the_bridges_config_parameter(monkeypatch):
+    """`robodojo graph --hardware isaac --hardware-config F`: F reaches isaac_bridge_node as its isaac_config."""
+    import robodojo.nodes.process_graph as process_graph
+    from robodojo.cli import main
+    from robodojo.nodes.parameters import IsaacBridgeParams
+
+    seen = {}
+    monkeypatch.setattr(process_graph, "run_graph", lambda **kwargs: seen.update(kwargs) or 0)
+    assert main(["graph", "--hardware", "isaac", "--hardware-config", "my_isaac.yaml", "--agent", "none"]) == 0
+    assert seen["hardware"] == "isaac" and seen["hardware_params"] == {"isaac_config": "my_isaac.yaml"}
+    assert set(seen["hardware_params"]) <= {f.name for f in dataclasses.fields(IsaacBridgeParams)}

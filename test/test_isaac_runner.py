@@ -1,9 +1,9 @@
 """scripts/isaac_sim_robodojo.py --check: what the Isaac Sim runner reads from an exported stage, validated without
 Isaac Sim (which cannot run on these machines; the script's header says so).
 
-The plan it prints publishes sim_node's topic names (robodojo.robots.topic_names, not a copy) for every camera of the
-robot; a stage with a missing URDF, a camera mounted on a link the robot lacks, or missing drive gains is refused
-with a message naming each problem.
+The plan it prints publishes Isaac's topic names (robodojo.robots.topic_names, not a copy: the ones isaac_bridge_node
+and camera_node read under sim:=isaac) for every camera of the robot; a stage with a missing URDF, a camera mounted on
+a link the robot lacks, or missing drive gains is refused with a message naming each problem.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _check(stage) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("world_fixture", "task"), [("dual_world", "pick_from_conveyor"), ("fr3_world", "fr3_stack_two")]
 )
-def test_check_prints_sim_node_topics_for_every_camera(request, tmp_path, world_fixture, task):
+def test_check_prints_the_bridge_topics_for_every_camera(request, tmp_path, world_fixture, task):
     world = request.getfixturevalue(world_fixture)
     world.reset(task, seed=1, variant="randomized")
     written = write_usd_stage(world.describe(), tmp_path / "scene.usda", world.settings)
@@ -41,13 +41,14 @@ def test_check_prints_sim_node_topics_for_every_camera(request, tmp_path, world_
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "check: OK (Isaac Sim was not started)" in out
-    assert f"publish {topic_names.CLOCK} " in out and f"publish {topic_names.JOINT_STATES} " in out
+    assert f"publish {topic_names.CLOCK} " in out and f"publish {topic_names.ISAAC_JOINT_STATES} " in out
     assert f"follow  {topic_names.ISAAC_JOINT_COMMAND} " in out
     robot = load_robot_config(world.robot.name)
     for cam in robot.cameras:
         assert (
-            f"camera {cam.name} on {cam.frame}: {cam.width}x{cam.height} rgb8 on {topic_names.camera_image(cam.name)}, "
-            f"CameraInfo on {topic_names.camera_info(cam.name)}, frame {cam.frame}"
+            f"camera {cam.name} on {cam.frame}: {cam.width}x{cam.height} rgb8 on "
+            f"{topic_names.isaac_camera_image(cam.name)}, CameraInfo on {topic_names.isaac_camera_info(cam.name)}, "
+            f"frame {cam.frame}"
         ) in out
     for obj in world.layout.objects:  # what the world sets moving once settled
         if obj.moving:

@@ -455,6 +455,43 @@ def test_arx5_hardware_starts_the_dual_x5_driver_and_optionally_the_bus_emulator
     assert "robodojo_can_shim" in env["LD_PRELOAD"] and env["ROBODOJO_CAN_SOCKET_DIR"] in cmd
 
 
+def test_isaac_starts_the_bridge_camera_nodes_and_the_operators_episode(stand_in_launch):
+    """sim:=isaac: isaac_bridge_node (required) drives Isaac's articulation; a camera_node per camera reads Isaac's
+    image topic (topic_names, the runner script's); episode_node runs the episode; all on Isaac's /clock by default;
+    and process_graph starts the same nodes with the same inputs."""
+    from robodojo.nodes.process_graph import graph_nodes
+    from robodojo.robots import topic_names
+
+    description = stand_in_launch.generate_launch_description()
+    (use_sim_time,) = [e for e in description.args[0] if getattr(e, "args", ()) and e.args[0] == "use_sim_time"]
+    assert "'mujoco', 'isaac'" in str(use_sim_time.kwargs["default_value"].args[0])
+    actions = _run_setup(stand_in_launch, sim="isaac", isaac_config="/tmp/isaac.yaml")
+    nodes = _nodes(actions)
+    assert {"isaac_bridge_node", "episode_node", "tcp_state_publisher", "motion_server_node", "agent_node"} <= set(
+        nodes
+    )
+    assert "sim_node" not in nodes
+    bridge = _parameters(nodes["isaac_bridge_node"])
+    assert bridge == {"robot": "dual_arx_x5", "isaac_config": "/tmp/isaac.yaml", "use_sim_time": True}
+    assert "isaac_bridge_node" in _exit_handlers(actions)
+    cameras = {
+        _parameters(a)["camera"]: _parameters(a)["input_topic"]
+        for a in actions
+        if type(a).__name__ == "Node" and a.kwargs["executable"] == "camera_node"
+    }
+    expected = {c: topic_names.isaac_camera_image(c) for c in _robot_yaml("dual_arx_x5")["cameras"]}
+    assert cameras == expected
+    assert _parameters(nodes["agent_node"])["reset_timeout_s"] == stand_in_launch.OPERATOR_RESET_TIMEOUT_S
+    graph = graph_nodes(
+        robot="dual_arx_x5", task="general_pickup", seed=0, variant="standard", agent="move_eef", agent_params={},
+        hardware="isaac",
+    )  # fmt: skip
+    started = {(node, str(params.get("camera", ""))): params for node, params, _ in graph}
+    assert {node for node, _ in started} == set(nodes) - {"robot_state_publisher", "rviz2"}
+    assert all(params["use_sim_time"] is True for params in started.values())
+    assert {c: started[("camera_node", c)]["input_topic"] for c in expected} == expected
+
+
 def test_hardware_drivers_agree_between_launch_and_graph(stand_in_launch):
     from robodojo.nodes import process_graph
 
@@ -550,7 +587,17 @@ def test_launch_description_builds():
     ("sim", "expected"),
     [
         ("mujoco", {"sim_node", "motion_server_node", "agent_node"}),
-        ("isaac", {"tcp_state_publisher", "motion_server_node", "agent_node"}),
+        (
+            "isaac",
+            {
+                "isaac_bridge_node",
+                "tcp_state_publisher",
+                "camera_node",
+                "episode_node",
+                "motion_server_node",
+                "agent_node",
+            },
+        ),
         ("none", {"tcp_state_publisher", "camera_node", "episode_node", "motion_server_node", "agent_node"}),
     ],
 )

@@ -298,7 +298,8 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         "images": args.images or "",
         "context_tokens": args.context_tokens or 0,
     }
-    hardware_params = {"hardware_config": args.hardware_config or ""}
+    config_param = "isaac_config" if args.hardware == "isaac" else "hardware_config"
+    hardware_params = {config_param: args.hardware_config or ""}
     if args.hardware == "franka":
         hardware_params["robot_ip"] = args.robot_ip or ""
     episode_params = {"instruction": args.instruction or ""}
@@ -611,15 +612,17 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument(
         "--hardware",
         default="none",
-        choices=("none", "franka", "arx5"),
+        choices=("none", "franka", "arx5", "isaac"),
         help="none: the embedded simulator; franka: an FR3 over libfranka (fr3_driver_node, episode_node, "
         "camera_node per camera; --robot fr3); arx5: the dual ARX X5 over CAN (arx5_driver_node, ...; --robot "
-        "dual_arx_x5)",
+        "dual_arx_x5); isaac: Isaac Sim running scripts/isaac_sim_robodojo.py on this ROS domain (isaac_bridge_node, "
+        "...)",
     )
     graph.add_argument(
         "--hardware-config",
         default=None,
-        help="hardware config (default config/hardware/fr3.yaml or dual_arx_x5.yaml, by --hardware)",
+        help="hardware config (default config/hardware/fr3.yaml or dual_arx_x5.yaml, or config/isaac/<robot>.yaml, "
+        "by --hardware)",
     )
     graph.add_argument("--robot-ip", default=None, help="the control box's address (default: the hardware config's)")
     graph.add_argument("--instruction", default=None, help="real robots: free-text instruction (default: the task's)")

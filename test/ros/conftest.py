@@ -113,3 +113,13 @@ def graph(ros_install, tmp_path) -> Iterator[Graph]:
         yield g
     finally:
         g.close()
+
+
+@pytest.fixture(scope="module")
+def module_graph(ros_install, tmp_path_factory) -> Iterator[Graph]:
+    """One graph for a whole module whose tests run in order on the same nodes (their start-up costs the most)."""
+    g = Graph(tmp_path_factory.mktemp("graph"))
+    try:
+        yield g
+    finally:
+        g.close()

@@ -1,7 +1,8 @@
 """What an arm adapter is to :class:`~robodojo.hardware.arm_driver.ArmDriver`: one real arm behind its SDK.
 
-:class:`~robodojo.hardware.franka.FrankaArm` (libfranka through franky) and :class:`~robodojo.hardware.arx5.Arx5Arm`
-(arx5-interface over CAN) implement it. Every trajectory an adapter plays has passed its
+:class:`~robodojo.hardware.franka.FrankaArm` (libfranka through franky), :class:`~robodojo.hardware.arx5.Arx5Arm`
+(arx5-interface over CAN) and :class:`~robodojo.hardware.isaac.IsaacArm` (Isaac Sim's articulation over its ROS 2
+bridge) implement it. Every trajectory an adapter plays has passed its
 :class:`~robodojo.hardware.trajectory_guard.TrajectoryGuard`; errors are :class:`~robodojo.errors.HardwareError`,
 and :class:`~robodojo.errors.ContactLostError` when the robot does not answer.
 """

@@ -247,6 +247,12 @@ class ArmDriver:
                 reports.append(self.gripper.status())
             return reports
 
+    def take_reports(self) -> list[TrajectoryReport]:
+        """The ends and refusals reported since the last tick, without ticking (a stop or lost contact between the
+        ticks of a robot whose ticks follow its own time, which stands still while it is silent)."""
+        with self._lock:
+            return self.joints.take_reports() + self.gripper.take_reports()
+
     def status_reports(self) -> list[TrajectoryReport]:
         """Both controllers' current report (published at the status rate while they hold)."""
         with self._lock:

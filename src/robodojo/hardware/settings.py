@@ -286,3 +286,83 @@ def load_arx5_settings(path: str | Path | None = None) -> Arx5Settings:
     """config/hardware/dual_arx_x5.yaml (or ``path``), read once."""
     path = Path(path) if path is not None else HARDWARE_DIR / "dual_arx_x5.yaml"
     return parse_arx5_settings(load_yaml(path), str(path))
+
+
+ISAAC_DIR = CONFIG_DIR / "isaac"
+
+
+@dataclass(frozen=True)
+class IsaacGripperSettings:
+    """How the bridge moves Isaac Sim's fingers (its articulation has position drives, no gripper SDK)."""
+
+    speed_m_s: float  #: the opening between the fingers changes at most this fast [m/s]
+    tolerance_m: float  #: a move has arrived this close to its target opening [m]
+    stalled_s: float  #: a move whose fingers moved less than tolerance_m for this long stopped on an object [s]
+    timeout_s: float  #: a move gives up after this long [s of simulation time]
+
+
+@dataclass(frozen=True)
+class IsaacSettings:
+    """Isaac Sim's articulation behind isaac_bridge_node (config/isaac/<robot>.yaml): every arm of the robot."""
+
+    robot: RobotConfig
+    arms: tuple[ArmHardwareSettings, ...]
+    #: no joint state from Isaac Sim for this long [s, wall clock]: contact lost (paused, frozen or gone)
+    contact_timeout_s: float
+    gripper: IsaacGripperSettings
+
+    def arm(self, name: str) -> ArmHardwareSettings:
+        for arm in self.arms:
+            if arm.arm == name:
+                return arm
+        raise ConfigError(f"no arm {name!r} in the Isaac config; arms: {', '.join(a.arm for a in self.arms)}")
+
+
+def parse_isaac_settings(data: dict, where: str) -> IsaacSettings:
+    """An Isaac Sim bridge config mapping; ConfigError naming ``where``, the key and the bad value otherwise."""
+    root = Section(data, where)
+    robot = load_robot_config(root.str("robot"))
+    watchdog = root.section("watchdog")
+    watchdog_timeout_s = watchdog.number("timeout_s", positive=True)
+    contact = root.section("contact")
+    contact_timeout_s = contact.number("timeout_s", positive=True)
+    if watchdog_timeout_s <= contact_timeout_s:
+        raise ConfigError(
+            f"{watchdog.where}.timeout_s: {watchdog_timeout_s:g} s must be longer than contact.timeout_s "
+            f"({contact_timeout_s:g} s): a simulator that stops publishing is lost contact, not a stalled commander"
+        )
+    gripper = root.section("gripper")
+    arms = tuple(
+        ArmHardwareSettings(
+            robot=robot,
+            arm=arm.name,
+            guard=parse_guard(root, len(arm.joints)),
+            watchdog_timeout_s=watchdog_timeout_s,
+            state_rate_hz=contact.number("check_rate_hz", positive=True),
+        )
+        for arm in robot.arms
+    )
+    return IsaacSettings(
+        robot=robot,
+        arms=arms,
+        contact_timeout_s=contact_timeout_s,
+        gripper=IsaacGripperSettings(
+            speed_m_s=gripper.number("speed_m_s", positive=True),
+            tolerance_m=gripper.number("tolerance_m", positive=True),
+            stalled_s=gripper.number("stalled_s", positive=True),
+            timeout_s=gripper.number("timeout_s", positive=True),
+        ),
+    )
+
+
+@cache
+def load_isaac_settings(robot: str, path: str | Path | None = None) -> IsaacSettings:
+    """config/isaac/<robot>.yaml (or ``path``), read once; ConfigError when it drives another robot."""
+    path = Path(path) if path is not None else ISAAC_DIR / f"{robot}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in ISAAC_DIR.glob("*.yaml")))
+        raise ConfigError(f"{path}: no Isaac Sim bridge config for robot {robot!r} (configs exist for: {known})")
+    settings = parse_isaac_settings(load_yaml(path), str(path))
+    if settings.robot.name != robot:
+        raise ConfigError(f"{path} drives robot {settings.robot.name!r}, not {robot!r}")
+    return settings

@@ -17,6 +17,11 @@ arm's state on /joint_states where it is still known, says ERROR on /diagnostics
 ``/hardware/release``.
 
 Time: every stamp is the system clock (ROS time without /clock); trajectories stamped ahead start at their stamp.
+A robot that keeps its own time (isaac_bridge_node: Isaac Sim's simulation time) overrides :meth:`ArmDriverNode.stamp_s`
+and sets :attr:`ArmDriverNode.wall_clock_loops` False: it then publishes /joint_states as its robot's states arrive
+(:meth:`ArmDriverNode.publish_joint_states`) and ticks the controllers on its robot's time
+(:meth:`ArmDriverNode.control_tick`); the node's threads keep watching contact and publishing the holding controllers'
+reports and /diagnostics on the system clock, so a silent robot is still noticed.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from agent_bringup.msg import TrajectoryLease, TrajectoryStatus
@@ -73,16 +78,25 @@ def check_robot(parameter: str, hardware_robot: str) -> None:
         )
 
 
-def driven_arm(name: str, adapter: ArmAdapter, hardware_id: str) -> DrivenArm:
-    """An arm with its controllers named as on the graph (nodes.topics)."""
+def driven_arm(
+    name: str, adapter: ArmAdapter, hardware_id: str, *, clock: Callable[[], float] = time.time
+) -> DrivenArm:
+    """An arm with its controllers named as on the graph (nodes.topics); ``clock`` is the robot's time [s] that
+    trajectory stamps are on (the system clock for real arms)."""
     names = ControllerNames(topics.arm_controller_name(name), topics.gripper_controller_name(name))
-    driver = ArmDriver(adapter, names)
+    driver = ArmDriver(adapter, names, clock=clock)
     joints = (*adapter.settings.joint_names, driver.gripper_joint)
     return DrivenArm(name, adapter, driver, hardware_id, joint_names=joints)
 
 
 class ArmDriverNode(GraphNode):
     """The driver node for ``arms`` (built by the subclass before calling :meth:`start`)."""
+
+    #: True: a thread reads every arm at ``state_rate_hz`` and publishes /joint_states, and the control thread ticks
+    #: the controllers every control period of the system clock. False (a robot with its own time): the subclass calls
+    #: :meth:`publish_joint_states` and :meth:`control_tick` on its robot's time; the state thread then only watches
+    #: contact (at ``state_rate_hz``) and the control thread publishes the holding reports and /diagnostics.
+    wall_clock_loops = True
 
     def __init__(self, node_name: str) -> None:
         super().__init__(node_name)
@@ -100,6 +114,16 @@ class ArmDriverNode(GraphNode):
     def diagnostic_values(self, arm: DrivenArm) -> list[KeyValue]:
         """Adapter-specific /diagnostics values for ``arm``."""
         return []
+
+    def stamp_s(self) -> float:
+        """The robot's time now, for every stamp this node publishes: the system clock here."""
+        return time.time()
+
+    def finger_position_m(self, arm: DrivenArm) -> float | None:
+        """``arm``'s gripper joint for /joint_states [m per finger]: half the width the gripper last reported (read
+        between its moves); None while unknown."""
+        width = arm.driver.gripper_width_m()
+        return None if width is None else width / 2.0
 
     # -- setup ----------------------------------------------------------------------------------------------------
     def start(
@@ -172,36 +196,45 @@ class ArmDriverNode(GraphNode):
 
     # -- threads --------------------------------------------------------------------------------------------------
     def _state_loop(self) -> None:
-        """/joint_states at the configured rate with every arm whose state is known."""
+        """/joint_states at the configured rate with every arm whose state is known (or, without
+        :attr:`wall_clock_loops`, only each arm's contact checked at that rate)."""
         period = 1.0 / self.state_rate_hz
         gripper_every = max(1, round(self.state_rate_hz / self.gripper_rate_hz))
         next_t, n = time.monotonic(), 0
         while self._running:
-            names: list[str] = []
-            position: list[float] = []
-            velocity: list[float] = []
-            effort: list[float] = []
-            for arm in self.arms:
-                reading = self._read(arm, refresh_gripper=n % gripper_every == 0)
-                if reading is None:
-                    continue
-                width = arm.driver.gripper_width_m()
-                finger = [] if width is None else [width / 2.0]
-                names += arm.joint_names if finger else list(arm.adapter.settings.joint_names)
-                position += [*reading.positions_rad, *finger]
-                velocity += [*reading.velocities_rad_s, *([0.0] if finger else [])]
-                effort += [*reading.efforts_nm, *([0.0] if finger else [])]
+            if self.wall_clock_loops:
+                self.publish_joint_states(refresh_gripper=n % gripper_every == 0)
+            else:
+                for arm in self.arms:
+                    self._read(arm, refresh_gripper=False)
             n += 1
-            if names:
-                msg = JointState(header=convert.header(time.time(), ""), name=names, position=position)
-                msg.velocity, msg.effort = velocity, effort
-                self.joint_pub.publish(msg)
             next_t += period
             delay = next_t - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
             elif delay < -5 * period:  # far behind (a loaded machine): keep the period, drop the backlog
                 next_t = time.monotonic()
+
+    def publish_joint_states(self, *, refresh_gripper: bool) -> None:
+        """One /joint_states message with every arm whose state is known, stamped :meth:`stamp_s`."""
+        names: list[str] = []
+        position: list[float] = []
+        velocity: list[float] = []
+        effort: list[float] = []
+        for arm in self.arms:
+            reading = self._read(arm, refresh_gripper=refresh_gripper)
+            if reading is None:
+                continue
+            finger_m = self.finger_position_m(arm)
+            finger = [] if finger_m is None else [finger_m]
+            names += arm.joint_names if finger else list(arm.adapter.settings.joint_names)
+            position += [*reading.positions_rad, *finger]
+            velocity += [*reading.velocities_rad_s, *([0.0] if finger else [])]
+            effort += [*reading.efforts_nm, *([0.0] if finger else [])]
+        if names:
+            msg = JointState(header=convert.header(self.stamp_s(), ""), name=names, position=position)
+            msg.velocity, msg.effort = velocity, effort
+            self.joint_pub.publish(msg)
 
     def _read(self, arm: DrivenArm, *, refresh_gripper: bool) -> JointReading | None:
         """``arm``'s joints, or None while its state is unknown (lost contact, a silent motor)."""
@@ -225,6 +258,12 @@ class ArmDriverNode(GraphNode):
             arm.fault = ""
         return reading
 
+    def control_tick(self) -> None:
+        """One control period of every arm's controllers (books, starts, lease lapses) and their reports published;
+        the control thread calls it on the system clock, or the subclass on its robot's time."""
+        for report in [r for arm in self.arms for r in arm.driver.tick()]:
+            self._publish_report(report)
+
     def _control_loop(self) -> None:
         """The controllers' tick (the robot config's control period): books, lease lapses, reports."""
         dt = self.arms[0].driver.dt_s
@@ -232,7 +271,11 @@ class ArmDriverNode(GraphNode):
         next_t, next_status = time.monotonic(), 0.0
         while self._running:
             try:
-                reports = [r for arm in self.arms for r in arm.driver.tick()]
+                reports: list[TrajectoryReport] = []
+                if self.wall_clock_loops:
+                    self.control_tick()
+                else:  # the robot's ticks may stand still (a silent robot): its ends are published all the same
+                    reports += [r for arm in self.arms for r in arm.driver.take_reports()]
                 if time.monotonic() >= next_status:
                     next_status = time.monotonic() + status_period
                     reports += [r for arm in self.arms for r in arm.driver.status_reports() if r.holding]
@@ -305,7 +348,7 @@ class ArmDriverNode(GraphNode):
     def _publish_report(self, report: TrajectoryReport) -> None:
         self.status_pubs[report.controller].publish(
             TrajectoryStatus(
-                header=convert.header(time.time(), ""), controller=report.controller,
+                header=convert.header(self.stamp_s(), ""), controller=report.controller,
                 start=convert.time_msg(report.start_s), state=int(report.state), points_played=report.points_played,
                 points=report.points, holding=report.holding, reason=report.reason,
             )
@@ -313,7 +356,7 @@ class ArmDriverNode(GraphNode):
 
     def _publish_diagnostics(self) -> None:
         self.diagnostics_pub.publish(
-            DiagnosticArray(header=convert.header(time.time(), ""), status=[self._diagnostic(a) for a in self.arms])
+            DiagnosticArray(header=convert.header(self.stamp_s(), ""), status=[self._diagnostic(a) for a in self.arms])
         )
 
     def _diagnostic(self, arm: DrivenArm) -> DiagnosticStatus:

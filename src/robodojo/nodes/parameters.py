@@ -176,6 +176,20 @@ class Arx5DriverParams:
 
 
 @dataclass(frozen=True)
+class IsaacBridgeParams:
+    """isaac_bridge_node: Isaac Sim's articulation (over its ROS 2 bridge) as the graph's robot, like an arm driver."""
+
+    robot: str = parameter("robot configuration of the scene Isaac Sim runs (config/robots/<robot>.yaml)")
+    isaac_config: str = parameter(
+        "bridge config (limits, workspace, contact, gripper); empty: config/isaac/<robot>.yaml"
+    )
+    status_rate_hz: float = parameter("trajectory_status of holding controllers, and /diagnostics [Hz]", positive=True)
+    reconnect_period_s: float = parameter(
+        "after lost contact, look for Isaac's joint states this often [s]", positive=True
+    )
+
+
+@dataclass(frozen=True)
 class EpisodeNodeParams:
     """episode_node: a real robot's episode (no simulator): instruction, step budget, the operator's verdict."""
 
@@ -204,6 +218,7 @@ NODE_PARAMS: dict[str, type] = {
     "tcp_state_publisher": TcpStatePublisherParams,
     "fr3_driver_node": Fr3DriverParams,
     "arx5_driver_node": Arx5DriverParams,
+    "isaac_bridge_node": IsaacBridgeParams,
     "episode_node": EpisodeNodeParams,
 }
 

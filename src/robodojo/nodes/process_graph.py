@@ -347,6 +347,8 @@ def _supervise(nodes: Sequence[NodeProcess], stop: _StopRequest) -> int:
 
 #: ``--hardware`` of `robodojo graph` and ``hardware:=`` of the launch file: the driver node of each arm family.
 HARDWARE_DRIVERS = {"franka": "fr3_driver_node", "arx5": "arx5_driver_node"}
+#: ``--hardware`` of `robodojo graph` for Isaac Sim (launch: sim:=isaac): isaac_bridge_node drives its articulation.
+ISAAC = "isaac"
 #: A real robot's reset waits for the operator (episode_node's confirm_reset); the agent waits as long.
 OPERATOR_RESET_TIMEOUT_S = 900.0
 
@@ -368,24 +370,26 @@ def graph_nodes(
 
     ``hardware`` "none": the embedded simulator (sim_node, the clock source; the others use_sim_time). A driver
     (HARDWARE_DRIVERS) instead: the arm driver, episode_node for the episode, tcp_state_publisher, one camera_node
-    per camera of the robot reading ``camera_topic`` ({camera} replaced), all on the system clock.
+    per camera of the robot reading ``camera_topic`` ({camera} replaced), all on the system clock. :data:`ISAAC`:
+    the same with isaac_bridge_node as the driver and the camera nodes reading Isaac Sim's image topics, all on
+    Isaac's /clock (Isaac Sim itself runs elsewhere: scripts/isaac_sim_robodojo.py).
     """
     if hardware == "none":
         sim_time = True
         starts: list[tuple[str, dict[str, object], str]] = [
             ("sim_node", {"robot": robot, "task": task, "seed": seed, "variant": variant}, "sim_node.log"),
         ]
-    elif hardware in HARDWARE_DRIVERS:
+    elif hardware in HARDWARE_DRIVERS or hardware == ISAAC:
         from robodojo.robots.config import load_robot_config
+        from robodojo.robots.topic_names import isaac_camera_image
 
-        sim_time = False
+        sim_time = hardware == ISAAC  # Isaac Sim publishes /clock
+        driver = "isaac_bridge_node" if hardware == ISAAC else HARDWARE_DRIVERS[hardware]
+        if hardware == ISAAC:
+            camera_topic = isaac_camera_image("{camera}")
         episode = {"robot": robot, "task": task, "seed": seed, "variant": variant, **(episode_params or {})}
         starts = [
-            (
-                HARDWARE_DRIVERS[hardware],
-                {"robot": robot, **(hardware_params or {})},
-                f"{HARDWARE_DRIVERS[hardware]}.log",
-            ),
+            (driver, {"robot": robot, **(hardware_params or {})}, f"{driver}.log"),
             ("episode_node", episode, "episode_node.log"),
             ("tcp_state_publisher", {"robot": robot}, "tcp_state_publisher.log"),
         ]
@@ -393,14 +397,17 @@ def graph_nodes(
             camera_params: dict[str, object] = {"robot": robot, "camera": camera}
             camera_params["input_topic"] = camera_topic.replace("{camera}", camera)
             starts.append(("camera_node", camera_params, f"camera_node_{camera}.log"))
+        if sim_time:
+            for _, node_params, _ in starts:
+                node_params["use_sim_time"] = True
     else:
-        choices = ", ".join(HARDWARE_DRIVERS)
+        choices = ", ".join((*HARDWARE_DRIVERS, ISAAC))
         raise RobodojoError(f"unknown hardware {hardware!r}; choose none (the simulator) or {choices}")
     starts.append(("motion_server_node", {"robot": robot, "use_sim_time": sim_time}, "motion_server.log"))
     if agent != "none":
         params: dict[str, object] = {"agent": agent, "task": task, "seed": seed, "variant": variant}
         params["use_sim_time"] = sim_time
-        if not sim_time:
+        if hardware != "none":  # episode_node's reset waits for the operator
             params["reset_timeout_s"] = OPERATOR_RESET_TIMEOUT_S
         starts.append(("agent_node", {**params, **agent_params}, "agent_node.log"))
     return starts
@@ -428,8 +435,8 @@ def run_graph(
 
     With ``agent`` "none" the robot and motion server run until Ctrl-C (drive them with your own client).
     ``agent_params``: more agent_node parameters (LLM settings, images, context_tokens; config/nodes.yaml).
-    ``hardware``: "none" for the embedded simulator, "franka" for an FR3 (:func:`graph_nodes`; ``hardware_params``
-    and ``episode_params`` go to the driver and episode_node).
+    ``hardware``: "none" for the embedded simulator, "franka" for an FR3, "isaac" for Isaac Sim (:func:`graph_nodes`;
+    ``hardware_params`` and ``episode_params`` go to the driver and episode_node).
     The launcher keeps to ros2 launch's habits, with the agent node marked required:
 
     - The agent node is required: when it ends, the launcher stops the other nodes and exits with the agent's exit
@@ -451,7 +458,7 @@ def run_graph(
     )  # fmt: skip
     build_interfaces()
     env = ros_environment(domain_id=domain_id, log_dir=log_dir / "ros")
-    backend = "the simulator" if hardware == "none" else f"{hardware} hardware"
+    backend = {"none": "the simulator", ISAAC: "Isaac Sim"}.get(hardware, f"{hardware} hardware")
     _say(f"{robot} on {backend}, task {task} seed {seed} ({variant}); node logs in {log_dir}/")
     nodes: list[NodeProcess] = []
     with _StopRequest() as stop:

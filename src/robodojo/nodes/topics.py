@@ -8,12 +8,16 @@ from __future__ import annotations
 
 # What a robot gives is named once, on the foundations floor, where the episode record (episode.mcap) uses it too.
 from robodojo.robots.topic_names import CLOCK as CLOCK
+from robodojo.robots.topic_names import ISAAC_JOINT_COMMAND as ISAAC_JOINT_COMMAND
+from robodojo.robots.topic_names import ISAAC_JOINT_STATES as ISAAC_JOINT_STATES
 from robodojo.robots.topic_names import JOINT_STATES as JOINT_STATES
 from robodojo.robots.topic_names import WORLD_FRAME as WORLD_FRAME
 from robodojo.robots.topic_names import camera_image as camera_image
 from robodojo.robots.topic_names import camera_image_compressed as camera_image_compressed
 from robodojo.robots.topic_names import camera_info as camera_info
 from robodojo.robots.topic_names import camera_pose as camera_pose
+from robodojo.robots.topic_names import isaac_camera_image as isaac_camera_image
+from robodojo.robots.topic_names import isaac_camera_info as isaac_camera_info
 from robodojo.robots.topic_names import tcp_pose as tcp_pose
 
 EPISODE_STATUS = "/episode/status"

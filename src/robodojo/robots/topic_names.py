@@ -11,8 +11,25 @@ WORLD_FRAME = "world"
 
 JOINT_STATES = "/joint_states"
 CLOCK = "/clock"
+# Isaac Sim's side of its ROS 2 bridge (scripts/isaac_sim_robodojo.py), under /isaac/: what the simulator itself
+# publishes and follows. isaac_bridge_node turns it into the robot's topics above, as a real arm's driver does, and one
+# camera_node per camera republishes its images under /cameras/<camera>/; so nothing on /isaac/ is the graph's API.
 #: sensor_msgs/JointState position targets for Isaac Sim's articulation (its ROS 2 bridge's joint command subscriber)
 ISAAC_JOINT_COMMAND = "/isaac/joint_command"
+#: sensor_msgs/JointState of every joint of Isaac Sim's articulation, stamped with simulation time
+ISAAC_JOINT_STATES = "/isaac/joint_states"
+
+
+def isaac_camera_image(camera: str) -> str:
+    """sensor_msgs/Image (rgb8) of a camera as Isaac Sim renders it (camera_node's input under sim:=isaac)."""
+    return f"/isaac/cameras/{camera}/image_raw"
+
+
+def isaac_camera_info(camera: str) -> str:
+    """sensor_msgs/CameraInfo of a camera as Isaac Sim's render product describes it (for comparison with the
+    calibration file, which camera_node publishes on :func:`camera_info`)."""
+    return f"/isaac/cameras/{camera}/camera_info"
+
 
 #: image_transport's suffix for the compressed transport of an image topic (sensor_msgs/CompressedImage)
 COMPRESSED_SUFFIX = "/compressed"

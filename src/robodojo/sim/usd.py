@@ -243,9 +243,10 @@ class _StageWriter:
         prim.CreateAttribute("robodojo:height", types.Int).Set(cam.height)
         # Where it is mounted, for the runner to attach it to the robot's link (the wrist cameras move with the arms).
         prim.CreateAttribute("robodojo:mountFrame", types.String).Set(cam.frame)
-        # The topics sim_node publishes for this camera, stamped in this frame.
-        prim.CreateAttribute("robodojo:imageTopic", types.String).Set(topic_names.camera_image(cam.name))
-        prim.CreateAttribute("robodojo:cameraInfoTopic", types.String).Set(topic_names.camera_info(cam.name))
+        # Isaac Sim's topics for this camera, stamped in this frame; camera_node republishes them under
+        # /cameras/<camera>/ with the calibration file and the optical frame's pose, as for a real camera driver.
+        prim.CreateAttribute("robodojo:imageTopic", types.String).Set(topic_names.isaac_camera_image(cam.name))
+        prim.CreateAttribute("robodojo:cameraInfoTopic", types.String).Set(topic_names.isaac_camera_info(cam.name))
         prim.CreateAttribute("robodojo:frameId", types.String).Set(cam.frame)
         offset = cam.offset.copy()
         offset[:3, :3] = offset[:3, :3] @ OPTICAL_TO_USD_CAMERA
@@ -285,7 +286,8 @@ class _StageWriter:
         prim.CreateAttribute("robodojo:driveDamping", types.DoubleArray).Set(
             [gains.get(j, (0.0, 0.0))[1] for j in robot.joint_positions_rad]
         )
-        prim.CreateAttribute("robodojo:jointStatesTopic", types.String).Set(topic_names.JOINT_STATES)
+        # Isaac Sim's joint states; isaac_bridge_node republishes them on /joint_states as a driver does.
+        prim.CreateAttribute("robodojo:jointStatesTopic", types.String).Set(topic_names.ISAAC_JOINT_STATES)
         prim.CreateAttribute("robodojo:jointCommandTopic", types.String).Set(topic_names.ISAAC_JOINT_COMMAND)
         source = robot.urdf if robot.urdf.is_absolute() else PACKAGE_ROOT / robot.urdf
         # Mesh visuals (package://<python package>/... for the FR3) resolve only where that package is installed:

@@ -1,0 +1,299 @@
+"""sim:=isaac end to end, with Isaac Sim replaced by a FAKE (fake_isaac_sim.py: Isaac cannot run on these machines).
+
+The nodes robodojo graph --hardware isaac starts (the same list as launch's sim:=isaac: isaac_bridge_node,
+episode_node, tcp_state_publisher, one camera_node per camera, the motion server) run as real processes against the
+fake, which speaks Isaac's topics (/clock, /isaac/joint_states, /isaac/joint_command, /isaac/cameras/...). Where an arm
+went is judged from the fake's own joint states (/isaac/joint_states) and forward kinematics, never from what the
+bridge reports. The module's tests share one graph and run in order; the last one freezes the fake.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import graph_client as gc
+import numpy as np
+import pytest
+
+from robodojo.control.trajectory_controller import TrajectoryState
+from robodojo.nodes import topics
+from robodojo.nodes.process_graph import graph_nodes
+from robodojo.robots.config import load_robot_config
+from robodojo.robots.ik import ArmKinematics
+
+pytestmark = pytest.mark.ros
+
+FAKE = Path(__file__).with_name("fake_isaac_sim.py")
+ROBOT = load_robot_config("dual_arx_x5")
+DT = ROBOT.control_dt_s
+START_S = 90.0  # eight processes starting on a shared, loaded 2-core machine
+POS_TOLERANCE_MM = 5.0
+
+
+class Isaac:
+    """The fake Isaac Sim process."""
+
+    def __init__(self, graph) -> None:
+        self.log = graph.tmp_path / "fake_isaac_sim.log"
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(FAKE), "--robot", ROBOT.name], env=graph.env, stdout=out, stderr=subprocess.STDOUT
+            )
+
+    def signal(self, sig: int) -> None:
+        os.kill(self.proc.pid, sig)
+
+    def stop(self) -> None:
+        self.signal(signal.SIGCONT)
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def isaac_graph(module_graph) -> Iterator[tuple[object, Isaac, gc.Recorder]]:
+    from agent_bringup.msg import EpisodeStatus, TrajectoryStatus
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import PoseStamped
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import Image, JointState
+
+    graph = module_graph
+    rec = gc.Recorder()
+    c = graph.client
+    for topic in (topics.JOINT_STATES, topics.ISAAC_JOINT_STATES, topics.ISAAC_JOINT_COMMAND):
+        c.create_subscription(JointState, topic, rec.callback(topic), 500)
+    c.create_subscription(Clock, topics.CLOCK, rec.callback(topics.CLOCK), 100)
+    c.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, rec.callback(topics.DIAGNOSTICS), 50)
+    for controller in gc.CONTROLLERS:
+        topic = topics.trajectory_status(controller)
+        c.create_subscription(TrajectoryStatus, topic, rec.callback(topic), 200)
+    for cam in gc.CAMERAS:
+        c.create_subscription(PoseStamped, topics.camera_pose(cam), rec.callback(topics.camera_pose(cam)), 20)
+        c.create_subscription(Image, topics.camera_image(cam), rec.callback(topics.camera_image(cam)), 5)
+    for arm in ROBOT.arm_names:
+        c.create_subscription(PoseStamped, topics.tcp_pose(arm), rec.callback(topics.tcp_pose(arm)), 50)
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    c.create_subscription(EpisodeStatus, topics.EPISODE_STATUS, rec.callback(topics.EPISODE_STATUS), latched)
+    isaac = Isaac(graph)
+    try:
+        starts = graph_nodes(
+            robot=ROBOT.name, task="general_pickup", seed=0, variant="standard", agent="none", agent_params={},
+            hardware="isaac",
+        )  # fmt: skip
+        for node, params, log in starts:
+            if node == "motion_server_node":  # slack for the loaded machine, as the other graph tests give
+                params.update(joint_state_timeout_s=gc.JOINT_STATE_TIMEOUT_S)
+            graph.start(node, name=Path(log).stem, **params)
+        yield graph, isaac, rec
+    finally:
+        for node in graph.nodes:  # the bridge first notices Isaac gone otherwise, and says so in its log
+            node.stop()
+        isaac.stop()
+
+
+def _fake_q(rec: gc.Recorder) -> dict[str, float]:
+    return gc.joints(rec.last(topics.ISAAC_JOINT_STATES))
+
+
+def _reports(rec: gc.Recorder, controller: str) -> list:
+    return rec.all(topics.trajectory_status(controller))
+
+
+def _trajectory(arm: str, start_q: np.ndarray, offsets_rad: np.ndarray, duration_s: float):
+    """A cosine move from ``start_q``, one point per control tick, stamped 0 (start now)."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    times = np.arange(1, round(duration_s / DT) + 1) * DT
+    s = (1 - np.cos(np.pi * times / duration_s)) / 2
+    msg = JointTrajectory(joint_names=list(ROBOT.arm(arm).joints))
+    for t, q in zip(times, start_q + np.outer(s, offsets_rad), strict=True):
+        sec = int(t)
+        at = Duration(sec=sec, nanosec=round((t - sec) * 1e9))
+        msg.points.append(JointTrajectoryPoint(positions=q.tolist(), time_from_start=at))
+    return msg
+
+
+def test_bridge_republishes_joint_states_on_isaac_time_and_commands_every_joint_each_tick(isaac_graph):
+    graph, _, rec = isaac_graph
+    graph.wait(
+        lambda: rec.count(topics.JOINT_STATES) > 20 and rec.count(topics.ISAAC_JOINT_COMMAND) > 20,
+        START_S,
+        "the bridge's joint states and Isaac commands",
+    )
+    rec.clear()
+    time.sleep(3.0)
+    got = rec.snapshot()
+    states = [m for _, m in got[topics.JOINT_STATES]]
+    arm_joints = {j for arm in ROBOT.arms for j in (*arm.joints, arm.gripper_joint)}
+    assert set(states[-1].name) == arm_joints  # arms and gripper joints, as sim_node publishes them
+    # stamped with Isaac's simulation time (the fake's /clock), not the system clock
+    clock = gc.stamp_of(got[topics.CLOCK][-1][1].clock)
+    assert abs(gc.stamp(states[-1]) - clock) < 0.5 and clock < 1e6
+    # /isaac/joint_command: one message per 40 ms tick of simulation time, naming every movable joint
+    commands = [m for _, m in got[topics.ISAAC_JOINT_COMMAND]]
+    all_joints = set(gc.joints(got[topics.ISAAC_JOINT_STATES][-1][1]))
+    assert all(set(m.name) == all_joints for m in commands)
+    stamps = np.array([gc.stamp(m) for m in commands])
+    span = stamps[-1] - stamps[0]
+    assert span > 1.0
+    assert abs((len(stamps) - 1) - span / DT) <= 2, f"{len(stamps)} commands over {span:.2f} s of simulation time"
+    # nothing plays: the held position is sent, where the fake's arms stand
+    held, q = gc.joints(commands[-1]), _fake_q(rec)
+    assert max(abs(held[j] - q[j]) for j in ROBOT.arm("left").joints) < 0.01
+
+
+def test_move_eef_goal_plays_through_the_bridge_and_the_arm_arrives(isaac_graph):
+    graph, _, rec = isaac_graph
+    client = gc.move_eef_client(graph)
+    graph.wait(lambda: rec.last(topics.tcp_pose("right")) is not None, START_S, "the TCP poses")
+    start = rec.last(topics.tcp_pose("right")).pose.position
+    target = (start.x, start.y + 0.03, start.z - 0.05)
+    result = gc.send(graph, client, gc.goal(["right_y", "right_z"], [target[1], target[2]]), timeout_s=60)
+    assert result.accepted and result.error == "", result.error
+    assert result.stop_reason == "completed" and result.steps_used == result.waypoints > 5
+    assert result.arms[0].reached and result.arms[0].pos_error_mm < POS_TOLERANCE_MM
+    (end,) = [m for m in _reports(rec, "right_arm_controller") if m.state == TrajectoryState.FINISHED][-1:]
+    assert end.points_played == end.points == result.waypoints
+    # judged from the fake's own joints: the grasp point is where the goal asked
+    time.sleep(0.3)
+    q = _fake_q(rec)
+    pos, _ = ArmKinematics(ROBOT).tcp_pose("right", np.array([q[j] for j in ROBOT.arm("right").joints]))
+    assert np.linalg.norm(pos - np.array(target)) * 1e3 < POS_TOLERANCE_MM
+
+
+def test_an_out_of_limit_trajectory_is_refused_and_no_target_of_it_is_sent(isaac_graph):
+    from trajectory_msgs.msg import JointTrajectory
+
+    graph, _, rec = isaac_graph
+    left = ROBOT.arm("left")
+    q0 = np.array([_fake_q(rec)[j] for j in left.joints])
+    held = gc.joints(rec.last(topics.ISAAC_JOINT_COMMAND))
+    publisher = graph.client.create_publisher(JointTrajectory, topics.arm_controller("left"), 10)
+    graph.wait(lambda: publisher.get_subscription_count() > 0, 20, "the bridge's subscription")
+    offsets = np.zeros(len(left.joints))
+    offsets[3] = -0.5  # joint4 from home's -1.31 past its -1.6 rad limit
+    before = rec.count(topics.ISAAC_JOINT_COMMAND)
+    publisher.publish(_trajectory("left", q0, offsets, 1.0))
+    graph.wait(
+        lambda: any(m.state == TrajectoryState.REFUSED for m in _reports(rec, "left_arm_controller")),
+        10,
+        "the refusal",
+    )
+    refused = [m for m in _reports(rec, "left_arm_controller") if m.state == TrajectoryState.REFUSED][-1]
+    assert "left_joint4" in refused.reason and refused.points_played == 0
+    time.sleep(1.5)  # longer than the trajectory: had any of it played, it would show
+    sent = rec.all(topics.ISAAC_JOINT_COMMAND)[before:]
+    assert len(sent) > 10
+    for msg in sent:
+        command = gc.joints(msg)
+        assert all(command[j] == held[j] for j in left.joints), "a target of the refused trajectory was sent"
+
+
+def test_a_gripper_trajectory_moves_the_fingers_and_their_mimic_and_finishes(isaac_graph):
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    graph, _, rec = isaac_graph
+    left = ROBOT.arm("left")
+    publisher = graph.client.create_publisher(JointTrajectory, topics.gripper_controller("left"), 10)
+    graph.wait(lambda: publisher.get_subscription_count() > 0, 20, "the bridge's subscription")
+    start = _fake_q(rec)[left.gripper_joint]
+    goal_m = 0.01  # per finger
+    msg = JointTrajectory(joint_names=[left.gripper_joint])
+    for k in range(1, 13):  # 0.48 s, the planner's full stroke
+        at = Duration(sec=0, nanosec=round(k * DT * 1e9))
+        msg.points.append(JointTrajectoryPoint(positions=[start + (goal_m - start) * k / 12], time_from_start=at))
+    reports_before = len(_reports(rec, "left_gripper_controller"))
+    publisher.publish(msg)
+    graph.wait(
+        lambda: any(
+            m.state == TrajectoryState.FINISHED for m in _reports(rec, "left_gripper_controller")[reports_before:]
+        ),
+        20,
+        "the gripper trajectory to finish",
+    )
+    q = _fake_q(rec)
+    assert abs(q[left.gripper_joint] - goal_m) < 0.002  # the fake's own finger
+    mimic = next(n for n in q if n != left.gripper_joint and n.startswith(left.prefix + "finger"))
+    command = gc.joints(rec.last(topics.ISAAC_JOINT_COMMAND))
+    assert command[left.gripper_joint] == pytest.approx(goal_m) and command[mimic] == pytest.approx(goal_m)
+    joint_states = gc.joints(rec.last(topics.JOINT_STATES))
+    assert abs(joint_states[left.gripper_joint] - goal_m) < 0.002  # republished live
+
+
+def test_freezing_isaac_is_lost_contact_the_trajectory_stops_and_nothing_moves_after(isaac_graph):
+    graph, isaac, rec = isaac_graph
+    left = ROBOT.arm("left")
+    q0 = np.array([_fake_q(rec)[j] for j in left.joints])
+    offsets = np.zeros(len(left.joints))
+    offsets[0] = 0.5
+    from trajectory_msgs.msg import JointTrajectory
+
+    publisher = graph.client.create_publisher(JointTrajectory, topics.arm_controller("left"), 10)
+    graph.wait(lambda: publisher.get_subscription_count() > 0, 20, "the bridge's subscription")
+    reports_before = len(_reports(rec, "left_arm_controller"))
+    publisher.publish(_trajectory("left", q0, offsets, 4.0))
+    joint = left.joints[0]
+    graph.wait(lambda: _fake_q(rec)[joint] > q0[0] + 0.05, 20, "the slow move to start in the fake")
+    isaac.signal(signal.SIGSTOP)
+    frozen_at = _fake_q(rec)[joint]
+    try:
+        graph.wait(
+            lambda: any(
+                m.state == TrajectoryState.STOPPED and m.reason.startswith("lost contact")
+                for m in _reports(rec, "left_arm_controller")[reports_before:]
+            ),
+            10,
+            "the trajectory stopped for lost contact",
+        )
+        graph.wait(
+            lambda: any(
+                s.message.startswith("lost contact") for s in rec.last(topics.DIAGNOSTICS).status if "left" in s.name
+            ),
+            10,
+            "/diagnostics to say lost contact",
+        )
+    finally:
+        isaac.signal(signal.SIGCONT)
+    ends = _reports(rec, "left_arm_controller")[reports_before:]
+    stopped = next(m for m in ends if m.state == TrajectoryState.STOPPED)
+    assert 0 < stopped.points_played < stopped.points
+    time.sleep(2.0)  # Isaac runs again: nothing of the stopped trajectory may play on
+    q = _fake_q(rec)[joint]
+    assert abs(q - frozen_at) < 0.05, f"the arm moved from {frozen_at:.3f} to {q:.3f} rad after the freeze"
+    assert q < q0[0] + 0.45
+    # contact is back: the bridge serves again (its joint states, diagnostics OK)
+    graph.wait(
+        lambda: any(
+            s.message == "idle" for s in rec.last(topics.DIAGNOSTICS).status if s.name.endswith(": left")
+        ),
+        10,
+        "contact restored",
+    )  # fmt: skip
+    assert not [m for m in _reports(rec, "left_arm_controller")[reports_before:] if m.state == TrajectoryState.FINISHED]
+
+
+def test_camera_nodes_republish_isaac_images_with_poses(isaac_graph):
+    graph, _, rec = isaac_graph
+    graph.wait(
+        lambda: all(rec.count(topics.camera_pose(c)) and rec.count(topics.camera_image(c)) for c in gc.CAMERAS),
+        30,
+        "every camera's pose and image under /cameras/",
+    )
+    for cam in gc.CAMERAS:
+        pose, image = rec.last(topics.camera_pose(cam)), rec.last(topics.camera_image(cam))
+        assert pose.header.frame_id == topics.WORLD_FRAME and image.header.frame_id == ROBOT.camera(cam).frame
+        assert gc.stamp(pose) < 1e6  # Isaac's simulation time, carried over from its image
