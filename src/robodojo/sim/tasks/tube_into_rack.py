@@ -8,8 +8,7 @@ import numpy as np
 
 from robodojo.geometry import matrix_from_quat
 from robodojo.sim.objects import RACK_BASE_M, ObjectSpec, rack_hole_centres
-from robodojo.sim.tasks.base import GoalWriter, Layout, Task, TaskView, pick_colors, place_all
-from robodojo.sim.tasks.block_into_slot import SIDE_REGIONS
+from robodojo.sim.tasks.base import GoalWriter, Layout, Task, TaskView, Workspace, pick_colors, place_all
 
 TUBE_SIZE_M = (0.008, 0.1)  # radius, length: a 16 x 100 mm culture tube
 TUBE_MASS_KG = 0.02
@@ -20,6 +19,9 @@ RACK_WIDTH_M = 0.05
 RACK_HEIGHT_M = 0.05
 RACK_SIZE_M = (float(HOLES), HOLE_M, PITCH_M, RACK_WIDTH_M, RACK_HEIGHT_M)
 TUBES = 2  # the one to move and another standing in its own hole
+# The rack's centre on one side of the table (which side varies with the seed), where that side's arm reaches every
+# hole with a tube held up out of the rack (a top-down grasp point ~13.5 cm above the table).
+RACK_REGIONS = (Workspace(x_m=(-0.28, -0.12), y_m=(-0.27, -0.15)), Workspace(x_m=(0.12, 0.28), y_m=(-0.27, -0.15)))
 MAX_YAW_RAD = 0.2  # the rack's row runs within this of the table's x axis, so "from the left" is unambiguous
 DEPTH_M = 0.03  # success: the tube's bottom at least this far below the rack's top
 MAX_TILT_RAD = math.radians(15)
@@ -56,7 +58,7 @@ class TubeIntoRack(Task):
         rack = self.rest_object(
             "rack", "rack", rack_color, RACK_SIZE_M, (0, 0), yaw=rng.uniform(-MAX_YAW_RAD, MAX_YAW_RAD)
         )
-        rack = place_all(self, rng, [rack], region=SIDE_REGIONS[int(rng.integers(2))])[0]
+        rack = place_all(self, rng, [rack], region=RACK_REGIONS[int(rng.integers(2))])[0]
         holes = [int(h) for h in rng.permutation(HOLES)]
         tubes = [
             self._tube_in_hole(name, c, rack, hole)
