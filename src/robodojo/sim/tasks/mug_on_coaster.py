@@ -10,7 +10,10 @@ from robodojo.geometry import matrix_from_quat
 from robodojo.sim.objects import ObjectSpec
 from robodojo.sim.tasks.base import GoalWriter, Layout, Task, TaskView, Workspace, pick_colors, place_all
 
-MUG_SIZE_M = (0.04, 0.09)  # outer radius, height: a 300 ml ceramic mug
+# Outer radius, height: a 300 ml mug, 7.7 cm across, narrow enough for the ARX X5's fingers (8.8 cm apart when
+# open) to close across it. A grip across the body holds it firmly; a grip on its 5 mm wall would hold it weakly (the
+# fingers' position servo presses with a force that grows with how far they are kept from closing).
+MUG_SIZE_M = (0.0385, 0.09)
 MUG_MASS_KG = 0.25
 COASTER_SIZE_M = (0.05, 0.006)  # radius, thickness: a 10 cm cork or rubber coaster
 COASTER_MASS_KG = 0.04
@@ -19,7 +22,7 @@ REST_TOLERANCE_M = 0.01
 MAX_TILT_RAD = math.radians(10)
 NEAR_M = 0.08
 # The mug in the middle, where both arms reach it; a coaster on each side, so the named one decides the arm.
-MUG_REGION = Workspace(x_m=(-0.08, 0.08), y_m=(-0.3, -0.14))
+MUG_REGION = Workspace(x_m=(-0.06, 0.06), y_m=(-0.3, -0.14))
 COASTER_REGIONS = (Workspace(x_m=(-0.36, -0.2), y_m=(-0.3, -0.12)), Workspace(x_m=(0.2, 0.36), y_m=(-0.3, -0.12)))
 
 
@@ -30,13 +33,13 @@ class MugOnCoaster(Task):
     instruction_template = "Put the {mug_color} mug on the {coaster_color} coaster."
     recipe = (
         "Two coasters lie on the table, one on each side; the instruction names one by its colour. The mug is "
-        f"{2 * MUG_SIZE_M[0] * 100:.0f} cm across and {MUG_SIZE_M[1] * 100:.0f} cm tall with 5 mm walls and a "
-        "handle on one side. Find the mug (its rim's centre) and the named coaster while nothing covers them. "
-        "Grasp the mug by its rim with the arm on the coaster's side, away from the handle: fingers opening along "
-        "the radius so one goes inside the mug and one outside, the grasp point about 2 cm below the rim. Lift it "
-        "a few centimetres, carry it so its centre comes over the coaster's, lower it until it rests on the "
-        "coaster, open the gripper and move away. It counts when the mug stands upright on the coaster within "
-        "3 cm of its centre, released."
+        f"{2 * MUG_SIZE_M[0] * 100:.1f} cm across and {MUG_SIZE_M[1] * 100:.0f} cm tall, with a handle on one side. "
+        "Find the mug (its rim's centre and the handle's direction) and the named coaster while nothing covers "
+        "them. Grasp the mug across its body with the arm on the coaster's side: the gripper fully open and "
+        "centred over the mug, the fingers opening at right angles to the handle so they pass beside it, lowered "
+        "until the grasp point is about 3 cm below the rim, then closed. Lift it, carry it over the coaster's "
+        "centre, lower it until it rests on the coaster, open the gripper and move away. It counts when the mug "
+        "stands upright on the coaster within 3 cm of its centre, released."
     )
     score_ladder = (
         (0.25, "a gripper is within 8 cm of the mug"),
