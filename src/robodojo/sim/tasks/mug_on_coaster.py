@@ -63,7 +63,7 @@ class MugOnCoaster(Task):
             *place_all(self, rng, [coasters[0]], region=COASTER_REGIONS[named_side]),
             *place_all(self, rng, [coasters[1]], region=COASTER_REGIONS[1 - named_side]),
         ]
-        return placed, {"mug_color": mug_color, "coaster_color": coaster_color, "other_color": other_color}
+        return placed, {"mug_color": mug_color, "coaster_color": coaster_color}
 
     def _coaster_top_z(self, view: TaskView) -> float:
         return float(view.object_pos("coaster")[2] + COASTER_SIZE_M[1] / 2)

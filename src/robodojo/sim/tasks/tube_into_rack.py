@@ -65,7 +65,7 @@ class TubeIntoRack(Task):
             for name, c, hole in (("tube", color, holes[0]), ("other_tube", other_color, holes[1]))
         ]
         target = holes[TUBES]
-        slots = {"color": color, "other_color": other_color, "rack_color": rack_color, "hole": str(target + 1)}
+        slots = {"color": color, "rack_color": rack_color, "hole": str(target + 1)}
         return [rack, *tubes], slots
 
     def _tube_in_hole(self, name: str, color: str, rack: ObjectSpec, hole: int) -> ObjectSpec:
