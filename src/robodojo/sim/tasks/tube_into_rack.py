@@ -18,7 +18,6 @@ PITCH_M = 0.035  # hole to hole: the fingers (2 cm wide) pass between the tubes 
 RACK_WIDTH_M = 0.05
 RACK_HEIGHT_M = 0.05
 RACK_SIZE_M = (float(HOLES), HOLE_M, PITCH_M, RACK_WIDTH_M, RACK_HEIGHT_M)
-TUBES = 2  # the one to move and another standing in its own hole
 # The rack's centre on one side of the table (which side varies with the seed), where that side's arm reaches every
 # hole with a tube held up out of the rack (a top-down grasp point ~13.5 cm above the table).
 RACK_REGIONS = (Workspace(x_m=(-0.28, -0.12), y_m=(-0.27, -0.15)), Workspace(x_m=(0.12, 0.28), y_m=(-0.27, -0.15)))
@@ -60,11 +59,12 @@ class TubeIntoRack(Task):
         )
         rack = place_all(self, rng, [rack], region=RACK_REGIONS[int(rng.integers(2))])[0]
         holes = [int(h) for h in rng.permutation(HOLES)]
+        # The tube to move and another standing in its own hole (the instruction names the first by its cap).
         tubes = [
             self._tube_in_hole(name, c, rack, hole)
             for name, c, hole in (("tube", color, holes[0]), ("other_tube", other_color, holes[1]))
         ]
-        target = holes[TUBES]
+        target = holes[len(tubes)]  # an empty hole
         slots = {"color": color, "rack_color": rack_color, "hole": str(target + 1)}
         return [rack, *tubes], slots
 
