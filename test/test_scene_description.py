@@ -21,7 +21,7 @@ from robodojo.sim.objects import ObjectSpec, object_parts
 from robodojo.sim.settings import load_sim_settings
 from robodojo.sim.world import EmbeddedWorld
 
-# Every object kind between them (buttons with labels, bowls, fixtures, a belt, a ball), both robots.
+# Every object kind between them (buttons with labels, bowls, fixtures, a belt, a ball, lab ware), both robots.
 ROUND_TRIPS = [
     ("press_by_number", 1, "randomized"),
     ("sort_into_bowls", 0, "cluttered"),
@@ -30,6 +30,8 @@ ROUND_TRIPS = [
     ("stop_rolling_ball", 3, "randomized"),
     ("pick_matching_picture", 0, "standard"),
     ("fr3_push_to_pad", 1, "randomized"),
+    ("tube_into_rack", 1, "randomized"),
+    ("mug_on_coaster", 0, "cluttered"),
 ]
 GEOM_FIELDS = ("type", "size", "rgba", "friction", "condim", "priority", "contype", "conaffinity", "group", "matid")
 

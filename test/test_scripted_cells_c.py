@@ -1,5 +1,5 @@
 """Scripted code cells for the tasks issue 17 added last (textured choices, fixtures, bimanual, long-horizon, dynamic
-and the FR3's) solve their task through the real code-cell agent, two seeds each.
+and the FR3's) and issue 18's lab ware solve their task through the real code-cell agent, two seeds each.
 
 Each episode replays examples/cells/<task>.py with the replay LLM (one python tool call per cell, then finish) on
 the sandboxed kernel and the robo API, as `robodojo run --agent code_cell --llm replay:...` does.
@@ -23,6 +23,7 @@ TASKS = (
     "swap_places", "stack_by_size", "restore_moved_block",  # long_horizon
     "stop_rolling_ball", "pick_from_conveyor",  # dynamic
     "fr3_push_to_pad", "fr3_stack_two", "fr3_sort_two",  # the FR3
+    "mug_on_coaster", "tube_into_rack",  # lab ware
 )  # fmt: skip
 WORLD_FIXTURE = {"dual_arx_x5": "dual_world", "fr3": "fr3_world"}  # one shared world per robot (conftest.py)
 

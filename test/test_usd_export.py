@@ -26,6 +26,8 @@ EXPORTS = [
     ("block_into_slot", 1, "cluttered"),
     ("pick_from_conveyor", 2, "randomized"),
     ("fr3_sort_two", 5, "randomized"),
+    ("tube_into_rack", 2, "standard"),
+    ("mug_on_coaster", 4, "randomized"),
 ]
 OPTICAL_TO_USD = np.diag([1.0, -1.0, -1.0])
 

@@ -1,5 +1,5 @@
 """Task objects built from primitives: blocks, cylinders, balls, bowls, plates, flat target pads, push buttons,
-fixtures and conveyor belts.
+fixtures, conveyor belts and lab ware (mugs, test tubes and tube racks).
 
 An :class:`ObjectSpec` is plain data (what a layout holds); :func:`object_parts` resolves it into the primitive shapes
 of a scene description (robodojo.sim.description), which the simulators build. A block, pad or button may carry a
@@ -8,6 +8,7 @@ of a scene description (robodojo.sim.description), which the simulators build. A
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +43,9 @@ KINDS = (
     "corner_fixture",
     "button",
     "belt",
+    "mug",
+    "tube",
+    "rack",
 )
 BOWL_WALL_SEGMENTS = 16
 LABELLED_KINDS = ("block", "pad", "button")  # box-shaped: the label covers the top face once
@@ -67,14 +71,37 @@ SLOT_NOTCH_M = 0.034  # length (along y) of the finger notch in each x wall (the
 # A conveyor belt: a static slab on the table whose top surface carries what rests on it at the belt's velocity
 # (robodojo.sim.dynamics drives the objects: MuJoCo has no moving surfaces). ``size_m`` (length x, width y, height z).
 BELT_KINDS = ("belt",)
+# Lab ware, each a few primitives so it renders cheaply on a software renderer.
+# A mug: ``size_m`` (outer radius, height); a base disc, a ring of MUG_WALL_SEGMENTS wall boxes and a handle of three
+# boxes (two arms out of the wall and the grip between them) on its +x side; origin at the base's underside, like a
+# bowl's. Proportions of a common 300 ml ceramic mug (8 cm across, 9 cm tall, 5 mm walls).
+MUG_WALL_SEGMENTS = 10
+MUG_WALL_M = 0.005
+MUG_BASE_M = 0.008
+MUG_HANDLE_REACH_M = 0.025  # how far the handle's outer face stands out of the wall
+MUG_HANDLE_WIDTH_M = 0.012  # across the handle (tangential to the wall)
+MUG_HANDLE_BAR_M = 0.008  # thickness of the handle's bars
+MUG_HANDLE_SPAN = (0.2, 0.8)  # the handle's arms at these fractions of the height above the base
+# A test tube: ``size_m`` (radius, length); a body of ``TUBE_BODY_RGBA`` (clear plastic, rendered opaque: depth
+# cameras and segmentation see it) under a cap in the tube's colour, TUBE_CAP_M tall and TUBE_CAP_LIP_M wider than
+# the body; origin at its geometric centre. A 16 x 100 mm culture tube.
+TUBE_CAP_M = 0.014
+TUBE_CAP_LIP_M = 0.001
+TUBE_BODY_RGBA = (0.86, 0.9, 0.92, 1.0)
+# A tube rack: ``size_m`` (holes, hole side, pitch, width y, height z): a row of square holes along its x axis, in a
+# top plate held over a base plate by two end walls, static like a fixture (a rack stands heavy and rubber-footed).
+# The holes are RACK_PITCH apart, centred; the top plate is RACK_PLATE_M thick, the base plate RACK_BASE_M.
+RACK_PLATE_M = 0.01
+RACK_BASE_M = 0.008
 
 
 @dataclass(frozen=True)
 class ObjectSpec:
-    """One object of a layout. ``size_m``: block (x, y, z) full extents; cylinder/plate/bowl/pad/button (radius or
-    half side, height; a button's height is its cap's); ball (radius,); belt (length x, width y, height z). ``pos_m``
-    is the body origin at rest (geometric centre; a bowl's is its base; a button's is its cap's centre,
-    BUTTON_TRAVEL_M above the table). ``label``: what the top face of a block, pad or button shows (one of
+    """One object of a layout. ``size_m``: block (x, y, z) full extents; cylinder/plate/bowl/mug/tube/pad/button
+    (radius or half side, height; a button's height is its cap's, a tube's is its length); ball (radius,); belt
+    (length x, width y, height z); rack (holes, hole side, pitch, width y, height z). ``pos_m`` is the body origin
+    at rest (geometric centre; a bowl's or mug's is its base; a button's is its cap's centre, BUTTON_TRAVEL_M above
+    the table). ``label``: what the top face of a block, pad or button shows (one of
     robodojo.sim.labels.LABELS), None for a plain face. ``velocity_m_s``: a free object's velocity [m/s, world
     frame] once the layout has settled (a ball rolls with it), or a belt's surface velocity; zero for most."""
 
@@ -94,6 +121,12 @@ class ObjectSpec:
             return math.hypot(self.size_m[0], self.size_m[1]) / 2
         if self.kind == "button":
             return (self.size_m[0] + BUTTON_HOUSING_MARGIN_M) * math.sqrt(2)
+        if self.kind == "mug":
+            return self.size_m[0] + MUG_HANDLE_REACH_M
+        if self.kind == "tube":
+            return self.size_m[0] + TUBE_CAP_LIP_M
+        if self.kind == "rack":
+            return math.hypot(rack_length_m(self.size_m), self.size_m[3]) / 2
         return self.size_m[0] if self.kind != "pad" else self.size_m[0] * math.sqrt(2)
 
     @property
@@ -102,7 +135,7 @@ class ObjectSpec:
 
     @property
     def movable(self) -> bool:
-        return self.kind != "pad" and self.kind not in FIXTURE_KINDS and self.kind not in BELT_KINDS
+        return self.kind not in ("pad", "rack") and self.kind not in FIXTURE_KINDS and self.kind not in BELT_KINDS
 
     @property
     def moving(self) -> bool:
@@ -112,7 +145,7 @@ class ObjectSpec:
 
 def object_rest_z(kind: str, size_m: tuple[float, ...], table_z_m: float) -> float:
     """Height of the body origin of an object resting on the table."""
-    if kind == "bowl":  # a bowl's origin is the underside of its base
+    if kind in ("bowl", "mug"):  # their origin is the underside of the base
         return table_z_m
     if kind == "button":
         return table_z_m + BUTTON_TRAVEL_M + size_m[-1] / 2
@@ -161,6 +194,15 @@ def object_parts(obj: ObjectSpec, rgba: Sequence[float] | None = None) -> tuple[
         shapes = (Shape(f"{obj.name}_geom", "cylinder", obj.size_m, color, mass_kg=obj.mass_kg),)
     elif obj.kind == "ball":
         shapes = (Shape(f"{obj.name}_geom", "sphere", obj.size_m[:1], color, contact="rolling", mass_kg=obj.mass_kg),)
+    elif obj.kind == "mug":
+        shapes = _mug_shapes(obj, color)
+    elif obj.kind == "tube":
+        shapes = _tube_shapes(obj, color)
+    elif obj.kind == "rack":
+        shapes = tuple(
+            Shape(f"{obj.name}_part{i}", "box", tuple(2 * h for h in half), color, pos_m=pos)
+            for i, (half, pos) in enumerate(rack_boxes(obj.size_m))
+        )
     else:  # bowl
         shapes = _bowl_shapes(obj, color)
     main = SceneObject(
@@ -278,4 +320,122 @@ def fixture_boxes(
         ]
     else:
         raise ValueError(f"unknown fixture kind {kind!r}; available: {', '.join(FIXTURE_KINDS)}")
+    return boxes
+
+
+def _mug_shapes(obj: ObjectSpec, rgba: Rgba) -> tuple[Shape, ...]:
+    """A mug: a base disc, a ring of wall boxes and a handle on +x; origin at the centre of the base's underside.
+    The wall boxes overlap a little at their edges so the ring has no gaps a fingertip could catch in."""
+    radius, height = obj.size_m
+    n = MUG_WALL_SEGMENTS
+    part_mass = obj.mass_kg / (n + 5)  # the base counts twice, the handle's three bars once each
+    base = Shape(
+        f"{obj.name}_base", "cylinder", (radius - MUG_WALL_M / 2, MUG_BASE_M), rgba, pos_m=(0.0, 0.0, MUG_BASE_M / 2),
+        mass_kg=2 * part_mass,
+    )  # fmt: skip
+    wall_h = height - MUG_BASE_M
+    seg_len = 2 * radius * math.tan(math.pi / n) + 0.001
+    mid = radius - MUG_WALL_M / 2
+    walls = tuple(
+        Shape(
+            f"{obj.name}_wall{i}",
+            "box",
+            (MUG_WALL_M, seg_len, wall_h),
+            rgba,
+            pos_m=(mid * math.cos(a), mid * math.sin(a), MUG_BASE_M + wall_h / 2),
+            quat_wxyz=(math.cos(a / 2), 0.0, 0.0, math.sin(a / 2)),
+            mass_kg=part_mass,
+        )
+        for i, a in ((i, 2 * math.pi * i / n) for i in range(n))
+    )
+    # The handle: two arms from inside the wall out to the grip, and the grip joining their outer ends.
+    bar, width = MUG_HANDLE_BAR_M, MUG_HANDLE_WIDTH_M
+    low, high = (MUG_BASE_M + f * wall_h for f in MUG_HANDLE_SPAN)
+    arm_in, arm_out = radius - MUG_WALL_M / 2, radius + MUG_HANDLE_REACH_M
+    arm_x = (arm_in + arm_out) / 2
+    handle = (
+        *(
+            Shape(
+                f"{obj.name}_handle{i}",
+                "box",
+                (arm_out - arm_in, width, bar),
+                rgba,
+                pos_m=(arm_x, 0.0, z),
+                mass_kg=part_mass,
+            )
+            for i, z in enumerate((low, high))
+        ),
+        Shape(
+            f"{obj.name}_handle2",
+            "box",
+            (bar, width, high - low + bar),
+            rgba,
+            pos_m=(arm_out - bar / 2, 0.0, (low + high) / 2),
+            mass_kg=part_mass,
+        ),
+    )
+    return (base, *walls, *handle)
+
+
+def _tube_shapes(obj: ObjectSpec, rgba: Rgba) -> tuple[Shape, ...]:
+    """A test tube: its clear body and the coloured cap on top; origin at the tube's geometric centre."""
+    radius, length = obj.size_m
+    body_len = length - TUBE_CAP_M
+    body_mass = obj.mass_kg * 0.7  # the cap is the lighter part
+    return (
+        Shape(
+            f"{obj.name}_body",
+            "cylinder",
+            (radius, body_len),
+            TUBE_BODY_RGBA,
+            pos_m=(0.0, 0.0, -TUBE_CAP_M / 2),
+            mass_kg=body_mass,
+        ),
+        Shape(
+            f"{obj.name}_cap",
+            "cylinder",
+            (radius + TUBE_CAP_LIP_M, TUBE_CAP_M),
+            rgba,
+            pos_m=(0.0, 0.0, length / 2 - TUBE_CAP_M / 2),
+            mass_kg=obj.mass_kg - body_mass,
+        ),
+    )
+
+
+def rack_length_m(size_m: tuple[float, ...]) -> float:
+    """A rack's length along its row of holes: the holes at their pitch, with a bar as wide as those between holes
+    at each end."""
+    holes, hole, pitch = size_m[:3]
+    return holes * pitch + (pitch - hole)
+
+
+def rack_hole_centres(size_m: tuple[float, ...]) -> list[tuple[float, float]]:
+    """(x, y) of each hole's centre in the rack's frame, from -x to +x."""
+    holes, _, pitch = size_m[:3]
+    n = int(holes)
+    return [((i - (n - 1) / 2) * pitch, 0.0) for i in range(n)]
+
+
+def rack_boxes(size_m: tuple[float, ...]) -> list[tuple[tuple[float, float, float], tuple[float, float, float]]]:
+    """(half extents, centre) of each box of a tube rack in its frame (origin at its geometric centre): the base
+    plate, two end walls from the base to the top, the top plate's two long strips and the bars between its
+    holes."""
+    holes, hole, pitch, width, height = size_m
+    if holes != int(holes) or holes < 1 or not 0 < hole < pitch or hole >= width:
+        raise ValueError(f"a rack needs a whole number of holes, each narrower than the pitch and width: {size_m}")
+    length = rack_length_m(size_m)
+    bar = pitch - hole
+    top_z = height / 2 - RACK_PLATE_M / 2
+    strip = (width - hole) / 2
+    wall_h = height - RACK_BASE_M
+    boxes = [
+        ((length / 2, width / 2, RACK_BASE_M / 2), (0.0, 0.0, -height / 2 + RACK_BASE_M / 2)),
+        *(((bar / 2, width / 2, wall_h / 2), (s * (length / 2 - bar / 2), 0.0, -height / 2 + RACK_BASE_M + wall_h / 2))
+          for s in (-1, 1)),
+        *(((length / 2 - bar, strip / 2, RACK_PLATE_M / 2), (0.0, s * (hole / 2 + strip / 2), top_z)) for s in (-1, 1)),
+    ]  # fmt: skip
+    centres = [x for x, _ in rack_hole_centres(size_m)]
+    boxes += [
+        ((bar / 2, hole / 2, RACK_PLATE_M / 2), ((a + b) / 2, 0.0, top_z)) for a, b in itertools.pairwise(centres)
+    ]
     return boxes
