@@ -64,6 +64,11 @@ def test_a_repair_round_fixes_the_tool_and_the_retried_layout_succeeds(tmp_path)
     failed = run / summary["attempts"][0]["folder"]
     grab = [json.loads(line) for line in (failed / "robo_calls.jsonl").read_text().splitlines()]
     assert any(c["argv"][:2] == ["move", "--arm"] for c in grab)
+    # the frames of every command: each executed motion's step has a frame of every camera
+    frames = {p.name for p in (failed / "frames").iterdir()}
+    motions = [c for c in grab if c["argv"][0] in ("move", "rotate", "point", "gripper") and c["record"]["ok"]]
+    assert motions and all(f"step{c['record']['step']:05d}_{cam}.jpg" in frames for c in motions
+                           for cam in ("head", "left_wrist", "right_wrist"))  # fmt: skip
     # frozen, then retested once per development and new layout, with no optimizer round
     assert (run / "frozen" / "general_pickup" / "grab" / "tool.py").read_text() == (
         tools / "grab" / "tool.py"

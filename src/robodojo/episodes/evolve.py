@@ -36,6 +36,7 @@ from robodojo.episodes.factory import make_agent
 from robodojo.episodes.hosts import WorldHost
 from robodojo.episodes.runner import run_episode
 from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EpisodeResult, EpisodeSpec
+from robodojo.robots.topic_names import COMPRESSED_SUFFIX
 
 #: opens the acting agent's LLM for one attempt (a context manager, as robodojo.agents.llm.client.open_llm)
 OpenLlm = Callable[[], Any]
@@ -133,6 +134,7 @@ def run_evolve(
                 log(f"layout {k} (seed {seed}) attempt {attempt}: "
                     f"{'success' if result.success else 'failure'} ({result.end_reason.value})")  # fmt: skip
                 instruction = json.loads((result.folder / "meta.json").read_text()).get("instruction", "")
+                write_frames(result.folder, result.folder / "frames", world.control_dt_s)
                 if result.success:
                     record = optimizer.run_round("playbook", task_dir, result.folder, instruction)
                     row.round = _round_row(record, None, kept=True)
@@ -188,3 +190,26 @@ def _round_row(record: Any, report: Any, *, kept: bool) -> dict[str, Any]:
         row["delivery"] = {"ok": report.ok, "problems": list(report.problems), "tools": list(report.tools),
                            "test_output": report.test_output}  # fmt: skip
     return row
+
+
+def write_frames(episode: Path, folder: Path, control_dt_s: float) -> int:
+    """The camera frames of an episode's record (episode.mcap) as ``step<NNNNN>_<camera>.jpg`` files in ``folder``,
+    named by the env step they show (a robot command's record says its ``step``). Returns how many were written."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    record = episode / "episode.mcap"
+    if not record.is_file():
+        return 0
+    folder.mkdir(parents=True, exist_ok=True)
+    written = 0
+    with record.open("rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        for _schema, channel, message, decoded in reader.iter_decoded_messages():
+            if not channel.topic.endswith(COMPRESSED_SUFFIX):
+                continue
+            camera = channel.topic.removesuffix(COMPRESSED_SUFFIX).split("/")[-2]
+            step = round(message.log_time / 1e9 / control_dt_s)
+            (folder / f"step{step:05d}_{camera}.jpg").write_bytes(bytes(decoded.data))
+            written += 1
+    return written

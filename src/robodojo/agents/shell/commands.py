@@ -33,6 +33,7 @@ from robodojo.observation import Observation
 
 DIRECTIONS = {"down": (0, 0, -1), "forward": (0, 1, 0), "back": (0, -1, 0), "left": (-1, 0, 0), "right": (1, 0, 0)}
 AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1)}
+MOTIONS = ("move", "rotate", "point", "gripper", "home", "wait")  # commands that can spend env steps
 CAMERAS_FILE = "cameras.json"  # robo_shell.api reads these names back
 STATE_FILE = "state.json"
 DIGITS = 5  # metres to 10 µm, angles to 1e-5 deg, in records
@@ -120,6 +121,9 @@ class BaseCommands:
             return self._record(name, steps_before, ok=False, verdict="refused", reason=f"{exc}; nothing moved")
         except (TypeError, ValueError) as exc:  # the robo API's own checks (workspace bounds, names)
             return self._record(name, steps_before, ok=False, verdict="refused", reason=f"{exc}; nothing moved")
+        executed = fields.get("verdict", "executed") == "executed"
+        if args.command in MOTIONS and executed and self.limits.frames_after_motion:
+            self.context.backend.observe(self.context.robot.camera_names)  # the episode record keeps the frames
         return self._record(name, steps_before, **fields)
 
     def _record(self, command: str, steps_before: int, **fields: Any) -> dict[str, Any]:
@@ -133,6 +137,7 @@ class BaseCommands:
             **fields,
             "steps_used": max(0, steps_before - steps_left),
             "steps_left": steps_left,
+            "step": int(obs.step),  # env steps since the episode began: the frames in the record are named by it
             "task_done": self.robo.done,
             "arms": self._arms(obs),
         }

@@ -54,7 +54,8 @@ When your work is done, run `robo done`. You have {calls} calls for this round."
 
 REPAIR_GOAL = """\
 The agent failed on a layout of the task. Its episode is in {evidence}: turns.jsonl (each shell command and its \
-output), robo_calls.jsonl (every robot command with its JSON record), images/ (camera frames), metrics.json.
+output), robo_calls.jsonl (every robot command with its JSON record; `step` is the env step after it), frames/ \
+(step<N>_<camera>.jpg: every camera after each motion and at each `robo obs`), metrics.json.
 Find why it failed. Write your diagnosis to {tools}/task/skill.md (append; keep earlier entries). Then add or fix \
 ONE tool in {tools}/task with a unit test that fails without your fix, make the tests pass, enable the tool in \
 enabled_tools.txt, and run `robo done`. Task: {instruction}"""

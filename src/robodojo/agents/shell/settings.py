@@ -21,6 +21,7 @@ class CommandLimits:
     max_rotation_deg: float
     max_wait_s: float
     image_format: str
+    frames_after_motion: bool
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ def load_shell_settings(path: str | Path = CONFIG_PATH) -> ShellSettings:
         max_rotation_deg=c.number("max_rotation_deg", positive=True),
         max_wait_s=c.number("max_wait_s", positive=True),
         image_format=image_format,
+        frames_after_motion=c.boolean("frames_after_motion"),
     )
     a = Section(data.get("agent", {}), f"{where}.agent")
     reject_unknown_keys(a.data, AgentLimits.__dataclass_fields__, a.where)
