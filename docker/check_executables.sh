@@ -7,7 +7,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACKAGE=agent_bringup
 
-nodes="$(sed -n 's/^set(ROBODOJO_NODES[[:space:]]\+\([^)]*\))$/\1/p' "$ROOT/CMakeLists.txt")"
+# the set() may wrap over several lines: read the file as one line
+nodes="$(tr '\n' ' ' <"$ROOT/CMakeLists.txt" | sed -n 's/.*set(ROBODOJO_NODES[[:space:]]\+\([^)]*\)).*/\1/p')"
 if [[ -z "$nodes" ]]; then
   echo "check_executables: no set(ROBODOJO_NODES ...) line in $ROOT/CMakeLists.txt" >&2
   exit 1
