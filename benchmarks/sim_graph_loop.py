@@ -38,6 +38,7 @@ import platform
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +54,7 @@ from robodojo.sim.world import EmbeddedWorld
 
 LATE_STEPS = 5  # as sim_node: more than this many control steps late, the paced loop restarts its clock
 PHYSICS_S = 4.0  # simulated seconds of the physics-alone line (for calibrating the slow-machine emulation)
+GIL_PROBE_S = 1.0  # wall seconds of each GIL measurement
 
 
 @dataclass
@@ -97,6 +99,45 @@ class LoopRun:
         }
 
 
+def gil_probe(world: EmbeddedWorld) -> dict[str, float]:
+    """How much a pure-Python counter thread progresses while this thread runs each call in a loop, as a fraction
+    of its progress alone. Near 1: the call releases the GIL (what is lost is CPU shared with llvmpipe's threads); a
+    C call that holds the GIL is the reference for one that does not release it."""
+    cam = world.robot.cameras[0]
+    renderer = world._renderer(cam.width, cam.height)
+    cid = world.camera_ids[cam.name]
+    renderer.rgb(world.data, cid)
+    scene = renderer._scene
+    assert scene is not None
+    calls = {
+        "mjr_render + mjr_readPixels": lambda: renderer.rgb_of_scene(scene),
+        "mj_step": lambda: mujoco.mj_step(world.model, world.data),
+        "sum(range(10**6)) (a C call that holds the GIL)": lambda: sum(range(10**6)),
+    }
+
+    def count(seconds: float, busy: Callable[[], object] | None) -> int:
+        counter, stop = [0], threading.Event()
+
+        def run() -> None:
+            while not stop.is_set():
+                counter[0] += 1
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if busy is not None:
+                busy()
+            else:
+                time.sleep(0.01)
+        stop.set()
+        thread.join()
+        return counter[0]
+
+    alone = count(GIL_PROBE_S, None)
+    return {name: count(GIL_PROBE_S, fn) / alone for name, fn in calls.items()}
+
+
 def publish_bytes(rgb: np.ndarray) -> bytes:
     """What sim_node does to an image before publishing it (convert.image_msg's copy), without rclpy."""
     return np.ascontiguousarray(rgb).tobytes()
@@ -118,7 +159,7 @@ def run_loop(world: EmbeddedWorld, design: str, seconds: float, *, paced: bool, 
             run.image(f.frame.name, time.monotonic() - f.captured_s)
 
         def on_error(exc: BaseException) -> None:
-            raise SystemExit(f"render worker failed: {exc!r}")
+            print(f"render worker: {exc!r}", file=sys.stderr)
 
         worker = RenderWorker(world.settings.render, on_frame, on_error, name="bench_render")
         # warm up: the worker's GL context and model upload, outside the measurement
@@ -191,6 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  cameras : {cams} at {camera_rate_hz:g} Hz, all subscribed")
     physics = bench_physics(world, max(1, round(PHYSICS_S / world.control_dt_s)))
     print(f"  physics alone: {physics['steps_per_s']:,.0f} steps/s (RTF {physics['rtf']:.1f})", flush=True)
+    gil = gil_probe(world)
+    print(
+        "  GIL: a pure-Python counter thread keeps "
+        + ", ".join(f"{v:.0%} of its speed beside {k}" for k, v in gil.items())
+    )
 
     runs: dict[tuple[str, bool], dict[str, object]] = {}
     for paced in (False, True):
@@ -242,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                 "gl_backend": backend,
                 "task": args.task,
                 "physics": physics,
+                "gil_counter_progress": gil,
                 "camera_rate_hz": camera_rate_hz,
                 "runs": [dict(f) for f in runs.values()],
                 "ratios": ratios,

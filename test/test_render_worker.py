@@ -138,6 +138,27 @@ def test_captures_the_worker_cannot_keep_up_with_are_dropped_and_the_newest_is_r
     assert capture_s < 1.0  # captures copy scenes; they never wait for the GL
 
 
+def test_many_quick_captures_lose_none_unaccounted_and_the_last_is_always_rendered(world):
+    """Captures racing the worker at every point of its cycle: each is either rendered or counted as dropped."""
+    sink = Sink()
+    worker = _worker(world, sink)
+    shots = camera_shots(world, ["head"])
+    n = 300
+    try:
+        for i in range(n):
+            worker.capture(world.model, world.data, float(i), shots)
+            if i % 7 == 0:
+                time.sleep(0.002)  # now and then let the worker finish one, so captures land at every stage
+        with sink.changed:
+            assert sink.changed.wait_for(lambda: sink.frames and sink.frames[-1].stamp_s == n - 1, WAIT_S)
+    finally:
+        assert worker.close()
+    stamps = [f.stamp_s for f in sink.frames]
+    assert stamps == sorted(set(stamps))  # in capture order, none twice
+    stats = worker.stats
+    assert stats.captured == n and len(stamps) + stats.dropped == n and stats.images == len(stamps)
+
+
 def test_an_error_in_on_frame_is_reported_and_the_next_capture_still_renders(world):
     sink = Sink()
     calls = []

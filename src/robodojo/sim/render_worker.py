@@ -141,12 +141,11 @@ class RenderWorker:
             if self._closing:
                 return
             self._captured += 1
-            if self._free:
-                slot = self._free.pop()
-            else:  # one slot is being rendered, the other waits: this capture replaces the waiting one
-                assert self._waiting is not None
+            if self._waiting is not None:  # not rendered yet: this capture replaces it (the worker takes the newest)
                 slot, self._waiting = self._waiting, None
                 self._dropped += 1
+            else:  # with no capture waiting, at most one slot is being rendered: another is free
+                slot = self._free.pop()
         # Filled outside the lock: the worker never touches a slot that is neither waiting nor being rendered.
         if slot.model is not model:  # a new model (a reset): new scenes
             slot.model, slot.scenes = model, {}
