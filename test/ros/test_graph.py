@@ -60,8 +60,13 @@ def test_sim_node_topics_rates_and_consistency(graph):
     for cam in gc.CAMERAS:
         images = got[topics.camera_image(cam)]
         stamps = np.array([gc.stamp(m) for _, m in images])
-        gaps = np.diff(stamps)
-        assert np.all(np.abs(gaps - DT_S) < 1e-6), f"{cam}: frames dropped or repeated, gaps {set(gaps.round(3))}"
+        # Images come from the render worker: a capture it cannot keep up with (a busy machine) is dropped, so gaps
+        # are whole control periods, one or more; a frame is never repeated, reordered or stamped between steps.
+        periods = np.diff(stamps) / DT_S
+        assert np.all(np.abs(periods - periods.round()) < 1e-4) and np.all(periods.round() >= 1), (
+            f"{cam}: frames repeated, reordered or off the control ticks: gaps {set((periods * DT_S).round(4))}"
+        )
+        assert len(images) >= 0.25 * sim_span_s / DT_S, f"{cam}: {len(images)} frames in {sim_span_s:.2f} s of sim time"
         # The frames (gapless, above) cover the window's simulation time. The edges are compared with a margin:
         # topics are delivered independently, so at the instant the window opens or closes the client may hold a
         # few frames newer or older than its newest joint state (0.13 s of sim time was seen on a loaded CI machine).

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import threading
 import time
 import weakref
@@ -111,9 +112,13 @@ class RenderWorker:
         on_error: Callable[[BaseException], None],
         *,
         name: str = "render_worker",
+        nice: int = 0,
     ) -> None:
-        """``on_error`` receives what rendering or ``on_frame`` raised; the worker goes on with the next capture."""
+        """``on_error`` receives what rendering or ``on_frame`` raised; the worker goes on with the next capture.
+        ``nice`` > 0 lowers the worker thread's CPU priority, and that of llvmpipe's rasteriser threads, which its GL
+        context starts (Linux threads inherit it): on a busy CPU the capturing loop then wins."""
         self.settings = settings
+        self.nice = nice
         self._on_frame = on_frame
         self._on_error = on_error
         self._lock = threading.Lock()
@@ -182,6 +187,8 @@ class RenderWorker:
 
     # -- the worker thread --------------------------------------------------------------------------------------
     def _run(self) -> None:
+        if self.nice:  # this thread only (Linux nice values are per thread), before any GL context starts threads
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
         renderers: dict[tuple[int, int], CameraRenderer] = {}
         try:
             while True:
