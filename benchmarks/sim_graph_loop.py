@@ -15,18 +15,19 @@ per camera, image age (capture -> image ready to publish) p50/p95, captures drop
 in the same process, so they say more than the absolute figures on a shared machine).
 
 Emulating a slower machine (issue 18's: 17k physics steps/s where this machine does ~38k). As root on a machine with
-the cgroup v1 cpu controller, limit this shell's CPU time, then run the benchmark from it::
+the cgroup v1 cpu controller, run the benchmark in a CPU-limited cgroup, then remove it::
 
     mkdir /sys/fs/cgroup/cpu/slow
     echo 10000 > /sys/fs/cgroup/cpu/slow/cpu.cfs_period_us   # a short period: CFS throttling is bursty
-    echo 8800 > /sys/fs/cgroup/cpu/slow/cpu.cfs_quota_us     # 0.88 of one core's time per period; calibrate below
-    echo $$ > /sys/fs/cgroup/cpu/slow/cgroup.procs
-    .venv/bin/python benchmarks/sim_graph_loop.py
-    # afterwards, from another shell: move the processes out (echo <pid> > /sys/fs/cgroup/cpu/cgroup.procs), then
-    rmdir /sys/fs/cgroup/cpu/slow
+    echo 6600 > /sys/fs/cgroup/cpu/slow/cpu.cfs_quota_us     # 0.66 CPU: 6.6 ms of CPU time per 10 ms; see below
+    bash -c 'echo $$ > /sys/fs/cgroup/cpu/slow/cgroup.procs; exec .venv/bin/python benchmarks/sim_graph_loop.py'
+    rmdir /sys/fs/cgroup/cpu/slow                            # empty again once the benchmark has exited
 
-Calibrate the quota so that the "physics alone" line printed first falls to the slower machine's steps per second
-(the quota scales total CPU time: single-thread physics and llvmpipe's threads alike). Nothing else depends on cgroups.
+The quota caps the group's total CPU time per period, not each core's speed, so it cannot slow single-threaded physics
+and llvmpipe's threads alike. Calibrate it on the "physics alone" line printed first and on the serial loop's RTF: on
+the README's 2-core machine (shared, load ~3) 8800 gave physics 31,000 steps/s, RGB 12 ms and the serial loop at
+0.84-1.10x; 6600 gave 20,000 steps/s and 0.78-0.84x; 4400 gave 10,000-15,000 steps/s and 0.46-0.58x (issue 18's
+machine: 17,000 steps/s, RGB 12-13 ms, 1.02x). Nothing else, and no test, depends on cgroups.
 
 Run: ``.venv/bin/python benchmarks/sim_graph_loop.py [--seconds 10] [--task general_pickup] [--json out.json]``.
 """

@@ -1,25 +1,25 @@
 """Camera images rendered off a real-time loop: the loop captures scenes, a worker thread rasterises them.
 
 The loop thread calls :meth:`RenderWorker.capture` with the world's model and data: for every camera asked for, one
-``mjv_updateScene`` into a scene of the worker's (tens of microseconds: it copies the poses and materials a rasteriser
-draws) and the camera's calibration at that instant. The worker thread owns its own GL context (EGL and OSMesa
-contexts are bound to the thread that made them current), rasterises each captured scene and hands every image, with
-the stamp and calibration of the capture it came from, to ``on_frame``.
+``mjv_updateScene`` into a scene of the worker's (it copies the poses and materials a rasteriser draws) and the camera's
+calibration at that instant; about 0.3 ms for three cameras on the README's machine. The worker thread owns its own GL
+context (EGL and OSMesa contexts are bound to the thread that made them current), rasterises each captured scene and
+hands every image, with the stamp and calibration of the capture it came from, to ``on_frame``.
 
 A thread, not a process, because MuJoCo's Python bindings release the GIL inside ``mjr_render`` and
-``mjr_readPixels``: a pure-Python counter thread kept 76 % and 98 % of its speed while another thread ran them in a loop
-(the rest is CPU contention with llvmpipe's own threads on 2 cores; benchmarks/sim_graph_loop.py measures the loop).
+``mjr_readPixels``: a pure-Python counter thread keeps most of its speed while another thread renders in a loop (96 %
+on a lightly loaded 2-core machine; beside ``sum(range(10**6))``, a C call that holds the GIL, 38 %). What it loses is
+CPU shared with llvmpipe's threads; benchmarks/sim_graph_loop.py measures this and the loop.
 
-Drop policy: two capture slots, one being rendered and one waiting. A capture while both are busy overwrites the
-waiting one (that older capture is dropped and counted), so :meth:`RenderWorker.capture` never waits for the GL:
-when rendering cannot keep up, the camera rate falls and the loop's rate does not.
+Drop policy: two capture slots, one being rendered and one waiting. A capture while an earlier one still waits takes
+its slot (that older capture is dropped and counted), so :meth:`RenderWorker.capture` never waits for the GL: when
+rendering cannot keep up, the camera rate falls and the loop's rate does not; the newest capture is always rendered.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import threading
 import time
 import weakref
@@ -112,13 +112,9 @@ class RenderWorker:
         on_error: Callable[[BaseException], None],
         *,
         name: str = "render_worker",
-        nice: int = 0,
     ) -> None:
-        """``on_error`` receives what rendering or ``on_frame`` raised; the worker goes on with the next capture.
-        ``nice`` > 0 lowers the worker thread's CPU priority, and that of llvmpipe's rasteriser threads, which its GL
-        context starts (Linux threads inherit it): on a busy CPU the capturing loop then wins."""
+        """``on_error`` receives what rendering or ``on_frame`` raised; the worker goes on with the next capture."""
         self.settings = settings
-        self.nice = nice
         self._on_frame = on_frame
         self._on_error = on_error
         self._lock = threading.Lock()
@@ -187,8 +183,6 @@ class RenderWorker:
 
     # -- the worker thread --------------------------------------------------------------------------------------
     def _run(self) -> None:
-        if self.nice:  # this thread only (Linux nice values are per thread), before any GL context starts threads
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
         renderers: dict[tuple[int, int], CameraRenderer] = {}
         try:
             while True:
