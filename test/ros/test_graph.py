@@ -31,6 +31,8 @@ EDGE_MARGIN_S = 0.4  # ten frames: delivery order between topics at a window's e
 
 
 def test_sim_node_topics_rates_and_consistency(graph):
+    from diagnostic_msgs.msg import DiagnosticArray
+
     from robodojo.robots.config import load_robot_config
     from robodojo.robots.ik import ArmKinematics
     from robodojo.sim.world import EmbeddedWorld
@@ -38,6 +40,7 @@ def test_sim_node_topics_rates_and_consistency(graph):
     graph.start("sim_node", task="general_pickup", seed=1)
     rec = gc.Recorder()
     gc.subscribe(graph, rec)
+    graph.client.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, rec.callback(topics.DIAGNOSTICS), 20)
     graph.wait(
         lambda: all(rec.count(topics.camera_image(c)) for c in gc.CAMERAS) and rec.count(topics.EPISODE_STATUS),
         40,
@@ -79,6 +82,19 @@ def test_sim_node_topics_rates_and_consistency(graph):
         assert (msg.width, msg.height, msg.encoding, msg.step) == (640, 480, "rgb8", 640 * 3)
         assert msg.header.frame_id == robot.camera(cam).frame
         assert np.frombuffer(msg.data, np.uint8).std() > 10  # a rendered scene, not a blank buffer
+
+    # /diagnostics counts the render worker's images and dropped captures per real-time-factor window.
+    reports = [
+        {kv.key: kv.value for kv in status.values}
+        for _, msg in got[topics.DIAGNOSTICS]
+        for status in msg.status
+        if status.name.startswith("sim_node")
+    ]
+    assert len(reports) >= window_s / 2, f"{len(reports)} sim_node diagnostics in {window_s:.0f} s"
+    rendered = sum(int(r["camera_images"]) for r in reports)
+    received = sum(len(got[topics.camera_image(c)]) for c in gc.CAMERAS)
+    assert rendered >= 0.5 * received, f"diagnostics count {rendered} images; this client received {received}"
+    assert all(int(r["camera_captures_dropped"]) >= 0 for r in reports)
 
     # TCP poses equal forward kinematics of the joint state with the same stamp.
     kin = ArmKinematics(robot)

@@ -478,8 +478,8 @@ class SimNode(GraphNode):
     def close(self) -> None:
         self._running = False
         self._thread.join(timeout=5)
-        if hasattr(self, "render_worker"):
-            self.render_worker.close()
+        if hasattr(self, "render_worker") and not self.render_worker.close():
+            self.get_logger().warning("the render worker was still publishing an image at close")
         if hasattr(self, "world"):
             self.world.close()
 

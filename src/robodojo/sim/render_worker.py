@@ -178,8 +178,10 @@ class RenderWorker:
             self._wake.notify()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout_s)
-        _OPEN_WORKERS.discard(self)
-        return not self._thread.is_alive()
+        ended = not self._thread.is_alive()
+        if ended:  # else the exit hook tries again, before the renderers are freed
+            _OPEN_WORKERS.discard(self)
+        return ended
 
     # -- the worker thread --------------------------------------------------------------------------------------
     def _run(self) -> None:
