@@ -6,6 +6,10 @@ image when someone subscribes to it (an image nobody reads is not rendered), and
 trajectories on the joint_trajectory_controller topics of each arm and gripper and plays them one point per 25 Hz
 control step; each step that plays a point uses one step of the episode's budget, time between motions does not. The
 /episode/reset service starts a new episode.
+
+Images are rendered by a worker thread from scenes the loop captures (robodojo.sim.render_worker): a slow render
+lowers the camera rate, never the control rate; an image, its CameraInfo and its pose carry the stamp of the captured
+instant and are published together. /diagnostics reports the images rendered and the captures dropped per window.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from robodojo.nodes import convert, topics
 from robodojo.nodes.parameters import SimNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
+from robodojo.sim.render_worker import RenderedFrame, RenderWorker, camera_shots
 from robodojo.sim.world import VELOCITY_MARGIN, EmbeddedWorld
 from robodojo.text import quote
 
@@ -51,6 +56,7 @@ IMAGE_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
 REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)  # every end reaches its commander
 RTF_WINDOW_S = 1.0  # wall time over which the real-time factor is measured and reported on /diagnostics
 RTF_WARN_RATIO = 0.9  # below this fraction of real_time_factor, the diagnostic is a warning
+RENDER_ERROR_LOG_PERIOD_S = 10.0  # a failing camera logs at most one line per this period
 REFUSAL_KIND_CHARS = 80  # refusals whose reasons agree this far (numbers aside) are one kind for the log limiter
 _NUMBER = re.compile(r"[-+]?\d[\d.]*(?:e[-+]?\d+)?")
 
@@ -78,8 +84,9 @@ class SimNode(GraphNode):
         super().__init__(NODE_NAME)
         p = declare_parameters(self, SimNodeParams)
         self.params = p
-        # The world and its GL context live in the loop thread: EGL contexts are bound to the thread that made them
-        # current, so construction, rendering and resets all run there.
+        # The world lives in the loop thread, and so does its GL context (EGL contexts are bound to the thread that
+        # made them current; a reset's first observation renders there). Camera images have a GL context of their
+        # own, in the render worker's thread.
         self._calls: queue.Queue[tuple[Callable[[], object], Future]] = queue.Queue()
         self._trajectories: queue.Queue[tuple[str, str, JointTrajectory] | TrajectoryLease] = queue.Queue()
         self._running = True
@@ -153,6 +160,9 @@ class SimNode(GraphNode):
             )
             for c in self.robot.cameras
         }
+        self.render_worker = RenderWorker(
+            self.world.settings.render, self._publish_frame, self._on_render_error, name="sim_render"
+        )
 
     # -- episode ------------------------------------------------------------------------------------------------
     @property
@@ -277,6 +287,7 @@ class SimNode(GraphNode):
         wall0, sim0 = time.monotonic(), self.now_s
         next_camera, next_status = sim0, sim0
         rtf_wall0, rtf_sim0 = wall0, sim0
+        self._render_stats0 = self.render_worker.stats
         while self._running:
             try:
                 self._run_calls()
@@ -388,11 +399,21 @@ class SimNode(GraphNode):
                         values=[
                             KeyValue(key="real_time_factor", value=f"{measured:.3f}"),
                             KeyValue(key="target", value=f"{target:g}"),
+                            *self._camera_figures(),
                         ],
                     )
                 ],
             )
         )
+
+    def _camera_figures(self) -> list[KeyValue]:
+        """Images rendered and captures dropped (the render worker could not keep up) since the last report."""
+        stats, before = self.render_worker.stats, self._render_stats0
+        self._render_stats0 = stats
+        return [
+            KeyValue(key="camera_images", value=str(stats.images - before.images)),
+            KeyValue(key="camera_captures_dropped", value=str(stats.dropped - before.dropped)),
+        ]
 
     def _publish_joint_state(self) -> None:
         d = self.world.data
@@ -409,14 +430,33 @@ class SimNode(GraphNode):
             self.tcp_pubs[arm].publish(convert.pose_stamped(T, t, topics.WORLD_FRAME))
 
     def _publish_cameras(self, t: float) -> None:
+        """Capture the cameras someone reads images of, for the render worker (it publishes their image, info and
+        pose together when the image is ready); publish the others' info and pose now."""
+        watched = []
         for cam in self.robot.cameras:
             image_pub, info_pub, pose_pub = self.camera_pubs[cam.name]
+            # Rendering costs more than a control step on a slow CPU: a camera nobody subscribes to is not drawn.
+            if image_pub.get_subscription_count() > 0:
+                watched.append(cam.name)
+                continue
             calibration = self.world.calibration(cam.name)
             info_pub.publish(convert.camera_info_msg(calibration, t, cam.frame))
             pose_pub.publish(convert.pose_stamped(calibration.T_world_cam, t, topics.WORLD_FRAME))
-            # Rendering is most of a control step on a CPU: a camera nobody subscribes to is not drawn.
-            if image_pub.get_subscription_count() > 0:
-                image_pub.publish(convert.image_msg(self.world.render(cam.name).rgb, t, cam.frame))
+        self.render_worker.capture(self.world.model, self.world.data, t, camera_shots(self.world, watched))
+
+    def _publish_frame(self, rendered: RenderedFrame) -> None:
+        """One rendered image with the CameraInfo and pose of its captured instant (in the render worker's thread)."""
+        frame, t = rendered.frame, rendered.stamp_s
+        cam = self.robot.camera(frame.name)
+        image_pub, info_pub, pose_pub = self.camera_pubs[frame.name]
+        info_pub.publish(convert.camera_info_msg(frame.calibration, t, cam.frame))
+        pose_pub.publish(convert.pose_stamped(frame.calibration.T_world_cam, t, topics.WORLD_FRAME))
+        image_pub.publish(convert.image_msg(frame.rgb, t, cam.frame))
+
+    def _on_render_error(self, exc: BaseException) -> None:
+        if not self.context.ok():  # shutting down: the publishers are going away
+            return
+        self.get_logger().error(f"camera image failed: {exc!r}", throttle_duration_sec=RENDER_ERROR_LOG_PERIOD_S)
 
     def _publish_status(self, *, force: bool) -> None:
         w = self.world
@@ -438,6 +478,8 @@ class SimNode(GraphNode):
     def close(self) -> None:
         self._running = False
         self._thread.join(timeout=5)
+        if hasattr(self, "render_worker") and not self.render_worker.close():
+            self.get_logger().warning("the render worker was still publishing an image at close")
         if hasattr(self, "world"):
             self.world.close()
 

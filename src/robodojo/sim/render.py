@@ -95,6 +95,31 @@ class Marker:
     rgba: tuple[float, float, float, float] = (1.0, 0.0, 1.0, 1.0)
 
 
+def new_scene(model: mujoco.MjModel, settings: RenderSettings) -> mujoco.MjvScene:
+    """An abstract scene for ``model`` with the render flags of ``settings`` (no shadows etc. on software GL)."""
+    scene = mujoco.MjvScene(model, maxgeom=settings.max_geoms)
+    flags = scene.flags
+    flags[mujoco.mjtRndFlag.mjRND_SHADOW] = settings.shadows
+    flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = settings.reflections
+    flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = settings.skybox
+    return scene
+
+
+def update_scene(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    camera_id: int,
+    scene: mujoco.MjvScene,
+    option: mujoco.MjvOption,
+    camera: mujoco.MjvCamera,
+) -> None:
+    """Fill ``scene`` with what fixed camera ``camera_id`` sees of ``data`` (geoms, lights, the camera): everything
+    a rasteriser needs, so the scene can be drawn later, in another thread, while ``data`` moves on."""
+    camera.type = mujoco.mjtCamera.mjCAMERA_FIXED
+    camera.fixedcamid = camera_id
+    mujoco.mjv_updateScene(model, data, option, None, camera, mujoco.mjtCatBit.mjCAT_ALL, scene)
+
+
 class CameraRenderer:
     """Renders the model's cameras offscreen at one image size. One GL context, reused across models and cameras.
 
@@ -128,22 +153,19 @@ class CameraRenderer:
         self._context = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_100)
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._context)
         self._context.readDepthMap = mujoco.mjtDepthMap.mjDEPTH_ZEROFAR
-        self._scene = mujoco.MjvScene(model, maxgeom=self.settings.max_geoms)
-        flags = self._scene.flags
-        flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.settings.shadows
-        flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = self.settings.reflections
-        flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = self.settings.skybox
+        self._scene = new_scene(model, self.settings)
+
+    @property
+    def model(self) -> mujoco.MjModel | None:
+        """The model last bound (None before :meth:`bind`)."""
+        return self._model
 
     def _draw(
         self, data: mujoco.MjData, camera_id: int, segmentation: bool = False, markers: Sequence[Marker] = ()
     ) -> None:
         if self._model is None or self._scene is None:
             raise RenderError("CameraRenderer.bind(model) must be called before rendering")
-        self._gl.make_current()
-        self._camera.fixedcamid = camera_id
-        mujoco.mjv_updateScene(
-            self._model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene
-        )
+        update_scene(self._model, data, camera_id, self._scene, self._option, self._camera)
         for marker in markers:
             if self._scene.ngeom >= self._scene.maxgeom:
                 raise RenderError(f"too many markers: the scene holds at most {self._scene.maxgeom} geoms")
@@ -156,9 +178,22 @@ class CameraRenderer:
                 np.asarray(marker.rgba, dtype=np.float32),
             )
             self._scene.ngeom += 1
-        self._scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = segmentation
-        self._scene.flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = segmentation
-        mujoco.mjr_render(self._rect, self._scene, self._context)
+        self._rasterise(self._scene, segmentation)
+
+    def _rasterise(self, scene: mujoco.MjvScene, segmentation: bool = False) -> None:
+        self._gl.make_current()
+        scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = segmentation
+        scene.flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = segmentation
+        mujoco.mjr_render(self._rect, scene, self._context)
+
+    def rgb_of_scene(self, scene: mujoco.MjvScene) -> NDArray[np.uint8]:
+        """HxWx3 uint8 image of a scene filled by :func:`update_scene` (with this renderer's bound model), row 0 at
+        the top: the same pixels as :meth:`rgb` of the data the scene was filled from."""
+        if self._model is None:
+            raise RenderError("CameraRenderer.bind(model) must be called before rendering")
+        self._rasterise(scene)
+        mujoco.mjr_readPixels(self._rgb, None, self._rect, self._context)
+        return np.flipud(self._rgb).copy()
 
     def rgb(self, data: mujoco.MjData, camera_id: int, markers: Sequence[Marker] = ()) -> NDArray[np.uint8]:
         """HxWx3 uint8 image, row 0 at the top."""
