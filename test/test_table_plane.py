@@ -11,7 +11,7 @@ import pytest
 
 from robodojo.geometry import look_at
 from robodojo.perception.camera import CameraModel
-from robodojo.perception.table_plane import TableHeight, measure_table_height
+from robodojo.perception.table_plane import PairHeight, TableHeight, _consensus, measure_table_height
 from robodojo.sim.settings import load_sim_settings
 from robodojo.sim.world import EmbeddedWorld
 
@@ -176,3 +176,28 @@ def test_malformed_input_never_raises():
     assert "(image, CameraModel)" in measure_table_height([views[0], (views[1][0], "cam")]).reason  # type: ignore[list-item]
     assert "z_min_m < z_max_m" in measure_table_height(views, z_min_m=1.0, z_max_m=0.5).reason
     assert "z_min_m < z_max_m" in measure_table_height(views, z_min_m=float("nan")).reason
+
+
+def _pair(height_m, agreement, found=False):
+    return PairHeight("a", "b", found=found, height_m=height_m, agreement=agreement, tiles=50,
+                      reason="" if found else "the views agree poorly")  # fmt: skip
+
+
+def test_a_consensus_of_weak_pairs_at_one_plane_is_accepted():
+    def found(*pairs):
+        return [p.found for p in _consensus(list(pairs))]
+
+    assert found(_pair(0.7651, 0.17), _pair(0.7646, 0.20), _pair(None, None)) == [True, True, False]
+    assert found(_pair(0.7651, 0.17), _pair(0.7700, 0.20)) == [False, False]  # 4.9 mm apart: no consensus
+    assert found(_pair(0.7651, 0.17)) == [False]  # one pair is no consensus
+    assert found(_pair(0.7651, 0.05), _pair(0.7650, 0.20)) == [False, False]  # one is below the floor
+
+
+def test_a_cluttered_layout_found_by_consensus(dual_world):
+    """bowl_on_plate, cluttered, seed 14: clutter under both wrists; each pair agrees poorly, but at the same plane."""
+    dual_world.reset("bowl_on_plate", seed=14, variant="cluttered")
+    obs = dual_world.observe()
+    views = [(f.rgb, CameraModel.from_calibration(n, f.calibration)) for n, f in obs.cameras.items()]
+    result = measure_table_height(views, 0.5, 1.2)
+    assert result.found and abs(result.height_m - dual_world.robot.table.top_z_m) < 0.001
+    assert any("accepted by consensus" in p.reason for p in result.pairs)

@@ -12,7 +12,10 @@ The search is coarse to fine: 1 cm steps over [z_min, z_max] on images downscale
 
 A pair fails (and does not count) when its views see no common part of any plane in the range, when that part has
 no texture, when the score has no clear peak, or when the tiles agree poorly at the peak (views that see different
-surfaces, e.g. two wrist cameras over disjoint parts of the table, match only by chance). The sweep needs texture on
+surfaces, e.g. two wrist cameras over disjoint parts of the table, match only by chance). One exception: when every
+pair agrees poorly but two or more of them still peak at the same plane (within MAX_CONSENSUS_SPREAD_MM), that
+consensus of independent pairs is accepted (clutter covering a wrist view lowers every pair's agreement, not where
+its peak lies). The sweep needs texture on
 the table itself: a plain, single-colour table gives no signal of its own (its smooth shading is view-dependent), only
 objects' footprints do, and tops of objects outvote them; such views mostly give found=False rather than a wrong
 height.
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 
 import cv2
@@ -43,6 +46,10 @@ MIN_PEAK_CONTRAST = 0.05  # peak score minus the median score over the coarse sw
 MIN_AGREEMENT = 0.2  # mean tile NCC at the peak, at every refining stage
 MAX_TILES = 256  # refining stages use at most this many tiles, evenly spread
 MAX_PAIR_SPREAD_MM = 5.0  # two pairs that disagree by more: neither can be trusted
+# When every pair agrees poorly (clutter covering much of a wrist view), two or more pairs whose best planes still
+# coincide are independent evidence for the same plane: accepted down to this agreement, within this spread.
+MIN_CONSENSUS_AGREEMENT = 0.12
+MAX_CONSENSUS_SPREAD_MM = 1.5
 BAND_SIGMAS_PX = (0.7, 3.0)  # band-pass: difference of Gaussians at every level
 MIN_RAY_DZ = 1e-6
 REMAP_MAX_ROWS = 32000
@@ -307,6 +314,20 @@ def _ordered(a: _View, b: _View, z_mid: float) -> tuple[_View, _View]:
     return (a, b) if gsd_a <= gsd_b else (b, a)
 
 
+def _consensus(pairs: list[PairHeight]) -> list[PairHeight]:
+    """``pairs`` with those that failed only on agreement but whose best planes coincide (at least two, within
+    MAX_CONSENSUS_SPREAD_MM) marked found; unchanged when there is no such consensus."""
+    weak = [
+        i for i, p in enumerate(pairs)
+        if p.height_m is not None and p.agreement is not None and p.agreement >= MIN_CONSENSUS_AGREEMENT
+    ]  # fmt: skip
+    heights = [float(pairs[i].height_m) for i in weak]  # type: ignore[arg-type]
+    if len(weak) < 2 or (max(heights) - min(heights)) * 1e3 > MAX_CONSENSUS_SPREAD_MM:
+        return pairs
+    return [replace(p, found=True, reason=f"accepted by consensus: {p.reason}") if i in weak else p
+            for i, p in enumerate(pairs)]  # fmt: skip
+
+
 def measure_table_height(
     views: Sequence[tuple[np.ndarray, CameraModel]], z_min_m: float = 0.5, z_max_m: float = 1.2
 ) -> TableHeight:
@@ -328,6 +349,9 @@ def measure_table_height(
     z_mid = 0.5 * (z_min_m + z_max_m)
     pairs = [_sweep_pair(*_ordered(a, b, z_mid), z_min_m, z_max_m) for a, b in combinations(prepared, 2)]
     good = [p for p in pairs if p.found]
+    if not good:
+        pairs = _consensus(pairs)
+        good = [p for p in pairs if p.found]
     if not good:
         if all("no common part" in p.reason for p in pairs):
             reason = f"no pair of views sees a common part of any plane between {z_min_m} and {z_max_m} m"
