@@ -178,6 +178,13 @@ class BaseCommands:
             if not math.isfinite(value):
                 raise Refusal(f"--{name} must be a finite number, got {value}")
 
+    def _within(self, values: dict[str, float], limit: float, unit: str, what: str) -> None:
+        """Finite values of at most ``limit`` in magnitude, else a Refusal naming the first that is not."""
+        self._finite(**values)
+        for name, value in values.items():
+            if abs(value) > limit + 1e-12:
+                raise Refusal(f"--{name} {value:g} {unit} is beyond the {limit:g} {unit} {what}")
+
     def _arm(self, arm: str) -> str:
         arms = self.context.robot.arm_names
         if arm not in arms:
@@ -188,11 +195,7 @@ class BaseCommands:
     def _move(self, args: argparse.Namespace) -> dict[str, Any]:
         arm = self._arm(args.arm)
         delta = {"dx": args.dx, "dy": args.dy, "dz": args.dz}
-        self._finite(**delta)
-        limit = self.limits.max_translation_m
-        for name, value in delta.items():
-            if abs(value) > limit + 1e-12:
-                raise Refusal(f"--{name} {value:g} m is beyond the {limit:g} m a move may go along one axis")
+        self._within(delta, self.limits.max_translation_m, "m", "a move may go along one axis")
         start = np.asarray(self.robo.state().arm(arm).tcp_pos)
         target = start + np.array([args.dx, args.dy, args.dz])
         return self._motion(self.robo.move_to(arm, target.tolist()))
@@ -200,11 +203,7 @@ class BaseCommands:
     def _rotate(self, args: argparse.Namespace) -> dict[str, Any]:
         arm = self._arm(args.arm)
         angles = {"roll": args.roll, "pitch": args.pitch, "yaw": args.yaw}
-        self._finite(**angles)
-        limit = self.limits.max_rotation_deg
-        for name, value in angles.items():
-            if abs(value) > limit + 1e-12:
-                raise Refusal(f"--{name} {value:g} deg is beyond the {limit:g} deg a rotate may turn about one axis")
+        self._within(angles, self.limits.max_rotation_deg, "deg", "a rotate may turn about one axis")
         state = self.robo.state().arm(arm)
         turn = (
             rotation_about_axis((0, 0, 1), math.radians(args.yaw))
