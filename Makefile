@@ -51,6 +51,8 @@ demo: setup
 	  --llm replay:examples/replay/general_pickup_seed0.yaml --out out/demo/episodes
 	$(VENV)/bin/robodojo run --task general_pickup --seed 0 --agent code_cell \
 	  --llm replay:examples/cells/general_pickup.py --out out/demo/episodes
+	$(VENV)/bin/robodojo run --task general_pickup --seed 0 --agent shell \
+	  --llm replay:examples/shell/general_pickup.yaml --out out/demo/episodes
 
 graph: setup
 	$(VENV)/bin/robodojo graph
