@@ -51,6 +51,11 @@ trap cleanup EXIT
 say "fresh copy of the base root in $RUN"
 rm -rf "$RUN"
 cp -a "$BASE" "$RUN"
+# The root a mount point of its own, as on a real machine: bubblewrap (the shell harness's sandbox) makes / a slave
+# mount, which fails on a plain chroot folder. (A chroot still refuses user namespaces: the sandbox then runs
+# without one, as root with no capabilities; robodojo.agents.shell.sandbox.)
+mount --bind "$RUN" "$RUN"
+MOUNTS+=("$RUN")
 for m in proc sys dev dev/pts dev/shm; do
   mkdir -p "$RUN/$m"
   case "$m" in

@@ -8,6 +8,7 @@ import shutil
 import socket
 import sys
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -22,8 +23,12 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 SECRET = "sk-test-must-never-be-seen"
 
 
-@pytest.fixture
-def sandbox(tmp_path, monkeypatch):
+@pytest.fixture(params=["auto", "off"])
+def sandbox(request, tmp_path, monkeypatch):
+    """The sandbox with a user namespace (auto, where the kernel allows one) and without (off: what a chroot or a
+    container without user namespaces gets, root only): every attack below must fail in both."""
+    if request.param == "off" and os.geteuid() != 0:
+        pytest.skip("a sandbox without a user namespace needs root")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("ROBODOJO_LLM_API_KEY", SECRET)
     served = []
@@ -32,7 +37,9 @@ def sandbox(tmp_path, monkeypatch):
         served.append(argv)
         return {"ok": True, "command": argv[0] if argv else "", "verdict": "executed"}
 
-    workspace = ShellWorkspace(load_shell_settings(), handler, root=tmp_path / "ws")
+    settings = load_shell_settings()
+    settings = replace(settings, sandbox=replace(settings.sandbox, user_namespace=request.param))
+    workspace = ShellWorkspace(settings, handler, root=tmp_path / "ws")
     yield workspace, served
     workspace.close()
 
@@ -134,7 +141,8 @@ def test_unprivileged_and_alone(sandbox):
     out = run(workspace, "id -u; grep CapEff /proc/self/status; ls /proc | grep -c '^[0-9]'; "
               "cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' '")  # fmt: skip
     lines = out.splitlines()
-    assert lines[0] == "1000" and lines[1].split()[1] == "0000000000000000"
+    assert lines[0] == ("1000" if workspace.sandbox.user_namespace else "0")  # without one: root with no capabilities
+    assert lines[1].split()[1] == "0000000000000000"
     assert int(lines[2]) < 10  # a PID namespace of its own: the host's processes are not there
     assert "pytest" not in out
     # a kill aimed at the host's processes finds nothing to kill

@@ -2,7 +2,10 @@
 
 What is a real boundary, enforced by the kernel through bubblewrap (``bwrap``, Debian package ``bubblewrap``):
   * new user, mount, PID, network, IPC, UTS and cgroup namespaces, every capability dropped, no new privileges;
-    the agent runs as ``uid`` inside;
+    the agent runs as ``uid`` inside. Where the kernel refuses user namespaces (a chroot, a container, a kernel with
+    them disabled) and the harness runs as root, ``user_namespace: auto`` goes on without one: the agent is then
+    root inside with every capability dropped (it cannot remount, mount, chroot, or pass file permissions), the other
+    namespaces and mounts are the same; :attr:`Sandbox.boundary` says which mode an episode got;
   * the file system is a fresh tmpfs root holding only: the runtime (``runtime_paths``, read-only: /usr and the
     loader's files), the Python interpreter's own prefix (read-only), the allowed Python distributions
     (``python_distributions``) and the agent-side part of robodojo (``robodojo_modules``) and :mod:`robo_shell`
@@ -44,9 +47,10 @@ PATH = f"{BIN}:/usr/local/bin:/usr/bin:/bin"
 #: the robo command's entry (``-c`` rather than ``-m``: runpy and importlib.util cost a few ms more per command)
 ROBO_MAIN = "import sys; from robo_shell.__main__ import main; sys.exit(main())"
 BOUNDARY = (
-    "bubblewrap: new user, mount, PID, network (loopback only), IPC, UTS and cgroup namespaces; capabilities dropped; "
+    "bubblewrap: new {user}mount, PID, network (loopback only), IPC, UTS and cgroup namespaces; capabilities dropped; "
     "read-only runtime; of the host only the work folder, the tool folders and the command route's socket"
 )
+_PROBES: dict[tuple[str, str], bool] = {}  # (bwrap, mode) -> whether it can run here; probed once per process
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,46 @@ def distribution_roots(name: str) -> list[Path]:
     return [base / r for r in sorted(roots) if (base / r).exists()]
 
 
+#: every namespace but the user namespace, which is chosen separately (``--unshare-all`` would imply it)
+_NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+
+
+def _bwrap_runs(exe: str, user_namespace: bool) -> bool:
+    key = (exe, str(user_namespace))
+    if key not in _PROBES:
+        args = [exe, *_NAMESPACES, "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
+        args += ["--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"]
+        if user_namespace:
+            args[1:1] = ["--unshare-user"]
+        try:
+            result = subprocess.run([*args, "--", "/bin/true"], capture_output=True, env={}, timeout=30, check=False)
+            _PROBES[key] = result.returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            _PROBES[key] = False
+    return _PROBES[key]
+
+
+def _user_namespace(exe: str, mode: str) -> bool:
+    """Whether the sandbox gets a user namespace, by ``mode`` (config sandbox.user_namespace) and what runs here."""
+    root = os.geteuid() == 0
+    if mode != "off" and _bwrap_runs(exe, True):
+        return True
+    if mode == "required" or not root:
+        why = "the kernel refuses a user namespace here" if mode != "off" else "user_namespace is off"
+        raise ConfigError(
+            f"the shell harness's sandbox cannot start: {why}"
+            + ("" if root else " and the harness is not root")
+            + " (enable unprivileged user namespaces, e.g. sysctl kernel.unprivileged_userns_clone=1, or run as root;"
+            " config/agents/shell.yaml sandbox.user_namespace)"
+        )
+    if not _bwrap_runs(exe, False):
+        raise ConfigError(
+            "the shell harness's sandbox cannot start: bubblewrap fails without a user namespace too (in a chroot, "
+            "its root must be a mount point: mount --bind DIR DIR)"
+        )
+    return False
+
+
 class Sandbox:
     """Runs commands under bubblewrap with the mounts described in the module docstring.
 
@@ -104,6 +148,10 @@ class Sandbox:
             )
         self.settings = settings
         self.bwrap = exe
+        self.user_namespace = _user_namespace(exe, settings.user_namespace)
+        self.boundary = BOUNDARY.format(user="user, " if self.user_namespace else "") + (
+            "" if self.user_namespace else " (no user namespace here: the agent is root inside, without capabilities)"
+        )
         self.work_dir = work_dir
         self.interpreter = Path(sys.base_prefix)
         self.python = self.interpreter / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
@@ -158,12 +206,11 @@ class Sandbox:
 
     def argv(self, command: Sequence[str]) -> list[str]:
         """The bwrap command line that runs ``command`` inside (cwd /home/agent)."""
+        user = ["--unshare-user", "--uid", str(self.settings.uid), "--gid", str(self.settings.uid)]
         args = [
             self.bwrap,
-            "--unshare-all",
-            "--unshare-user",
-            "--uid", str(self.settings.uid),
-            "--gid", str(self.settings.uid),
+            *_NAMESPACES,
+            *(user if self.user_namespace else []),
             "--cap-drop", "ALL",
             "--die-with-parent",
             "--new-session",

@@ -11,6 +11,7 @@ from robodojo.errors import ConfigError
 
 CONFIG_PATH = CONFIG_DIR / "agents" / "shell.yaml"
 IMAGE_FORMATS = ("png",)
+USER_NAMESPACE_MODES = ("auto", "required", "off")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class SandboxSettings:
 
     bwrap: str
     uid: int
+    user_namespace: str  #: auto | required | off
     runtime_paths: tuple[str, ...]
     python_distributions: tuple[str, ...]
     robodojo_modules: tuple[str, ...]
@@ -121,6 +123,7 @@ def load_shell_settings(path: str | Path = CONFIG_PATH) -> ShellSettings:
     sandbox = SandboxSettings(
         bwrap=s.str("bwrap"),
         uid=s.integer("uid", positive=True),
+        user_namespace=_choice(s, "user_namespace", USER_NAMESPACE_MODES),
         runtime_paths=runtime,
         python_distributions=s.strings("python_distributions"),
         robodojo_modules=s.strings("robodojo_modules"),
@@ -133,6 +136,13 @@ def load_shell_settings(path: str | Path = CONFIG_PATH) -> ShellSettings:
     )
     coding = _coding_agents(Section(data.get("coding_agents", {}), f"{where}.coding_agents"))
     return ShellSettings(commands, agent, sandbox, coding, optimizer)
+
+
+def _choice(section: Section, key: str, choices: tuple[str, ...]) -> str:
+    value = section.str(key)
+    if value not in choices:
+        raise ConfigError(f"{section.where}.{key}: expected one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def _coding_agents(c: Section) -> CodingAgents:
