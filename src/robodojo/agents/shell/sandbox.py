@@ -62,6 +62,27 @@ class Mount:
     writable: bool = False
 
 
+def with_dependencies(names: Sequence[str]) -> list[str]:
+    """``names`` and every distribution they require (markers evaluated for this interpreter, no extras), so that
+    the sandbox holds what the allowed packages import (pytest's own dependencies differ between versions)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: dict[str, str] = {}
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        key = canonicalize_name(name)
+        if key in seen:
+            continue
+        seen[key] = name
+        for text in metadata.requires(name) or ():
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return sorted(seen.values(), key=str.lower)
+
+
 def distribution_roots(name: str) -> list[Path]:
     """The top-level files and folders a Python distribution installed into site-packages (its import packages,
     extension modules and bundled libraries; not its metadata or scripts)."""
@@ -200,7 +221,7 @@ class Sandbox:
             if not source.exists():
                 raise ConfigError(f"sandbox.robodojo_modules: {source} does not exist (config/agents/shell.yaml)")
             mounts.append(Mount(source, f"{LIB}/robodojo/{module}"))
-        for name in self.settings.python_distributions:
+        for name in with_dependencies(self.settings.python_distributions):
             mounts.extend(Mount(root, f"{SITE}/{root.name}") for root in distribution_roots(name))
         return mounts
 
