@@ -163,6 +163,9 @@ def test_replayed_shell_agent_solves_general_pickup_through_the_cli(tmp_path):
     assert moves and all(c["answered"] for c in calls)
     turns = [json.loads(line) for line in (folder / "turns.jsonl").read_text().splitlines()]
     assert "robo pick grasp" in turns[-1]["details"]["command"]
+    # the record says what the sandbox enforced in this episode
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["agent_settings"]["sandbox"].startswith("bubblewrap: new ")
 
 
 MINI_REPLAY = PACKAGE_ROOT / "examples" / "shell" / "general_pickup_mini_swe_agent.yaml"
@@ -188,3 +191,13 @@ def test_mini_swe_agent_solves_general_pickup_through_its_own_command_loop(tmp_p
     assert "## Base commands" in requests[0]["messages"][1]["content"]  # the goal and the manual, as its task
     calls = [json.loads(line) for line in (folder / "robo_calls.jsonl").read_text().splitlines()]
     assert sum(c["record"]["steps_used"] for c in calls) == metrics["steps_used"] > 0
+
+
+def test_a_campaign_runs_the_shell_agent_when_listed(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "robodojo.cli", "eval", "--tasks", "general_pickup", "--seeds", "0", "--agents",
+         "shell", "--llm", "replay:examples/shell/{task}.yaml", "--out", str(tmp_path / "campaign")],
+        capture_output=True, text=True, timeout=300, cwd=PACKAGE_ROOT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1/1 episodes ended, 1 successes, 0 crashed" in result.stdout

@@ -25,6 +25,7 @@ from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import ChatReply, Message, ToolCall
 from robodojo.agents.shell.commands import BaseCommands
 from robodojo.agents.shell.prompts import goal_message, system_message
+from robodojo.agents.shell.sandbox import sandbox_boundary
 from robodojo.agents.shell.settings import ShellSettings, load_shell_settings
 from robodojo.agents.shell.workspace import ShellWorkspace
 from robodojo.agents.text_limits import TextLimits, default_text_limits, quote
@@ -117,6 +118,7 @@ class ShellAgent:
             "image_horizon": self.image_horizon,
             "tools_root": str(self.tools_root) if self.tools_root else None,
             "tool_choice": TOOL_CHOICE,
+            "sandbox": sandbox_boundary(self.settings.sandbox),
         }
 
     def begin(self, episode: EpisodeContext) -> None:

@@ -25,7 +25,7 @@ from robodojo.agents.llm.types import ChatReply, LlmError
 from robodojo.agents.shell.commands import BaseCommands
 from robodojo.agents.shell.model_proxy import ChatExchange, ModelProxy, error_body
 from robodojo.agents.shell.prompts import GOAL_TEMPLATE
-from robodojo.agents.shell.sandbox import RUN, Mount
+from robodojo.agents.shell.sandbox import RUN, Mount, sandbox_boundary
 from robodojo.agents.shell.settings import CodingAgentCli, ShellSettings, load_shell_settings
 from robodojo.agents.shell.workspace import ShellWorkspace, kill_group
 from robodojo.errors import ConfigError, RobodojoError
@@ -56,7 +56,11 @@ class ExternalShellAgent:
         self.process: subprocess.Popen | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"coding_agent": self.cli.name, "tools_root": str(self.tools_root) if self.tools_root else None}
+        return {
+            "coding_agent": self.cli.name,
+            "tools_root": str(self.tools_root) if self.tools_root else None,
+            "sandbox": sandbox_boundary(self.settings.sandbox),
+        }
 
     # -- episode ---------------------------------------------------------------------------------------------------
     def begin(self, episode: EpisodeContext) -> None:

@@ -142,6 +142,25 @@ def _user_namespace(exe: str, mode: str) -> bool:
     return False
 
 
+def boundary_text(user_namespace: bool) -> str:
+    """What the sandbox enforces, in words, for the episode record."""
+    text = BOUNDARY.format(user="user, " if user_namespace else "")
+    return (
+        text if user_namespace else text + " (no user namespace here: the agent is root inside, without capabilities)"
+    )
+
+
+def sandbox_boundary(settings: SandboxSettings) -> str:
+    """:func:`boundary_text` of the sandbox these settings give on this machine (probed once per process)."""
+    exe = shutil.which(settings.bwrap)
+    if exe is None:
+        return f"none: {settings.bwrap!r} is not installed"
+    try:
+        return boundary_text(_user_namespace(exe, settings.user_namespace))
+    except ConfigError as exc:
+        return f"none: {exc}"
+
+
 class Sandbox:
     """Runs commands under bubblewrap with the mounts described in the module docstring.
 
@@ -170,9 +189,7 @@ class Sandbox:
         self.settings = settings
         self.bwrap = exe
         self.user_namespace = _user_namespace(exe, settings.user_namespace)
-        self.boundary = BOUNDARY.format(user="user, " if self.user_namespace else "") + (
-            "" if self.user_namespace else " (no user namespace here: the agent is root inside, without capabilities)"
-        )
+        self.boundary = boundary_text(self.user_namespace)
         self.work_dir = work_dir
         self.interpreter = Path(sys.base_prefix)
         self.python = self.interpreter / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
