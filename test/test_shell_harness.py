@@ -201,3 +201,39 @@ def test_a_campaign_runs_the_shell_agent_when_listed(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1/1 episodes ended, 1 successes, 0 crashed" in result.stdout
+
+
+def test_view_image_shows_a_working_folder_image_and_refuses_others(dual_world):
+    from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
+    from robodojo.agents.shell.agent import ShellAgent
+
+    def reply(name, args):
+        return ChatReply(None, (ToolCall("c1", name, json.dumps(args)),), Usage(1, 0, 1, 0.0), "m", "tool_calls", 0, 1)
+
+    class Caller:
+        def __init__(self, replies):
+            self.replies = list(replies)
+
+        def chat(self, messages, tools, *, tool_choice="required"):
+            return self.replies.pop(0)
+
+    dual_world.reset("general_pickup", seed=0)
+    agent = ShellAgent()
+    agent.begin(episode_context(dual_world))
+    try:
+        llm = Caller([
+            reply("shell", {"command": "robo obs >/dev/null && ln -s /etc/passwd leak.png"}),
+            reply("view_image", {"path": "obs/head.png"}),
+            reply("view_image", {"path": "leak.png"}),
+            reply("view_image", {"path": "obs/nothing.png"}),
+        ])  # fmt: skip
+        assert agent.turn(llm, 1).action == "shell"
+        shown = agent.turn(llm, 2)
+        assert shown.action == "view_image" and "640x480 image follows" in shown.tool_results[0]
+        last = agent.conversation.history[-1]["content"]
+        assert last[1]["type"] == "image_url"
+        leak, missing = agent.turn(llm, 3), agent.turn(llm, 4)
+        assert leak.action == "error" and "outside your working folder" in leak.tool_results[0]
+        assert missing.action == "error" and "does not exist" in missing.tool_results[0]
+    finally:
+        agent.close()

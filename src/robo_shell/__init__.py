@@ -18,3 +18,7 @@ ROUTE_ENV = "ROBO_ROUTE"  # path of the command route's Unix socket
 OBS_ENV = "ROBO_OBS"  # the obs/ folder
 TOOLS_ENV = "ROBO_TOOLS"  # os.pathsep-separated folders of tool folders, searched in order (task tools, shared pool)
 ENABLED_ENV = "ROBO_ENABLED_TOOLS"  # the enabled-tools file (one tool name a line)
+
+#: the obs/ folder's files beside the camera images (written by the harness, read by robo_shell.api)
+CAMERAS_FILE = "cameras.json"
+STATE_FILE = "state.json"

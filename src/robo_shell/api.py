@@ -20,13 +20,9 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from robo_shell import OBS_ENV, protocol
+from robo_shell import CAMERAS_FILE, OBS_ENV, STATE_FILE, protocol
 from robodojo.observation import CameraCalibration
 from robodojo.perception.camera import CameraModel
-
-CAMERAS_FILE = "cameras.json"
-STATE_FILE = "state.json"
-AXES = ("x", "y", "z")
 
 
 class CommandFailed(RuntimeError):

@@ -89,6 +89,31 @@ def shell_call_validator(max_command_chars: int) -> Callable[[ToolCall, TextLimi
     return lambda call, limits: validate_shell_call(call, limits, max_command_chars)
 
 
+def show_image(
+    conversation: Conversation, call_id: str, path: str, host: Path | None, max_bytes: int
+) -> tuple[str, str]:
+    """Answer a view_image call: the image file ``host`` (the host file behind ``path``, None when the path leads
+    outside what the agent may read) as a picture after the tool result. Returns (tool result text, problem), the
+    problem empty when the picture was added."""
+    problem = ""
+    bgr = None
+    if host is None:
+        problem = f"{quote(path)} is outside your working folder"
+    elif not host.is_file():
+        problem = f"{quote(path)} does not exist (run `robo obs` to refresh obs/)"
+    elif host.stat().st_size > max_bytes:
+        problem = f"{quote(path)} is larger than {max_bytes} bytes"
+    elif (bgr := cv2.imread(str(host), cv2.IMREAD_COLOR)) is None:
+        problem = f"{quote(path)} is not an image OpenCV can read"
+    if bgr is None:
+        return conversation.add_tool_result(call_id, f"view_image: {problem}"), problem
+    text = conversation.add_tool_result(call_id, f"{path}: {bgr.shape[1]}x{bgr.shape[0]} image follows")
+    conversation.add_observation(
+        {"role": "user", "content": [{"type": "text", "text": f"{path}:"}, image_part(bgr[:, :, ::-1])]}
+    )
+    return text, ""
+
+
 class ShellAgent:
     """shell(command) + view_image(path) over a sandboxed shell with the robo command."""
 
@@ -178,30 +203,12 @@ class ShellAgent:
     def _view_image(self, turn: int, request: list[Message], reply: ChatReply, call_id: str, path: str) -> TurnRecord:
         assert self.workspace is not None
         host = self.workspace.host_path(path)
-        problem = ""
-        rgb = None
-        if host is None:
-            problem = f"{quote(path)} is outside your working folder"
-        elif not host.is_file():
-            problem = f"{quote(path)} does not exist (run `robo obs` to refresh obs/)"
-        elif host.stat().st_size > self.settings.agent.max_image_bytes:
-            problem = f"{quote(path)} is larger than {self.settings.agent.max_image_bytes} bytes"
-        else:
-            bgr = cv2.imread(str(host), cv2.IMREAD_COLOR)
-            if bgr is None:
-                problem = f"{quote(path)} is not an image OpenCV can read"
-            else:
-                rgb = bgr[:, :, ::-1]
-        if rgb is None:
-            text = self.conversation.add_tool_result(call_id, f"view_image: {problem}")
-            return TurnRecord(turn, request, reply, [text], "error", details=self.conversation.turn_details(
-                {"error": problem, "path": path}))  # fmt: skip
-        text = self.conversation.add_tool_result(call_id, f"{path}: {rgb.shape[1]}x{rgb.shape[0]} image follows")
-        self.conversation.add_observation(
-            {"role": "user", "content": [{"type": "text", "text": f"{path}:"}, image_part(rgb)]}
-        )
-        return TurnRecord(turn, request, reply, [text], VIEW_IMAGE,
-                          details=self.conversation.turn_details({"path": path}))  # fmt: skip
+        text, problem = show_image(self.conversation, call_id, path, host, self.settings.agent.max_image_bytes)
+        if problem:
+            details = self.conversation.turn_details({"error": problem, "path": path})
+            return TurnRecord(turn, request, reply, [text], "error", details=details)
+        details = self.conversation.turn_details({"path": path})
+        return TurnRecord(turn, request, reply, [text], VIEW_IMAGE, details=details)
 
     def close(self) -> None:
         if self.workspace is not None:

@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 import cv2
 import numpy as np
 
+from robo_shell import CAMERAS_FILE, STATE_FILE
 from robo_shell.protocol import BASE_COMMANDS
 from robodojo.agents.base import EpisodeContext
 from robodojo.agents.code_cell.results import MoveResult
@@ -34,8 +35,6 @@ from robodojo.observation import Observation
 DIRECTIONS = {"down": (0, 0, -1), "forward": (0, 1, 0), "back": (0, -1, 0), "left": (-1, 0, 0), "right": (1, 0, 0)}
 AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1)}
 MOTIONS = ("move", "rotate", "point", "gripper", "home", "wait")  # commands that can spend env steps
-CAMERAS_FILE = "cameras.json"  # robo_shell.api reads these names back
-STATE_FILE = "state.json"
 DIGITS = 5  # metres to 10 µm, angles to 1e-5 deg, in records
 
 

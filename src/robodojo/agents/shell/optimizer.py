@@ -15,18 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import cv2
-
 from robodojo.agents.base import LlmCaller
 from robodojo.agents.context_budget import ContextBudget
 from robodojo.agents.conversation import Conversation
-from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import Usage
 from robodojo.agents.shell.agent import (
     SEVERAL_TOOL_CALLS_TEXT,
     TOOL_CHOICE,
     VIEW_IMAGE,
     shell_call_validator,
+    show_image,
     tool_schemas,
 )
 from robodojo.agents.shell.sandbox import TOOLS, Mount
@@ -132,7 +130,9 @@ class Optimizer:
                     continue
                 call_id = reply.tool_calls[0].id
                 if valid.name == VIEW_IMAGE:
-                    text = self._view(conversation, ws, call_id, valid.arguments["path"], evidence)
+                    path = valid.arguments["path"]
+                    text, _ = show_image(conversation, call_id, path, _readable(path, ws, evidence),
+                                         self.settings.agent.max_image_bytes)  # fmt: skip
                     record.turns.append({"view_image": valid.arguments["path"], "result": text})
                     continue
                 outcome = ws.run(valid.arguments["command"])
@@ -145,16 +145,10 @@ class Optimizer:
         record.wall_s = time.monotonic() - started
         return record
 
-    @staticmethod
-    def _view(conversation: Conversation, ws: ShellWorkspace, call_id: str, path: str, evidence: Path) -> str:
-        host = (evidence / Path(path).relative_to(EVIDENCE)).resolve() if path.startswith(EVIDENCE + "/") else (
-            ws.host_path(path))  # fmt: skip
-        inside = evidence.resolve()
-        ok = host is not None and host.is_file() and (host.is_relative_to(inside) or host.is_relative_to(ws.work_dir))
-        bgr = cv2.imread(str(host)) if ok else None
-        if bgr is None:
-            return conversation.add_tool_result(call_id, f"view_image: {path!r} is not an image here")
-        text = conversation.add_tool_result(call_id, f"{path}: {bgr.shape[1]}x{bgr.shape[0]} image follows")
-        conversation.add_observation({"role": "user", "content": [{"type": "text", "text": f"{path}:"},
-                                                                   image_part(bgr[:, :, ::-1])]})  # fmt: skip
-        return text
+
+def _readable(path: str, ws: ShellWorkspace, evidence: Path) -> Path | None:
+    """The host file behind a path the optimizer may read: under the evidence mount or its working folder."""
+    if not path.startswith(EVIDENCE + "/"):
+        return ws.host_path(path)
+    host = (evidence / Path(path).relative_to(EVIDENCE)).resolve()
+    return host if host.is_relative_to(evidence.resolve()) else None

@@ -24,7 +24,7 @@ from typing import Any
 
 from robo_shell import ENABLED_ENV, OBS_ENV, ROUTE_ENV, TOOLS_ENV
 from robo_shell.paths import MANUAL_PATH, POOL_DIR
-from robo_shell.tools import manual_with_tools
+from robo_shell.tools import enabled_tools, manual_with_tools
 from robodojo.agents.code_cell.kernel_main import trim_text
 from robodojo.agents.shell.route import CommandRoute, RouteCall
 from robodojo.agents.shell.sandbox import OPT, RUN, TOOLS, WORK, Mount, Sandbox
@@ -52,8 +52,6 @@ class CommandOutcome:
 
 def enabled_tools_for(task_tools: Path | None, default: Sequence[str]) -> list[str]:
     """The task's enabled tools: its folder's enabled_tools.txt, or ``default`` when it has none."""
-    from robo_shell.tools import enabled_tools
-
     file = task_tools / ENABLED_FILE if task_tools is not None else None
     return enabled_tools(file) if file is not None and file.is_file() else list(default)
 
