@@ -145,8 +145,9 @@ def test_code_is_run_as_sent_but_bounded(agent):
     too_long = agent.turn(Caller([_reply(("python", {"code": "x = 1\n" * 20_000}))]), 2)
     assert too_long.action == "error" and too_long.tool_results == [
         "python 'code' is 120000 characters; a cell may have at most 100000: split it into smaller cells (functions "
-        "you define stay in the namespace); nothing ran"
-    ]
+        "you define stay in the namespace); nothing ran\n[the arguments of your tool call (in this chat) cut to 110000 "
+        "characters (it had 140012)]"
+    ]  # kept in the history as head and tail, and the model is told so
     after = agent.turn(Caller([_reply(("python", {"code": "'x' in dir()"}))]), 3)
     assert agent.kernel.pid == pid and after.tool_results == ["False"]  # nothing ran
 

@@ -497,6 +497,36 @@ def test_a_huge_note_is_cleaned_cut_and_the_model_told(dual_world):
     assert "text_limits" not in records[1].details and records[1].tool_results[0].startswith("Accepted")
 
 
+@pytest.mark.parametrize(
+    "targets",
+    [
+        {f"junk_{i}": 0.5 for i in range(120_000)},  # 2.3 MB of entries: refused before parsing
+        {"left_z": [[0.5] * 1000] * 500},  # a small name holding 2.5 MB: refused before it reaches the server
+    ],
+    ids=["many-entries", "huge-value"],
+)
+def test_a_huge_targets_object_moves_nothing_and_is_not_resent(dual_world, targets):
+    agent, _ = start(dual_world)
+    before = snapshot(dual_world)
+    llm = ScriptedLlm([move(targets), move({"left_z": 0.9}, note="short")])
+    records = [agent.turn(llm, 0)]
+    assert_unmoved(dual_world, before)
+    records.append(agent.turn(llm, 1))
+    limits = agent.text_limits
+    sent = len(json.dumps({"targets": targets, "note": "test"}))
+    assert sent > 1_500_000
+    first = records[0]
+    assert first.details["error"].startswith("'targets' is ") and "nothing moved" in first.details["error"]
+    assert first.tool_results[0].endswith(
+        f"[the arguments of your tool call (in this chat) cut to {limits.max_call_chars} characters (it had {sent})]"
+    )
+    assert first.details["text_limits"]["arguments"]["cut"]
+    kept = llm.requests[1][3]["tool_calls"][0]["function"]["arguments"]
+    assert len(kept) < limits.max_call_chars + 100 and "characters omitted" in kept
+    assert sum(len(json.dumps(m)) for m in llm.requests[1] if m["role"] == "assistant") < 2 * limits.max_call_chars
+    assert records[1].tool_results[0].startswith("Accepted")
+
+
 def test_give_up_reason_and_reply_text_are_bounded(dual_world):
     agent, _ = start(dual_world)
     reason = "\u2066stuck\u2069 " + "r" * 5000

@@ -31,6 +31,8 @@ LIMITS = TextLimits(
     max_content_chars=50,
     max_code_chars=1000,
     max_arguments_chars=1200,
+    max_targets_chars=100,
+    max_call_chars=200,
 )
 INVISIBLE_SAMPLES = (
     [chr(c) for c in range(0x00, 0x20) if chr(c) not in "\t\n"]
@@ -104,6 +106,7 @@ def test_config_file_loads_and_is_validated(tmp_path: Path) -> None:
         ("max_note_chars: 2000", "max_note_chars: 2000.5", "expected an integer"),
         ("max_note_chars: 2000", "max_notes_chars: 2000", "unknown key"),
         ("max_code_chars: 100000", "max_code_chars: 200000", "max_arguments_chars"),
+        ("max_targets_chars: 2000", "max_targets_chars: 9000", "max_call_chars"),
     ):
         path = tmp_path / "text_limits.yaml"
         path.write_text(text.replace(old, new))

@@ -16,9 +16,10 @@ server's prompt cache keeps working).
 
 What the model wrote is kept as it was used, within :mod:`robodojo.agents.text_limits`: a reply's text is cleaned and
 cut, the free-text arguments of its valid tool call are replaced by what was used (the call's arguments re-serialized
-only when something changed), and the raw arguments of a refused call keep their head and tail. The model is told in
-the next tool result (or user message) what was cut; :attr:`Conversation.cleaned` holds the flags of the last reply
-for the turn record.
+only when something changed or they were longer than their bound), and the raw arguments of a call longer than
+``max_arguments_chars`` (a refused one: a valid call fits once re-serialized) keep only their head and tail, so one
+2 MB ``targets`` object is not re-sent with every later request. The model is told in the next tool result (or user
+message) what was cut; :attr:`Conversation.cleaned` holds the flags of the last reply for the turn record.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from typing import Any, Protocol, TypeVar
 from robodojo.agents.code_cell.kernel_main import trim_text
 from robodojo.agents.context_budget import CHARS_PER_TOKEN, ContextBudget, TokenScale
 from robodojo.agents.llm.types import ChatReply, Message, ToolCall
-from robodojo.agents.text_limits import MAX_QUOTED_CHARS, CleanText, TextLimits, clean_text, default_text_limits
+from robodojo.agents.text_limits import (
+    INVISIBLE,
+    MAX_QUOTED_CHARS,
+    CleanText,
+    TextLimits,
+    clean_text,
+    default_text_limits,
+)
 from robodojo.errors import ConfigError, InvalidCommandError
 
 
@@ -68,9 +76,14 @@ class Conversation:
         image_horizon: int | None = 2,
         text_limits: TextLimits | None = None,
         context: ContextBudget | None = None,
+        *,
+        max_arguments_chars: int | None = None,
     ) -> None:
         """``context``: the model's context length, if known: older exchanges are left out of a request that would
-        not fit, and a request that cannot fit even then is refused (LlmError) before it is sent."""
+        not fit, and a request that cannot fit even then is refused (LlmError) before it is sent.
+        ``max_arguments_chars``: the longest raw arguments of a tool call kept in the history (head and tail); by
+        default ``text_limits.max_arguments_chars``, which holds a code cell's whole code; an agent whose calls are
+        small passes its own (move_eef: ``text_limits.max_call_chars``)."""
         if image_horizon is not None and (
             isinstance(image_horizon, bool) or not isinstance(image_horizon, int) or image_horizon < 1
         ):
@@ -78,6 +91,7 @@ class Conversation:
         self.image_horizon = image_horizon
         self.text_limits = text_limits or default_text_limits()
         self.context = context or ContextBudget()
+        self.max_arguments_chars = max_arguments_chars or self.text_limits.max_arguments_chars
         self._entries: list[_Entry] = []
         self._scale = TokenScale()
         self._last_estimate = 0  # the last request's raw estimate, to learn the scale from the reply's usage
@@ -116,8 +130,7 @@ class Conversation:
         for entry in message.get("tool_calls", []):
             function = entry["function"]
             function["name"] = clean_text(function["name"], MAX_QUOTED_CHARS).text
-            function["arguments"] = trim_text(clean_text(function["arguments"], len(function["arguments"])).text,
-                                              limits.max_arguments_chars)  # fmt: skip
+            function["arguments"] = self._bound_arguments(function["arguments"])
         self.add(message)
 
     def accept_tool_call(
@@ -140,18 +153,21 @@ class Conversation:
             self.add({"role": "user", "content": text})
             return None, [text]
         if len(reply.tool_calls) > 1:
+            self._tell_bounded(reply.tool_calls)
             return None, [self.add_tool_result(call.id, several_text) for call in reply.tool_calls]
         call = reply.tool_calls[0]
         try:
             valid = validate(call, self.text_limits)
         except InvalidCommandError as exc:
+            self._tell_bounded(reply.tool_calls)
             return None, [self.add_tool_result(call.id, str(exc))]
         for name, cleaned in valid.cleaned.items():
             self._record(name, cleaned, f"'{name}'")
-        # Kept as used: re-serialized when free text changed or the JSON was only leniently valid (raw control
-        # characters, which a strict server may refuse when the history is sent back), else exactly as sent
-        # (add_reply may have bounded it).
-        resend = bool(valid.cleaned) or not _strict_json(call.arguments)
+        # Kept as used: re-serialized when free text changed, the JSON was only leniently valid (raw control
+        # characters, which a strict server may refuse when the history is sent back) or longer than the bound
+        # (padding: a valid call's values are bounded by its validator), else exactly as sent.
+        long = len(call.arguments) > self.max_arguments_chars
+        resend = bool(valid.cleaned) or long or not _strict_json(call.arguments)
         self._use_arguments(call.id, json.dumps(dict(valid.arguments), ensure_ascii=False) if resend
                             else call.arguments)  # fmt: skip
         return valid, []
@@ -165,6 +181,18 @@ class Conversation:
         if self.omitted_turns:
             extra["omitted_turns"] = self.omitted_turns
         return {**details, **extra} if extra else details
+
+    def _bound_arguments(self, arguments: str) -> str:
+        """A call's raw arguments as stored until validated: invisible characters removed, then head and tail of at
+        most ``max_arguments_chars``."""
+        return trim_text(INVISIBLE.sub("", arguments), self.max_arguments_chars)
+
+    def _tell_bounded(self, calls: Sequence[ToolCall]) -> None:
+        """Refused calls stay in the history as :meth:`add_reply` bounded them: tell the model which were cut."""
+        for call in calls:
+            if len(call.arguments) > self.max_arguments_chars:
+                bounded = CleanText("", len(call.arguments), 0, self.max_arguments_chars)
+                self._record("arguments", bounded, "the arguments of your tool call (in this chat)")
 
     def _clean(self, name: str, text: str, max_chars: int, what: str) -> str:
         cleaned = clean_text(text, max_chars)

@@ -44,6 +44,8 @@ class TextLimits:
     max_content_chars: int  #: text of a reply beside its tool calls
     max_code_chars: int  #: python(code): longer cells are refused, never cut
     max_arguments_chars: int  #: raw arguments of a refused tool call, as kept in the history
+    max_targets_chars: int  #: move_eef targets as compact JSON: a longer object is refused before it is parsed
+    max_call_chars: int  #: raw arguments of a move_eef or give_up call, as kept in the history
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -54,6 +56,12 @@ class TextLimits:
             raise ConfigError(
                 f"max_arguments_chars ({self.max_arguments_chars}) must be at least max_code_chars "
                 f"({self.max_code_chars}): a refused cell's arguments hold its whole code"
+            )
+        call_needs = max(self.max_targets_chars + self.max_note_chars, 2 * self.max_reason_chars)
+        if self.max_call_chars < call_needs:
+            raise ConfigError(
+                f"max_call_chars ({self.max_call_chars}) must be at least {call_needs}: a valid move_eef call holds "
+                "targets and a note of their full lengths, a give_up call a reason and a hindsight"
             )
 
 

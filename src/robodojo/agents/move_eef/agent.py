@@ -223,7 +223,12 @@ class MoveEefAgent:
         self.tools = tool_schemas(self.model_bounds, self.text_limits)
         # The cameras observed are the ones whose pictures are sent: with images none the observation is state only.
         self.cameras = cameras_sent(self.config.images, robot, self.probes.visible_cameras(robot))
-        self.conversation = Conversation(self.config.image_horizon, self.text_limits, self.config.context)
+        self.conversation = Conversation(
+            self.config.image_horizon,
+            self.text_limits,
+            self.config.context,
+            max_arguments_chars=self.text_limits.max_call_chars,
+        )
         self.conversation.add(
             system_message(
                 robot,

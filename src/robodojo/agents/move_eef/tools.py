@@ -11,6 +11,8 @@ validated by the motion server's parser (robodojo.motion.targets), whose message
 - ``'targets' must be an object mapping dimension names to numbers, got string; nothing moved``
 - ``'note' must be a string, got number; nothing moved``
 - ``unexpected argument 'speed' for move_eef; its arguments are targets and note; nothing moved``
+- ``'targets' is 2190000 characters of JSON; at most 2000 (one number per dimension name, such as {"left_z": 0.95});
+  nothing moved`` (the call is kept in the history cut to ``max_call_chars``, and the model is told)
 - ``'targets' has a name of 5000 characters; dimension names are like left_x or right_gripper; nothing moved``
 - ``dimension 'left_z' is named more than once; name each dimension once; nothing moved`` (JSON keeps only the last
   of a repeated key, so repeats are found while decoding; the text is the target parser's DuplicateDimension)
@@ -225,6 +227,13 @@ def validate_tool_call(call: ToolCall, limits: TextLimits) -> ValidCall:
             raise ToolCallError(
                 f"'targets' has a name of {len(name)} characters; dimension names are like left_x or right_gripper; "
                 f"{consequence}"
+            )
+    if call.name == MOVE_EEF:
+        size = len(json.dumps(arguments["targets"], separators=(",", ":"), ensure_ascii=False))
+        if size > limits.max_targets_chars:
+            raise ToolCallError(
+                f"'targets' is {size} characters of JSON; at most {limits.max_targets_chars} (one number per "
+                f'dimension name, such as {{"left_z": 0.95}}); {consequence}'
             )
     targets = arguments.get("targets") if call.name == MOVE_EEF else None
     if isinstance(targets, _RepeatedKey):
