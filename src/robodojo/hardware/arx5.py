@@ -57,6 +57,9 @@ CONNECT_AGREEMENT_RAD = 0.02
 CONNECT_AGREEMENT_M = 0.002
 CONNECT_POLL_S = 0.05
 SDK_LOG_KEPT = 20  # the SDK's last warnings and errors, for diagnostics
+# A motor that has not answered for this long is not held at its reading (the SDK keeps a silent motor's last one):
+# 25 SDK cycles, 2.5 of the bus monitor's reads; a joint at 1 rad/s moves 0.05 rad meanwhile.
+STALE_READING_S = 0.05
 
 
 class _Playing:
@@ -311,20 +314,34 @@ class Arx5Arm(WatchdogStop):
         return not self.is_playing()
 
     def stop(self, *, why: str = "stopped on request") -> None:
-        """Stop now: the command becomes the measured joints, so the arm holds where it is (within the motors' lag,
-        about 30 ms of motion)."""
+        """Stop now. A playing arm holds where it is (the command becomes the measured joints, within the motors'
+        lag, about 30 ms of motion; a joint whose motor has not answered lately keeps its command, never its stale
+        reading). An arm at rest keeps its hold: a repeated stop moves nothing (arx5_host's ``op_hold`` says why)."""
         with self._lock:
             self.watchdog.disarm()
             self._playing = None
             if not self._connected or self._status.status in ("lost", "disconnected"):
                 return
             try:
-                self._call("hold")
+                commanded, _ = self._call("hold", self._stale_joints())
             except ContactLostError:
                 return  # the status says lost
-            self.sent_commands += 1
+            if commanded:
+                self.sent_commands += 1
             if self._status.status != "error":
                 self._status = ArmStatus("stopped", why)
+
+    def _stale_joints(self) -> list[int]:
+        """The joints whose motor has not answered for STALE_READING_S (or never): the SDK's reading of them is old."""
+        if self._monitor is None:
+            return list(range(len(self.joint_names)))
+        quiet = {m.motor_id: m.silent_s for m in self._monitor.health().motors}
+        stale = []
+        for i, motor_id in enumerate(self._motor_layout().joint_motor_ids):
+            silent_s = quiet.get(motor_id)
+            if silent_s is None or silent_s > STALE_READING_S:
+                stale.append(i)
+        return stale
 
     def recover_from_errors(self) -> None:
         """Accept trajectories again once the bus is healthy (HardwareError naming what is still wrong). After the

@@ -298,14 +298,27 @@ class _Host:
             "timestamp_s": float(state.timestamp),
         }
 
-    def op_hold(self) -> tuple[float, ...]:
-        """Stop what plays and hold the measured joints; the position held."""
+    def op_hold(self, stale: list[int]) -> tuple[bool, tuple[float, ...]]:
+        """Stop what plays: (whether a new hold was commanded, the position held).
+
+        Only a playing trajectory is replaced by a hold at the measured joints, and joints in ``stale`` (motors that
+        did not answer lately: their reading is old) keep their current command instead. With nothing playing the
+        command already holds the arm at rest (the last point of what played, or an earlier hold): it is kept, not
+        re-taken from the measured joints. A re-hold at the measured joints moves a resting joint: the SDK truncates
+        a zero velocity to -0.011 rad/s on a Damiao motor (12 bits over [-45, 45]: zero lies between two codes), and
+        under kp 30 / kd 1 that bias holds each wrist joint 0.37 mrad below its target, one position step, which the
+        next re-hold makes its target (measured: one step per stop on joints 4-6)."""
         with self.lock:
-            self.trajectory = None
-            state = self.ctrl.get_joint_state()
-            held = np.array(state.pos(), dtype=float)
-            self.command(held)
-        return tuple(float(v) for v in held)
+            playing, self.trajectory = self.trajectory is not None, None
+            cmd = self.ctrl.get_joint_cmd()  # bound to a name first, as the state
+            held = np.array(cmd.pos(), dtype=float)
+            if playing:
+                state = self.ctrl.get_joint_state()
+                measured = np.array(state.pos(), dtype=float)
+                fresh = [i for i in range(self.dof) if i not in set(stale)]
+                held[fresh] = measured[fresh]
+                self.command(held)
+        return playing, tuple(float(v) for v in held)
 
     def op_play(self, mode: str, start_s: float, start_rad: list, times_s: list, points: list) -> None:
         """A trajectory from ``start_s`` (monotonic: this machine's clock, the same in every process) on."""
