@@ -56,6 +56,10 @@ EMERGENCY = "Emergency state entered"
 # config's bus_thread_priority (SCHED_FIFO); the rest of the process (the requests, the stream thread) asks for a
 # higher priority (lower niceness) where the OS allows it (root, or an RLIMIT_NICE).
 HOST_NICE = -5
+# A driver that died (killed, crashed) leaves the host to end alone (_Host.driver_gone): a moving arm held this long
+# first (3-4 times the motors' kd/kp lag of 25-35 ms), then damping frames this long (150 SDK cycles) before it exits.
+DRIVER_GONE_BRAKE_S = 0.1
+DRIVER_GONE_DAMP_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -342,6 +346,28 @@ class _Host:
             cmd = self.ctrl.get_joint_cmd()
             self.command(np.array(cmd.pos(), dtype=float))
 
+    def driver_gone(self) -> None:
+        """The driver died (its end of the socket closed: SIGKILL, a crash): end in the documented state, then exit.
+
+        A playing arm is first held at its measured joints with zero velocity for DRIVER_GONE_BRAKE_S, so it stops
+        under its gains; then the SDK's damping mode (kp 0, its damping kd, zero velocity, its gravity feedforward)
+        goes out for DRIVER_GONE_DAMP_S, and the process exits. Those damping frames are the last on the bus: what
+        each motor then does is its firmware's (a Damiao with a CAN timeout disables itself; one without, and the EC
+        motors as far as anything says, keep damping with the last gravity torque). Without this, the last frames
+        were full-gain holds of a moving trajectory (velocity feedforward and all) and the SDK's destructor, which
+        damps, never ran: the streaming thread keeps the controller alive until the process ends."""
+        if self.ctrl is None:
+            return
+        with self.lock:
+            self.trajectory = None
+            state = self.ctrl.get_joint_state()
+            self.command(np.array(state.pos(), dtype=float))  # zero velocity: a moving arm stops
+        log_warning(f"the driver is gone: holding {DRIVER_GONE_BRAKE_S:g} s, then damping, then exiting")
+        time.sleep(DRIVER_GONE_BRAKE_S)
+        with self.lock:
+            self.ctrl.set_to_damping()
+        time.sleep(DRIVER_GONE_DAMP_S)
+
     def op_reset_to_home(self) -> None:
         with self.lock:
             self.trajectory = None
@@ -442,8 +468,9 @@ class _Trajectory:
 
 def log_warning(message: str) -> None:
     """A warning of the host's own, in the SDK's log format (:data:`SDK_LOG_LINE`): the driver reads it alike."""
-    sys.stdout.write(f"[{time.strftime('%H:%M:%S')} arx5_host warning] {message}\n")
-    sys.stdout.flush()
+    with contextlib.suppress(OSError):  # a dead driver no longer reads the pipe
+        sys.stdout.write(f"[{time.strftime('%H:%M:%S')} arx5_host warning] {message}\n")
+        sys.stdout.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -455,16 +482,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     while True:
         try:
             request = conn.recv()
-        except (EOFError, OSError):
-            break  # the driver is gone: the SDK's destructor damps the arm on the way out
+        except (EOFError, OSError):  # the driver is gone without a word (killed, crashed)
+            return _driver_gone(host)
         if request[0] == "exit":
             break
         try:
-            conn.send(("ok", host.handle(*request)))
+            answer = host.handle(*request)
         except Exception as exc:
-            conn.send(("error", (type(exc).__name__, str(exc))))
+            answer = ("error", (type(exc).__name__, str(exc)))
+        else:
+            answer = ("ok", answer)
+        try:
+            conn.send(answer)
+        except (EOFError, OSError):  # gone while its request ran
+            return _driver_gone(host)
     conn.close()
     return 0
+
+
+def _driver_gone(host: _Host) -> int:
+    """The documented end after the driver's death (:meth:`_Host.driver_gone`), and the exit now: the SDK's destructor
+    does not run on its own (the streaming thread keeps the controller alive), and nobody reads this log any more."""
+    try:
+        host.driver_gone()
+    finally:
+        os._exit(0)
 
 
 if __name__ == "__main__":
