@@ -60,6 +60,9 @@ SDK_LOG_KEPT = 20  # the SDK's last warnings and errors, for diagnostics
 # A motor that has not answered for this long is not held at its reading (the SDK keeps a silent motor's last one):
 # 25 SDK cycles, 2.5 of the bus monitor's reads; a joint at 1 rad/s moves 0.05 rad meanwhile.
 STALE_READING_S = 0.05
+# An arm at rest starts a trajectory from the joints read this recently (the guard's reading): one SDK round trip less
+# between a trajectory's arrival and its first command. At rest the joints stay within an encoder step meanwhile.
+START_READING_FRESH_S = 0.05
 
 
 class _Playing:
@@ -107,6 +110,7 @@ class Arx5Arm(WatchdogStop):
         self._status = ArmStatus("disconnected", "connect() first")
         self._playing: _Playing | None = None
         self.sent_commands = 0  #: trajectories and holds handed to the SDK (the tests' "nothing sent")
+        self._last_read: tuple[float, tuple[float, ...]] = (-float("inf"), ())  # (monotonic, joints) of joint_state()
         self.last_health: BusHealth | None = None  #: the bus as last looked at
         self.watchdog = CommandWatchdog(settings.watchdog_timeout_s, self._on_watchdog)
 
@@ -237,6 +241,7 @@ class Arx5Arm(WatchdogStop):
             if silent:
                 raise HardwareError(f"the X5 on {self.interface}: {'; '.join(silent)}: its joint state is unknown")
             state = self._state()
+            self._last_read = (time.monotonic(), state.positions_rad)
             return JointReading(
                 positions_rad=state.positions_rad,
                 velocities_rad_s=state.velocities_rad_s,
@@ -256,7 +261,7 @@ class Arx5Arm(WatchdogStop):
             if self._status.status == "error":
                 raise HardwareError(f"the arm is in error ({self._status.detail}): call recover_from_errors() first")
             self._look_at_faults(raising=True)
-            start = np.array(self._state().positions_rad, dtype=float)
+            start = np.array(self._start_rad(), dtype=float)
             playing = _Playing(trajectory, start, time.monotonic())
             self._call(
                 "play", self.settings.trajectory_mode, playing.start_s, start.tolist(),
@@ -266,6 +271,14 @@ class Arx5Arm(WatchdogStop):
             self.sent_commands += 1
             self._status = ArmStatus("playing", "")
             self.watchdog.arm()
+
+    def _start_rad(self) -> tuple[float, ...]:
+        """Where a new trajectory starts: an arm at rest stands where :meth:`joint_state` read it just before (the
+        reading the guard checked it against, saving a round trip to the SDK); a moving one is read now."""
+        read_s, positions = self._last_read
+        if self._status.status != "playing" and time.monotonic() - read_s <= START_READING_FRESH_S:
+            return positions
+        return self._state().positions_rad
 
     def feed(self) -> None:
         """The commander is alive (a lease renewal): keeps a playing trajectory going."""
