@@ -21,6 +21,8 @@ the SDK's warnings and errors are handed to a callback.
 Because the host plays on its own, a driver that freezes (SIGSTOP, starved of the CPU) could not stop a trajectory,
 and neither could its watchdog thread, frozen alike: the host holds where the arm is when no request came from the
 driver for ``deadman_s`` (the driver asks for the joint state at every tick and at its state rate), and logs it.
+A driver that died (SIGKILL, a crash) closes its end of the socket: the host then stops the arm, damps it and exits
+(:meth:`_Host.driver_gone`), so the last frames on the bus are damping at zero velocity, whatever played before.
 """
 
 from __future__ import annotations
