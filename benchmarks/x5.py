@@ -61,10 +61,11 @@ What is measured:
    a real arm's dynamics. The CPU the emulator, the SDK's process and this one used during the moves is printed.
 
 5. E-stop latency through the graph (issue 32's goal: <= 10 ms for every arm, median and max): ``--estops`` times,
-   both arms ramp at 0.3 rad/s (each joint towards the middle of its range), 0.3 s in /hardware/estop is called
-   (std_srvs/Trigger, from an executor task here), and from ``time.monotonic()`` at the call to the first frame from
-   which every joint command of that arm keeps the position it ends at (the emulator's log): median, p95, max per arm
-   and for the later of the two; then /hardware/release.
+   both arms ramp joints 1, 4 and 6 at 0.3 rad/s (towards the middle of their range), 0.3 s in /hardware/estop is
+   called (std_srvs/Trigger, from an executor task here), and from ``time.monotonic()`` at the call to the first frame
+   from which every joint command of that arm keeps the position it ends at (the emulator's log): median, p95, max per
+   arm and for the later of the two (an arm whose commands had not changed for 50 ms before the call is left out and
+   counted); then /hardware/release.
 
 Run: ``.venv/bin/python benchmarks/x5.py [--trajectories 20] [--move-s 3.0] [--state-window 5.0] [--estops 20]
 [--json out.json]``; about 2 minutes on 2 cores. Needs arx5-interface, a C compiler (the shim) and the ROS wheels
@@ -122,8 +123,9 @@ RATE_BIN_S = 0.1  # part 1: frames counted per 100 ms
 CONNECT_HOLD_S = 0.5  # after connect(), before the first trajectory (the hold command reaches the bus)
 STARTUP_TIMEOUT_S = 90.0  # the driver up and publishing (the wheels' .pth restarts every process once; two SDKs)
 REPORT_TIMEOUT_S = 5.0
-ESTOP_RAMP_S = 1.5  # part 5: both arms ramp this long at ESTOP_SPEED_RAD_S ...
+ESTOP_RAMP_S = 0.8  # part 5: both arms ramp this long at ESTOP_SPEED_RAD_S ...
 ESTOP_SPEED_RAD_S = 0.3  # ... (a new position step in nearly every 2 ms frame) ...
+ESTOP_JOINTS = (0, 3, 5)  # ... on joints 1, 4 and 6 (turns that keep the TCP's height: the guard's table margin) ...
 ESTOP_AFTER_S = 0.3  # ... and the e-stop comes this far into it
 ESTOP_SETTLE_S = 0.3  # after the e-stop's answer, before its frames are read (flushed every 20 ms)
 ARM_BACK_TIMEOUT_S = 20.0  # after a lost contact the driver reconnects every second; a new SDK takes a few
@@ -776,7 +778,9 @@ def graph_estops(client: Any, emulator: Emulator, joints: Any, node: Any, n: int
         latest = joints.last()[1]
         for arm, (_, arm_names) in arms.items():
             q0 = np.array([latest[name] for name in arm_names])
-            direction = np.where(q0 < middle[arm], 1.0, -1.0)
+            direction = np.zeros(len(q0))
+            moved = list(ESTOP_JOINTS)
+            direction[moved] = np.where(q0[moved] < middle[arm][moved], 1.0, -1.0)
             msg = JointTrajectory(joint_names=arm_names)
             msg.points = [
                 JointTrajectoryPoint(
@@ -804,7 +808,10 @@ def graph_estops(client: Any, emulator: Emulator, joints: Any, node: Any, n: int
         for arm, (iface, _) in arms.items():
             frames = emulator.client.commands(iface, since=max(0, counts[iface] - LOOKBACK_FRAMES))
             frozen = frozen_at(frames, sent["s"])
-            if frozen is not None:
+            _, steady = first_new_frame(frames, sent["s"])  # steady: its commands did not change for STEADY_S
+            if steady:
+                record[f"{arm}_not_moving"] = True  # its trajectory was refused or ended: nothing to measure
+            elif frozen is not None:
                 record[f"{arm}_frozen_ms"] = (frozen - sent["s"]) * 1e3
         records.append(record)
         done = Pending(client, lambda: release.call_async(Trigger.Request()))
@@ -1045,6 +1052,9 @@ def print_graph(graph: dict[str, Any]) -> None:
         e = stats([r["answer_ms"] for r in estops if "answer_ms" in r])
         rows.append(("the service's answer here", str(e["n"]), f2(e["median"]), f2(e["p95"]), f2(e["max"])))
         table(("ms", "n", "median", "p95", "max"), rows, "<>>>>")
+        idle = {arm: sum(1 for r in estops if r.get(f"{arm}_not_moving")) for arm in ("left", "right")}
+        if any(idle.values()):
+            print(f"   not moving at the e-stop (its ramp refused or over), left out: {idle}")
         for r in estops:
             if "failed" in r:
                 print(f"   e-stop {r['k']}: {r['failed']}")
