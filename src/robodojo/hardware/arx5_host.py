@@ -321,7 +321,7 @@ class _Host:
             if playing:
                 state = self.ctrl.get_joint_state()
                 measured = np.array(state.pos(), dtype=float)
-                fresh = [i for i in range(self.dof) if i not in set(stale)]
+                fresh = sorted(set(range(self.dof)) - set(stale))
                 held[fresh] = measured[fresh]
                 self.command(held)
         return playing, tuple(float(v) for v in held)
@@ -352,7 +352,7 @@ class _Host:
         """The driver died (its end of the socket closed: SIGKILL, a crash): end in the documented state, then exit.
 
         A playing arm is first held at its measured joints with zero velocity for DRIVER_GONE_BRAKE_S, so it stops
-        under its gains; then the SDK's damping mode (kp 0, its damping kd, zero velocity, its gravity feedforward)
+        under its gains (an arm at rest keeps its hold); then the SDK's damping mode (kp 0, its damping kd, zero velocity, its gravity feedforward)
         goes out for DRIVER_GONE_DAMP_S, and the process exits. Those damping frames are the last on the bus: what
         each motor then does is its firmware's (a Damiao with a CAN timeout disables itself; one without, and the EC
         motors as far as anything says, keep damping with the last gravity torque). Without this, the last frames
@@ -360,12 +360,10 @@ class _Host:
         damps, never ran: the streaming thread keeps the controller alive until the process ends."""
         if self.ctrl is None:
             return
-        with self.lock:
-            self.trajectory = None
-            state = self.ctrl.get_joint_state()
-            self.command(np.array(state.pos(), dtype=float))  # zero velocity: a moving arm stops
-        log_warning(f"the driver is gone: holding {DRIVER_GONE_BRAKE_S:g} s, then damping, then exiting")
-        time.sleep(DRIVER_GONE_BRAKE_S)
+        playing, _ = self.op_hold([])  # zero velocity: a moving arm stops (an arm at rest keeps its hold)
+        log_warning(f"the driver is gone: {'holding, then ' if playing else ''}damping, then exiting")
+        if playing:
+            time.sleep(DRIVER_GONE_BRAKE_S)
         with self.lock:
             self.ctrl.set_to_damping()
         time.sleep(DRIVER_GONE_DAMP_S)
