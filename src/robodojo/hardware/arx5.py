@@ -34,6 +34,7 @@ import collections
 import threading
 import time
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -336,7 +337,7 @@ class Arx5Arm(WatchdogStop):
             if not self._connected or self._status.status in ("lost", "disconnected"):
                 return
             try:
-                commanded, _ = self._call("hold", self._stale_joints())
+                commanded, _ = cast(tuple[bool, tuple[float, ...]], self._call("hold", self._stale_joints()))
             except ContactLostError:
                 return  # the status says lost
             if commanded:

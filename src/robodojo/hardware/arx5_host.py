@@ -352,12 +352,13 @@ class _Host:
         """The driver died (its end of the socket closed: SIGKILL, a crash): end in the documented state, then exit.
 
         A playing arm is first held at its measured joints with zero velocity for DRIVER_GONE_BRAKE_S, so it stops
-        under its gains (an arm at rest keeps its hold); then the SDK's damping mode (kp 0, its damping kd, zero velocity, its gravity feedforward)
-        goes out for DRIVER_GONE_DAMP_S, and the process exits. Those damping frames are the last on the bus: what
-        each motor then does is its firmware's (a Damiao with a CAN timeout disables itself; one without, and the EC
-        motors as far as anything says, keep damping with the last gravity torque). Without this, the last frames
-        were full-gain holds of a moving trajectory (velocity feedforward and all) and the SDK's destructor, which
-        damps, never ran: the streaming thread keeps the controller alive until the process ends."""
+        under its gains (an arm at rest keeps its hold); then the SDK's damping mode (kp 0, its damping kd, zero
+        velocity, its gravity feedforward) goes out for DRIVER_GONE_DAMP_S, and the process exits. Those damping
+        frames are the last on the bus: what each motor then does is its firmware's (a Damiao with a CAN timeout
+        disables itself; one without, and the EC motors as far as anything says, keep damping with the last gravity
+        torque). Without this, the last frames were full-gain holds of a moving trajectory (velocity feedforward and
+        all) and the SDK's destructor, which damps, never ran: the streaming thread keeps the controller alive until
+        the process ends."""
         if self.ctrl is None:
             return
         playing, _ = self.op_hold([])  # zero velocity: a moving arm stops (an arm at rest keeps its hold)
