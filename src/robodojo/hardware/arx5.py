@@ -329,8 +329,9 @@ class Arx5Arm(WatchdogStop):
 
     def stop(self, *, why: str = "stopped on request") -> None:
         """Stop now. A playing arm holds where it is (the command becomes the measured joints, within the motors'
-        lag, about 30 ms of motion; a joint whose motor has not answered lately keeps its command, never its stale
-        reading). An arm at rest keeps its hold: a repeated stop moves nothing (arx5_host's ``op_hold`` says why)."""
+        lag, about 30 ms of motion; a joint whose motor has not answered lately is held at the last command it
+        answered, never at its stale reading). An arm at rest keeps its hold: a repeated stop moves nothing
+        (arx5_host's ``op_hold`` says why)."""
         with self._lock:
             self.watchdog.disarm()
             self._playing = None
@@ -345,16 +346,20 @@ class Arx5Arm(WatchdogStop):
             if self._status.status != "error":
                 self._status = ArmStatus("stopped", why)
 
-    def _stale_joints(self) -> list[int]:
-        """The joints whose motor has not answered for STALE_READING_S (or never): the SDK's reading of them is old."""
+    def _stale_joints(self) -> dict[int, float | None]:
+        """The joints whose motor has not answered for STALE_READING_S (or never): the SDK's reading of them is old.
+        Each with what to hold it at: the command its motor answered last (the bus monitor saw both), which a motor
+        that only lost its link still executes; None: keep the SDK's current command."""
+        layout = self._motor_layout()
         if self._monitor is None:
-            return list(range(len(self.joint_names)))
+            return dict.fromkeys(range(len(layout.joint_motor_ids)))
         quiet = {m.motor_id: m.silent_s for m in self._monitor.health().motors}
-        stale = []
-        for i, motor_id in enumerate(self._motor_layout().joint_motor_ids):
+        answered = self._monitor.answered_commands_rad()
+        stale: dict[int, float | None] = {}
+        for i, motor_id in enumerate(layout.joint_motor_ids):
             silent_s = quiet.get(motor_id)
             if silent_s is None or silent_s > STALE_READING_S:
-                stale.append(i)
+                stale[i] = answered.get(motor_id)
         return stale
 
     def recover_from_errors(self) -> None:

@@ -305,11 +305,12 @@ class _Host:
             "timestamp_s": float(state.timestamp),
         }
 
-    def op_hold(self, stale: list[int]) -> tuple[bool, tuple[float, ...]]:
+    def op_hold(self, stale: dict[int, float | None]) -> tuple[bool, tuple[float, ...]]:
         """Stop what plays: (whether a new hold was commanded, the position held).
 
-        Only a playing trajectory is replaced by a hold at the measured joints, and joints in ``stale`` (motors that
-        did not answer lately: their reading is old) keep their current command instead. With nothing playing the
+        Only a playing trajectory is replaced by a hold at the measured joints; the joints in ``stale`` (motors that
+        did not answer lately: their reading is old) at the position given for them instead (the command the motor
+        answered last), or at their current command for None. With nothing playing the
         command already holds the arm at rest (the last point of what played, or an earlier hold): it is kept, not
         re-taken from the measured joints. A re-hold at the measured joints moves a resting joint: the SDK truncates
         a zero velocity to -0.011 rad/s on a Damiao motor (12 bits over [-45, 45]: zero lies between two codes), and
@@ -322,8 +323,11 @@ class _Host:
             if playing:
                 state = self.ctrl.get_joint_state()
                 measured = np.array(state.pos(), dtype=float)
-                fresh = sorted(set(range(self.dof)) - set(stale))
-                held[fresh] = measured[fresh]
+                for i in range(self.dof):
+                    if i not in stale:
+                        held[i] = measured[i]
+                    elif stale[i] is not None:
+                        held[i] = stale[i]
                 self.command(held)
         return playing, tuple(float(v) for v in held)
 
@@ -362,7 +366,7 @@ class _Host:
         the process ends."""
         if self.ctrl is None:
             return
-        playing, _ = self.op_hold([])  # zero velocity: a moving arm stops (an arm at rest keeps its hold)
+        playing, _ = self.op_hold({})  # zero velocity: a moving arm stops (an arm at rest keeps its hold)
         log_warning(f"the driver is gone: {'holding, then ' if playing else ''}damping, then exiting")
         if playing:
             time.sleep(DRIVER_GONE_BRAKE_S)
