@@ -5,7 +5,8 @@ last position in ``get_joint_state()``, a motor's error flag is never reported, 
 adapter unplugged, the arm's power off, the emulator killed) raises nothing (measured against the bus emulator). So
 the driver listens to the bus itself, on a CAN socket of its own beside the SDK's (SocketCAN gives every socket on an
 interface every frame), and decodes the motors' feedback frames: the time each motor last answered, its position,
-its error or state code, its temperature. It never sends.
+its error or state code, its temperature; and the position of the last command each answered (what a motor that fell
+silent was last told). It never sends.
 """
 
 from __future__ import annotations
