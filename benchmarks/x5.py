@@ -60,9 +60,16 @@ What is measured:
    commanded velocity as feedforward, without inertia or gravity: the figures compare the two ways of commanding, not
    a real arm's dynamics. The CPU the emulator, the SDK's process and this one used during the moves is printed.
 
-Run: ``.venv/bin/python benchmarks/x5.py [--trajectories 20] [--move-s 3.0] [--state-window 5.0] [--json out.json]``;
-about 1.5 minutes on 2 cores. Needs arx5-interface, a C compiler (the shim) and the ROS wheels (phase B). Other
-engineers' test runs may share the machine: the load average is printed at each stage.
+5. E-stop latency through the graph (issue 32's goal: <= 10 ms for every arm, median and max): ``--estops`` times,
+   both arms ramp joints 1, 4 and 6 at 0.3 rad/s (towards the middle of their range), 0.3 s in /hardware/estop is
+   called (std_srvs/Trigger, from an executor task here), and from ``time.monotonic()`` at the call to the first frame
+   from which every joint command of that arm keeps the position it ends at (the emulator's log): median, p95, max per
+   arm and for the later of the two (an arm whose commands had not changed for 50 ms before the call is left out and
+   counted); then /hardware/release.
+
+Run: ``.venv/bin/python benchmarks/x5.py [--trajectories 20] [--move-s 3.0] [--state-window 5.0] [--estops 20]
+[--json out.json]``; about 2 minutes on 2 cores. Needs arx5-interface, a C compiler (the shim) and the ROS wheels
+(phase B). Other engineers' test runs may share the machine: the load average is printed at each stage.
 """
 
 from __future__ import annotations
@@ -116,6 +123,11 @@ RATE_BIN_S = 0.1  # part 1: frames counted per 100 ms
 CONNECT_HOLD_S = 0.5  # after connect(), before the first trajectory (the hold command reaches the bus)
 STARTUP_TIMEOUT_S = 90.0  # the driver up and publishing (the wheels' .pth restarts every process once; two SDKs)
 REPORT_TIMEOUT_S = 5.0
+ESTOP_RAMP_S = 0.8  # part 5: both arms ramp this long at ESTOP_SPEED_RAD_S ...
+ESTOP_SPEED_RAD_S = 0.3  # ... (a new position step in nearly every 2 ms frame) ...
+ESTOP_JOINTS = (0, 3, 5)  # ... on joints 1, 4 and 6 (turns that keep the TCP's height: the guard's table margin) ...
+ESTOP_AFTER_S = 0.3  # ... and the e-stop comes this far into it
+ESTOP_SETTLE_S = 0.3  # after the e-stop's answer, before its frames are read (flushed every 20 ms)
 ARM_BACK_TIMEOUT_S = 20.0  # after a lost contact the driver reconnects every second; a new SDK takes a few
 
 
@@ -211,6 +223,25 @@ def first_new_frame(frames: Sequence[LoggedCommand], t0: float) -> tuple[float |
         elif f.motor_id in held and position != held[f.motor_id]:
             return f.time_s, steady
     return None, steady
+
+
+def frozen_at(frames: Sequence[LoggedCommand], t0: float) -> float | None:
+    """When every joint motor's command stopped changing after ``t0``: per motor, the first frame from which its
+    position stays what it ends at; the latest of those (None: no frame after ``t0``)."""
+    by_motor: dict[int, list[tuple[float, float]]] = {}
+    for f in frames:
+        if f.time_s >= t0 and f.motor_id in JOINT_MOTORS and isinstance(f.command, MitCommand):
+            by_motor.setdefault(f.motor_id, []).append((f.time_s, f.command.position_rad))
+    if len(by_motor) < len(JOINT_MOTORS):
+        return None
+    frozen = []
+    for items in by_motor.values():
+        final = items[-1][1]
+        k = len(items) - 1
+        while k > 0 and items[k - 1][1] == final:
+            k -= 1
+        frozen.append(items[k][0])
+    return max(frozen)
 
 
 # -- statistics --------------------------------------------------------------------------------------------------------
@@ -712,6 +743,87 @@ def graph_trajectories(client: Any, emulator: Emulator, joints: Any, node: Any, 
     return records
 
 
+def graph_estops(client: Any, emulator: Emulator, joints: Any, node: Any, n: int) -> list[dict[str, Any]]:
+    """Part 5 on the graph: ``n`` e-stops (/hardware/estop) while both arms ramp; each released after."""
+    from builtin_interfaces.msg import Duration
+    from ros_graph import Pending, wait_for
+    from std_srvs.srv import Trigger
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from robodojo.hardware.settings import load_arx5_settings
+    from robodojo.hardware.trajectory_guard import TrajectoryGuard
+    from robodojo.nodes import topics
+    from robodojo.nodes.arm_driver_node import ESTOP, RELEASE
+    from robodojo.robots.config import load_robot_config
+
+    dt = load_robot_config(ROBOT).control_dt_s
+    settings = load_arx5_settings().arms
+    arms = {a.arm: (a.interface, list(a.joint_names)) for a in settings}
+    middle = {}  # of each joint's range: the ramps head there, so that the guard accepts them whatever the drift
+    for a in settings:
+        limits = TrajectoryGuard(a).limits
+        middle[a.arm] = np.array([(limits[n].lower + limits[n].upper) / 2.0 for n in a.joint_names])
+    node_ros = client.node
+    estop, release = node_ros.create_client(Trigger, ESTOP), node_ros.create_client(Trigger, RELEASE)
+    pubs = {arm: node_ros.create_publisher(JointTrajectory, topics.arm_controller(arm), 10) for arm in arms}
+    wait_for(lambda: estop.service_is_ready() and release.service_is_ready(), 30.0, "the e-stop services", [node])
+    wait_for(lambda: all(p.get_subscription_count() > 0 for p in pubs.values()), 30.0, "both controllers", [node])
+    times = np.arange(1, round(ESTOP_RAMP_S / dt) + 1) * dt
+    records: list[dict[str, Any]] = []
+    names = [name for _, arm_names in arms.values() for name in arm_names]
+    for k in range(n):
+        if not wait_until(lambda: all(name in joints.last()[1] for name in names), ARM_BACK_TIMEOUT_S):
+            records.append({"k": k, "failed": f"an arm not on /joint_states for {ARM_BACK_TIMEOUT_S:g} s"})
+            break
+        latest = joints.last()[1]
+        for arm, (_, arm_names) in arms.items():
+            q0 = np.array([latest[name] for name in arm_names])
+            direction = np.zeros(len(q0))
+            moved = list(ESTOP_JOINTS)
+            direction[moved] = np.where(q0[moved] < middle[arm][moved], 1.0, -1.0)
+            msg = JointTrajectory(joint_names=arm_names)
+            msg.points = [
+                JointTrajectoryPoint(
+                    positions=[float(v) for v in q0 + direction * ESTOP_SPEED_RAD_S * t],
+                    time_from_start=Duration(sec=int(t), nanosec=round((t % 1) * 1e9)),
+                )
+                for t in times
+            ]
+            pubs[arm].publish(msg)
+        time.sleep(ESTOP_AFTER_S)
+        counts = {iface: emulator.client.command_count(iface) for iface, _ in arms.values()}
+        sent: dict[str, float] = {}
+
+        def call(service: Any = estop, sent: dict[str, float] = sent) -> Any:
+            sent["s"] = time.monotonic()
+            return service.call_async(Trigger.Request())
+
+        pending = Pending(client, call)
+        record: dict[str, Any] = {"k": k}
+        if not pending.wait(5.0):
+            record["failed"] = "no answer to the e-stop within 5 s"
+        else:
+            record["answer_ms"] = (pending.done_s - pending.sent_s) * 1e3
+        time.sleep(ESTOP_SETTLE_S)
+        for arm, (iface, _) in arms.items():
+            frames = emulator.client.commands(iface, since=max(0, counts[iface] - LOOKBACK_FRAMES))
+            frozen = frozen_at(frames, sent["s"])
+            _, steady = first_new_frame(frames, sent["s"])  # steady: its commands did not change for STEADY_S
+            if steady:
+                record[f"{arm}_not_moving"] = True  # its trajectory was refused or ended: nothing to measure
+            elif frozen is not None:
+                record[f"{arm}_frozen_ms"] = (frozen - sent["s"]) * 1e3
+        records.append(record)
+        done = Pending(client, lambda: release.call_async(Trigger.Request()))
+        if not done.wait(5.0) or not done.future.result().success:  # type: ignore[attr-defined]
+            records.append({"k": k, "failed": "the release was not answered or refused"})
+            break
+        time.sleep(HOLD_BETWEEN_S)
+    for pub in pubs.values():
+        node_ros.destroy_publisher(pub)
+    return records
+
+
 def graph_phase(socket_dir: Path, log_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Phase B: parts 3 and 2 through arx5_driver_node."""
     from fr3_graph import Client, Log, stamp_s
@@ -775,6 +887,8 @@ def graph_phase(socket_dir: Path, log_dir: Path, args: argparse.Namespace) -> di
         out["load_states"] = load_text()
         out["trajectories"] = graph_trajectories(client, emulator, joints, node, args.trajectories)
         out["load_trajectories"] = load_text()
+        out["estops"] = graph_estops(client, emulator, joints, node, args.estops)
+        out["load_estops"] = load_text()
     except GraphDown as exc:
         out["failed"] = str(exc)
     finally:
@@ -921,6 +1035,29 @@ def print_graph(graph: dict[str, Any]) -> None:
         table(("ms", "p50", "p95", "max", f"> {2 * js['period_ms']:g} ms"), rows, "<>>>>")
         cpu = ", ".join(f"{name} {pct:.0f}%" for name, pct in graph.get("cpu_percent", {}).items())
         print(f"   CPU over the window, % of one core (of {nproc()}): {cpu}")
+    estops = graph.get("estops", [])
+    if estops:
+        print(
+            f"5. e-stop (/hardware/estop) while both arms ramp at {ESTOP_SPEED_RAD_S:g} rad/s -> every joint command "
+            f"of the arm frozen (emulator log; {graph.get('load_estops', '-')})"
+        )
+        rows = []
+        for label, key in (("left arm frozen", "left_frozen_ms"), ("right arm frozen", "right_frozen_ms")):
+            e = stats([r[key] for r in estops if key in r])
+            rows.append((label, str(e["n"]), f2(e["median"]), f2(e["p95"]), f2(e["max"])))
+        both = stats([max(r["left_frozen_ms"], r["right_frozen_ms"]) for r in estops if "right_frozen_ms" in r and
+                      "left_frozen_ms" in r])  # fmt: skip
+        rows.append(("every arm frozen (the later one)", str(both["n"]), f2(both["median"]), f2(both["p95"]),
+                     f2(both["max"])))  # fmt: skip
+        e = stats([r["answer_ms"] for r in estops if "answer_ms" in r])
+        rows.append(("the service's answer here", str(e["n"]), f2(e["median"]), f2(e["p95"]), f2(e["max"])))
+        table(("ms", "n", "median", "p95", "max"), rows, "<>>>>")
+        idle = {arm: sum(1 for r in estops if r.get(f"{arm}_not_moving")) for arm in ("left", "right")}
+        if any(idle.values()):
+            print(f"   not moving at the e-stop (its ramp refused or over), left out: {idle}")
+        for r in estops:
+            if "failed" in r:
+                print(f"   e-stop {r['k']}: {r['failed']}")
     if graph.get("driver_log"):
         lost = sum(1 for line in graph["driver_log"] if "lost contact" in line)
         print(f"   arx5_driver_node ERROR/WARN lines ({len(graph['driver_log'])}, {lost} lost contact), the first 5:")
@@ -998,6 +1135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trajectories", type=int, default=20, help="part 2's trajectories per run (default 20)")
     parser.add_argument("--move-s", type=float, default=3.0, help="part 4's move duration [s] (default 3.0)")
     parser.add_argument("--state-window", type=float, default=5.0, help="part 3's window [s] (default 5.0)")
+    parser.add_argument("--estops", type=int, default=20, help="part 5's e-stops (default 20)")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args(argv)
     if preloaded():

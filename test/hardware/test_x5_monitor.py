@@ -19,6 +19,7 @@ import pytest
 from robodojo.hardware.x5_bus import shim
 from robodojo.hardware.x5_bus.emulator import BusEmulator
 from robodojo.hardware.x5_bus.frames import (
+    EC_RANGES,
     X5_LAYOUT,
     CanFrame,
     DamiaoSpecial,
@@ -27,7 +28,7 @@ from robodojo.hardware.x5_bus.frames import (
     encode_damiao_special,
     encode_ec_command,
 )
-from robodojo.hardware.x5_bus.monitor import BusMonitor, motor_names
+from robodojo.hardware.x5_bus.monitor import READ_PERIOD_S, BusMonitor, motor_names
 
 SILENT_AFTER_S = 0.1
 CYCLE_S = 0.002
@@ -41,6 +42,7 @@ class Sender:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock.connect(str(path))
         self.running = True
+        self.position_rad = 0.0  # every motor's commanded position
         self.paused = threading.Event()  # the SDK's loop stalled: it sends nothing meanwhile
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -48,13 +50,13 @@ class Sender:
     def _run(self) -> None:
         for motor in (5, 6, 7, 8):
             self.sock.send(CanFrame(motor, encode_damiao_special(DamiaoSpecial.ENABLE)).pack())
-        hold = MitCommand(kp=0.0, kd=1.0, position_rad=0.0, velocity_rad_s=0.0, torque=0.0)
-        frames = [CanFrame(i, encode_ec_command(hold)).pack() for i in (1, 2, 4)]
-        frames += [CanFrame(i, encode_damiao_command(hold)).pack() for i in (5, 6, 7, 8)]
         while self.running:
             if self.paused.is_set():
                 time.sleep(CYCLE_S)
                 continue
+            hold = MitCommand(kp=0.0, kd=1.0, position_rad=self.position_rad, velocity_rad_s=0.0, torque=0.0)
+            frames = [CanFrame(i, encode_ec_command(hold)).pack() for i in (1, 2, 4)]
+            frames += [CanFrame(i, encode_damiao_command(hold)).pack() for i in (5, 6, 7, 8)]
             for frame in frames:
                 self.sock.send(frame)
             self.sock.setblocking(False)
@@ -152,3 +154,22 @@ def test_a_stalled_sender_leaves_the_motors_unasked_not_silent_and_the_gap_is_re
     bus.silence(6)
     later = _health_after(monitor, 3 * SILENT_AFTER_S)
     assert any("motor 6 (joint5) silent" in p for p in later.problems), later.problems
+
+
+def test_a_silent_motor_s_last_answered_command_is_known(rig):
+    """What a motor that fell silent was last told and answered (a stop holds it there, robodojo.hardware.arx5),
+    read from the commands and the answers on the bus: not the commands sent after it fell silent."""
+    bus, sender, monitor = rig
+    monitor.wait_until_all_answer(2.0)
+    sender.position_rad = 0.1
+    time.sleep(5 * READ_PERIOD_S)
+    bus.silence(6)  # a Damiao motor ...
+    bus.silence(2)  # ... and an EC one
+    sender.position_rad = 0.2
+    time.sleep(5 * READ_PERIOD_S)
+    answered = monitor.answered_commands_rad()
+    step = EC_RANGES.position_rad.resolution
+    for motor in (1, 4, 5, 7, 8):
+        assert abs(answered[motor] - 0.2) <= step, (motor, answered)
+    for motor in (2, 6):
+        assert abs(answered[motor] - 0.1) <= step, (motor, answered)

@@ -34,6 +34,7 @@ import collections
 import threading
 import time
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -57,6 +58,12 @@ CONNECT_AGREEMENT_RAD = 0.02
 CONNECT_AGREEMENT_M = 0.002
 CONNECT_POLL_S = 0.05
 SDK_LOG_KEPT = 20  # the SDK's last warnings and errors, for diagnostics
+# A motor that has not answered for this long is not held at its reading (the SDK keeps a silent motor's last one):
+# 25 SDK cycles, 2.5 of the bus monitor's reads; a joint at 1 rad/s moves 0.05 rad meanwhile.
+STALE_READING_S = 0.05
+# An arm at rest starts a trajectory from the joints read this recently (the guard's reading): one SDK round trip less
+# between a trajectory's arrival and its first command. At rest the joints stay within an encoder step meanwhile.
+START_READING_FRESH_S = 0.05
 
 
 class _Playing:
@@ -104,6 +111,7 @@ class Arx5Arm(WatchdogStop):
         self._status = ArmStatus("disconnected", "connect() first")
         self._playing: _Playing | None = None
         self.sent_commands = 0  #: trajectories and holds handed to the SDK (the tests' "nothing sent")
+        self._last_read: tuple[float, tuple[float, ...]] = (-float("inf"), ())  # (monotonic, joints) of joint_state()
         self.last_health: BusHealth | None = None  #: the bus as last looked at
         self.watchdog = CommandWatchdog(settings.watchdog_timeout_s, self._on_watchdog)
 
@@ -234,6 +242,7 @@ class Arx5Arm(WatchdogStop):
             if silent:
                 raise HardwareError(f"the X5 on {self.interface}: {'; '.join(silent)}: its joint state is unknown")
             state = self._state()
+            self._last_read = (time.monotonic(), state.positions_rad)
             return JointReading(
                 positions_rad=state.positions_rad,
                 velocities_rad_s=state.velocities_rad_s,
@@ -253,7 +262,7 @@ class Arx5Arm(WatchdogStop):
             if self._status.status == "error":
                 raise HardwareError(f"the arm is in error ({self._status.detail}): call recover_from_errors() first")
             self._look_at_faults(raising=True)
-            start = np.array(self._state().positions_rad, dtype=float)
+            start = np.array(self._start_rad(), dtype=float)
             playing = _Playing(trajectory, start, time.monotonic())
             self._call(
                 "play", self.settings.trajectory_mode, playing.start_s, start.tolist(),
@@ -263,6 +272,14 @@ class Arx5Arm(WatchdogStop):
             self.sent_commands += 1
             self._status = ArmStatus("playing", "")
             self.watchdog.arm()
+
+    def _start_rad(self) -> tuple[float, ...]:
+        """Where a new trajectory starts: an arm at rest stands where :meth:`joint_state` read it just before (the
+        reading the guard checked it against, saving a round trip to the SDK); a moving one is read now."""
+        read_s, positions = self._last_read
+        if self._status.status != "playing" and time.monotonic() - read_s <= START_READING_FRESH_S:
+            return positions
+        return self._state().positions_rad
 
     def feed(self) -> None:
         """The commander is alive (a lease renewal): keeps a playing trajectory going."""
@@ -311,20 +328,39 @@ class Arx5Arm(WatchdogStop):
         return not self.is_playing()
 
     def stop(self, *, why: str = "stopped on request") -> None:
-        """Stop now: the command becomes the measured joints, so the arm holds where it is (within the motors' lag,
-        about 30 ms of motion)."""
+        """Stop now. A playing arm holds where it is (the command becomes the measured joints, within the motors'
+        lag, about 30 ms of motion; a joint whose motor has not answered lately is held at the last command it
+        answered, never at its stale reading). An arm at rest keeps its hold: a repeated stop moves nothing
+        (arx5_host's ``op_hold`` says why)."""
         with self._lock:
             self.watchdog.disarm()
             self._playing = None
             if not self._connected or self._status.status in ("lost", "disconnected"):
                 return
             try:
-                self._call("hold")
+                commanded, _ = cast(tuple[bool, tuple[float, ...]], self._call("hold", self._stale_joints()))
             except ContactLostError:
                 return  # the status says lost
-            self.sent_commands += 1
+            if commanded:
+                self.sent_commands += 1
             if self._status.status != "error":
                 self._status = ArmStatus("stopped", why)
+
+    def _stale_joints(self) -> dict[int, float | None]:
+        """The joints whose motor has not answered for STALE_READING_S (or never): the SDK's reading of them is old.
+        Each with what to hold it at: the command its motor answered last (the bus monitor saw both), which a motor
+        that only lost its link still executes; None: keep the SDK's current command."""
+        layout = self._motor_layout()
+        if self._monitor is None:
+            return dict.fromkeys(range(len(layout.joint_motor_ids)))
+        quiet = {m.motor_id: m.silent_s for m in self._monitor.health().motors}
+        answered = self._monitor.answered_commands_rad()
+        stale: dict[int, float | None] = {}
+        for i, motor_id in enumerate(layout.joint_motor_ids):
+            silent_s = quiet.get(motor_id)
+            if silent_s is None or silent_s > STALE_READING_S:
+                stale[i] = answered.get(motor_id)
+        return stale
 
     def recover_from_errors(self) -> None:
         """Accept trajectories again once the bus is healthy (HardwareError naming what is still wrong). After the

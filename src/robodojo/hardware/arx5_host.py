@@ -21,6 +21,8 @@ the SDK's warnings and errors are handed to a callback.
 Because the host plays on its own, a driver that freezes (SIGSTOP, starved of the CPU) could not stop a trajectory,
 and neither could its watchdog thread, frozen alike: the host holds where the arm is when no request came from the
 driver for ``deadman_s`` (the driver asks for the joint state at every tick and at its state rate), and logs it.
+A driver that died (SIGKILL, a crash) closes its end of the socket: the host then stops the arm, damps it and exits
+(:meth:`_Host.driver_gone`), so the last frames on the bus are damping at zero velocity, whatever played before.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from robodojo.hardware.realtime import threads_started_at
 
 REPLY_TIMEOUT_S = 10.0  # longer than any SDK call (reset_to_home: max(error, 0.5) s + 0.5 s at 1 rad/s)
 START_TIMEOUT_S = 30.0  # interpreter, numpy and the SDK's import, then the construction (0.2 s)
-EXIT_TIMEOUT_S = 8.0  # the SDK's destructor damps for 2 s
+EXIT_TIMEOUT_S = 8.0  # the host exits in about 0.3 s (its SDK's destructor, 2 s of damping, does not run: measured)
 #: An SDK log line: "[19:37:49 X5_can0 error] message" (spdlog, the SDK's pattern).
 SDK_LOG_LINE = re.compile(r"^\[\d\d:\d\d:\d\d (?P<logger>\S+) (?P<level>\w+)\] (?P<message>.*)$")
 EMERGENCY = "Emergency state entered"
@@ -56,6 +58,10 @@ EMERGENCY = "Emergency state entered"
 # config's bus_thread_priority (SCHED_FIFO); the rest of the process (the requests, the stream thread) asks for a
 # higher priority (lower niceness) where the OS allows it (root, or an RLIMIT_NICE).
 HOST_NICE = -5
+# A driver that died (killed, crashed) leaves the host to end alone (_Host.driver_gone): a moving arm held this long
+# first (3-4 times the motors' kd/kp lag of 25-35 ms), then damping frames this long (150 SDK cycles) before it exits.
+DRIVER_GONE_BRAKE_S = 0.1
+DRIVER_GONE_DAMP_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -152,7 +158,8 @@ class SdkHost:
         return answer
 
     def stop_process(self) -> None:
-        """End the host: the SDK's destructor damps the arm (2 s), then the process exits (killed if it hangs)."""
+        """End the host (killed if it hangs). Its last command stays on the bus: damp first (:meth:`Arx5Arm.close`
+        does). The SDK's destructor, which would damp, does not run on the way out (measured: no damping frame)."""
         conn, process = self._conn, self._process
         self._conn = self._process = None
         if conn is not None:
@@ -298,14 +305,31 @@ class _Host:
             "timestamp_s": float(state.timestamp),
         }
 
-    def op_hold(self) -> tuple[float, ...]:
-        """Stop what plays and hold the measured joints; the position held."""
+    def op_hold(self, stale: dict[int, float | None]) -> tuple[bool, tuple[float, ...]]:
+        """Stop what plays: (whether a new hold was commanded, the position held).
+
+        Only a playing trajectory is replaced by a hold at the measured joints; the joints in ``stale`` (motors that
+        did not answer lately: their reading is old) at the position given for them instead (the command the motor
+        answered last), or at their current command for None. With nothing playing the
+        command already holds the arm at rest (the last point of what played, or an earlier hold): it is kept, not
+        re-taken from the measured joints. A re-hold at the measured joints moves a resting joint: the SDK truncates
+        a zero velocity to -0.011 rad/s on a Damiao motor (12 bits over [-45, 45]: zero lies between two codes), and
+        under kp 30 / kd 1 that bias holds each wrist joint 0.37 mrad below its target, one position step, which the
+        next re-hold makes its target (measured: one step per stop on joints 4-6)."""
         with self.lock:
-            self.trajectory = None
-            state = self.ctrl.get_joint_state()
-            held = np.array(state.pos(), dtype=float)
-            self.command(held)
-        return tuple(float(v) for v in held)
+            playing, self.trajectory = self.trajectory is not None, None
+            cmd = self.ctrl.get_joint_cmd()  # bound to a name first, as the state
+            held = np.array(cmd.pos(), dtype=float)
+            if playing:
+                state = self.ctrl.get_joint_state()
+                measured = np.array(state.pos(), dtype=float)
+                for i in range(self.dof):
+                    if i not in stale:
+                        held[i] = measured[i]
+                    elif stale[i] is not None:
+                        held[i] = stale[i]
+                self.command(held)
+        return playing, tuple(float(v) for v in held)
 
     def op_play(self, mode: str, start_s: float, start_rad: list, times_s: list, points: list) -> None:
         """A trajectory from ``start_s`` (monotonic: this machine's clock, the same in every process) on."""
@@ -328,6 +352,27 @@ class _Host:
                 return  # streaming: the next cycle carries it
             cmd = self.ctrl.get_joint_cmd()
             self.command(np.array(cmd.pos(), dtype=float))
+
+    def driver_gone(self) -> None:
+        """The driver died (its end of the socket closed: SIGKILL, a crash): end in the documented state, then exit.
+
+        A playing arm is first held at its measured joints with zero velocity for DRIVER_GONE_BRAKE_S, so it stops
+        under its gains (an arm at rest keeps its hold); then the SDK's damping mode (kp 0, its damping kd, zero
+        velocity, its gravity feedforward) goes out for DRIVER_GONE_DAMP_S, and the process exits. Those damping
+        frames are the last on the bus: what each motor then does is its firmware's (a Damiao with a CAN timeout
+        disables itself; one without, and the EC motors as far as anything says, keep damping with the last gravity
+        torque). Without this, the last frames were full-gain holds of a moving trajectory (velocity feedforward and
+        all) and the SDK's destructor, which damps, never ran: the streaming thread keeps the controller alive until
+        the process ends."""
+        if self.ctrl is None:
+            return
+        playing, _ = self.op_hold({})  # zero velocity: a moving arm stops (an arm at rest keeps its hold)
+        log_warning(f"the driver is gone: {'holding, then ' if playing else ''}damping, then exiting")
+        if playing:
+            time.sleep(DRIVER_GONE_BRAKE_S)
+        with self.lock:
+            self.ctrl.set_to_damping()
+        time.sleep(DRIVER_GONE_DAMP_S)
 
     def op_reset_to_home(self) -> None:
         with self.lock:
@@ -429,8 +474,9 @@ class _Trajectory:
 
 def log_warning(message: str) -> None:
     """A warning of the host's own, in the SDK's log format (:data:`SDK_LOG_LINE`): the driver reads it alike."""
-    sys.stdout.write(f"[{time.strftime('%H:%M:%S')} arx5_host warning] {message}\n")
-    sys.stdout.flush()
+    with contextlib.suppress(OSError):  # a dead driver no longer reads the pipe
+        sys.stdout.write(f"[{time.strftime('%H:%M:%S')} arx5_host warning] {message}\n")
+        sys.stdout.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -442,16 +488,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     while True:
         try:
             request = conn.recv()
-        except (EOFError, OSError):
-            break  # the driver is gone: the SDK's destructor damps the arm on the way out
+        except (EOFError, OSError):  # the driver is gone without a word (killed, crashed)
+            return _driver_gone(host)
         if request[0] == "exit":
             break
         try:
-            conn.send(("ok", host.handle(*request)))
+            answer = host.handle(*request)
         except Exception as exc:
-            conn.send(("error", (type(exc).__name__, str(exc))))
+            answer = ("error", (type(exc).__name__, str(exc)))
+        else:
+            answer = ("ok", answer)
+        try:
+            conn.send(answer)
+        except (EOFError, OSError):  # gone while its request ran
+            return _driver_gone(host)
     conn.close()
     return 0
+
+
+def _driver_gone(host: _Host) -> int:
+    """The documented end after the driver's death (:meth:`_Host.driver_gone`), and the exit now: the SDK's destructor
+    does not run on its own (the streaming thread keeps the controller alive), and nobody reads this log any more."""
+    try:
+        host.driver_gone()
+    finally:
+        os._exit(0)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ keep their power and position.
 Faults for tests (thread-safe, effective from the next frame): :meth:`BusEmulator.silence` (one motor stops
 answering), :meth:`BusEmulator.set_fault` (its feedback carries an error code), :meth:`BusEmulator.mute` (the whole
 bus stops answering: a dead USB-CAN adapter or the arm's power off), :meth:`BusEmulator.block_gripper` (an object
-of some width between the fingers) and :meth:`BusEmulator.load` (a motor reports more torque than it outputs).
+of some width between the fingers) and :meth:`BusEmulator.load` (a motor reports more torque than it outputs). And
+the motors' firmware: :meth:`BusEmulator.set_can_timeout` (the Damiao motors' CAN timeout, motors.py).
 """
 
 from __future__ import annotations
@@ -201,6 +202,29 @@ class BusEmulator:
             motor.blocked_below_rad = None if width_m is None else self.layout.gripper_rad(width_m)
             if motor.blocked_below_rad is not None and motor.state.position_rad < motor.blocked_below_rad:
                 motor.state.position_rad = motor.blocked_below_rad
+
+    def set_can_timeout(self, timeout_s: float | None) -> None:
+        """Every Damiao motor's firmware CAN timeout (register 9; None: off, the default): after that long without a
+        frame it disables itself and reports "communication lost" (motors.py)."""
+        with self._lock:
+            for motor in self.motors.values():
+                motor.can_timeout_s = timeout_s
+
+    def motor_states(self) -> dict[int, dict[str, object]]:
+        """Each motor's firmware state: enabled (Damiao), its fault code, and its last command's gains and velocity
+        (None: it has none, disabled)."""
+        with self._lock:
+            now = time.monotonic()
+            out: dict[int, dict[str, object]] = {}
+            for motor_id, motor in self.motors.items():
+                motor.advance(now)
+                cmd = motor.command
+                out[motor_id] = {
+                    "enabled": motor.enabled,
+                    "fault": motor.fault_code,
+                    "command": None if cmd is None else {"kp": cmd.kp, "kd": cmd.kd, "velocity": cmd.velocity_rad_s},
+                }
+            return out
 
     def load(self, motor_id: int, torque: float) -> None:
         """``motor_id`` reports ``torque`` more than it outputs (a load it holds: the SDK's over-current check)."""

@@ -5,7 +5,8 @@ last position in ``get_joint_state()``, a motor's error flag is never reported, 
 adapter unplugged, the arm's power off, the emulator killed) raises nothing (measured against the bus emulator). So
 the driver listens to the bus itself, on a CAN socket of its own beside the SDK's (SocketCAN gives every socket on an
 interface every frame), and decodes the motors' feedback frames: the time each motor last answered, its position,
-its error or state code, its temperature. It never sends.
+its error or state code, its temperature; and the position of the last command each answered (what a motor that fell
+silent was last told). It never sends.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from robodojo.hardware.x5_bus.frames import (
     DAMIAO_ENABLED,
     DAMIAO_REPLY_ID,
     EC_IDS,
+    EC_RANGES,
     ArmLayout,
     decode_damiao_feedback,
     decode_ec_feedback,
@@ -42,6 +44,7 @@ DAMIAO_FAULTS = {
 }
 _ID_BYTES = struct.Struct("<I")
 _CAN_EFF_MASK = 0x1FFFFFFF
+DAMIAO_SPECIAL_PREFIX = b"\xff" * 7  # enable, disable, clear error, set zero: not a position command
 READ_PERIOD_S = 0.02  # the reader drains its socket this often
 RECEIVE_BUFFER_BYTES = 32768  # what the socket may queue between two drains (a few SDK cycles of frames)
 SILENT_CYCLES = 3  # a motor is silent only once the others have answered this many times without it
@@ -107,6 +110,8 @@ class BusMonitor:
         self._state: dict[int, int] = {}
         self._temperature: dict[int, float] = {}
         self._position: dict[int, float] = {}
+        self._commanded_raw: dict[int, int] = {}  # the position field of each motor's last MIT command on the bus
+        self._answered_raw: dict[int, int] = {}  # ... of the last command the motor answered (what it executes)
         self._asked: dict[int, int] = {}  # commands to each motor since its last answer
         self._commanded_s: float | None = None  # when the reader last found a command frame
         self._quiet_drains = 0  # the reader's drains since then that found none
@@ -189,6 +194,11 @@ class BusMonitor:
             longest_gap_s,
         )  # fmt: skip
 
+    def answered_commands_rad(self) -> dict[int, float]:
+        """Each motor's commanded position [rad] in the last command it answered: what a motor that fell silent was
+        last told (and executes still, if it only lost its link); motors that answered no command are missing."""
+        return {m: EC_RANGES.position_rad.decode(raw) for m, raw in self._answered_raw.items()}
+
     def positions_rad(self) -> dict[int, float]:
         """Each motor's position in its last answer [rad] (motor side: the gripper's is its motor's angle); motors
         that never answered are missing."""
@@ -259,17 +269,34 @@ class BusMonitor:
                 if can_id in self.motor_names:  # a command: the other frames on a motor's id
                     self._asked[can_id] = self._asked.get(can_id, 0) + 1
                     self.commands += 1
+                    raw_position = _command_position_raw(can_id, data)
+                    if raw_position is not None:
+                        self._commanded_raw[can_id] = raw_position
                 return
         except ValueError:
             return
         if fb.motor_id in self.motor_names:
             self._asked[fb.motor_id] = 0
+            if fb.motor_id in self._commanded_raw:  # a motor answers each command it hears
+                self._answered_raw[fb.motor_id] = self._commanded_raw[fb.motor_id]
             self._seen_s[fb.motor_id] = self._clock()
             self._seen_frames[fb.motor_id] = self.frames
             self._state[fb.motor_id] = fb.state
             self._temperature[fb.motor_id] = fb.temperature_c
             self._position[fb.motor_id] = fb.position_rad
             self.frames += 1
+
+
+def _command_position_raw(motor_id: int, data: bytes) -> int | None:
+    """The 16-bit position field of an MIT command frame to ``motor_id`` (None for a Damiao special command); read
+    without decoding the rest: the monitor sees some 3,500 commands a second per arm."""
+    if len(data) != 8:
+        return None
+    if motor_id in EC_IDS:
+        return data[3] << 8 | data[4]  # after mode, kp and kd (frames.encode_ec_command)
+    if data[:7] == DAMIAO_SPECIAL_PREFIX:
+        return None
+    return data[0] << 8 | data[1]
 
 
 def motor_names(layout: ArmLayout) -> dict[int, str]:

@@ -8,6 +8,15 @@ whatever the spring and damper cannot deliver (a blocked gripper, a capped speed
 (the SDK's damping mode: a real arm would sag under gravity there); with kd 0 and kp > 0 it moves to the target at
 its top speed.
 
+When the bus goes quiet (the SDK's process ended) each motor does what its firmware does, as far as it is known
+(issue 32; shared/HARDWARE.md): a Damiao DM-J4310 has a CAN timeout (its register 9, TIMEOUT, in 50 us counts; 0
+turns it off): with one set, a motor that hears no command for that long disables itself and reports state 0xD
+("communication lost") until it is enabled again; without, it keeps executing its last command. arx5-interface 0.1.5
+never writes that register, so a delivered arm's value is whatever ARX stored: :attr:`EmulatedMotor.can_timeout_s`,
+None (off) unless a test sets it. Nothing public documents a timeout for ARX's EC-A4310 and the SDK's library has no
+command for one: an EC motor keeps executing its last command, the worst case. So the last frames the driver's side
+sends decide what the arm does after it (robodojo.hardware.arx5_host: damping).
+
 Faults a test can inject: ``silent`` (the motor neither hears nor answers: a loose cable, no power), ``fault_code`` (its
 feedback carries an error: EC error bits, Damiao state 8-14), ``blocked_below_rad`` (something stops it going
 lower: an object between the gripper's fingers) and ``extra_torque`` (a load it reports holding: over-current).
@@ -34,6 +43,7 @@ from robodojo.hardware.x5_bus.frames import (
 
 TEMPERATURE_C = 30.0  # reported constantly; the emulation has no thermal model
 MAX_STEP_S = 0.05  # a longer gap between commands (a paused SDK) integrates as this much: no leap on waking
+DAMIAO_LOST_COMMUNICATION = 0xD  #: the state a Damiao motor reports after its CAN timeout
 
 
 @dataclass
@@ -67,6 +77,8 @@ class EmulatedMotor:
         self.blocked_below_rad: float | None = None
         self.extra_torque = 0.0  # added to the reported torque: a load the joint holds (over-current tests)
         self._last_s: float | None = None
+        self.can_timeout_s: float | None = None  # Damiao only: its firmware's CAN timeout (None: off)
+        self._heard_s: float | None = None  # when it last heard a frame
         self.commands = 0  # MIT frames received
         self.specials: list[DamiaoSpecial] = []
 
@@ -76,6 +88,7 @@ class EmulatedMotor:
         self.advance(now_s)
         if self.silent:
             return None  # it hears nothing either: a loose cable, no power
+        self._heard_s = now_s
         if self.family is MotorFamily.EC:
             self.command = decode_ec_command(data)
             self.commands += 1
@@ -94,6 +107,8 @@ class EmulatedMotor:
         self.specials.append(special)
         if special is DamiaoSpecial.ENABLE:
             self.enabled = True
+            if self.fault_code == DAMIAO_LOST_COMMUNICATION:  # assumed: enabling again ends the lost communication
+                self.fault_code = 0
         elif special is DamiaoSpecial.DISABLE:
             self.enabled, self.command = False, None
         elif special is DamiaoSpecial.CLEAR_ERROR:
@@ -111,11 +126,19 @@ class EmulatedMotor:
         return MotorFeedback(self.motor_id, state, s.position_rad, s.velocity_rad_s, torque, TEMPERATURE_C)
 
     def advance(self, now_s: float) -> None:
-        """Integrate the joint under the held command up to ``now_s`` (monotonic seconds)."""
+        """Integrate the joint under the held command up to ``now_s`` (monotonic seconds), and up to its CAN timeout
+        at most (then the firmware disables it)."""
         last, self._last_s = self._last_s, now_s
         if last is None:
             return
-        dt = min(max(0.0, now_s - last), MAX_STEP_S)
+        timed_out_s = self._timed_out_at(now_s)
+        end_s = now_s if timed_out_s is None else max(last, timed_out_s)
+        self._integrate(min(max(0.0, end_s - last), MAX_STEP_S))
+        if timed_out_s is not None:
+            self.enabled, self.command, self.fault_code = False, None, DAMIAO_LOST_COMMUNICATION
+            self.state.velocity_rad_s, self.state.torque = 0.0, 0.0
+
+    def _integrate(self, dt: float) -> None:
         cmd, s = self.command, self.state
         if cmd is None or self.fault_code or self.silent or dt == 0.0:  # no command, a fault, no power: it stays
             s.velocity_rad_s, s.torque = 0.0, 0.0
@@ -136,3 +159,13 @@ class EmulatedMotor:
         torque = cmd.torque + cmd.kp * (cmd.position_rad - s.position_rad) + cmd.kd * (cmd.velocity_rad_s - speed)
         s.torque = min(max(torque, -self.torque_limit), self.torque_limit)
         s.position_rad, s.velocity_rad_s = position, speed
+
+    def _timed_out_at(self, now_s: float) -> float | None:
+        """When this motor's CAN timeout ran out before ``now_s`` (a Damiao, enabled, with a timeout set), else None."""
+        if (
+            self.family is not MotorFamily.DAMIAO or self.can_timeout_s is None or not self.enabled
+            or self._heard_s is None or self.silent
+        ):  # fmt: skip
+            return None
+        expiry_s = self._heard_s + self.can_timeout_s
+        return expiry_s if now_s > expiry_s else None

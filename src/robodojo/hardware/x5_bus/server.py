@@ -16,7 +16,10 @@ stream socket: one JSON request per line, one JSON answer per line):
 - ``{"op": "block_gripper", "interface": "can0", "width_m": 0.04}``: an object that wide between the fingers (null:
   none);
 - ``{"op": "load", "interface": "can0", "motor": 2, "torque": 25.0}``: the motor reports that much more torque (its
-  feedback unit) than it outputs (0 clears).
+  feedback unit) than it outputs (0 clears);
+- ``{"op": "can_timeout", "interface": "can0", "timeout_s": 0.05}``: the Damiao motors' firmware CAN timeout (null:
+  off, the default);
+- ``{"op": "motors", "interface": "can0"}``: each motor's firmware state (``motors``: id -> enabled, fault, command).
 
 Every answer has ``"ok"``; a failed request says why in ``"error"``.
 """
@@ -136,12 +139,19 @@ class EmulatorServer:
                     for name, bus in self.buses.items()
                 }
             }
-        if op not in ("silence", "fault", "mute", "block_gripper", "load"):
-            raise ValueError(f"unknown op {op!r}; ops: state, silence, fault, mute, block_gripper, load")
+        ops = ("silence", "fault", "mute", "block_gripper", "load", "can_timeout", "motors")
+        if op not in ops:
+            raise ValueError(f"unknown op {op!r}; ops: state, {', '.join(ops)}")
         name = request["interface"]
         if name not in self.buses:
             raise ValueError(f"no bus {name!r}; buses: {', '.join(self.buses)}")
         bus = self.buses[name]
+        if op == "motors":
+            return {"motors": {str(m): v for m, v in bus.motor_states().items()}}
+        if op == "can_timeout":
+            timeout = request.get("timeout_s")
+            bus.set_can_timeout(None if timeout is None else float(timeout))
+            return {}
         if op == "silence":
             bus.silence(int(request["motor"]), bool(request.get("on", True)))
         elif op == "fault":
