@@ -203,7 +203,7 @@ def test_a_campaign_runs_the_shell_agent_when_listed(tmp_path):
     assert "1/1 episodes ended, 1 successes, 0 crashed" in result.stdout
 
 
-def test_view_image_shows_a_working_folder_image_and_refuses_others(dual_world):
+def test_view_image_shows_what_the_agent_can_read_and_nothing_it_links_to_outside(dual_world, tmp_path):
     from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
     from robodojo.agents.shell.agent import ShellAgent
 
@@ -217,23 +217,29 @@ def test_view_image_shows_a_working_folder_image_and_refuses_others(dual_world):
         def chat(self, messages, tools, *, tool_choice="required"):
             return self.replies.pop(0)
 
+    host_png = tmp_path / "host.png"  # a real image on the host, outside the sandbox: linking to it shows nothing
+    cv2.imwrite(str(host_png), np.zeros((8, 8, 3), np.uint8))
     dual_world.reset("general_pickup", seed=0)
     agent = ShellAgent()
     agent.begin(episode_context(dual_world))
     try:
         llm = Caller([
-            reply("shell", {"command": "robo obs >/dev/null && ln -s /etc/passwd leak.png"}),
+            reply("shell", {"command": f"robo obs >/dev/null && ln -s {host_png} leak.png && mkfifo pipe.png"}),
             reply("view_image", {"path": "obs/head.png"}),
             reply("view_image", {"path": "leak.png"}),
             reply("view_image", {"path": "obs/nothing.png"}),
+            reply("view_image", {"path": "pipe.png"}),  # a FIFO: refused without being opened (nothing blocks)
         ])  # fmt: skip
         assert agent.turn(llm, 1).action == "shell"
         shown = agent.turn(llm, 2)
         assert shown.action == "view_image" and "640x480 image follows" in shown.tool_results[0]
         last = agent.conversation.history[-1]["content"]
         assert last[1]["type"] == "image_url"
-        leak, missing = agent.turn(llm, 3), agent.turn(llm, 4)
-        assert leak.action == "error" and "outside your working folder" in leak.tool_results[0]
+        images = len(agent.conversation.history)
+        leak, missing, fifo = agent.turn(llm, 3), agent.turn(llm, 4), agent.turn(llm, 5)
+        assert leak.action == "error" and "'leak.png' does not exist" in leak.tool_results[0]
         assert missing.action == "error" and "does not exist" in missing.tool_results[0]
+        assert fifo.action == "error" and "is not a regular file" in fifo.tool_results[0]
+        assert len(agent.conversation.history) == images + 6  # three calls and three answers: no picture added
     finally:
         agent.close()

@@ -8,6 +8,7 @@ import shutil
 import socket
 import sys
 import threading
+import tracemalloc
 from dataclasses import replace
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 import robodojo
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.shell.model_proxy import ModelProxy
+from robodojo.agents.shell.route import MAX_REQUEST_BYTES, RECV_BYTES
 from robodojo.agents.shell.settings import load_shell_settings
 from robodojo.agents.shell.workspace import ShellWorkspace
 
@@ -150,11 +152,95 @@ def test_unprivileged_and_alone(sandbox):
     assert os.getpid() > 10 and "No such process" in run(workspace, f"kill -9 {os.getpid()} 2>&1; true")
 
 
-def test_a_symlink_out_of_the_work_folder_is_not_followed_by_the_harness(sandbox):
+def test_what_the_agent_links_to_is_never_read_by_the_harness(sandbox, tmp_path):
     workspace, _ = sandbox
-    run(workspace, "ln -s /etc/passwd leak.png; ln -s ../../run leak2")
-    assert workspace.host_path("leak.png") is None and workspace.host_path("leak2/x") is None
-    assert workspace.host_path("/etc/hostname") is None and workspace.host_path("obs/head.png") is not None
+    secret = tmp_path / "secret.txt"  # a host file: its path is what /proc/self/mountinfo lets the agent learn
+    secret.write_text(SECRET)
+    out = run(workspace, f"ln -s {secret} leak.txt; ln -s ../../robo/route.sock sock; mkfifo fifo; "
+                         "echo hi > plain.txt; cat /proc/self/mountinfo")  # fmt: skip
+    assert str(workspace.work_dir) in out  # the kernel shows a bind mount's source: not hidden, and harmless
+    assert workspace.read_file("leak.txt", 1000) == (None, "'leak.txt' does not exist")
+    assert workspace.read_file(str(secret), 1000)[0] is None
+    assert workspace.read_file("fifo", 1000) == (None, "'fifo' is not a regular file")  # and nothing blocked
+    assert workspace.read_file("sock", 1000)[0] is None
+    assert workspace.read_file("plain.txt", 1000) == (b"hi\n", "")
+    assert workspace.read_file("plain.txt", 2)[1] == "'plain.txt' is larger than 2 bytes"
+
+
+def test_the_route_folder_is_read_only_and_the_route_survives(sandbox):
+    workspace, served = sandbox
+    out = run(workspace, "for c in 'rm -f /run/robo/route.sock' 'touch /run/robo/x' 'mv /run/robo/route.sock /tmp/r' "
+                         "'mkdir /run/robo/obs/x' 'ln -s /etc /run/robo/obs/y' 'ln /run/robo/route.sock hard'; "
+                         "do (eval \"$c\") 2>/dev/null && echo DID $c || echo denied; done; robo status")  # fmt: skip
+    assert "DID" not in out and out.count("denied") == 6, out
+    assert workspace.route.path.is_socket() and served == [["status"]]
+    assert sorted(p.name for p in workspace.route.path.parent.iterdir()) == ["obs", "route.sock"]
+
+
+def test_hard_links_to_the_harness_files_cannot_be_made(sandbox):
+    workspace, _ = sandbox
+    (workspace.obs_dir / "state.json").write_text("{}")  # as robo obs leaves it
+    out = run(workspace, "for f in /run/robo/obs/state.json /run/robo/route.sock /opt/robo/bin/robo "
+                         "/opt/robo/etc/enabled_tools.txt /opt/robo/tools/pool/pick/tool.py; "
+                         "do ln $f h 2>&1 | grep -o 'Invalid cross-device link' || echo LINKED $f; done")  # fmt: skip
+    assert "LINKED" not in out and out.count("cross-device") == 5, out
+
+
+def test_a_silent_client_stalls_no_one(sandbox):
+    workspace, served = sandbox
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # from the host: connects and sends nothing
+    half = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # half a request, never ended
+    silent.connect(str(workspace.route.path))
+    half.connect(str(workspace.route.path))
+    half.sendall(b'{"argv": ["sta')
+    try:
+        script = ("python3 -c 'import socket, time; s = socket.socket(socket.AF_UNIX); "
+                  "s.connect(\"/run/robo/route.sock\"); time.sleep(60)' & sleep 0.3; "
+                  "robo status && robo status && robo status")  # fmt: skip
+        outcome = workspace.run(script, timeout_s=60)  # generous: the silent ones would hold each 10 s before
+    finally:
+        silent.close()
+        half.close()
+    assert not outcome.timed_out and outcome.exit_code == 0, outcome.output
+    assert served == [["status"]] * 3
+    answered = [c for c in outcome.calls if c.answered]
+    assert [c.argv for c in answered] == [["status"]] * 3
+    dropped = [c for c in outcome.calls if not c.answered]
+    assert len(dropped) == 3 and all(c.record["verdict"] == "usage" for c in dropped)
+
+
+def test_a_flooding_client_is_cut_at_the_request_limit_and_stalls_no_one(sandbox):
+    workspace, served = sandbox
+    script = ("python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"/run/robo/route.sock\"); "
+              "s.sendall(b\"x\" * 50_000_000)' 2>/dev/null & for i in 1 2 3; do robo status >/dev/null; done; "
+              "wait; echo done")  # fmt: skip
+    outcome = workspace.run(script, timeout_s=60)
+    assert not outcome.timed_out and outcome.output.strip().endswith("done")
+    assert served == [["status"]] * 3
+    (flood,) = [c for c in outcome.calls if not c.argv]
+    assert f"more than {MAX_REQUEST_BYTES} bytes" in flood.record["reason"]
+    assert workspace.route.peak_buffered_bytes <= MAX_REQUEST_BYTES + RECV_BYTES  # 50 MB sent, this much held
+
+
+def test_output_is_bounded_in_memory_while_it_is_read(sandbox):
+    workspace, _ = sandbox
+    flood_bytes = 50 << 20
+    tracemalloc.start()
+    try:
+        outcome = workspace.run(f"yes | head -c {flood_bytes}; echo; echo the-end", timeout_s=120)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    output = workspace.last_output
+    assert output is not None and output.total == flood_bytes + len("\nthe-end\n")
+    keep = workspace.settings.agent.max_output_chars * 4
+    assert output.peak_held <= 3 * keep  # head, and a tail cut back whenever it doubles
+    assert peak < 4 * 3 * keep + (1 << 20)  # what Python allocated meanwhile: a few hundred kB for a 50 MB flood
+    assert len(outcome.output) < workspace.settings.agent.max_output_chars + 100
+    assert outcome.output.startswith("y\ny\n") and outcome.output.endswith("y\n\nthe-end\n")
+    head, rest = outcome.output.split("\n[... ")
+    omitted, tail = rest.split(" bytes omitted ...]\n")
+    assert int(omitted) == output.total - len(head.encode()) - len(tail.encode())  # every byte counted
 
 
 def test_the_model_is_reached_only_through_the_proxy(sandbox):

@@ -200,7 +200,7 @@ class Sandbox:
             Mount(self.bin_dir, BIN),
             *tool_mounts,
             Mount(work_dir, WORK, writable=True),
-            Mount(route_dir, RUN, writable=True),
+            Mount(route_dir, RUN),  # read-only: its sockets connect all the same, and obs/ is the harness's
         ]
         self.env = {
             "PATH": PATH,
