@@ -3,6 +3,7 @@ architecture). Every command runs through the real bubblewrap sandbox; only the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -15,10 +16,14 @@ import pytest
 
 import robodojo
 from robodojo import PACKAGE_ROOT
+from robodojo.agents.shell import host_files
+from robodojo.agents.shell.commands import BaseCommands
+from robodojo.agents.shell.delivery import check_task_tools
 from robodojo.agents.shell.model_proxy import ModelProxy
 from robodojo.agents.shell.route import MAX_REQUEST_BYTES, RECV_BYTES
 from robodojo.agents.shell.settings import load_shell_settings
 from robodojo.agents.shell.workspace import ShellWorkspace
+from robodojo.episodes import episode_context
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
@@ -26,11 +31,17 @@ SECRET = "sk-test-must-never-be-seen"
 
 
 @pytest.fixture(params=["auto", "off"])
-def sandbox(request, tmp_path, monkeypatch):
+def settings(request):
     """The sandbox with a user namespace (auto, where the kernel allows one) and without (off: what a chroot or a
     container without user namespaces gets, root only): every attack below must fail in both."""
     if request.param == "off" and os.geteuid() != 0:
         pytest.skip("a sandbox without a user namespace needs root")
+    settings = load_shell_settings()
+    return replace(settings, sandbox=replace(settings.sandbox, user_namespace=request.param))
+
+
+@pytest.fixture
+def sandbox(settings, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("ROBODOJO_LLM_API_KEY", SECRET)
     served = []
@@ -39,10 +50,20 @@ def sandbox(request, tmp_path, monkeypatch):
         served.append(argv)
         return {"ok": True, "command": argv[0] if argv else "", "verdict": "executed"}
 
-    settings = load_shell_settings()
-    settings = replace(settings, sandbox=replace(settings.sandbox, user_namespace=request.param))
     workspace = ShellWorkspace(settings, handler, root=tmp_path / "ws")
     yield workspace, served
+    workspace.close()
+
+
+@pytest.fixture
+def robot(settings, dual_world, tmp_path):
+    """A workspace whose robo commands run on the embedded world (robo obs renders and writes the real files)."""
+    dual_world.reset("general_pickup", seed=0)
+    holder: dict[str, BaseCommands] = {}
+    workspace = ShellWorkspace(settings, lambda argv: holder["commands"].run(argv), root=tmp_path / "ws")
+    holder["commands"] = BaseCommands(episode_context(dual_world), settings.commands, workspace.obs_dir,
+                                      obs_note=workspace.obs_note)  # fmt: skip
+    yield workspace
     workspace.close()
 
 
@@ -241,6 +262,110 @@ def test_output_is_bounded_in_memory_while_it_is_read(sandbox):
     head, rest = outcome.output.split("\n[... ")
     omitted, tail = rest.split(" bytes omitted ...]\n")
     assert int(omitted) == output.total - len(head.encode()) - len(tail.encode())  # every byte counted
+
+
+def host_folder(tmp_path):
+    """A host folder and file the agent aims at: the harness must write into neither."""
+    folder, file = tmp_path / "host", tmp_path / "host_file"
+    folder.mkdir()
+    file.write_text("host file, unchanged")
+    return folder, file
+
+
+def obs_records(outcome) -> list[dict]:
+    return [json.loads(line) for line in outcome.output.splitlines() if line.startswith("{")]
+
+
+def assert_untouched(folder, file, workspace):
+    assert not list(folder.iterdir()) and file.read_text() == "host file, unchanged"
+    listing = host_files.list_tree(workspace.obs_dir)  # the harness's obs/: its files and no leftovers
+    assert sorted(listing.files) == ["cameras.json", "head.png", "left_wrist.png", "right_wrist.png", "state.json"]
+    assert not listing.refused and not listing.folders
+
+
+def test_robo_obs_writes_only_the_harness_folder_whatever_obs_is(robot, tmp_path):
+    folder, file = host_folder(tmp_path)
+    # obs replaced with a link to a host folder (found from outside), then to a harness folder whose host path
+    # /proc/self/mountinfo tells (the root of the mount at /home/agent)
+    script = (f"rm obs && ln -s {folder} obs && robo obs; "
+              "W=$(awk '$5 == \"/home/agent\" {print $4}' /proc/self/mountinfo); echo \"work=$W\"; "
+              "rm obs && ln -s \"$(dirname $W)/run/etc\" obs && robo obs")  # fmt: skip
+    outcome = robot.run(script, timeout_s=120)
+    first, second = obs_records(outcome)
+    assert first["ok"] and second["ok"] and "no longer the link to /run/robo/obs" in first["note"]
+    assert f"work={robot.work_dir}" in outcome.output
+    assert sorted(p.name for p in (robot.root / "run" / "etc").iterdir()) == ["enabled_tools.txt"]
+    assert_untouched(folder, file, robot)
+
+
+def test_links_and_fifos_in_obs_are_never_written_through_nor_opened(robot, tmp_path):
+    folder, file = host_folder(tmp_path)
+    script = (f"ln -s {file} /run/robo/obs/.state.json.tmp.json 2>/dev/null && echo PLANTED; "
+              f"mkfifo /run/robo/obs/cameras.json 2>/dev/null && echo PLANTED; "
+              f"rm obs && mkdir obs && ln -s {file} obs/.state.json.tmp.json && ln -s {file} obs/state.json && "
+              f"ln -s {folder} obs/head.png && mkfifo obs/cameras.json && robo obs; ls -A obs")  # fmt: skip
+    outcome = robot.run(script, timeout_s=120)  # a FIFO opened for writing would block here until the timeout
+    assert not outcome.timed_out and "PLANTED" not in outcome.output
+    (record,) = obs_records(outcome)
+    assert record["ok"] and "note" in record
+    assert outcome.output.split("}\n", 1)[1].split() == [".state.json.tmp.json", "cameras.json", "head.png",
+                                                         "state.json"]  # fmt: skip
+    assert_untouched(folder, file, robot)
+
+
+def test_a_deleted_obs_link_is_made_again(robot):
+    outcome = robot.run("rm obs; robo obs >/dev/null; readlink obs; ls obs", timeout_s=120)
+    assert outcome.output.split() == ["/run/robo/obs", "cameras.json", "head.png", "left_wrist.png",
+                                      "right_wrist.png", "state.json"]  # fmt: skip
+
+
+def test_renames_racing_robo_obs_write_nothing_outside(robot, tmp_path):
+    folder, file = host_folder(tmp_path)
+    script = (f"(while :; do ln -sfn {folder} l && mv -T l obs; mkdir -p d && mv -T d obs 2>/dev/null; "
+              f"ln -sf {file} obs/.state.json.tmp.json 2>/dev/null; done) & "
+              "for i in $(seq 10); do robo obs >/dev/null || echo FAILED; done; kill %1; echo finished")  # fmt: skip
+    outcome = robot.run(script, timeout_s=300)
+    assert outcome.output.strip().endswith("finished") and "FAILED" not in outcome.output
+    assert sum(c.argv == ["obs"] and c.record["ok"] for c in outcome.calls) == 10
+    assert_untouched(folder, file, robot)
+
+
+def test_the_optimizers_links_fifos_and_late_writes_stay_in_its_copy(settings, tmp_path):
+    folder, file = host_folder(tmp_path)
+    file.write_text(SECRET)
+    task = tmp_path / "tools" / "task"
+    (task / "t").mkdir(parents=True)
+    (task / "t" / "tool.py").write_text("NAME = 't'\n")
+    (task / "t" / "interface.md").write_text("### t\n")
+    (task / "enabled_tools.txt").write_text("t\n")
+    ws = ShellWorkspace(settings, lambda argv: {"ok": False}, task_tools=task, task_tools_writable=True,
+                        root=tmp_path / "ws")  # fmt: skip
+    try:
+        script = (f"cd /opt/robo/tools/task && ln -sf {file} t/interface.md && mkfifo t/pipe && "
+                  f"rm enabled_tools.txt && mkfifo enabled_tools.txt && ln -s {folder} t/out && "
+                  "ln t/tool.py t/copy.py && (ln /opt/robo/tools/pool/pick/tool.py t/pool.py 2>/dev/null || "
+                  f"echo no-cross-link); (sleep 2; ln -s {file} late) & echo started")  # fmt: skip
+        outcome = ws.run(script, timeout_s=60)
+        assert "no-cross-link" in outcome.output and "started" in outcome.output
+        ws.run("sleep 3", timeout_s=60)  # the background writer had its time, had it outlived its command
+        exported = ws.export_task_tools()
+    finally:
+        ws.close()
+    assert sorted(exported.refused) == ["enabled_tools.txt: a FIFO", "t/interface.md: a symbolic link",
+                                        "t/out: a symbolic link", "t/pipe: a FIFO"]  # fmt: skip
+    assert sorted(exported.files) == ["t/copy.py", "t/tool.py"]  # no "late": it died with its command
+    listing = host_files.list_tree(task)
+    assert not listing.refused and sorted(listing.files) == ["t/copy.py", "t/tool.py"]
+    assert (task / "t" / "copy.py").stat().st_nlink == 1  # a copy, not the agent's hard link
+    assert not list(folder.iterdir())
+    # the harness reading the folder afterwards: the manual, the delivery check; nothing blocks, no secret leaks
+    after = ShellWorkspace(settings, lambda argv: {"ok": False}, task_tools=task, root=tmp_path / "ws2")
+    try:
+        assert SECRET not in after.manual() and after.enabled == list(settings.agent.default_tools)
+    finally:
+        after.close()
+    report = check_task_tools(task, settings, [])
+    assert not report.ok and "t: interface.md is missing" in report.problems and SECRET not in str(report)
 
 
 def test_the_model_is_reached_only_through_the_proxy(sandbox):
