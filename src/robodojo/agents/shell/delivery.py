@@ -90,15 +90,18 @@ def static_problems(tool: Path, forbidden_words: Sequence[str]) -> list[str]:
         except SyntaxError as exc:
             problems.append(f"{tool.name}: {name} does not parse: {exc}")
             continue
-        except host_files.UnsafeFileError as exc:
-            problems.append(f"{tool.name}: {exc}")
+        except (OSError, host_files.UnsafeFileError) as exc:
+            problems.append(f"{tool.name}: {source} cannot be read: {exc}")
             continue
         for module in modules:
             if (bad := _forbidden(module)) is not None:
                 problems.append(f"{tool.name}: {name} imports {module} ({bad} is not available to tools)")
                 break
     if INTERFACE_FILE in tree.files:
-        text = _read(tool, INTERFACE_FILE).decode("utf-8", errors="replace")
+        try:
+            text = _read(tool, INTERFACE_FILE).decode("utf-8", errors="replace")
+        except (OSError, host_files.UnsafeFileError) as exc:
+            return [*problems, f"{tool.name}: {INTERFACE_FILE} cannot be read: {exc}"]
         for word in forbidden_words:
             if re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", text, re.IGNORECASE):
                 problems.append(f"{tool.name}: {INTERFACE_FILE} names {word!r}, a task or one of its objects")

@@ -53,6 +53,8 @@ def open_dir(name: str | Path, *, dir_fd: int | None = None) -> int:
             mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
         except OSError:
             raise exc from None
+        if stat.S_ISDIR(mode):
+            raise  # a folder that cannot be opened (permissions): the error as it is
         raise UnsafeFileError(f"{name} is {kind(mode)}, not a folder") from None
 
 

@@ -25,6 +25,7 @@ class BoundedOutput:
 
     def __init__(self, keep_bytes: int) -> None:
         self.keep_bytes = keep_bytes
+        self._lock = threading.Lock()  # written by the reader thread, read by the episode's (a coding agent's log)
         self.head = bytearray()
         self._tail: list[bytes] = []
         self._tail_len = 0
@@ -32,6 +33,10 @@ class BoundedOutput:
         self.peak_held = 0  # the most bytes held at once (what the harness paid in memory)
 
     def write(self, chunk: bytes) -> None:
+        with self._lock:
+            self._write(chunk)
+
+    def _write(self, chunk: bytes) -> None:
         self.total += len(chunk)
         room = self.keep_bytes - len(self.head)
         if room > 0:
@@ -57,6 +62,10 @@ class BoundedOutput:
     def text(self, max_chars: int) -> str:
         """What trim_text would give for the whole output when nothing was dropped; otherwise the head and tail
         characters it keeps, with a marker counting the bytes left out."""
+        with self._lock:
+            return self._text(max_chars)
+
+    def _text(self, max_chars: int) -> str:
         if not self.dropped:
             return trim_text((bytes(self.head) + self.tail).decode("utf-8", errors="replace"), max_chars)
         head_chars = max_chars // 2

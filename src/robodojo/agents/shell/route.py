@@ -29,7 +29,9 @@ from robo_shell import protocol
 log = logging.getLogger(__name__)
 
 SOCKET_NAME = "route.sock"
-READ_TIMEOUT_S = 10.0  # a client has this long to send its request line once connected (and to read its reply)
+#: a client has this long to send its request line once connected (and to read its reply), not counting the time
+#: the route spent running other commands meanwhile
+READ_TIMEOUT_S = 10.0
 POLL_S = 0.05
 #: a request is one argv as JSON (a few hundred bytes; Linux caps one argument at 128 kB): more is a broken peer
 MAX_REQUEST_BYTES = 256 << 10
@@ -165,6 +167,10 @@ class CommandRoute:
             record = _bad(str(exc))
         else:
             record = self._run(argv)
+            busy_s = time.monotonic() - started
+            for other in self._clients.values():  # nothing was read while the command ran: their time stands still
+                if other is not client:
+                    other.deadline_s += busy_s
         client.started_s = started
         self._answer(client, argv, record)
 

@@ -184,9 +184,9 @@ class Sandbox:
     """Runs commands under bubblewrap with the mounts described in the module docstring.
 
     ``work_dir`` becomes /home/agent (the agent's home and working folder, writable); ``route_dir`` the folder of the
-    command route's socket and obs/ (/run/robo, read-only); ``tool_mounts`` the tool folders under /opt/robo/tools; ``env`` adds
-    variables (the robo ones) to the cleared environment. A bin folder with ``robo`` and ``python3`` is written into
-    ``run_dir``.
+    command route's socket and obs/ (/run/robo, read-only); ``tool_mounts`` the tool folders under /opt/robo/tools;
+    ``env`` adds variables (the robo ones) to the cleared environment. A bin folder with ``robo`` and ``python3`` is
+    written into ``run_dir``.
     """
 
     def __init__(
