@@ -60,7 +60,8 @@ def test_a_tree_is_listed_and_copied_as_regular_files_and_folders_only(planted, 
 def test_a_copy_stops_at_its_size_and_entry_limits(planted, tmp_path):
     tree, _ = planted
     copy = host_files.copy_tree(tree, tmp_path / "small", max_bytes=8)
-    assert copy.files == ("sub/hard.py",) and "sub/ok.py: beyond the bytes a tool folder may hold in all" in copy.refused
+    assert copy.files == ("sub/hard.py",)
+    assert "sub/ok.py: beyond the bytes a tool folder may hold in all" in copy.refused
     assert not (tmp_path / "small" / "sub" / "ok.py").exists()
     few = host_files.copy_tree(tree, tmp_path / "few", max_entries=2)
     assert any("beyond" in r for r in few.refused)
