@@ -68,6 +68,7 @@ def test_silent_half_and_flooding_clients_hold_up_no_one(route):
 
     pourer = threading.Thread(target=pour, daemon=True)
     pourer.start()
+
     def flood_cut():
         return any(f"more than {MAX_REQUEST_BYTES} bytes" in c.record["reason"] for c in route.calls if not c.argv)
 
