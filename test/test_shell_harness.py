@@ -291,5 +291,5 @@ def test_a_coding_agent_cli_is_served_and_its_log_is_bounded_while_read(dual_wor
     assert record.finished and record.details["done_reason"] == "finished"
     assert [c["argv"][0] for c in record.robo_calls] == ["obs", "done"]
     log = record.details["log_tail"]  # 20 MB printed; its head and tail kept while it was read
-    assert log.startswith("the model says hi\n\"note\"\ny\n") and "bytes omitted" in log
+    assert log.startswith('the model says hi\n"note"\ny\n') and "bytes omitted" in log
     assert len(log) < LOG_TAIL_CHARS + 100
