@@ -15,7 +15,13 @@ with the real bubblewrap sandbox and command route (robodojo.agents.shell.worksp
    the fixed cost of every command the agent sends.
 5. Baseline, same process: the code-cell agent's ``robo.state()`` over its kernel's RPC (a cell timing each of as
    many calls inside the kernel). Ratio: CLI round trip / code-cell call.
-6. A repair round with the replay LLM: ``run_evolve`` on examples/shell/evolve (1 layout; the optimizer's replayed
+6. Isolation costs: an output flood (``yes | head -c 200M`` as a shell command): the harness process's peak
+   resident memory during it over its level before (VmHWM, reset through /proc/self/clear_refs) and the bytes it
+   held (head and tail); and ``robo status`` CLI to JSON (as in 1) while a client that connected and sent nothing
+   and one that sent half a request stay connected to the route. Before the route read requests per connection,
+   each such client held every other call for 10 s; before the output was read from a pipe, the 200 MB flood
+   peaked the harness at +400 MB (this machine).
+7. A repair round with the replay LLM: ``run_evolve`` on examples/shell/evolve (1 layout; the optimizer's replayed
    round diagnoses and fixes the grab tool), the round's wall time, and the delivery check on its own (loading and
    testing the task's tools in the sandbox), median of ``--checks`` runs (5; 2 with ``--quick``).
 
@@ -27,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import platform
+import socket
 import statistics
 import sys
 import tempfile
@@ -77,6 +84,45 @@ def in_process_calls(ws: ShellWorkspace, n: int) -> tuple[list[float], list[floa
     return times, [c.duration_s * 1e3 for c in outcome.calls]
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory since the last reset_peak_rss() [MB] (VmHWM)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def reset_peak_rss() -> None:
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")  # Linux: VmHWM back to the current resident size
+
+
+def output_flood(ws: ShellWorkspace, flood_mb: int) -> dict[str, float]:
+    """The harness's memory while a command prints ``flood_mb`` MB."""
+    reset_peak_rss()
+    before = peak_rss_mb()
+    t = time.perf_counter()
+    ws.run(f"yes | head -c {flood_mb}M", timeout_s=600)
+    wall = time.perf_counter() - t
+    out = ws.last_output
+    assert out is not None and out.total == flood_mb << 20
+    return {"flood_mb": flood_mb, "peak_rss_over_before_mb": round(peak_rss_mb() - before, 1),
+            "held_kb": round(out.peak_held / 1024, 1), "wall_s": round(wall, 3)}  # fmt: skip
+
+
+def status_beside_silent_clients(ws: ShellWorkspace, n: int) -> list[float]:
+    """``robo status`` CLI round trips [ms] while one client sent nothing and one half a request."""
+    silent, half = socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)
+    try:
+        silent.connect(str(ws.route.path))
+        half.connect(str(ws.route.path))
+        half.sendall(b'{"argv": ["sta')
+        return timed_loop(ws, "robo status", n)
+    finally:
+        silent.close()
+        half.close()
+
+
 def code_cell_calls(world: EmbeddedWorld, n: int) -> list[float]:
     agent = CodeCellAgent()
     agent.begin(episode_context(world))
@@ -96,11 +142,12 @@ def main() -> int:
     parser.add_argument("--commands", type=int, default=200)
     parser.add_argument("--obs", type=int, default=20)
     parser.add_argument("--checks", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="fewer samples (50 commands, 5 obs, 2 checks)")
+    parser.add_argument("--flood-mb", type=int, default=200, help="output flood size (20 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="fewer samples (50 commands, 5 obs, 2 checks, 20 MB)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if args.quick:
-        args.commands, args.obs, args.checks = 50, 5, 2
+        args.commands, args.obs, args.checks, args.flood_mb = 50, 5, 2, 20
     print(f"machine: {cpu_model()}, {nproc()} cores, Python {platform.python_version()}")
     settings = load_shell_settings()
     world = EmbeddedWorld("dual_arx_x5")
@@ -120,6 +167,8 @@ def main() -> int:
                 t = time.perf_counter()
                 ws.run("true", timeout_s=60)
                 shell_calls.append((time.perf_counter() - t) * 1e3)
+            flood = output_flood(ws, args.flood_mb)
+            beside_silent = status_beside_silent_clients(ws, max(20, args.commands // 4))
         finally:
             ws.close()
     cell = code_cell_calls(world, args.commands)
@@ -132,6 +181,7 @@ def main() -> int:
         ("harness service time (status)", service),
         ("robo obs, CLI to JSON", obs),
         ("shell tool call (bwrap + bash, 'true')", shell_calls),
+        ("robo status beside 2 silent clients", beside_silent),
         ("baseline: code cell robo.state()", cell),
     ):
         p50, p95 = percentiles(values)
@@ -144,6 +194,9 @@ def main() -> int:
           f"{startup:.1f} ms is starting a Python process")  # fmt: skip
     figures["cli_over_code_cell"] = round(ratio, 2)
     figures["process_start_ms"] = round(startup, 2)
+    print(f"output flood of {flood['flood_mb']} MB: harness peak memory +{flood['peak_rss_over_before_mb']:.1f} MB "
+          f"over its level before, {flood['held_kb']:.0f} kB of output held, {flood['wall_s']:.2f} s")  # fmt: skip
+    figures["output_flood"] = flood
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "evolve"

@@ -3,6 +3,7 @@ the sandbox; every problem of a bad edit is named."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import textwrap
 
@@ -102,3 +103,23 @@ def test_failing_tests_and_a_tool_that_does_not_load_are_caught_in_the_sandbox(t
 def test_imports_are_read_from_the_source():
     source = "import os\nfrom robodojo.sim import world\nfrom . import helper\nimport numpy as np\n"
     assert imported_modules(source) == ["os", "robodojo.sim", "robodojo.sim.world", "numpy"]
+
+
+def test_links_and_fifos_in_a_tool_folder_are_named_never_followed_nor_opened(tmp_path, words):
+    secret = tmp_path / "secret.txt"  # a host file a link points at: its text must not reach any report
+    secret.write_text("import mujoco  # sk-must-not-be-read\n")
+    tools = tmp_path / "tools"
+    write_tool(tools, "linked", tool=None)
+    (tools / "linked" / "tool.py").symlink_to(secret)
+    write_tool(tools, "piped", interface=None)
+    os.mkfifo(tools / "piped" / "interface.md")  # opening it for reading would block the harness
+    (tools / "enabled_tools.txt").symlink_to(secret)
+    (tools / "elsewhere").symlink_to(tmp_path)
+    report = check_task_tools(tools, load_shell_settings(), words)
+    assert not report.ok and report.tools == ("linked", "piped")
+    assert "linked: tool.py: a symbolic link; a tool holds regular files and folders only" in report.problems
+    assert "linked: tool.py is missing" in report.problems and "piped: interface.md is missing" in report.problems
+    assert "piped: interface.md: a FIFO; a tool holds regular files and folders only" in report.problems
+    assert "elsewhere: a symbolic link; a tool folder holds regular files and folders only" in report.problems
+    assert "enabled_tools.txt: a symbolic link; a tool folder holds regular files and folders only" in report.problems
+    assert "sk-must-not-be-read" not in str(report)

@@ -24,6 +24,7 @@ replies:
             echo 'the grab height is wrong' >> /opt/robo/tools/task/skill.md
             printf 'import mujoco\\n' >> /opt/robo/tools/task/grab/tool.py
             sed -i 's/return top_z + DEPTH_M/return top_z - DEPTH_M/' /opt/robo/tools/task/grab/tool.py
+            ln -s /etc/hostname /opt/robo/tools/task/grab/notes.md; mkfifo /opt/robo/tools/task/pipe
   - tool_calls:
       - name: shell
         arguments: {command: "robo done"}
@@ -91,6 +92,8 @@ def test_an_edit_that_fails_the_delivery_check_is_reverted(tmp_path):
     assert summary["edits_kept"] == 0 and summary["edits_reverted"] == 1
     (repair,) = rounds(run)
     assert not repair["kept"] and not repair["delivery"]["ok"]
+    # what the round left that is no regular file or folder stayed in its copy, named in its record
+    assert repair["refused_files"] == ["grab/notes.md: a symbolic link", "pipe: a FIFO"]
     assert any("grab: tool.py imports mujoco" in p for p in repair["delivery"]["problems"])
     tools = run / "tools" / "general_pickup"
     assert (tools / "grab" / "tool.py").read_text() == (EXAMPLE / "general_pickup" / "grab" / "tool.py").read_text()

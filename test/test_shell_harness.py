@@ -203,7 +203,7 @@ def test_a_campaign_runs_the_shell_agent_when_listed(tmp_path):
     assert "1/1 episodes ended, 1 successes, 0 crashed" in result.stdout
 
 
-def test_view_image_shows_a_working_folder_image_and_refuses_others(dual_world):
+def test_view_image_shows_what_the_agent_can_read_and_nothing_it_links_to_outside(dual_world, tmp_path):
     from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
     from robodojo.agents.shell.agent import ShellAgent
 
@@ -217,23 +217,79 @@ def test_view_image_shows_a_working_folder_image_and_refuses_others(dual_world):
         def chat(self, messages, tools, *, tool_choice="required"):
             return self.replies.pop(0)
 
+    host_png = tmp_path / "host.png"  # a real image on the host, outside the sandbox: linking to it shows nothing
+    cv2.imwrite(str(host_png), np.zeros((8, 8, 3), np.uint8))
     dual_world.reset("general_pickup", seed=0)
     agent = ShellAgent()
     agent.begin(episode_context(dual_world))
     try:
         llm = Caller([
-            reply("shell", {"command": "robo obs >/dev/null && ln -s /etc/passwd leak.png"}),
+            reply("shell", {"command": f"robo obs >/dev/null && ln -s {host_png} leak.png && mkfifo pipe.png"}),
             reply("view_image", {"path": "obs/head.png"}),
             reply("view_image", {"path": "leak.png"}),
             reply("view_image", {"path": "obs/nothing.png"}),
+            reply("view_image", {"path": "pipe.png"}),  # a FIFO: refused without being opened (nothing blocks)
         ])  # fmt: skip
         assert agent.turn(llm, 1).action == "shell"
         shown = agent.turn(llm, 2)
         assert shown.action == "view_image" and "640x480 image follows" in shown.tool_results[0]
         last = agent.conversation.history[-1]["content"]
         assert last[1]["type"] == "image_url"
-        leak, missing = agent.turn(llm, 3), agent.turn(llm, 4)
-        assert leak.action == "error" and "outside your working folder" in leak.tool_results[0]
+        images = len(agent.conversation.history)
+        leak, missing, fifo = agent.turn(llm, 3), agent.turn(llm, 4), agent.turn(llm, 5)
+        assert leak.action == "error" and "'leak.png' does not exist" in leak.tool_results[0]
         assert missing.action == "error" and "does not exist" in missing.tool_results[0]
+        assert fifo.action == "error" and "is not a regular file" in fifo.tool_results[0]
+        assert len(agent.conversation.history) == images + 6  # three calls and three answers: no picture added
     finally:
         agent.close()
+
+
+TINY_CLI = """\
+python3 - <<'PY'
+import json, time, urllib.request
+body = json.dumps({"messages": [{"role": "user", "content": "go"}]}).encode()
+for _ in range(100):  # the forwarder starts beside this one
+    try:
+        req = urllib.request.Request("http://127.0.0.1:{model_port}/v1/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        print(json.load(urllib.request.urlopen(req, timeout=60))["choices"][0]["message"]["content"])
+        break
+    except OSError:
+        time.sleep(0.1)
+PY
+rm obs && mkdir obs && mkfifo obs/state.json && robo obs | grep -o '"note"'
+yes | head -c 20M; echo; robo done --reason finished
+"""
+
+
+def test_a_coding_agent_cli_is_served_and_its_log_is_bounded_while_read(dual_world, tmp_path):
+    from dataclasses import replace
+
+    from robodojo.agents.llm.types import ChatReply, Usage
+    from robodojo.agents.shell.external import LOG_TAIL_CHARS, ExternalShellAgent
+    from robodojo.agents.shell.settings import CodingAgentCli
+
+    install = tmp_path / "cli"  # the CLI is the bash script above; its install folder only has to exist
+    (install / "bin").mkdir(parents=True)
+    (install / "bin" / "python").touch()
+    settings = load_shell_settings()
+    cli = CodingAgentCli("tiny", install, TINY_CLI, None, {})
+    settings = replace(settings, coding_agents=replace(settings.coding_agents, clis={"tiny": cli}))
+
+    class Caller:
+        def chat(self, messages, tools, *, tool_choice=None):
+            return ChatReply("the model says hi", (), Usage(1, 1, 2, 0.0), "m", "stop", 0.0, 1)
+
+    dual_world.reset("general_pickup", seed=0)
+    agent = ExternalShellAgent("tiny", settings=settings)
+    agent.begin(episode_context(dual_world))
+    try:
+        record = agent.turn(Caller(), 1)
+    finally:
+        agent.close()
+    assert record.finished and record.details["done_reason"] == "finished"
+    assert [c["argv"][0] for c in record.robo_calls] == ["obs", "done"]
+    log = record.details["log_tail"]  # 20 MB printed; its head and tail kept while it was read
+    assert log.startswith('the model says hi\n"note"\ny\n') and "bytes omitted" in log
+    assert len(log) < LOG_TAIL_CHARS + 100

@@ -3,20 +3,27 @@ architecture). Every command runs through the real bubblewrap sandbox; only the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import sys
 import threading
+import tracemalloc
 from dataclasses import replace
 
 import pytest
 
 import robodojo
 from robodojo import PACKAGE_ROOT
+from robodojo.agents.shell import host_files
+from robodojo.agents.shell.commands import BaseCommands
+from robodojo.agents.shell.delivery import check_task_tools
 from robodojo.agents.shell.model_proxy import ModelProxy
+from robodojo.agents.shell.route import MAX_REQUEST_BYTES, RECV_BYTES
 from robodojo.agents.shell.settings import load_shell_settings
 from robodojo.agents.shell.workspace import ShellWorkspace
+from robodojo.episodes import episode_context
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
@@ -24,11 +31,17 @@ SECRET = "sk-test-must-never-be-seen"
 
 
 @pytest.fixture(params=["auto", "off"])
-def sandbox(request, tmp_path, monkeypatch):
+def settings(request):
     """The sandbox with a user namespace (auto, where the kernel allows one) and without (off: what a chroot or a
     container without user namespaces gets, root only): every attack below must fail in both."""
     if request.param == "off" and os.geteuid() != 0:
         pytest.skip("a sandbox without a user namespace needs root")
+    settings = load_shell_settings()
+    return replace(settings, sandbox=replace(settings.sandbox, user_namespace=request.param))
+
+
+@pytest.fixture
+def sandbox(settings, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("ROBODOJO_LLM_API_KEY", SECRET)
     served = []
@@ -37,10 +50,20 @@ def sandbox(request, tmp_path, monkeypatch):
         served.append(argv)
         return {"ok": True, "command": argv[0] if argv else "", "verdict": "executed"}
 
-    settings = load_shell_settings()
-    settings = replace(settings, sandbox=replace(settings.sandbox, user_namespace=request.param))
     workspace = ShellWorkspace(settings, handler, root=tmp_path / "ws")
     yield workspace, served
+    workspace.close()
+
+
+@pytest.fixture
+def robot(settings, dual_world, tmp_path):
+    """A workspace whose robo commands run on the embedded world (robo obs renders and writes the real files)."""
+    dual_world.reset("general_pickup", seed=0)
+    holder: dict[str, BaseCommands] = {}
+    workspace = ShellWorkspace(settings, lambda argv: holder["commands"].run(argv), root=tmp_path / "ws")
+    holder["commands"] = BaseCommands(episode_context(dual_world), settings.commands, workspace.obs_dir,
+                                      obs_note=workspace.obs_note)  # fmt: skip
+    yield workspace
     workspace.close()
 
 
@@ -150,11 +173,199 @@ def test_unprivileged_and_alone(sandbox):
     assert os.getpid() > 10 and "No such process" in run(workspace, f"kill -9 {os.getpid()} 2>&1; true")
 
 
-def test_a_symlink_out_of_the_work_folder_is_not_followed_by_the_harness(sandbox):
+def test_what_the_agent_links_to_is_never_read_by_the_harness(sandbox, tmp_path):
     workspace, _ = sandbox
-    run(workspace, "ln -s /etc/passwd leak.png; ln -s ../../run leak2")
-    assert workspace.host_path("leak.png") is None and workspace.host_path("leak2/x") is None
-    assert workspace.host_path("/etc/hostname") is None and workspace.host_path("obs/head.png") is not None
+    secret = tmp_path / "secret.txt"  # a host file: its path is what /proc/self/mountinfo lets the agent learn
+    secret.write_text(SECRET)
+    out = run(workspace, f"ln -s {secret} leak.txt; ln -s ../../robo/route.sock sock; mkfifo fifo; "
+                         "echo hi > plain.txt; cat /proc/self/mountinfo")  # fmt: skip
+    assert str(workspace.work_dir) in out  # the kernel shows a bind mount's source: not hidden, and harmless
+    assert workspace.read_file("leak.txt", 1000) == (None, "'leak.txt' does not exist")
+    assert workspace.read_file(str(secret), 1000)[0] is None
+    assert workspace.read_file("fifo", 1000) == (None, "'fifo' is not a regular file")  # and nothing blocked
+    assert workspace.read_file("sock", 1000)[0] is None
+    assert workspace.read_file("plain.txt", 1000) == (b"hi\n", "")
+    assert workspace.read_file("plain.txt", 2)[1] == "'plain.txt' is larger than 2 bytes"
+
+
+def test_the_route_folder_is_read_only_and_the_route_survives(sandbox):
+    workspace, served = sandbox
+    out = run(workspace, "for c in 'rm -f /run/robo/route.sock' 'touch /run/robo/x' 'mv /run/robo/route.sock /tmp/r' "
+                         "'mkdir /run/robo/obs/x' 'ln -s /etc /run/robo/obs/y' 'ln /run/robo/route.sock hard'; "
+                         "do (eval \"$c\") 2>/dev/null && echo DID $c || echo denied; done; robo status")  # fmt: skip
+    assert "DID" not in out and out.count("denied") == 6, out
+    assert workspace.route.path.is_socket() and served == [["status"]]
+    assert sorted(p.name for p in workspace.route.path.parent.iterdir()) == ["obs", "route.sock"]
+
+
+def test_hard_links_to_the_harness_files_cannot_be_made(sandbox):
+    workspace, _ = sandbox
+    (workspace.obs_dir / "state.json").write_text("{}")  # as robo obs leaves it
+    out = run(workspace, "for f in /run/robo/obs/state.json /run/robo/route.sock /opt/robo/bin/robo "
+                         "/opt/robo/etc/enabled_tools.txt /opt/robo/tools/pool/pick/tool.py; "
+                         "do ln $f h 2>&1 | grep -o 'Invalid cross-device link' || echo LINKED $f; done")  # fmt: skip
+    assert "LINKED" not in out and out.count("cross-device") == 5, out
+
+
+def test_a_silent_client_stalls_no_one(sandbox):
+    workspace, served = sandbox
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # from the host: connects and sends nothing
+    half = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # half a request, never ended
+    silent.connect(str(workspace.route.path))
+    half.connect(str(workspace.route.path))
+    half.sendall(b'{"argv": ["sta')
+    try:
+        script = ("python3 -c 'import socket, time; s = socket.socket(socket.AF_UNIX); "
+                  "s.connect(\"/run/robo/route.sock\"); time.sleep(60)' & sleep 0.3; "
+                  "robo status && robo status && robo status")  # fmt: skip
+        outcome = workspace.run(script, timeout_s=60)  # generous: the silent ones would hold each 10 s before
+    finally:
+        silent.close()
+        half.close()
+    assert not outcome.timed_out and outcome.exit_code == 0, outcome.output
+    assert served == [["status"]] * 3
+    answered = [c for c in outcome.calls if c.answered]
+    assert [c.argv for c in answered] == [["status"]] * 3
+    dropped = [c for c in outcome.calls if not c.answered]
+    assert len(dropped) == 3 and all(c.record["verdict"] == "usage" for c in dropped)
+
+
+def test_a_flooding_client_is_cut_at_the_request_limit_and_stalls_no_one(sandbox):
+    workspace, served = sandbox
+    script = ("python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"/run/robo/route.sock\"); "
+              "s.sendall(b\"x\" * 50_000_000)' 2>/dev/null & for i in 1 2 3; do robo status >/dev/null; done; "
+              "wait; echo done")  # fmt: skip
+    outcome = workspace.run(script, timeout_s=60)
+    assert not outcome.timed_out and outcome.output.strip().endswith("done")
+    assert served == [["status"]] * 3
+    (flood,) = [c for c in outcome.calls if not c.argv]
+    assert f"more than {MAX_REQUEST_BYTES} bytes" in flood.record["reason"]
+    assert workspace.route.peak_buffered_bytes <= MAX_REQUEST_BYTES + RECV_BYTES  # 50 MB sent, this much held
+
+
+def test_output_is_bounded_in_memory_while_it_is_read(sandbox):
+    workspace, _ = sandbox
+    flood_bytes = 50 << 20
+    tracemalloc.start()
+    try:
+        outcome = workspace.run(f"yes | head -c {flood_bytes}; echo; echo the-end", timeout_s=120)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    output = workspace.last_output
+    assert output is not None and output.total == flood_bytes + len("\nthe-end\n")
+    keep = workspace.settings.agent.max_output_chars * 4
+    assert output.peak_held <= 3 * keep  # head, and a tail cut back whenever it doubles
+    assert peak < 4 * 3 * keep + (1 << 20)  # what Python allocated meanwhile: a few hundred kB for a 50 MB flood
+    assert len(outcome.output) < workspace.settings.agent.max_output_chars + 100
+    assert outcome.output.startswith("y\ny\n") and outcome.output.endswith("y\n\nthe-end\n")
+    head, rest = outcome.output.split("\n[... ")
+    omitted, tail = rest.split(" bytes omitted ...]\n")
+    assert int(omitted) == output.total - len(head.encode()) - len(tail.encode())  # every byte counted
+
+
+def host_folder(tmp_path):
+    """A host folder and file the agent aims at: the harness must write into neither."""
+    folder, file = tmp_path / "host", tmp_path / "host_file"
+    folder.mkdir()
+    file.write_text("host file, unchanged")
+    return folder, file
+
+
+def obs_records(outcome) -> list[dict]:
+    return [json.loads(line) for line in outcome.output.splitlines() if line.startswith("{")]
+
+
+def assert_untouched(folder, file, workspace):
+    assert not list(folder.iterdir()) and file.read_text() == "host file, unchanged"
+    listing = host_files.list_tree(workspace.obs_dir)  # the harness's obs/: its files and no leftovers
+    assert sorted(listing.files) == ["cameras.json", "head.png", "left_wrist.png", "right_wrist.png", "state.json"]
+    assert not listing.refused and not listing.folders
+
+
+def test_robo_obs_writes_only_the_harness_folder_whatever_obs_is(robot, tmp_path):
+    folder, file = host_folder(tmp_path)
+    # obs replaced with a link to a host folder (found from outside), then to a harness folder whose host path
+    # /proc/self/mountinfo tells (the root of the mount at /home/agent)
+    script = (f"rm obs && ln -s {folder} obs && robo obs; "
+              "W=$(awk '$5 == \"/home/agent\" {print $4}' /proc/self/mountinfo); echo \"work=$W\"; "
+              "rm obs && ln -s \"$(dirname $W)/run/etc\" obs && robo obs")  # fmt: skip
+    outcome = robot.run(script, timeout_s=120)
+    first, second = obs_records(outcome)
+    assert first["ok"] and second["ok"] and "no longer the link to /run/robo/obs" in first["note"]
+    assert f"work={robot.work_dir}" in outcome.output
+    assert sorted(p.name for p in (robot.root / "run" / "etc").iterdir()) == ["enabled_tools.txt"]
+    assert_untouched(folder, file, robot)
+
+
+def test_links_and_fifos_in_obs_are_never_written_through_nor_opened(robot, tmp_path):
+    folder, file = host_folder(tmp_path)
+    script = (f"ln -s {file} /run/robo/obs/.state.json.tmp.json 2>/dev/null && echo PLANTED; "
+              f"mkfifo /run/robo/obs/cameras.json 2>/dev/null && echo PLANTED; "
+              f"rm obs && mkdir obs && ln -s {file} obs/.state.json.tmp.json && ln -s {file} obs/state.json && "
+              f"ln -s {folder} obs/head.png && mkfifo obs/cameras.json && robo obs; ls -A obs")  # fmt: skip
+    outcome = robot.run(script, timeout_s=120)  # a FIFO opened for writing would block here until the timeout
+    assert not outcome.timed_out and "PLANTED" not in outcome.output
+    (record,) = obs_records(outcome)
+    assert record["ok"] and "note" in record
+    assert outcome.output.split("}\n", 1)[1].split() == [".state.json.tmp.json", "cameras.json", "head.png",
+                                                         "state.json"]  # fmt: skip
+    assert_untouched(folder, file, robot)
+
+
+def test_a_deleted_obs_link_is_made_again(robot):
+    outcome = robot.run("rm obs; robo obs >/dev/null; readlink obs; ls obs", timeout_s=120)
+    assert outcome.output.split() == ["/run/robo/obs", "cameras.json", "head.png", "left_wrist.png",
+                                      "right_wrist.png", "state.json"]  # fmt: skip
+
+
+def test_renames_racing_robo_obs_write_nothing_outside(robot, tmp_path):
+    folder, file = host_folder(tmp_path)
+    script = (f"(while :; do ln -sfn {folder} l && mv -T l obs; mkdir -p d && mv -T d obs 2>/dev/null; "
+              f"ln -sf {file} obs/.state.json.tmp.json 2>/dev/null; done) & "
+              "for i in $(seq 10); do robo obs >/dev/null || echo FAILED; done; kill %1; echo finished")  # fmt: skip
+    outcome = robot.run(script, timeout_s=300)
+    assert outcome.output.strip().endswith("finished") and "FAILED" not in outcome.output
+    assert sum(c.argv == ["obs"] and c.record["ok"] for c in outcome.calls) == 10
+    assert_untouched(folder, file, robot)
+
+
+def test_the_optimizers_links_fifos_and_late_writes_stay_in_its_copy(settings, tmp_path):
+    folder, file = host_folder(tmp_path)
+    file.write_text(SECRET)
+    task = tmp_path / "tools" / "task"
+    (task / "t").mkdir(parents=True)
+    (task / "t" / "tool.py").write_text("NAME = 't'\n")
+    (task / "t" / "interface.md").write_text("### t\n")
+    (task / "enabled_tools.txt").write_text("t\n")
+    ws = ShellWorkspace(settings, lambda argv: {"ok": False}, task_tools=task, task_tools_writable=True,
+                        root=tmp_path / "ws")  # fmt: skip
+    try:
+        script = (f"cd /opt/robo/tools/task && ln -sf {file} t/interface.md && mkfifo t/pipe && "
+                  f"rm enabled_tools.txt && mkfifo enabled_tools.txt && ln -s {folder} t/out && "
+                  "ln t/tool.py t/copy.py && (ln /opt/robo/tools/pool/pick/tool.py t/pool.py 2>/dev/null || "
+                  f"echo no-cross-link); (sleep 2; ln -s {file} late) & echo started")  # fmt: skip
+        outcome = ws.run(script, timeout_s=60)
+        assert "no-cross-link" in outcome.output and "started" in outcome.output
+        ws.run("sleep 3", timeout_s=60)  # the background writer had its time, had it outlived its command
+        exported = ws.export_task_tools()
+    finally:
+        ws.close()
+    assert sorted(exported.refused) == ["enabled_tools.txt: a FIFO", "t/interface.md: a symbolic link",
+                                        "t/out: a symbolic link", "t/pipe: a FIFO"]  # fmt: skip
+    assert sorted(exported.files) == ["t/copy.py", "t/tool.py"]  # no "late": it died with its command
+    listing = host_files.list_tree(task)
+    assert not listing.refused and sorted(listing.files) == ["t/copy.py", "t/tool.py"]
+    assert (task / "t" / "copy.py").stat().st_nlink == 1  # a copy, not the agent's hard link
+    assert not list(folder.iterdir())
+    # the harness reading the folder afterwards: the manual, the delivery check; nothing blocks, no secret leaks
+    after = ShellWorkspace(settings, lambda argv: {"ok": False}, task_tools=task, root=tmp_path / "ws2")
+    try:
+        assert SECRET not in after.manual() and after.enabled == list(settings.agent.default_tools)
+    finally:
+        after.close()
+    report = check_task_tools(task, settings, [])
+    assert not report.ok and "t: interface.md is missing" in report.problems and SECRET not in str(report)
 
 
 def test_the_model_is_reached_only_through_the_proxy(sandbox):

@@ -47,31 +47,43 @@ class Tool:
 
     @property
     def interface(self) -> str:
-        path = self.folder / INTERFACE_FILE
-        return path.read_text() if path.is_file() else ""
+        return read_interface(self.folder) or ""
 
 
 def tool_dirs() -> list[Path]:
     return [Path(p) for p in os.environ.get(TOOLS_ENV, "").split(os.pathsep) if p]
 
 
-def enabled_tools(path: str | Path | None = None) -> list[str]:
-    """The names in the enabled-tools file (one a line, # comments); none when it is missing."""
-    file = Path(path or os.environ.get(ENABLED_ENV, ""))
-    if not str(file) or not file.is_file():
-        return []
+def enabled_names(text: str) -> list[str]:
+    """The names in an enabled-tools file's text (one a line, # comments), each once."""
     names = []
-    for line in file.read_text().splitlines():
+    for line in text.splitlines():
         name = line.split("#", 1)[0].strip()
         if name and name not in names:
             names.append(name)
     return names
 
 
-def find_tool(name: str, dirs: Sequence[Path] | None = None) -> Path | None:
+def enabled_tools(path: str | Path | None = None) -> list[str]:
+    """The names in the enabled-tools file; none when it is missing."""
+    file = Path(path or os.environ.get(ENABLED_ENV, ""))
+    if not str(file) or not file.is_file():
+        return []
+    return enabled_names(file.read_text())
+
+
+def has_tool_file(folder: Path) -> bool:
+    return (folder / TOOL_FILE).is_file()
+
+
+def find_tool(
+    name: str, dirs: Sequence[Path] | None = None, *, is_tool: Callable[[Path], bool] = has_tool_file
+) -> Path | None:
+    """The first folder ``<dir>/<name>`` holding a tool; ``is_tool`` decides (the harness passes one that follows
+    no link)."""
     for folder in dirs if dirs is not None else tool_dirs():
         candidate = folder / name
-        if (candidate / TOOL_FILE).is_file():
+        if is_tool(candidate):
             return candidate
     return None
 
@@ -114,14 +126,28 @@ def _declared(module: ModuleType, folder: Path) -> Tool:
     return Tool(name, folder, commands, run)
 
 
-def manual_with_tools(manual: str, enabled: Sequence[str], dirs: Sequence[Path]) -> str:
-    """The manual with the enabled tools' interface files appended under "Extra tools for this task"."""
+def read_interface(folder: Path) -> str | None:
+    path = folder / INTERFACE_FILE
+    return path.read_text() if path.is_file() else None
+
+
+def manual_with_tools(
+    manual: str,
+    enabled: Sequence[str],
+    dirs: Sequence[Path],
+    *,
+    is_tool: Callable[[Path], bool] = has_tool_file,
+    read: Callable[[Path], str | None] = read_interface,
+) -> str:
+    """The manual with the enabled tools' interface files appended under "Extra tools for this task" (``is_tool``
+    and ``read`` look at the files: the harness, outside the sandbox, passes ones that follow no link)."""
     text = manual.rstrip("\n")
     parts = []
     for name in enabled:
-        folder = find_tool(name, dirs)
-        if folder is not None and (folder / INTERFACE_FILE).is_file():
-            parts.append((folder / INTERFACE_FILE).read_text().strip())
+        folder = find_tool(name, dirs, is_tool=is_tool)
+        interface = read(folder) if folder is not None else None
+        if interface is not None:
+            parts.append(interface.strip())
     if parts:
         text += f"\n\n{MANUAL_TOOLS_HEADING}\n\n" + "\n\n".join(parts)
     return text + "\n"

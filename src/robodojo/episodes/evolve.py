@@ -185,6 +185,7 @@ def _round_row(record: Any, report: Any, *, kept: bool) -> dict[str, Any]:
         "kind": record.kind, "calls": record.calls, "wall_s": round(record.wall_s, 3),
         "declared_done": record.declared_done, "input_tokens": record.usage.input_tokens,
         "output_tokens": record.usage.output_tokens, "turns": record.turns, "kept": kept,
+        "refused_files": record.refused_files,  # what the round left that was not brought back (links, FIFOs)
     }  # fmt: skip
     if report is not None:
         row["delivery"] = {"ok": report.ok, "problems": list(report.problems), "tools": list(report.tools),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import cv2
+import numpy as np
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
 from robodojo.agents.code_cell.tools import ToolCallError, ValidCall
@@ -90,21 +91,19 @@ def shell_call_validator(max_command_chars: int) -> Callable[[ToolCall, TextLimi
 
 
 def show_image(
-    conversation: Conversation, call_id: str, path: str, host: Path | None, max_bytes: int
+    conversation: Conversation, call_id: str, path: str, data: bytes | None, problem: str
 ) -> tuple[str, str]:
-    """Answer a view_image call: the image file ``host`` (the host file behind ``path``, None when the path leads
-    outside what the agent may read) as a picture after the tool result. Returns (tool result text, problem), the
-    problem empty when the picture was added."""
-    problem = ""
+    """Answer a view_image call: ``data``, the file's bytes as the sandbox read them
+    (:meth:`~robodojo.agents.shell.workspace.ShellWorkspace.read_file`, None with its ``problem`` when it could
+    not), as a picture after the tool result. Returns (tool result text, problem), the problem empty when the
+    picture was added."""
     bgr = None
-    if host is None:
-        problem = f"{quote(path)} is outside your working folder"
-    elif not host.is_file():
-        problem = f"{quote(path)} does not exist (run `robo obs` to refresh obs/)"
-    elif host.stat().st_size > max_bytes:
-        problem = f"{quote(path)} is larger than {max_bytes} bytes"
-    elif (bgr := cv2.imread(str(host), cv2.IMREAD_COLOR)) is None:
-        problem = f"{quote(path)} is not an image OpenCV can read"
+    if data is not None:
+        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        if bgr is None:
+            problem = f"{quote(path)} is not an image OpenCV can read"
+    elif "does not exist" in problem:
+        problem += " (run `robo obs` to refresh obs/)"
     if bgr is None:
         return conversation.add_tool_result(call_id, f"view_image: {problem}"), problem
     text = conversation.add_tool_result(call_id, f"{path}: {bgr.shape[1]}x{bgr.shape[0]} image follows")
@@ -151,7 +150,8 @@ class ShellAgent:
         self.episode = episode
         task_tools = self.tools_root / episode.task if self.tools_root is not None else None
         self.workspace = ShellWorkspace(self.settings, self._command, task_tools=task_tools)
-        self.commands = BaseCommands(episode, self.settings.commands, self.workspace.obs_dir)
+        ws = self.workspace
+        self.commands = BaseCommands(episode, self.settings.commands, ws.obs_dir, obs_note=ws.obs_note)
         self.conversation = Conversation(self.image_horizon, self.text_limits, self.context)
         label = f"robodojo-{episode.robot.name.replace('_', '-')}"
         self.conversation.add(
@@ -202,8 +202,8 @@ class ShellAgent:
 
     def _view_image(self, turn: int, request: list[Message], reply: ChatReply, call_id: str, path: str) -> TurnRecord:
         assert self.workspace is not None
-        host = self.workspace.host_path(path)
-        text, problem = show_image(self.conversation, call_id, path, host, self.settings.agent.max_image_bytes)
+        data, problem = self.workspace.read_file(path, self.settings.agent.max_image_bytes)
+        text, problem = show_image(self.conversation, call_id, path, data, problem)
         if problem:
             details = self.conversation.turn_details({"error": problem, "path": path})
             return TurnRecord(turn, request, reply, [text], "error", details=details)

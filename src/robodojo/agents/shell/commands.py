@@ -15,8 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -28,6 +27,7 @@ from robo_shell.protocol import BASE_COMMANDS
 from robodojo.agents.base import EpisodeContext
 from robodojo.agents.code_cell.results import MoveResult
 from robodojo.agents.code_cell.robo import Robo
+from robodojo.agents.shell import host_files
 from robodojo.agents.shell.settings import CommandLimits
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, rotation_about_axis
 from robodojo.observation import Observation
@@ -91,13 +91,23 @@ def _round(values: Sequence[float]) -> list[float]:
 
 
 class BaseCommands:
-    """Runs base commands for one episode. ``obs_dir`` is the obs/ folder the sandbox shows the agent."""
+    """Runs base commands for one episode. ``obs_dir`` is the obs/ folder the sandbox shows the agent (the
+    harness's own, read-only inside: ShellWorkspace.obs_dir); ``obs_note()`` says, for the ``robo obs`` record, when
+    the agent's ``obs`` link no longer leads there (ShellWorkspace.obs_note)."""
 
-    def __init__(self, context: EpisodeContext, limits: CommandLimits, obs_dir: Path) -> None:
+    def __init__(
+        self,
+        context: EpisodeContext,
+        limits: CommandLimits,
+        obs_dir: Path,
+        *,
+        obs_note: Callable[[], str] | None = None,
+    ) -> None:
         self.context = context
         self.robo = Robo(context)
         self.limits = limits
         self.obs_dir = obs_dir
+        self.obs_note = obs_note
         self.parser = _parser()
         self.declared_done: str | None = None  # the reason given with `robo done`, once it was called
 
@@ -248,7 +258,11 @@ class BaseCommands:
     def _obs(self, args: argparse.Namespace) -> dict[str, Any]:
         obs = self.context.backend.observe(self.context.robot.camera_names)
         files = write_obs_folder(obs, self.obs_dir, self.limits.image_format)
-        return {"files": files, "cameras": list(obs.cameras), "step": obs.step}
+        fields: dict[str, Any] = {"files": files, "cameras": list(obs.cameras), "step": obs.step}
+        note = self.obs_note() if self.obs_note is not None else ""
+        if note:
+            fields["note"] = note
+        return fields
 
     def _status(self, args: argparse.Namespace) -> dict[str, Any]:
         state = self.robo.state()
@@ -267,47 +281,45 @@ class BaseCommands:
 def write_obs_folder(obs: Observation, folder: Path, image_format: str = "png") -> list[str]:
     """The obs/ folder of seed 003: each camera's RGB image, ``cameras.json`` (per camera: image file, size, K,
     distortion, T_world_cam, the optical frame's pose in the world), ``state.json`` (per arm: TCP pose, gripper,
-    joints; the step and the steps left). No depth. Files are replaced one by one, state.json last."""
+    joints; the step and the steps left). No depth. Files are replaced one by one, state.json last, each written
+    under a random temporary name and renamed (host_files.write_replace), in ``folder`` opened without following a
+    link: a link there is refused, not written through."""
     folder.mkdir(parents=True, exist_ok=True)
     cameras: dict[str, Any] = {}
     files = []
-    for name, frame in obs.cameras.items():
-        image = f"{name}.{image_format}"
-        _replace(folder / image, lambda p, rgb=frame.rgb: cv2.imwrite(str(p), rgb[:, :, ::-1]))
-        c = frame.calibration
-        cameras[name] = {
-            "image": image,
-            "width": c.width,
-            "height": c.height,
-            "K": np.asarray(c.K).tolist(),
-            "distortion": list(c.distortion),
-            "T_world_cam": np.asarray(c.T_world_cam).tolist(),
-        }
-        files.append(image)
-    state = {
-        "step": obs.step,
-        "steps_left": obs.steps_left,
-        "time_s": obs.time_s,
-        "arms": {
-            name: {
-                "tcp_pos_m": list(a.tcp_pos_m),
-                "tcp_quat_wxyz": list(a.tcp_quat_wxyz),
-                "gripper_opening": a.gripper_opening,
-                "joint_names": list(a.joint_names),
-                "joint_positions_rad": list(a.joint_positions_rad),
+    with host_files.opened_dir(folder) as dir_fd:
+        for name, frame in obs.cameras.items():
+            image = f"{name}.{image_format}"
+            ok, encoded = cv2.imencode(f".{image_format}", np.ascontiguousarray(frame.rgb[:, :, ::-1]))
+            if not ok:
+                raise OSError(f"OpenCV could not encode {image}")
+            host_files.write_replace(image, encoded.tobytes(), dir_fd=dir_fd)
+            c = frame.calibration
+            cameras[name] = {
+                "image": image,
+                "width": c.width,
+                "height": c.height,
+                "K": np.asarray(c.K).tolist(),
+                "distortion": list(c.distortion),
+                "T_world_cam": np.asarray(c.T_world_cam).tolist(),
             }
-            for name, a in obs.arms.items()
-        },
-    }
-    for file, doc in ((CAMERAS_FILE, cameras), (STATE_FILE, state)):
-        _replace(folder / file, lambda p, doc=doc: p.write_text(json.dumps(doc, indent=1)))
-        files.append(file)
+            files.append(image)
+        state = {
+            "step": obs.step,
+            "steps_left": obs.steps_left,
+            "time_s": obs.time_s,
+            "arms": {
+                name: {
+                    "tcp_pos_m": list(a.tcp_pos_m),
+                    "tcp_quat_wxyz": list(a.tcp_quat_wxyz),
+                    "gripper_opening": a.gripper_opening,
+                    "joint_names": list(a.joint_names),
+                    "joint_positions_rad": list(a.joint_positions_rad),
+                }
+                for name, a in obs.arms.items()
+            },
+        }
+        for file, doc in ((CAMERAS_FILE, cameras), (STATE_FILE, state)):
+            host_files.write_replace(file, json.dumps(doc, indent=1).encode(), dir_fd=dir_fd)
+            files.append(file)
     return files
-
-
-def _replace(path: Path, write) -> None:
-    """Write through a temporary name and rename, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
-    if write(tmp) is False:
-        raise OSError(f"could not write {tmp}")
-    os.replace(tmp, path)

@@ -8,15 +8,17 @@ and passes its own tests. Loading and testing run inside the sandbox, as the act
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from robo_shell.tools import INTERFACE_FILE, TOOL_FILE, enabled_tools, find_tool
+from robo_shell.tools import INTERFACE_FILE, TOOL_FILE, find_tool
+from robodojo.agents.shell import host_files
 from robodojo.agents.shell.sandbox import TOOLS
 from robodojo.agents.shell.settings import ShellSettings
-from robodojo.agents.shell.workspace import ENABLED_FILE, ShellWorkspace
+from robodojo.agents.shell.workspace import ENABLED_FILE, ShellWorkspace, enabled_tools_for, is_tool
 
 #: imports a tool may not make: the simulator, the project's layers above perception, robot SDKs
 FORBIDDEN_IMPORTS = (
@@ -27,6 +29,7 @@ FORBIDDEN_IMPORTS = (
 TEST_GLOB = "test_*.py"
 TEST_TIMEOUT_S = 300.0
 OUTPUT_CHARS = 6000
+MAX_SOURCE_BYTES = 4 << 20  # one source or interface file read for the static checks
 
 
 @dataclass(frozen=True)
@@ -67,44 +70,64 @@ def _forbidden(module: str) -> str | None:
 
 
 def static_problems(tool: Path, forbidden_words: Sequence[str]) -> list[str]:
-    """What is wrong with one tool folder without running it."""
-    problems = []
+    """What is wrong with one tool folder without running it. Its files are read on the host without following a
+    link (robodojo.agents.shell.host_files): a tool holds folders and regular files only, anything else is named."""
+    problems: list[str] = []
+    try:
+        tree = host_files.list_tree(tool)
+    except (OSError, host_files.UnsafeFileError) as exc:
+        return [f"{tool.name}: cannot be read: {exc}"]
+    problems.extend(f"{tool.name}: {entry}; a tool holds regular files and folders only" for entry in tree.refused)
     for required in (TOOL_FILE, INTERFACE_FILE):
-        if not (tool / required).is_file():
+        if required not in tree.files:
             problems.append(f"{tool.name}: {required} is missing")
-    if not list(tool.glob(TEST_GLOB)):
+    if not [f for f in tree.files if "/" not in f and fnmatch.fnmatch(f, TEST_GLOB)]:
         problems.append(f"{tool.name}: no unit tests ({TEST_GLOB})")
-    for source in sorted(tool.rglob("*.py")):
+    for source in (f for f in tree.files if f.endswith(".py")):
+        name = PurePosixPath(source).name
         try:
-            modules = imported_modules(source.read_text())
+            modules = imported_modules(_read(tool, source).decode("utf-8", errors="replace"))
         except SyntaxError as exc:
-            problems.append(f"{tool.name}: {source.name} does not parse: {exc}")
+            problems.append(f"{tool.name}: {name} does not parse: {exc}")
+            continue
+        except (OSError, host_files.UnsafeFileError) as exc:
+            problems.append(f"{tool.name}: {source} cannot be read: {exc}")
             continue
         for module in modules:
             if (bad := _forbidden(module)) is not None:
-                problems.append(f"{tool.name}: {source.name} imports {module} ({bad} is not available to tools)")
+                problems.append(f"{tool.name}: {name} imports {module} ({bad} is not available to tools)")
                 break
-    interface = tool / INTERFACE_FILE
-    if interface.is_file():
-        text = interface.read_text()
+    if INTERFACE_FILE in tree.files:
+        try:
+            text = _read(tool, INTERFACE_FILE).decode("utf-8", errors="replace")
+        except (OSError, host_files.UnsafeFileError) as exc:
+            return [*problems, f"{tool.name}: {INTERFACE_FILE} cannot be read: {exc}"]
         for word in forbidden_words:
             if re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", text, re.IGNORECASE):
                 problems.append(f"{tool.name}: {INTERFACE_FILE} names {word!r}, a task or one of its objects")
     return problems
 
 
+def _read(tool: Path, relative: str) -> bytes:
+    return host_files.read_under(tool, relative, MAX_SOURCE_BYTES)
+
+
 def check_task_tools(
     folder: Path, settings: ShellSettings, forbidden_words: Sequence[str], *, pool: Sequence[Path] = ()
 ) -> DeliveryReport:
     """Check every tool in a task's tool folder (and that its enabled_tools.txt names tools that exist)."""
-    tools = (
-        sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
-        if folder.is_dir()
-        else []
-    )
+    try:
+        listing = host_files.list_tree(folder, max_entries=host_files.MAX_TREE_ENTRIES) if folder.is_dir() else None
+    except (OSError, host_files.UnsafeFileError) as exc:
+        return DeliveryReport(False, (f"the tool folder cannot be read: {exc}",), (), "")
+    top = [] if listing is None else [f for f in listing.folders if "/" not in f]
+    tools = sorted(folder / name for name in top if not name.startswith((".", "_")))
     problems: list[str] = []
-    for name in enabled_tools(folder / ENABLED_FILE):
-        if find_tool(name, [folder, *pool]) is None:
+    if listing is not None:  # what lies loose in the folder itself (a tool's own entries are its problems)
+        problems.extend(f"{entry}; a tool folder holds regular files and folders only"
+                        for entry in listing.refused if "/" not in entry.split(":", 1)[0])  # fmt: skip
+    for name in enabled_tools_for(folder, ()):
+        if find_tool(name, [folder, *pool], is_tool=is_tool) is None:
             problems.append(f"{ENABLED_FILE}: {name!r} is not a tool here or in the shared pool")
     for tool in tools:
         problems.extend(static_problems(tool, forbidden_words))

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
-from robodojo.agents.code_cell.kernel_main import trim_text
 from robodojo.agents.llm.types import ChatReply, LlmError
 from robodojo.agents.shell.commands import BaseCommands
 from robodojo.agents.shell.model_proxy import ChatExchange, ModelProxy, error_body
+from robodojo.agents.shell.output import PipeReader
 from robodojo.agents.shell.prompts import GOAL_TEMPLATE
 from robodojo.agents.shell.sandbox import RUN, Mount, sandbox_boundary
 from robodojo.agents.shell.settings import CodingAgentCli, ShellSettings, load_shell_settings
-from robodojo.agents.shell.workspace import ShellWorkspace, kill_group
+from robodojo.agents.shell.workspace import KILL_GRACE_S, ShellWorkspace, kill_group
 from robodojo.errors import ConfigError, RobodojoError
 
 PROXY_SOCKET = "model.sock"
@@ -54,6 +54,7 @@ class ExternalShellAgent:
         self.workspace: ShellWorkspace | None = None
         self.proxy: ModelProxy | None = None
         self.process: subprocess.Popen | None = None
+        self._log: PipeReader | None = None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -75,7 +76,7 @@ class ExternalShellAgent:
             extra_mounts=[Mount(self.cli.venv, "/opt/agent")],
             extra_env=dict(self.cli.env),
         )
-        self.commands = BaseCommands(episode, self.settings.commands, ws.obs_dir)
+        self.commands = BaseCommands(episode, self.settings.commands, ws.obs_dir, obs_note=ws.obs_note)
         goal = GOAL_TEMPLATE.format(instruction=episode.instruction, recipe=episode.recipe)
         (ws.etc_dir / TASK_FILE).write_text(f"{goal}\n\n{ws.manual()}")
         if self.cli.config_template is not None:
@@ -86,10 +87,10 @@ class ExternalShellAgent:
         script = (
             f"python3 -m robo_shell.forward --listen 127.0.0.1:{port} --to {RUN}/{PROXY_SOCKET} &\nsleep 0.2\n{command}"
         )
-        self.log_path = ws.root / "run" / "coding_agent.log"
-        self._log = self.log_path.open("wb")
         self.started = time.monotonic()
-        self.process = ws.sandbox.shell(script, stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = ws.sandbox.shell(script, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert self.process.stdout is not None
+        self._log = PipeReader(self.process.stdout, LOG_TAIL_CHARS)  # its head and tail, bounded while it runs
         self._pending = self._next_exchange()
         self._early_calls = ws.route.take_calls()  # robot commands before the first model call
 
@@ -151,16 +152,16 @@ class ExternalShellAgent:
         return details
 
     def log_tail(self) -> str:
-        if not hasattr(self, "log_path") or not self.log_path.exists():
-            return ""
-        return trim_text(self.log_path.read_bytes().decode("utf-8", errors="replace"), LOG_TAIL_CHARS)
+        """The head and tail of what the coding agent printed so far."""
+        return self._log.output.text(LOG_TAIL_CHARS) if self._log is not None else ""
 
     def close(self) -> None:
         if self.process is not None:
             if self.process.poll() is None:
                 kill_group(self.process)
             self.process = None
-            self._log.close()
+            if self._log is not None:
+                self._log.finish(KILL_GRACE_S)
         if self.proxy is not None:
             self.proxy.close()
             self.proxy = None

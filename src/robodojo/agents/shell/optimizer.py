@@ -4,8 +4,9 @@ After a failure it reads the episode's record (mounted read-only at /opt/robo/ev
 agent ran and its output, every robot command with its JSON record, the camera frames, the metrics) and the tool
 code, writes its diagnosis to ``skill.md``, and adds or fixes one tool with its unit tests. After a success it adds
 an entry to ``playbook.md``. It writes only under the task's tool folder (/opt/robo/tools/task, the one writable
-mount besides its scratch home); the shared pool is read-only; there is no robot (``robo`` answers only ``done``,
-which ends the round). The round is checked afterwards by robodojo.agents.shell.delivery.
+mount besides its scratch home: a copy, brought back after the round as regular files and folders only, so no link
+or FIFO it leaves is ever opened by the harness); the shared pool is read-only; there is no robot (``robo``
+answers only ``done``, which ends the round). The round is checked afterwards by robodojo.agents.shell.delivery.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ class RoundRecord:
     declared_done: bool = False
     wall_s: float = 0.0
     error: str = ""
+    #: what the round left in the tool folder that was not brought back (links, FIFOs, ...: "grab/x: a FIFO")
+    refused_files: list[str] = field(default_factory=list)
 
 
 class Optimizer:
@@ -131,8 +134,8 @@ class Optimizer:
                 call_id = reply.tool_calls[0].id
                 if valid.name == VIEW_IMAGE:
                     path = valid.arguments["path"]
-                    text, _ = show_image(conversation, call_id, path, _readable(path, ws, evidence),
-                                         self.settings.agent.max_image_bytes)  # fmt: skip
+                    data, problem = ws.read_file(path, self.settings.agent.max_image_bytes)
+                    text, _ = show_image(conversation, call_id, path, data, problem)
                     record.turns.append({"view_image": valid.arguments["path"], "result": text})
                     continue
                 outcome = ws.run(valid.arguments["command"])
@@ -140,15 +143,10 @@ class Optimizer:
                 record.turns.append({"command": valid.arguments["command"], "exit_code": outcome.exit_code,
                                      "output": outcome.output})  # fmt: skip
         finally:
-            ws.close()
+            try:  # no command runs now: the round's edits come back as regular files and folders, nothing else
+                record.refused_files = list(ws.export_task_tools().refused)
+            finally:
+                ws.close()
         record.declared_done = bool(done)
         record.wall_s = time.monotonic() - started
         return record
-
-
-def _readable(path: str, ws: ShellWorkspace, evidence: Path) -> Path | None:
-    """The host file behind a path the optimizer may read: under the evidence mount or its working folder."""
-    if not path.startswith(EVIDENCE + "/"):
-        return ws.host_path(path)
-    host = (evidence / Path(path).relative_to(EVIDENCE)).resolve()
-    return host if host.is_relative_to(evidence.resolve()) else None

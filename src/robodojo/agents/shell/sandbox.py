@@ -9,15 +9,34 @@ What is a real boundary, enforced by the kernel through bubblewrap (``bwrap``, D
   * the file system is a fresh tmpfs root holding only: the runtime (``runtime_paths``, read-only: /usr and the
     loader's files), the Python interpreter's own prefix (read-only), the allowed Python distributions
     (``python_distributions``) and the agent-side part of robodojo (``robodojo_modules``) and :mod:`robo_shell`
-    under /opt/robo (read-only), the tool folders (read-only, or writable for the optimizer's own folder), the
-    episode's work folder at /home/agent (writable) and the folder of the robot's command route (its Unix socket).
-    No other host folder exists inside: no repository, no simulator (mujoco is not among the distributions), no task
-    or scoring code, no other episode's files;
+    under /opt/robo (read-only), the tool folders (read-only, or for the optimizer a writable copy of its own
+    folder), the episode's work folder at /home/agent (writable), and /run/robo, read-only: the command route's
+    socket, the model proxy's socket (a socket connects on a read-only mount) and obs/, which only the harness
+    writes. No other host folder exists inside: no repository, no simulator (mujoco is not among the
+    distributions), no task or scoring code, no other episode's files;
+  * a hard link cannot cross mounts (EXDEV), so the agent can link only files of its own writable folders;
   * the network namespace has only a loopback interface: no route anywhere. The robot is reached through the
-    command route's Unix socket, bound in as a file;
+    command route's Unix socket;
   * the environment is cleared: only PATH, HOME, LANG and the robo variables are set, so no API key enters.
 
-Not a boundary here: CPU and memory (the command timeout kills the whole process group; a cgroup limit is not set).
+The other half of the boundary is the harness's own conduct, outside (as root in CI and in chroots): nothing outside
+writes, reads or follows a path the agent controls.
+  * ``robo obs`` writes the harness's own folder (/run/robo/obs), each file under a random temporary name renamed
+    into place, through a descriptor of that folder (robodojo.agents.shell.host_files); the agent's ``obs`` is a
+    link to it, made again if deleted, otherwise left alone (the record says so);
+  * a file the model asks to see (``view_image``) is read by the sandbox itself, so a link leads only where the
+    agent could read anyway and a FIFO is never opened;
+  * the optimizer edits a copy of its tool folder, brought back as regular files and folders only (links, FIFOs,
+    sockets are refused and listed); tool files read outside (interfaces for the manual, enabled_tools.txt, the
+    delivery check's sources) are read through host_files, which opens every name with ``O_NOFOLLOW``;
+  * a command's output is read from a pipe with head and tail kept (robodojo.agents.shell.output), and the command
+    route reads every request into a bounded buffer of its own (robodojo.agents.shell.route): a flood or a silent
+    client costs bounded memory and holds up no other command.
+
+Not a boundary here: CPU, memory and disk of the sandbox (the command timeout kills the whole process group; no cgroup
+limit is set; the work folder shares its host's disk). Not hidden: the host paths of the mounted folders, which the
+kernel shows in /proc/self/mountinfo (a bind mount's source; bubblewrap cannot hide it); the agent learns a path,
+not access, since nothing outside follows one it made.
 """
 
 from __future__ import annotations
@@ -48,7 +67,7 @@ PATH = f"{BIN}:/usr/local/bin:/usr/bin:/bin"
 ROBO_MAIN = "import sys; from robo_shell.__main__ import main; sys.exit(main())"
 BOUNDARY = (
     "bubblewrap: new {user}mount, PID, network (loopback only), IPC, UTS and cgroup namespaces; capabilities dropped; "
-    "read-only runtime; of the host only the work folder, the tool folders and the command route's socket"
+    "read-only runtime; of the host only the work folder, the tool folders and, read-only, the command route's folder"
 )
 _PROBES: dict[tuple[str, str], bool] = {}  # (bwrap, mode) -> whether it can run here; probed once per process
 
@@ -165,9 +184,9 @@ class Sandbox:
     """Runs commands under bubblewrap with the mounts described in the module docstring.
 
     ``work_dir`` becomes /home/agent (the agent's home and working folder, writable); ``route_dir`` the folder of the
-    command route's socket (/run/robo); ``tool_mounts`` the tool folders under /opt/robo/tools; ``env`` adds
-    variables (the robo ones) to the cleared environment. A bin folder with ``robo`` and ``python3`` is written into
-    ``run_dir``.
+    command route's socket and obs/ (/run/robo, read-only); ``tool_mounts`` the tool folders under /opt/robo/tools;
+    ``env`` adds variables (the robo ones) to the cleared environment. A bin folder with ``robo`` and ``python3`` is
+    written into ``run_dir``.
     """
 
     def __init__(
@@ -200,7 +219,7 @@ class Sandbox:
             Mount(self.bin_dir, BIN),
             *tool_mounts,
             Mount(work_dir, WORK, writable=True),
-            Mount(route_dir, RUN, writable=True),
+            Mount(route_dir, RUN),  # read-only: its sockets connect all the same, and obs/ is the harness's
         ]
         self.env = {
             "PATH": PATH,
