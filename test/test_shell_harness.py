@@ -245,6 +245,36 @@ def test_view_image_shows_what_the_agent_can_read_and_nothing_it_links_to_outsid
         agent.close()
 
 
+def test_a_refused_huge_command_is_kept_bounded_in_the_history(dual_world):
+    from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
+    from robodojo.agents.shell.agent import ShellAgent
+
+    class Caller:
+        def __init__(self) -> None:
+            self.requests: list[list[dict]] = []
+
+        def chat(self, messages, tools, *, tool_choice="required"):
+            self.requests.append(json.loads(json.dumps(messages)))
+            command = "echo " + "x" * 2_000_000 if len(self.requests) == 1 else "robo status"
+            call = ToolCall(f"c{len(self.requests)}", "shell", json.dumps({"command": command}))
+            return ChatReply(None, (call,), Usage(1, 0, 1, 0.0), "m", "tool_calls", 0, 1)
+
+    dual_world.reset("general_pickup", seed=0)
+    agent = ShellAgent()
+    agent.begin(episode_context(dual_world))
+    try:
+        llm = Caller()
+        refused, ran = agent.turn(llm, 1), agent.turn(llm, 2)
+        bound = agent.settings.agent.max_call_chars
+        assert refused.action == "error" and "nothing ran" in refused.tool_results[0]
+        assert refused.tool_results[0].endswith(f"cut to {bound} characters (it had 2000020)]")
+        assert ran.action == "shell"
+        kept = llm.requests[1][2]["tool_calls"][0]["function"]["arguments"]
+        assert len(kept) < bound + 100 and "characters omitted" in kept  # not 2 MB in every later request
+    finally:
+        agent.close()
+
+
 TINY_CLI = """\
 python3 - <<'PY'
 import json, time, urllib.request

@@ -152,7 +152,12 @@ class ShellAgent:
         self.workspace = ShellWorkspace(self.settings, self._command, task_tools=task_tools)
         ws = self.workspace
         self.commands = BaseCommands(episode, self.settings.commands, ws.obs_dir, obs_note=ws.obs_note)
-        self.conversation = Conversation(self.image_horizon, self.text_limits, self.context)
+        self.conversation = Conversation(
+            self.image_horizon,
+            self.text_limits,
+            self.context,
+            max_arguments_chars=self.settings.agent.max_call_chars,
+        )
         label = f"robodojo-{episode.robot.name.replace('_', '-')}"
         self.conversation.add(
             system_message(episode, self.workspace.manual(), label, self.settings.agent.command_timeout_s)

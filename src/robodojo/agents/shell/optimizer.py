@@ -111,7 +111,9 @@ class Optimizer:
         )
         try:
             (ws.etc_dir / "manual.md").write_text(ws.manual())
-            conversation = Conversation(IMAGE_HORIZON, self.text_limits, ContextBudget())
+            conversation = Conversation(
+                IMAGE_HORIZON, self.text_limits, ContextBudget(), max_arguments_chars=self.settings.agent.max_call_chars
+            )
             calls = self.settings.optimizer.max_calls_per_round
             conversation.add({"role": "system", "content": SYSTEM.format(tools=TOOLS, evidence=EVIDENCE, calls=calls)})
             goal = REPAIR_GOAL if kind == "repair" else PLAYBOOK_GOAL

@@ -35,6 +35,11 @@ class AgentLimits:
     max_command_chars: int
     default_tools: tuple[str, ...]
 
+    @property
+    def max_call_chars(self) -> int:
+        """The longest raw arguments of a call kept in the history: a longest command, every character escaped."""
+        return 2 * self.max_command_chars + 100
+
 
 @dataclass(frozen=True)
 class SandboxSettings:
