@@ -67,7 +67,7 @@ def image_rgb(msg: Image) -> NDArray[np.uint8]:
 
 
 def camera_info_msg(calibration: CameraCalibration, t_s: float, frame_id: str) -> CameraInfo:
-    """Intrinsics as CameraInfo (plumb_bob; P = K [I | 0] for a monocular camera)."""
+    """Intrinsics as CameraInfo (its distortion model and coefficients; P = K [I | 0] for a monocular camera)."""
     K = np.asarray(calibration.K, dtype=float)
     P = np.zeros((3, 4))
     P[:, :3] = K
@@ -75,7 +75,7 @@ def camera_info_msg(calibration: CameraCalibration, t_s: float, frame_id: str) -
         header=header(t_s, frame_id),
         height=calibration.height,
         width=calibration.width,
-        distortion_model="plumb_bob",
+        distortion_model=calibration.distortion_model,
         d=[float(v) for v in calibration.distortion],
         k=[float(v) for v in K.reshape(-1)],
         r=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
@@ -88,8 +88,9 @@ def calibration_from(info: CameraInfo, pose: PoseStamped) -> CameraCalibration:
     K = np.array(info.k, dtype=float).reshape(3, 3)
     distortion = tuple(float(v) for v in info.d) or (0.0,) * 5
     return CameraCalibration(
-        K=K, T_world_cam=pose_matrix(pose.pose), width=info.width, height=info.height, distortion=distortion
-    )
+        K=K, T_world_cam=pose_matrix(pose.pose), width=info.width, height=info.height, distortion=distortion,
+        distortion_model=info.distortion_model or "plumb_bob",
+    )  # fmt: skip
 
 
 # -- poses and joints ---------------------------------------------------------------------------------------------
