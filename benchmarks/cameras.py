@@ -9,9 +9,11 @@ real node pair, and the device source's capture-to-publish latency from a video 
    over ``--frames`` frames (200; 10 with ``--smoke``).
 2. Frames dropped at 30 Hz, where rclpy is importable: camera_node (head camera, ``intrinsics: driver``) in its own
    process, fed by an rclpy publisher in this process at 30 Hz (640x480 and 1280x720 rgb8, 640x480 yuyv, each with
-   its CameraInfo), once with a best-effort input (the sensor-data QoS) and once reliable, for ``--window`` s (10; 1 with ``--smoke``, 640x480 rgb8 only) after discovery; frames sent, republished frames received here, and the
-   drops camera_node counted on /diagnostics. Best-effort input (the sensor-data QoS, as a driver's): a drop is a
-   frame the machine could not carry, not an error.
+   its CameraInfo), once with a best-effort input (the sensor-data QoS) and once reliable, for ``--window`` s (10; 1
+   with ``--smoke``, 640x480 rgb8 only) after discovery: frames sent, republished frames received here, and the drops
+   camera_node counted on /diagnostics (bad frames: none are expected). "lost" = sent - republished: frames DDS or a
+   full queue discarded on the way in or out (best effort drops a large frame whose fragments do not all arrive in
+   time; reliable resends them), not frames camera_node refused.
 3. Device source, capture to publish: DeviceCapture reading an MJPEG video file (made here with cv2.VideoWriter,
    640x480, looped) at 30 Hz; per frame the time from the capture stamp (taken right after ``grab()``) to the Image
    and CameraInfo messages built, as device_camera_node publishes them (in-process: the decode, colour conversion and
@@ -19,7 +21,8 @@ real node pair, and the device source's capture-to-publish latency from a video 
    header) to the moment this process's callback runs (adds DDS transport and deserialisation).
 
 Run: ``.venv/bin/python benchmarks/cameras.py [--frames 200] [--window 10] [--smoke] [--no-graph] [--json out.json]``;
-about 2 minutes, ``--smoke`` about 40 s (mostly node start-up and discovery). The machine's 2 cores are shared: the load is printed in the header.
+about 2 minutes, ``--smoke`` about 40 s (mostly node start-up and discovery). The machine's 2 cores are shared: the
+load is printed in the header.
 """
 
 from __future__ import annotations
@@ -164,7 +167,11 @@ def bench_device_in_process(video: Path, n_frames: int) -> dict:
     capture.stop()
     s = stats_ms(latencies)
     print("\n3a. device source, capture stamp to Image + CameraInfo built (MJPEG file 640x480, 30 Hz), this process")
-    table(("n", "median ms", "p95 ms", "max ms"), [(str(s["n"]), f2(s["median_ms"]), f2(s["p95_ms"]), f2(s["max_ms"]))], ">>>>")
+    table(
+        ("n", "median ms", "p95 ms", "max ms"),
+        [(str(s["n"]), f2(s["median_ms"]), f2(s["p95_ms"]), f2(s["max_ms"]))],
+        ">>>>",
+    )
     return s
 
 
@@ -347,8 +354,14 @@ def bench_node_pair(window_s: float, video: Path, log_dir: Path, inputs: Sequenc
             device.stop()
         s = stats_ms(list(latencies))
         out["device_capture_to_receive"] = s
-        print("\n3b. device_camera_node (MJPEG file 640x480, 30 Hz) capture stamp to this process's callback (reliable)")
-        table(("n", "median ms", "p95 ms", "max ms"), [(str(s["n"]), f2(s["median_ms"]), f2(s["p95_ms"]), f2(s["max_ms"]))], ">>>>")
+        print(
+            "\n3b. device_camera_node (MJPEG file 640x480, 30 Hz) capture stamp to this process's callback (reliable)"
+        )
+        table(
+            ("n", "median ms", "p95 ms", "max ms"),
+            [(str(s["n"]), f2(s["median_ms"]), f2(s["p95_ms"]), f2(s["max_ms"]))],
+            ">>>>",
+        )
     finally:
         client.close()
         domain_lock.close()
@@ -363,7 +376,9 @@ def calibration_of(intr: Intrinsics) -> CameraCalibration:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, help="frames timed per case (default 200; 10 with --smoke)")
-    parser.add_argument("--window", type=float, help="30 Hz window per input of part 2 [s] (default 10; 1 with --smoke)")
+    parser.add_argument(
+        "--window", type=float, help="30 Hz window per input of part 2 [s] (default 10; 1 with --smoke)"
+    )
     parser.add_argument("--smoke", action="store_true", help="a few frames and short windows: a run of seconds")
     parser.add_argument("--no-graph", action="store_true", help="skip the node-pair parts (2 and 3b)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")

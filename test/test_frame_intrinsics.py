@@ -47,7 +47,7 @@ def test_each_model_projects_as_opencv_and_round_trips(model) -> None:
 
 
 def test_distortion_checks_its_coefficients() -> None:
-    with pytest.raises(InvalidCommandError, match="'fov'.*plumb_bob, rational_polynomial, equidistant"):
+    with pytest.raises(InvalidCommandError, match=r"'fov'.*plumb_bob, rational_polynomial, equidistant"):
         Distortion("fov", (0.1,))
     with pytest.raises(InvalidCommandError, match="takes 8 coefficients, got 5"):
         Distortion("rational_polynomial", (0.0,) * 5)
@@ -103,7 +103,7 @@ def test_scaled_to_refuses_another_aspect_ratio() -> None:
     # cx' = (318.7 + 0.5) * 2 - 0.5, cy' = (241.3 + 0.5) * 2 - 0.5
     np.testing.assert_allclose(same.K, [[1200.0, 0.0, 637.9], [0.0, 1204.0, 483.1], [0.0, 0.0, 1.0]])
     assert intr.scaled_to(640, 480) is intr
-    with pytest.raises(FrameError, match="848x480 frame has another aspect ratio than the calibration .640x480") as e:
+    with pytest.raises(FrameError, match=r"848x480 frame has another aspect ratio than the calibration \(640x480") as e:
         intr.scaled_to(848, 480)
     assert e.value.kind == "aspect"
 

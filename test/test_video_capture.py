@@ -20,7 +20,7 @@ WAIT_S = 60.0  # generous deadline for counts to be reached on a loaded machine 
 
 
 def frame_image(index: int) -> np.ndarray:
-    """Frame ``index``: uniform grey 20 + 40 * index in the left half, and pure red in the right half (channel order)."""
+    """Frame ``index``: uniform grey 20 + 40 * index in the left half, pure red in the right half (channel order)."""
     img = np.zeros((H, W, 3), np.uint8)
     img[:, : W // 2] = 20 + LEVEL_STEP * index
     img[:, W // 2 :] = (0, 0, 255)  # BGR red

@@ -43,7 +43,9 @@ def quadrants(width: int, height: int) -> np.ndarray:
 def quadrant_colours(rgb: np.ndarray) -> np.ndarray:
     """The colour at the centre of each quadrant."""
     h, w = rgb.shape[:2]
-    return np.array([rgb[h // 4, w // 4], rgb[h // 4, 3 * w // 4], rgb[3 * h // 4, w // 4], rgb[3 * h // 4, 3 * w // 4]])
+    return np.array(
+        [rgb[h // 4, w // 4], rgb[h // 4, 3 * w // 4], rgb[3 * h // 4, w // 4], rgb[3 * h // 4, 3 * w // 4]]
+    )
 
 
 def raw_frame(rgb: np.ndarray, encoding: str, stamp: Time) -> Image:
@@ -101,12 +103,18 @@ def test_raw_encodings_and_sizes_come_out_rgb_at_the_agent_size_with_k_scaled(gr
     assert (calib.width, calib.height) == (640, 480)
     K_out = scale_K(calib.K, 0.5, 0.5)  # every accepted size has the calibration's aspect ratio: 320x240 out
 
-    cases = [("rgb8", 1280, 960), ("bgr8", 640, 480), ("yuyv", 640, 480), ("bayer_rggb8", 1280, 960), ("mono8", 320, 240)]
+    out_topics = [t for t in camera_topics("head") if t != topics.DIAGNOSTICS]
+    cases = [
+        ("rgb8", 1280, 960),
+        ("bgr8", 640, 480),
+        ("yuyv", 640, 480),
+        ("bayer_rggb8", 1280, 960),
+        ("mono8", 320, 240),
+    ]
     for k, (encoding, w, h) in enumerate(cases):
         stamp = Time(sec=100 + k, nanosec=1)
         rgb = quadrants(w, h)
         msg = raw_frame(rgb, encoding, stamp)
-        out_topics = [t for t in camera_topics("head") if t != topics.DIAGNOSTICS]
         publish_until(graph, [(pub, msg)], lambda s=stamp: all(inbox.stamped(t, s) for t in out_topics), encoding)
         image = inbox.stamped(topics.camera_image("head"), stamp)[0]
         info = inbox.stamped(topics.camera_info("head"), stamp)[0]
@@ -250,7 +258,10 @@ def test_device_source_feeds_camera_node_from_a_video_file_and_survives_a_vanish
     assert (image.width, image.height, image.encoding) == (640, 480, "rgb8")
     rgb = convert.image_rgb(image)
     assert np.abs(quadrant_colours(rgb).astype(int)[1:] - COLOURS[1:].astype(int)).max() <= 6  # MJPEG, resized
-    patches = {round((float(convert.image_rgb(m)[10:50, 10:70].mean()) - 30) / 50) for m in inbox.all(topics.camera_image("head"))}
+    patches = {
+        round((float(convert.image_rgb(m)[10:50, 10:70].mean()) - 30) / 50)
+        for m in inbox.all(topics.camera_image("head"))
+    }
     assert patches >= {0, 1, 2, 3}, patches  # every frame of the file, looped
     info = inbox.stamped(topics.camera_info("head"), image.header.stamp)[0]
     np.testing.assert_allclose(np.array(info.k).reshape(3, 3), calib.K)

@@ -194,7 +194,9 @@ class DeviceCapture:
                     cap = self._open()
                     if cap is None:
                         self._count(open_failures=1)
-                        self.log(f"cannot open {self.source.text!r} ({self.source.kind}); trying again in {backoff_s:.2f} s")
+                        self.log(
+                            f"cannot open {self.source.text!r} ({self.source.kind}); trying again in {backoff_s:.2f} s"
+                        )
                         self._stop.wait(backoff_s)
                         backoff_s = min(2 * backoff_s, s.reconnect_max_s)
                         continue

@@ -208,7 +208,9 @@ def camera_file_data(model: CameraModel, *, T_tcp_cam: ArrayLike | None = None, 
         "camera_matrix": {"rows": 3, "cols": 3, "data": [float(v) for v in model.K.ravel()]},
         "distortion_model": model.distortion_model,
         "distortion_coefficients": {
-            "rows": 1, "cols": len(model.distortion), "data": [float(v) for v in model.distortion],
+            "rows": 1,
+            "cols": len(model.distortion),
+            "data": [float(v) for v in model.distortion],
         },
     }
     if T_tcp_cam is None:

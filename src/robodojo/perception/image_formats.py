@@ -93,7 +93,9 @@ def raw_to_rgb(encoding: str, width: int, height: int, step: int, data: bytes | 
     """
     layout = RAW_LAYOUTS.get(encoding)
     if layout is None:
-        raise FrameError("encoding", f"image encoding {encoding!r} is not supported; encodings: {', '.join(RAW_ENCODINGS)}")
+        raise FrameError(
+            "encoding", f"image encoding {encoding!r} is not supported; encodings: {', '.join(RAW_ENCODINGS)}"
+        )
     check_frame_size(width, height)
     if layout.even_width and width % 2:
         raise FrameError("data", f"a {encoding} frame needs an even width, got {width}")
@@ -105,10 +107,7 @@ def raw_to_rgb(encoding: str, width: int, height: int, step: int, data: bytes | 
             "data", f"{encoding} frame {width}x{height} with step {step} needs {step * height} bytes, got {len(data)}"
         )
     rows = np.frombuffer(data, dtype=np.uint8, count=step * height).reshape(height, step)[:, :row_bytes]
-    if layout.bytes_per_pixel == 1:
-        pixels = rows
-    else:
-        pixels = rows.reshape(height, width, layout.bytes_per_pixel)
+    pixels = rows if layout.bytes_per_pixel == 1 else rows.reshape(height, width, layout.bytes_per_pixel)
     if layout.to_rgb is None:
         return pixels.copy()
     return layout.to_rgb(np.ascontiguousarray(pixels))
@@ -126,7 +125,9 @@ def compressed_codec(fmt: str) -> tuple[str, bool]:
     words = text.replace("compressed", " ").split()
     codec = next((w for w in words if w in COMPRESSED_CODECS or w in ("jpg", "mjpeg")), None)
     if codec is None:
-        raise FrameError("encoding", f"compressed format {fmt!r} is not supported; codecs: {', '.join(COMPRESSED_CODECS)}")
+        raise FrameError(
+            "encoding", f"compressed format {fmt!r} is not supported; codecs: {', '.join(COMPRESSED_CODECS)}"
+        )
     stored = words[-1] if words and words[-1] != codec else "bgr8"
     return ("png" if codec == "png" else "jpeg"), stored in ("rgb8", "rgba8")
 
