@@ -9,7 +9,13 @@ import pytest
 
 from robodojo.errors import ConfigError, InvalidCommandError
 from robodojo.perception.camera import CameraModel, camera_file_data, parse_camera_file
-from robodojo.perception.camera_stream import CameraStream, StreamSettings, check_output_aspect, driver_intrinsics
+from robodojo.perception.camera_stream import (
+    ArmStateHistory,
+    CameraStream,
+    StreamSettings,
+    check_output_aspect,
+    driver_intrinsics,
+)
 from robodojo.perception.distortion import Distortion
 from robodojo.perception.frame_intrinsics import Intrinsics, resize_rgb, scale_K
 from robodojo.perception.image_formats import FrameError
@@ -145,16 +151,32 @@ def test_stream_driver_intrinsics_wait_for_camera_info_and_follow_it() -> None:
         driver_intrinsics(K848, [0.0] * 4, "kannala_brandt", 848, 480)
 
 
-def test_stream_lag_and_counts_with_rate_limited_warnings() -> None:
-    stream = CameraStream(_intrinsics(), StreamSettings(max_frame_lag_s=0.1))
-    stream.check_lag(10.0, 10.05, "left")  # the joint state is 50 ms newer: taken
-    stream.check_lag(10.0, 9.0, "left")  # a newer frame than the joint state: taken
-    errors = []
-    for frame_s, joint_s in [(10.0, 10.2), (10.0, None)]:
-        with pytest.raises(FrameError) as e:
-            stream.check_lag(frame_s, joint_s, "left")
-        errors.append(e.value)
-    assert [e.kind for e in errors] == ["lag", "missing"]
+def test_arm_history_gives_the_state_nearest_the_frame() -> None:
+    history = ArmStateHistory("left", keep_s=1.0)
+    with pytest.raises(FrameError, match="no joint state yet for arm 'left'") as e:
+        history.at(10.0, 0.1)
+    assert e.value.kind == "missing"
+    for k in range(11):  # 10.0, 10.1, ... 11.0, q = k
+        history.add(10.0 + 0.1 * k, np.full(6, float(k)))
+    assert history.at(10.24, 0.1)[0] == 2.0  # nearest, not the latest: a late frame gets the pose of its instant
+    assert history.at(10.26, 0.1)[0] == 3.0
+    assert history.at(12.0, 0.1)[0] == 10.0  # newer than every state: the latest (the node checks its age)
+    assert history.at(9.95, 0.1)[0] == 0.0
+    with pytest.raises(FrameError, match=r"within 0.1 s of the frame's stamp \(nearest 0.500 s away") as e:
+        history.at(9.5, 0.1)
+    assert e.value.kind == "lag"
+    history.add(11.5, np.full(6, 15.0))  # states older than 11.5 - 1.0 go
+    with pytest.raises(FrameError, match=r"nearest 0\.300 s away"):
+        history.at(10.2, 0.1)
+    history.add(10.65, np.full(6, 6.5))  # out of order: kept in stamp order
+    assert history.at(10.66, 0.1)[0] == 6.5
+    history.add(0.5, np.full(6, -1.0))  # the clock jumped back (a restarted simulator): start over
+    assert history.at(0.5, 0.1)[0] == -1.0 and history.at(11.0, 0.1)[0] == -1.0
+
+
+def test_stream_counts_with_rate_limited_warnings() -> None:
+    stream = CameraStream(_intrinsics(), StreamSettings())
+    errors = [FrameError("lag", "late"), FrameError("missing", "none")]
     warn = [stream.dropped(errors[0], t) for t in (0.0, 1.0, 4.9, 5.0)]
     assert warn == [True, False, False, True]
     assert stream.dropped(errors[1], 1.0)  # another reason is not hidden by the first

@@ -8,11 +8,11 @@ calibration file or from the driver's CameraInfo (``intrinsics``), scaled to the
 frame is resized for the agent (``output_width`` x ``output_height``) with K scaled exactly (perception.camera_stream).
 
 A fixed camera's pose comes from its file; a wrist camera's is the arm's TCP pose from /joint_states composed with the
-file's hand-eye transform. A wrist camera's frames are dropped while the arm state is missing or older than
-``joint_state_timeout_s`` (wall clock), or when the frame is stamped more than ``max_frame_lag_s`` before the arm's
-latest joint state. Every dropped frame (bad data, unknown encoding, another aspect ratio, no CameraInfo, stale pose)
-is counted on /diagnostics by reason and logged once per reason every few seconds; nothing a driver sends stops the
-node.
+file's hand-eye transform, the arm's joint state being the one nearest the frame's stamp (ArmStateHistory). A wrist
+camera's frames are dropped while the arm state is missing or older than ``joint_state_timeout_s`` (wall clock), or
+when no joint state lies within ``max_frame_lag_s`` of the frame's stamp. Every dropped frame (bad data, unknown
+encoding, another aspect ratio, no CameraInfo, stale pose) is counted on /diagnostics by reason and logged once per
+reason every few seconds; nothing a driver sends stops the node.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from robodojo.nodes import convert, topics
 from robodojo.nodes.parameters import CameraNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import GraphNode, run_node
-from robodojo.perception.camera_stream import CameraStream, StreamSettings, check_output_aspect
+from robodojo.perception.camera_stream import ArmStateHistory, CameraStream, StreamSettings, check_output_aspect
 from robodojo.perception.distortion import Distortion
 from robodojo.perception.frame_intrinsics import Intrinsics
 from robodojo.perception.image_formats import FrameError
@@ -93,10 +93,12 @@ class CameraNode(GraphNode):
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         self.kinematics: ArmKinematics | None = None
         self.joints: JointPositions | None = None
-        self.joint_stamp_s: dict[str, float] = {}  # per arm: the latest /joint_states header stamp
+        self.history: ArmStateHistory | None = None
+        self.max_frame_lag_s = params.max_frame_lag_s
         if self.camera.arm is not None:
             self.kinematics = ArmKinematics(self.robot)
             self.joints = JointPositions(self.robot, self._model_joints())
+            self.history = ArmStateHistory(self.camera.arm)
             self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, JOINT_STATE_QOS)
         input_qos = RELIABLE_INPUT_QOS if params.input_reliable else qos_profile_sensor_data
         kind = TRANSPORTS[params.input_transport]
@@ -127,9 +129,10 @@ class CameraNode(GraphNode):
         update = self.joints.update(msg.name, msg.position, time.monotonic())  # type: ignore[union-attr]
         if update.error:
             self.get_logger().warn(f"dropped a joint state: {update.error}", throttle_duration_sec=5.0)
-        stamp_s = convert.seconds(msg.header.stamp)
-        for arm in update.arms:
-            self.joint_stamp_s[arm] = stamp_s
+        if self.camera.arm in update.arms:
+            q = self.joints.arm_q(self.camera.arm)  # type: ignore[union-attr]
+            if q is not None:
+                self.history.add(convert.seconds(msg.header.stamp), q)  # type: ignore[union-attr]
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         try:
@@ -165,14 +168,14 @@ class CameraNode(GraphNode):
         self.stream.published()
 
     def _tcp_pose(self, arm: str, frame_stamp_s: float) -> NDArray[np.float64]:
-        """The arm's TCP pose for a frame stamped ``frame_stamp_s``; FrameError when it is unknown or too new."""
+        """The arm's TCP pose at a frame's stamp ``frame_stamp_s``; FrameError when it is unknown or stale."""
         age = self.joints.arm_age_s(arm, time.monotonic())  # type: ignore[union-attr]
         if math.isinf(age):
             raise FrameError("missing", f"no joint state yet for arm {arm!r}; its pose is unknown")
         if age > self.timeout_s:
             raise FrameError("stale", f"joint state of arm {arm!r} {age:.2f} s old (limit {self.timeout_s} s)")
-        self.stream.check_lag(frame_stamp_s, self.joint_stamp_s.get(arm), arm)
-        pos, R = self.kinematics.tcp_pose(arm, self.joints.arm_q(arm))  # type: ignore[union-attr,arg-type]
+        q = self.history.at(frame_stamp_s, self.max_frame_lag_s)  # type: ignore[union-attr]
+        pos, R = self.kinematics.tcp_pose(arm, q)  # type: ignore[union-attr]
         return transform(R, pos)
 
     def _publish_diagnostics(self) -> None:

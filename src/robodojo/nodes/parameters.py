@@ -158,8 +158,8 @@ class CameraNodeParams:
         "wrist cameras: frames are dropped when the arm state is older than this (wall clock) [s]", positive=True
     )
     max_frame_lag_s: float = parameter(
-        "wrist cameras: frames stamped earlier than the arm's latest /joint_states stamp by more than this are "
-        "dropped (their pose would be the arm's later one) [s]",
+        "wrist cameras: a frame's pose uses the arm's joint state nearest its stamp; frames with none within this "
+        "of their stamp are dropped [s]",
         positive=True,
     )
     diagnostics_period_s: float = parameter(

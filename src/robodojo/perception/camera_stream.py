@@ -5,13 +5,16 @@ and why, and the counts /diagnostics reports.
   the frame's size when the aspect ratio matches and the frame is refused otherwise (frame_intrinsics).
 - ``output_width`` x ``output_height`` (0 x 0: the frame's own size) resizes every frame for the agent, K scaled
   exactly; a size of another aspect ratio is refused at start, not per frame.
-- Wrist cameras: a frame whose stamp is older than the arm's latest /joint_states stamp by more than
-  ``max_frame_lag_s`` is dropped, since its pose would be the arm's later one.
+- Wrist cameras: the arm's pose for a frame is that of the joint state nearest the frame's stamp (ArmStateHistory keeps
+  the last JOINT_HISTORY_S of them), so a frame delivered late still gets the pose it was taken at; a frame with no
+  joint state within ``max_frame_lag_s`` of its stamp is dropped. A frame newer than every joint state takes the
+  latest (its age is the node's wall-clock check).
 - Every dropped frame is counted by reason; the log gets one line per reason per WARN_PERIOD_S.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -157,18 +160,6 @@ class CameraStream:
             raise FrameError("camera_info", "no CameraInfo from the driver yet (intrinsics: driver)")
         return self.driver.scaled_to(width, height, source="the driver's CameraInfo")
 
-    def check_lag(self, frame_stamp_s: float, joint_stamp_s: float | None, arm: str) -> None:
-        """Refuse a wrist camera's frame older than its arm's latest joint state by more than max_frame_lag_s."""
-        if joint_stamp_s is None:
-            raise FrameError("missing", f"no joint state yet for arm {arm!r}; its pose is unknown")
-        lag_s = joint_stamp_s - frame_stamp_s
-        if lag_s > self.settings.max_frame_lag_s:
-            raise FrameError(
-                "lag",
-                f"frame stamped {lag_s:.3f} s before arm {arm!r}'s latest joint state (limit "
-                f"{self.settings.max_frame_lag_s} s): the arm has moved since; check the driver's clock and latency",
-            )
-
     def frame(self, rgb: NDArray[np.uint8]) -> StreamFrame:
         """A decoded frame at the output size with its intrinsics; FrameError when its intrinsics are unknown."""
         h, w = rgb.shape[:2]
@@ -200,6 +191,54 @@ class CameraStream:
         """The counts since the last call (for one /diagnostics report), and start a new window."""
         window, self.window = self.window, FrameCounts()
         return window
+
+
+#: How much /joint_states history a wrist camera keeps [s]: several times a driver's latency (30-100 ms), so a late
+#: frame still finds the arm state of its own instant.
+JOINT_HISTORY_S = 2.0
+
+
+class ArmStateHistory:
+    """One arm's recent joint states by stamp, to look up the state at a frame's stamp."""
+
+    def __init__(self, arm: str, keep_s: float = JOINT_HISTORY_S) -> None:
+        self.arm = arm
+        self.keep_s = keep_s
+        self._stamps: list[float] = []
+        self._states: list[NDArray[np.float64]] = []
+
+    def add(self, stamp_s: float, q: NDArray[np.float64]) -> None:
+        """Record the arm's joint angles ``q`` stamped ``stamp_s``; states older than the newest by keep_s go. A stamp
+        that far behind the newest is a clock that jumped back (a restarted simulator): the history starts over."""
+        if self._stamps and stamp_s < self._stamps[-1] - self.keep_s:
+            self._stamps.clear()
+            self._states.clear()
+        i = bisect.bisect_right(self._stamps, stamp_s)
+        self._stamps.insert(i, stamp_s)
+        self._states.insert(i, np.array(q, dtype=float))
+        cut = bisect.bisect_left(self._stamps, self._stamps[-1] - self.keep_s)
+        del self._stamps[:cut], self._states[:cut]
+
+    def at(self, stamp_s: float, max_gap_s: float) -> NDArray[np.float64]:
+        """The joint state nearest ``stamp_s`` (the latest for a newer stamp); FrameError ``missing`` without any,
+        ``lag`` when the nearest is more than ``max_gap_s`` away."""
+        if not self._stamps:
+            raise FrameError("missing", f"no joint state yet for arm {self.arm!r}; its pose is unknown")
+        if stamp_s >= self._stamps[-1]:
+            return self._states[-1]
+        i = bisect.bisect_right(self._stamps, stamp_s)
+        nearest = min(
+            (j for j in (i - 1, i) if 0 <= j < len(self._stamps)), key=lambda j: abs(self._stamps[j] - stamp_s)
+        )
+        gap_s = abs(self._stamps[nearest] - stamp_s)
+        if gap_s > max_gap_s:
+            raise FrameError(
+                "lag",
+                f"no joint state of arm {self.arm!r} within {max_gap_s} s of the frame's stamp (nearest {gap_s:.3f} s "
+                f"away; states kept from {self._stamps[0]:.3f} to {self._stamps[-1]:.3f} s): check the driver's "
+                "clock and latency",
+            )
+        return self._states[nearest]
 
 
 def check_output_aspect(file_intrinsics: Intrinsics, settings: StreamSettings) -> None:
