@@ -129,8 +129,9 @@ class CameraNode(GraphNode):
         update = self.joints.update(msg.name, msg.position, time.monotonic())  # type: ignore[union-attr]
         if update.error:
             self.get_logger().warn(f"dropped a joint state: {update.error}", throttle_duration_sec=5.0)
-        if self.camera.arm in update.arms:
-            q = self.joints.arm_q(self.camera.arm)  # type: ignore[union-attr]
+        arm = self.camera.arm
+        if arm is not None and arm in update.arms:
+            q = self.joints.arm_q(arm)  # type: ignore[union-attr]
             if q is not None:
                 self.history.add(convert.seconds(msg.header.stamp), q)  # type: ignore[union-attr]
 
