@@ -11,6 +11,8 @@
         robot_ip:=172.16.0.2 camera_topic:='/{camera}/color/image_raw'    # a real FR3 (README: real arms)
     ros2 launch agent_bringup robodojo.launch.py sim:=none \\
         camera_topic:='/drivers/{camera}/image_raw'                      # other hardware, its own drivers
+    ros2 launch agent_bringup robodojo.launch.py sim:=none hardware:=franka robot:=fr3 \\
+        camera_sources:='head=/dev/video0;wrist=/dev/video2'             # cameras without a ROS driver
     ros2 launch agent_bringup robodojo.launch.py agent:=none rviz:=false  # the graph only (launch_testing does this)
     ros2 launch agent_bringup robodojo.launch.py robot_state_publisher:=false  # a driver publishes TF and the model
 
@@ -28,6 +30,9 @@ Backends (`sim`):
   camera driver publishes raw images, and one `camera_node` per camera of the robot (config/robots/<robot>.yaml,
   `cameras`) republishes them under /cameras/<camera>/ with calibration and pose. Its `input_topic` parameter is set
   to the driver's topic, `camera_topic` with {camera} replaced by the camera's name (default /<camera>/image_raw).
+  A camera without a ROS driver is named in `camera_sources` (camera=source pairs separated by ';', a source being what
+  OpenCV opens: /dev/video0, an rtsp:// URL, a GStreamer pipeline, a video file): a `device_camera_node` reads it and
+  publishes /<camera>/image_raw and camera_info, which that camera's camera_node reads.
   `hardware` picks this package's arm driver: franka starts `fr3_driver_node` (config/hardware/fr3.yaml, or
   `hardware_config:=`; `robot_ip:=` overrides its address); none expects your own drivers. With sim:=none,
   `episode_node` runs the episode (instruction from the task or `instruction:=`, steps from the controllers' reports,
@@ -234,6 +239,12 @@ def _arguments() -> list[DeclareLaunchArgument]:
             default_value="/{camera}/image_raw",
             description="sim:=none only: each camera driver's raw image topic; {camera} is replaced by the camera name",
         ),
+        DeclareLaunchArgument(
+            "camera_sources",
+            default_value="",
+            description="sim:=none only: cameras without a ROS driver, camera=source pairs separated by ';' "
+            "(head=/dev/video0;wrist=rtsp://...): a device_camera_node per camera reads the source with OpenCV",
+        ),
     ]
 
 
@@ -316,11 +327,35 @@ def _robot_config(share: str, robot: str) -> dict:
     return config
 
 
+def _camera_sources(context, cameras: list[str]) -> dict[str, str]:
+    """``camera_sources`` as camera -> source; ValueError naming an unknown camera or a pair without '='."""
+    sources = {}
+    for pair in LaunchConfiguration("camera_sources").perform(context).split(";"):
+        if not pair.strip():
+            continue
+        camera, sep, source = pair.partition("=")
+        camera = camera.strip()
+        if not sep or not source.strip():
+            raise ValueError(f"camera_sources: {pair!r} is not camera=source")
+        if camera not in cameras:
+            raise ValueError(f"camera_sources: the robot has no camera {camera!r}; cameras: {', '.join(cameras)}")
+        sources[camera] = source.strip()
+    return sources
+
+
 def _operated_episode_nodes(
-    context, robot: str, cameras: list[str], seed: int, use_sim_time: bool, camera_topic: str
+    context,
+    robot: str,
+    cameras: list[str],
+    seed: int,
+    use_sim_time: bool,
+    camera_topic: str,
+    camera_sources: dict[str, str] | None = None,
 ) -> list:
     """What a robot without sim_node needs beside its driver (sim:=none, sim:=isaac): episode_node for the episode,
-    tcp_state_publisher, and one camera_node per camera republishing ``camera_topic`` ({camera} replaced)."""
+    tcp_state_publisher, and one camera_node per camera republishing ``camera_topic`` ({camera} replaced), or the
+    output of a device_camera_node for a camera in ``camera_sources``."""
+    camera_sources = camera_sources or {}
     task = LaunchConfiguration("task").perform(context)
     variant = LaunchConfiguration("variant").perform(context)
     nodes = [
@@ -348,7 +383,26 @@ def _operated_episode_nodes(
             parameters=[{"robot": _text(robot), "use_sim_time": use_sim_time}],
         ),
     ]
+    for camera, source in camera_sources.items():
+        nodes.append(
+            Node(
+                package="agent_bringup",
+                executable="device_camera_node",
+                name=f"device_camera_node_{camera}",
+                output="screen",
+                parameters=[
+                    {
+                        "robot": _text(robot),
+                        "camera": _text(camera),
+                        "source": _text(source),
+                        "use_sim_time": use_sim_time,
+                    }
+                ],
+            )
+        )
     for camera in cameras:
+        # a device_camera_node publishes /<camera>/image_raw (its default output_topic)
+        input_topic = f"/{camera}/image_raw" if camera in camera_sources else camera_topic.replace("{camera}", camera)
         nodes.append(
             Node(
                 package="agent_bringup",
@@ -360,7 +414,7 @@ def _operated_episode_nodes(
                         "robot": _text(robot),
                         "camera": _text(camera),
                         # the driver's raw image topic, republished under /cameras/<camera>/
-                        "input_topic": _text(camera_topic.replace("{camera}", camera)),
+                        "input_topic": _text(input_topic),
                         "use_sim_time": use_sim_time,
                     }
                 ],
@@ -494,7 +548,8 @@ def _launch_setup(context, *args, **kwargs):
             actions.append(
                 RegisterEventHandler(OnProcessExit(target_action=driver, on_exit=_end_launch_on_exit(executable)))
             )
-        actions += _operated_episode_nodes(context, robot, cameras, seed, use_sim_time, camera_topic)
+        sources = _camera_sources(context, cameras)
+        actions += _operated_episode_nodes(context, robot, cameras, seed, use_sim_time, camera_topic, sources)
 
     motion_server = Node(
         package="agent_bringup",

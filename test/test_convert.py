@@ -71,11 +71,11 @@ def test_extra_bytes_after_the_last_row_are_ignored():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"encoding": "mono8"}, "image encoding 'mono8' is not supported"),
-        ({"encoding": "rgba8"}, "image encoding 'rgba8' is not supported"),
-        ({"data": bytes(104)}, "carries 104 bytes"),
-        ({"data": b""}, "carries 0 bytes"),
-        ({"step": 20, "data": bytes(100)}, "with step 20"),  # rows shorter than 3 bytes per pixel
+        ({"encoding": "rgb16"}, "image encoding 'rgb16' is not supported"),
+        ({"encoding": "32FC1"}, "image encoding '32FC1' is not supported"),
+        ({"data": bytes(104)}, "needs 105 bytes, got 104"),
+        ({"data": b""}, "got 0"),
+        ({"step": 20, "data": bytes(100)}, "step 20 is shorter than a row"),  # rows shorter than 3 bytes per pixel
     ],
 )
 def test_bad_images_raise(kwargs, message):

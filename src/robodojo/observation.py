@@ -25,6 +25,8 @@ class CameraCalibration:
     width: int
     height: int
     distortion: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0)  # OpenCV plumb_bob k1 k2 p1 p2 k3
+    #: How ``distortion`` is read: plumb_bob, rational_polynomial or equidistant (robodojo.perception.distortion).
+    distortion_model: str = "plumb_bob"
 
     def project(self, points_world: NDArray[np.float64]) -> NDArray[np.float64]:
         """Nx3 world points -> Nx2 pixels (col, row). Points behind the camera give NaN."""

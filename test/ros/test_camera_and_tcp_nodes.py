@@ -163,8 +163,8 @@ def test_head_camera_republishes_bgr8_as_rgb8_with_calibration(graph) -> None:
     stamp = Time(sec=1_700_000_123, nanosec=987_654_321)  # nanoseconds a float would round
     bgr_msg = convert.image_msg(rgb[..., ::-1], 0.0, "driver_optical_frame")
     bgr_msg.encoding, bgr_msg.header.stamp = "bgr8", stamp
-    small_stamp = Time(sec=5)  # a frame of a size the calibration does not describe
-    small = convert.image_msg(rgb[:240, :320], 0.0, "driver_optical_frame")
+    small_stamp = Time(sec=5)  # a frame of an aspect ratio the calibration does not describe
+    small = convert.image_msg(rgb[:200, :320], 0.0, "driver_optical_frame")
     small.header.stamp = small_stamp
 
     publish_until(
@@ -186,7 +186,7 @@ def test_head_camera_republishes_bgr8_as_rgb8_with_calibration(graph) -> None:
     def size_warned() -> bool:  # the input is best effort: keep offering the odd frame until one is judged
         pub.publish(small)
         time.sleep(0.05)
-        return "320x240" in node.output()
+        return "320x200 frame has another aspect ratio" in node.output()
 
     graph.wait(size_warned, 10, "a warning about the image size")
 

@@ -265,7 +265,7 @@ class McapRecord:
         info = {
             "height": calibration.height,
             "width": calibration.width,
-            "distortion_model": "plumb_bob",
+            "distortion_model": calibration.distortion_model,
             "d": [float(v) for v in calibration.distortion],
             "k": [float(v) for v in K.reshape(-1)],
             "r": list(_IDENTITY_R),

@@ -1,7 +1,8 @@
 """ROS 2 node adapters: the only part of robodojo that imports rclpy.
 
 The executables of the agent_bringup package (``ros2 run agent_bringup <node>``) are ``sim_node``,
-``motion_server_node``, ``agent_node``, ``camera_node`` and ``tcp_state_publisher``; each is a thin adapter over the
+``motion_server_node``, ``agent_node``, ``camera_node``, ``device_camera_node`` (a camera without a ROS driver),
+``tcp_state_publisher``, the arm drivers and ``episode_node``; each is a thin adapter over the
 library that turns messages into library calls and library results into messages. Around them: ``agent_graph`` and
 ``controller_topics`` (what the agent and the motion server see of the graph), ``convert`` (messages <-> library
 types), ``params`` (defaults from config/nodes.yaml), ``runtime`` (start, spin, stop), ``topics`` (names, importable

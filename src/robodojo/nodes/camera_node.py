@@ -1,11 +1,18 @@
-"""A real camera in the graph: the driver's images republished with calibration and the optical frame's world pose.
+"""A real camera in the graph: the driver's frames republished with calibration and the optical frame's world pose.
 
-Subscribes the driver's sensor_msgs/Image (``input_topic``, rgb8 or bgr8; remap it to the driver's topic) and, per
-frame, publishes on /cameras/<camera>/: ``pose`` (PoseStamped of the URDF optical frame in the world), ``camera_info``
-(from the calibration file) and ``image_raw`` (rgb8), all with the driver's stamp and the optical frame as frame_id.
+Subscribes the driver's ``input_topic``: sensor_msgs/Image in any encoding robodojo.perception.image_formats takes
+(``input_transport: raw``) or sensor_msgs/CompressedImage in JPEG or PNG (``compressed``), at any size. Per frame it
+publishes on /cameras/<camera>/: ``pose`` (PoseStamped of the URDF optical frame in the world), ``camera_info`` and
+``image_raw`` (rgb8), all with the driver's stamp and the optical frame as frame_id. Intrinsics come from the
+calibration file or from the driver's CameraInfo (``intrinsics``), scaled to the frame's size, and optionally the
+frame is resized for the agent (``output_width`` x ``output_height``) with K scaled exactly (perception.camera_stream).
+
 A fixed camera's pose comes from its file; a wrist camera's is the arm's TCP pose from /joint_states composed with the
-file's hand-eye transform, and its frames are dropped while the arm state is missing or older than
-``joint_state_timeout_s``. Frames the calibration does not describe (other sizes, encodings) are dropped with a warning.
+file's hand-eye transform, the arm's joint state being the one nearest the frame's stamp (ArmStateHistory). A wrist
+camera's frames are dropped while the arm state is missing or older than ``joint_state_timeout_s`` (wall clock), or
+when no joint state lies within ``max_frame_lag_s`` of the frame's stamp. Every dropped frame (bad data, unknown
+encoding, another aspect ratio, no CameraInfo, stale pose) is counted on /diagnostics by reason and logged once per
+reason every few seconds; nothing a driver sends stops the node.
 """
 
 from __future__ import annotations
@@ -13,27 +20,47 @@ from __future__ import annotations
 import math
 import sys
 import time
+from typing import Any
 
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
+from numpy.typing import NDArray
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from sensor_msgs.msg import CameraInfo, Image, JointState
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
 
-from robodojo.errors import ConfigError, InvalidCommandError
+from robodojo.errors import ConfigError
 from robodojo.geometry import transform
 from robodojo.nodes import convert, topics
 from robodojo.nodes.parameters import CameraNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import GraphNode, run_node
+from robodojo.perception.camera_stream import ArmStateHistory, CameraStream, StreamSettings, check_output_aspect
+from robodojo.perception.distortion import Distortion
+from robodojo.perception.frame_intrinsics import Intrinsics
+from robodojo.perception.image_formats import FrameError
 from robodojo.perception.mounted_camera import load_mounted_camera
 from robodojo.robots.config import load_robot_config
 from robodojo.robots.ik import ArmKinematics
 from robodojo.robots.joint_state import JointPositions
 
 NODE_NAME = "camera_node"
-WARN_PERIOD_S = 5.0
+TRANSPORTS = {"raw": Image, "compressed": CompressedImage}
 # Best effort matches reliable and best-effort publishers alike (drivers differ).
 JOINT_STATE_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT)
 RELIABLE_INPUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)  # qos_profile_sensor_data's depth
+# CameraInfo: best effort matches every driver; realsense2_camera and usb_cam publish it reliably, some best effort.
+CAMERA_INFO_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)
+
+
+def camera_info_topic_of(image_topic: str, transport: str) -> str:
+    """image_transport's CameraInfo topic for an image topic: ``camera_info`` beside the base topic
+    (/camera/color/image_raw and /camera/color/image_raw/compressed -> /camera/color/camera_info)."""
+    base = image_topic.rstrip("/")
+    if transport == "compressed" and base.endswith("/compressed"):
+        base = base[: -len("/compressed")]
+    head, _, _ = base.rpartition("/")
+    return f"{head}/camera_info" if head or base.startswith("/") else "camera_info"
 
 
 class CameraNode(GraphNode):
@@ -42,29 +69,56 @@ class CameraNode(GraphNode):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
         params = declare_parameters(self, CameraNodeParams)
+        if params.input_transport not in TRANSPORTS:
+            raise ConfigError(
+                f"parameter 'input_transport' is {params.input_transport!r}; choose one of: {', '.join(TRANSPORTS)}"
+            )
         self.robot = load_robot_config(params.robot)
         self.camera = load_mounted_camera(self.robot, params.camera, params.calibration_file)
         self.timeout_s = params.joint_state_timeout_s
+        model = self.camera.file.model
+        file_intrinsics = Intrinsics(
+            model.K, Distortion(model.distortion_model, tuple(model.distortion)), model.width, model.height
+        )
+        settings = StreamSettings(
+            intrinsics=params.intrinsics, output_width=params.output_width, output_height=params.output_height,
+            max_frame_lag_s=params.max_frame_lag_s,
+        )  # fmt: skip
+        check_output_aspect(file_intrinsics, settings)
+        self.stream = CameraStream(file_intrinsics, settings)
         name = self.camera.name
         self.image_pub = self.create_publisher(Image, topics.camera_image(name), 10)
         self.info_pub = self.create_publisher(CameraInfo, topics.camera_info(name), 10)
         self.pose_pub = self.create_publisher(PoseStamped, topics.camera_pose(name), 10)
-        self._warned: dict[str, float] = {}
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         self.kinematics: ArmKinematics | None = None
         self.joints: JointPositions | None = None
+        self.history: ArmStateHistory | None = None
+        self.max_frame_lag_s = params.max_frame_lag_s
         if self.camera.arm is not None:
             self.kinematics = ArmKinematics(self.robot)
             self.joints = JointPositions(self.robot, self._model_joints())
+            self.history = ArmStateHistory(self.camera.arm)
             self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, JOINT_STATE_QOS)
         input_qos = RELIABLE_INPUT_QOS if params.input_reliable else qos_profile_sensor_data
-        self.input = self.create_subscription(Image, params.input_topic, self._on_image, input_qos)
+        kind = TRANSPORTS[params.input_transport]
+        self.decode = convert.image_rgb if kind is Image else convert.compressed_rgb
+        self.input = self.create_subscription(kind, params.input_topic, self._on_frame, input_qos)
         if self.input.topic_name == self.image_pub.topic_name:
             # the node would feed its own output back to itself
             raise ConfigError(f"parameter 'input_topic' resolves to the output topic {self.image_pub.topic_name}")
+        source = "the calibration file"
+        if params.intrinsics == "driver":
+            info_topic = params.camera_info_topic or camera_info_topic_of(params.input_topic, params.input_transport)
+            sub = self.create_subscription(CameraInfo, info_topic, self._on_camera_info, CAMERA_INFO_QOS)
+            source = f"the driver's CameraInfo on {sub.topic_name}"
+        self.create_timer(params.diagnostics_period_s, self._publish_diagnostics)
         mount = f"on arm {self.camera.arm!r}" if self.camera.arm else "fixed"
+        size = settings.output_size
         self.get_logger().info(
-            f"camera {name} ({mount}, {self.camera.width}x{self.camera.height}, frame {self.camera.frame}, "
-            f"calibration {self.camera.path}): {self.input.topic_name} -> /cameras/{name}/"
+            f"camera {name} ({mount}, frame {self.camera.frame}, calibration {self.camera.path}): "
+            f"{self.input.topic_name} ({params.input_transport}) -> /cameras/{name}/, intrinsics from {source}, "
+            + (f"resized to {size[0]}x{size[1]}" if size else "at the driver's size")
         )
 
     def _model_joints(self) -> list[str]:
@@ -74,49 +128,79 @@ class CameraNode(GraphNode):
     def _on_joint_state(self, msg: JointState) -> None:
         update = self.joints.update(msg.name, msg.position, time.monotonic())  # type: ignore[union-attr]
         if update.error:
-            self.get_logger().warn(f"dropped a joint state: {update.error}", throttle_duration_sec=WARN_PERIOD_S)
+            self.get_logger().warn(f"dropped a joint state: {update.error}", throttle_duration_sec=5.0)
+        arm = self.camera.arm
+        if arm is not None and arm in update.arms:
+            q = self.joints.arm_q(arm)  # type: ignore[union-attr]
+            if q is not None:
+                self.history.add(convert.seconds(msg.header.stamp), q)  # type: ignore[union-attr]
 
-    def _drop(self, kind: str, reason: str) -> None:
-        """Warn about a dropped frame, at most every WARN_PERIOD_S per ``kind``.
-
-        rclpy throttles per call site, which would let one persistent reason hide a new one.
-        """
-        now = time.monotonic()
-        if now - self._warned.get(kind, -math.inf) >= WARN_PERIOD_S:
-            self._warned[kind] = now
-            self.get_logger().warn(f"dropped a frame: {reason}")
-
-    def _on_image(self, msg: Image) -> None:
-        cam = self.camera
-        if (msg.width, msg.height) != (cam.width, cam.height):
-            self._drop("size", f"{msg.width}x{msg.height} image, but {cam.path} calibrates {cam.width}x{cam.height}")
-            return
+    def _on_camera_info(self, msg: CameraInfo) -> None:
         try:
-            rgb = convert.image_rgb(msg)
-        except InvalidCommandError as exc:
-            self._drop("encoding", str(exc))
-            return
+            self.stream.set_driver_info(convert.driver_intrinsics(msg))
+        except FrameError as exc:
+            self.stream.set_driver_info(exc)
+
+    def _on_frame(self, msg: Any) -> None:
+        self.stream.received()
+        try:
+            self._republish(msg)
+        except FrameError as exc:
+            if self.stream.dropped(exc, time.monotonic()):
+                self.get_logger().warn(f"dropped a frame ({exc.kind}): {exc}")
+
+    def _republish(self, msg: Any) -> None:
+        cam = self.camera
         T_world_tcp = None
         if cam.arm is not None:
-            age = self.joints.arm_age_s(cam.arm, time.monotonic())  # type: ignore[union-attr]
-            if age > self.timeout_s:
-                if math.isinf(age):
-                    self._drop("missing", f"no joint state yet for arm {cam.arm!r}; its pose is unknown")
-                else:
-                    self._drop("stale", f"joint state of arm {cam.arm!r} {age:.2f} s old (limit {self.timeout_s} s)")
-                return
-            pos, R = self.kinematics.tcp_pose(cam.arm, self.joints.arm_q(cam.arm))  # type: ignore[union-attr,arg-type]
-            T_world_tcp = transform(R, pos)
+            T_world_tcp = self._tcp_pose(cam.arm, convert.seconds(msg.header.stamp))
+        frame = self.stream.frame(self.decode(msg))
         t_s, stamp = convert.seconds(msg.header.stamp), msg.header.stamp
-        pose = convert.pose_stamped(cam.T_world_cam(T_world_tcp), t_s, topics.WORLD_FRAME)
-        info = convert.camera_info_msg(cam.calibration(T_world_tcp), t_s, cam.frame)
-        image = convert.image_msg(rgb, t_s, cam.frame)
+        T_world_cam = cam.T_world_cam(T_world_tcp)
+        pose = convert.pose_stamped(T_world_cam, t_s, topics.WORLD_FRAME)
+        info = convert.camera_info_msg(frame.calibration(T_world_cam), t_s, cam.frame)
+        image = convert.image_msg(frame.rgb, t_s, cam.frame)
         for out in (pose, info, image):
             out.header.stamp = stamp  # exact: the float seconds above would round nanoseconds
         # Pose and calibration first, so a consumer holding the image can already look up both for its stamp.
         self.pose_pub.publish(pose)
         self.info_pub.publish(info)
         self.image_pub.publish(image)
+        self.stream.published()
+
+    def _tcp_pose(self, arm: str, frame_stamp_s: float) -> NDArray[np.float64]:
+        """The arm's TCP pose at a frame's stamp ``frame_stamp_s``; FrameError when it is unknown or stale."""
+        age = self.joints.arm_age_s(arm, time.monotonic())  # type: ignore[union-attr]
+        if math.isinf(age):
+            raise FrameError("missing", f"no joint state yet for arm {arm!r}; its pose is unknown")
+        if age > self.timeout_s:
+            raise FrameError("stale", f"joint state of arm {arm!r} {age:.2f} s old (limit {self.timeout_s} s)")
+        q = self.history.at(frame_stamp_s, self.max_frame_lag_s)  # type: ignore[union-attr]
+        pos, R = self.kinematics.tcp_pose(arm, q)  # type: ignore[union-attr]
+        return transform(R, pos)
+
+    def _publish_diagnostics(self) -> None:
+        window = self.stream.take_window()
+        dropped = sum(window.dropped.values())
+        if window.received == 0:
+            level, message = DiagnosticStatus.WARN, f"no frames on {self.input.topic_name}"
+        elif dropped:
+            reasons = ", ".join(f"{n} {kind}" for kind, n in sorted(window.dropped.items()))
+            level, message = DiagnosticStatus.WARN, f"dropped {dropped} of {window.received} frames ({reasons})"
+        else:
+            level, message = DiagnosticStatus.OK, f"{window.published} frames published"
+        self.diagnostics_pub.publish(
+            DiagnosticArray(
+                header=convert.header(self.get_clock().now().nanoseconds * 1e-9, ""),
+                status=[
+                    DiagnosticStatus(
+                        level=level, name=f"{NODE_NAME}: {self.camera.name}", message=message,
+                        hardware_id=self.input.topic_name,
+                        values=[KeyValue(key=k, value=v) for k, v in window.values()],
+                    )
+                ],
+            )
+        )  # fmt: skip
 
 
 def main() -> int:

@@ -9,16 +9,18 @@ import numpy as np
 from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 from numpy.typing import ArrayLike, NDArray
-from sensor_msgs.msg import CameraInfo, Image, JointState
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
 from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robodojo.control.trajectory_player import TrajectoryCommand
-from robodojo.errors import InvalidCommandError
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform, wxyz_tuple, xyz_tuple
 from robodojo.motion.rejection import Refused, rejection_from_json, rejection_to_json
 from robodojo.motion.report import ArmReport, MoveReport, StopReason
 from robodojo.observation import CameraCalibration
+from robodojo.perception import camera_stream
+from robodojo.perception.frame_intrinsics import Intrinsics
+from robodojo.perception.image_formats import compressed_to_rgb, raw_to_rgb
 
 # -- time ---------------------------------------------------------------------------------------------------------
 
@@ -54,20 +56,27 @@ def image_msg(rgb: NDArray[np.uint8], t_s: float, frame_id: str) -> Image:
 
 
 def image_rgb(msg: Image) -> NDArray[np.uint8]:
-    """A sensor_msgs/Image (rgb8 or bgr8, rows possibly padded) as an HxWx3 RGB array."""
-    if msg.encoding not in ("rgb8", "bgr8"):
-        raise InvalidCommandError(f"image encoding {msg.encoding!r} is not supported; use rgb8 or bgr8")
-    if msg.step < msg.width * 3 or len(msg.data) < msg.step * msg.height:
-        raise InvalidCommandError(
-            f"image of {msg.width}x{msg.height} with step {msg.step} carries {len(msg.data)} bytes"
-        )
-    rows = np.frombuffer(msg.data, dtype=np.uint8, count=msg.step * msg.height).reshape(msg.height, msg.step)
-    rgb = rows[:, : msg.width * 3].reshape(msg.height, msg.width, 3)
-    return rgb[..., ::-1].copy() if msg.encoding == "bgr8" else rgb
+    """A sensor_msgs/Image in any encoding robodojo.perception.image_formats takes (rows possibly padded) as an HxWx3
+    RGB array; FrameError (an InvalidCommandError) for a frame that is not what its header says."""
+    return raw_to_rgb(msg.encoding, msg.width, msg.height, msg.step, msg.data)
+
+
+def compressed_rgb(msg: CompressedImage) -> NDArray[np.uint8]:
+    """A sensor_msgs/CompressedImage (JPEG or PNG; image_transport's format string) as an HxWx3 RGB array."""
+    return compressed_to_rgb(msg.format, msg.data)
+
+
+def driver_intrinsics(info: CameraInfo) -> Intrinsics:
+    """A driver's CameraInfo as Intrinsics (FrameError when it describes no usable camera)."""
+    roi = info.roi
+    return camera_stream.driver_intrinsics(
+        info.k, info.d, info.distortion_model, info.width, info.height, binning=(info.binning_x, info.binning_y),
+        roi=(roi.x_offset, roi.y_offset, roi.height, roi.width),
+    )  # fmt: skip
 
 
 def camera_info_msg(calibration: CameraCalibration, t_s: float, frame_id: str) -> CameraInfo:
-    """Intrinsics as CameraInfo (plumb_bob; P = K [I | 0] for a monocular camera)."""
+    """Intrinsics as CameraInfo (its distortion model and coefficients; P = K [I | 0] for a monocular camera)."""
     K = np.asarray(calibration.K, dtype=float)
     P = np.zeros((3, 4))
     P[:, :3] = K
@@ -75,7 +84,7 @@ def camera_info_msg(calibration: CameraCalibration, t_s: float, frame_id: str) -
         header=header(t_s, frame_id),
         height=calibration.height,
         width=calibration.width,
-        distortion_model="plumb_bob",
+        distortion_model=calibration.distortion_model,
         d=[float(v) for v in calibration.distortion],
         k=[float(v) for v in K.reshape(-1)],
         r=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
@@ -88,8 +97,9 @@ def calibration_from(info: CameraInfo, pose: PoseStamped) -> CameraCalibration:
     K = np.array(info.k, dtype=float).reshape(3, 3)
     distortion = tuple(float(v) for v in info.d) or (0.0,) * 5
     return CameraCalibration(
-        K=K, T_world_cam=pose_matrix(pose.pose), width=info.width, height=info.height, distortion=distortion
-    )
+        K=K, T_world_cam=pose_matrix(pose.pose), width=info.width, height=info.height, distortion=distortion,
+        distortion_model=info.distortion_model or "plumb_bob",
+    )  # fmt: skip
 
 
 # -- poses and joints ---------------------------------------------------------------------------------------------

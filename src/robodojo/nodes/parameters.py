@@ -132,13 +132,66 @@ class CameraNodeParams:
         "config/cameras/<robot>/<camera>.yaml: intrinsics, and a fixed pose or a hand-eye transform"
     )
     calibration_file: str = parameter("calibration file; empty: config/cameras/<robot>/<camera>.yaml")
-    input_topic: str = parameter("the driver's image topic (remap it); republished under /cameras/<camera>/")
+    input_topic: str = parameter(
+        "the driver's image topic (e.g. /camera/camera/color/image_raw, or .../image_raw/compressed with "
+        "input_transport compressed); republished under /cameras/<camera>/"
+    )
+    input_transport: str = parameter(
+        "raw: sensor_msgs/Image (rgb8, bgr8, rgba8, bgra8, mono8, yuyv, uyvy, bayer_*8); compressed: "
+        "sensor_msgs/CompressedImage (jpeg, png)"
+    )
     input_reliable: bool = parameter(
         "subscribe to input_topic reliably, for a driver that publishes so (lost fragments of a large frame are sent "
         "again); false: the sensor-data QoS (best effort), which every camera driver matches"
     )
+    intrinsics: str = parameter(
+        "file: K and distortion from the calibration file (scaled to the frame's size when the aspect ratio "
+        "matches); driver: from the driver's CameraInfo (camera_info_topic)"
+    )
+    camera_info_topic: str = parameter(
+        "the driver's CameraInfo (intrinsics: driver); empty: camera_info beside input_topic, as image_transport "
+        "names it"
+    )
+    output_width: int = parameter("resize every frame to this width for the agent, K scaled exactly; 0: as received")
+    output_height: int = parameter("resize every frame to this height (with output_width); 0: as received")
     joint_state_timeout_s: float = parameter(
-        "wrist cameras: frames are dropped when the arm state is older than this [s]", positive=True
+        "wrist cameras: frames are dropped when the arm state is older than this (wall clock) [s]", positive=True
+    )
+    max_frame_lag_s: float = parameter(
+        "wrist cameras: a frame's pose uses the arm's joint state nearest its stamp; frames with none within this "
+        "of their stamp are dropped [s]",
+        positive=True,
+    )
+    diagnostics_period_s: float = parameter(
+        "frames received, published and dropped (by reason) on /diagnostics this often [s]", positive=True
+    )
+
+
+@dataclass(frozen=True)
+class DeviceCameraParams:
+    """device_camera_node: a camera without a ROS driver (V4L2, GStreamer, RTSP, video file) published as one."""
+
+    robot: str = parameter("robot configuration (config/robots/<robot>.yaml)")
+    camera: str = parameter("the robot's camera this device is; its calibration file gives the CameraInfo")
+    calibration_file: str = parameter("calibration file; empty: config/cameras/<robot>/<camera>.yaml")
+    source: str = parameter(
+        "what OpenCV's VideoCapture opens: a V4L2 device (/dev/video0 or 0), a GStreamer pipeline (with '!'), "
+        "an rtsp:// or http:// URL, a video file, or an image sequence (frame_%04d.png)"
+    )
+    width: int = parameter("frame width asked of the device and published (frames are resized to it); 0: as given")
+    height: int = parameter("frame height, with width; 0: as given")
+    rate_hz: float = parameter("frames captured and published per second, at most [Hz]", positive=True)
+    end_of_stream: str = parameter(
+        "a file or image sequence that ends: loop (open it again at once) or reconnect (after the backoff, as for a "
+        "lost device)"
+    )
+    reconnect_min_s: float = parameter(
+        "first wait before opening a failed or lost source again; doubled per failure [s]", positive=True
+    )
+    reconnect_max_s: float = parameter("longest wait between attempts to open the source [s]", positive=True)
+    output_topic: str = parameter("image topic; empty: /<camera>/image_raw (camera_info beside it)")
+    diagnostics_period_s: float = parameter(
+        "frames captured, read failures and reconnects on /diagnostics this often [s]", positive=True
     )
 
 
@@ -215,6 +268,7 @@ NODE_PARAMS: dict[str, type] = {
     "motion_server_node": MotionServerParams,
     "agent_node": AgentNodeParams,
     "camera_node": CameraNodeParams,
+    "device_camera_node": DeviceCameraParams,
     "tcp_state_publisher": TcpStatePublisherParams,
     "fr3_driver_node": Fr3DriverParams,
     "arx5_driver_node": Arx5DriverParams,

@@ -6,13 +6,13 @@ wrist cameras from the TCP pose plus a fixed hand-eye transform.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -20,6 +20,8 @@ from robodojo.config import Section, load_yaml
 from robodojo.errors import ConfigError
 from robodojo.geometry import Matrix, matrix_from_quat, transform
 from robodojo.observation import CameraCalibration
+from robodojo.perception.distortion import COEFFICIENT_COUNTS, PLUMB_BOB, Distortion
+from robodojo.perception.distortion import distort_normalized as distort_normalized
 
 DISTORTION_EPS = 1e-12
 
@@ -42,6 +44,8 @@ class CameraModel:
     width: int
     height: int
     distortion: NDArray[np.float64] = field(default_factory=lambda: np.zeros(5))
+    #: How ``distortion`` is to be read (robodojo.perception.distortion): plumb_bob, rational_polynomial, equidistant.
+    distortion_model: str = PLUMB_BOB
 
     # -- construction -------------------------------------------------------------------------------------------
     @classmethod
@@ -53,18 +57,22 @@ class CameraModel:
             width=calibration.width,
             height=calibration.height,
             distortion=np.asarray(calibration.distortion, dtype=float),
+            distortion_model=calibration.distortion_model,
         )
 
     @classmethod
     def from_hand_eye(cls, intrinsics: CameraModel, T_world_tcp: ArrayLike, T_tcp_cam: ArrayLike) -> CameraModel:
         """A wrist camera now: its intrinsics, the TCP pose, and the fixed TCP-to-camera (hand-eye) transform."""
         T = np.asarray(T_world_tcp, dtype=float) @ np.asarray(T_tcp_cam, dtype=float)
-        return cls(intrinsics.name, intrinsics.K, T, intrinsics.width, intrinsics.height, intrinsics.distortion)
+        return intrinsics.with_pose(T)
 
     def with_pose(self, T_world_cam: ArrayLike) -> CameraModel:
-        return CameraModel(
-            self.name, self.K, np.asarray(T_world_cam, dtype=float), self.width, self.height, self.distortion
-        )
+        return dataclasses.replace(self, T_world_cam=np.asarray(T_world_cam, dtype=float))
+
+    @cached_property
+    def lens(self) -> Distortion:
+        """The distortion model and coefficients as one checked value."""
+        return Distortion(self.distortion_model, tuple(float(v) for v in self.distortion))
 
     @cached_property
     def T_cam_world(self) -> Matrix:
@@ -89,7 +97,7 @@ class CameraModel:
         z = np.where(in_front, cam[:, 2], 1.0)
         x, y = cam[:, 0] / z, cam[:, 1] / z
         if self.has_distortion:
-            x, y = distort_normalized(x, y, self.distortion)
+            x, y = self.lens.distort(x, y)
         uv = np.stack([self.K[0, 0] * x + self.K[0, 1] * y + self.K[0, 2], self.K[1, 1] * y + self.K[1, 2]], axis=1)
         return uv, in_front
 
@@ -106,7 +114,7 @@ class CameraModel:
         """Nx2 ideal normalised image coordinates (x/z, y/z) of pixels, undistorted."""
         uv = np.stack([np.asarray(cols, dtype=float).ravel(), np.asarray(rows, dtype=float).ravel()], axis=1)
         if self.has_distortion:
-            return cv2.undistortPoints(uv.reshape(-1, 1, 2), self.K, self.distortion).reshape(-1, 2)
+            return self.lens.undistort_pixels(uv, self.K)
         K = self.K
         y = (uv[:, 1] - K[1, 2]) / K[1, 1]
         x = (uv[:, 0] - K[0, 2] - K[0, 1] * y) / K[0, 0]
@@ -122,18 +130,6 @@ class CameraModel:
     def pixel_ray(self, row: float, col: float) -> Ray:
         """The world ray through one pixel (no bounds check; see back_project for checked use)."""
         return Ray(origin_m=self.position_m, direction=self.pixel_rays([row], [col])[0])
-
-
-def distort_normalized(
-    x: NDArray[np.float64], y: NDArray[np.float64], d: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """OpenCV plumb_bob (k1, k2, p1, p2, k3) applied to normalised coordinates."""
-    k1, k2, p1, p2, k3 = (list(d) + [0.0] * 5)[:5]
-    r2 = x * x + y * y
-    radial = 1 + k1 * r2 + k2 * r2 * r2 + k3 * r2 * r2 * r2
-    xd = x * radial + 2 * p1 * x * y + p2 * (r2 + 2 * x * x)
-    yd = y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y
-    return xd, yd
 
 
 # -- CameraInfo-like config files (config/cameras/<robot>/<name>.yaml) --------------------------------------------
@@ -178,13 +174,16 @@ def parse_camera_file(data: Mapping[str, Any], where: str, name: str) -> CameraF
         raise ConfigError(f"{where}.camera_matrix: not an intrinsic matrix [[fx, s, cx], [0, fy, cy], [0, 0, 1]]")
     dist_section = root.optional_section("distortion_coefficients")
     distortion = np.array(dist_section.vector("data")) if dist_section else np.zeros(5)
-    model_name = data.get("distortion_model", "plumb_bob")
-    if model_name != "plumb_bob" or len(distortion) not in (4, 5):
-        raise ConfigError(f"{where}: distortion_model must be plumb_bob with 4 or 5 coefficients")
+    model_name = root.str("distortion_model") if "distortion_model" in data else PLUMB_BOB
+    if model_name not in COEFFICIENT_COUNTS or len(distortion) not in COEFFICIENT_COUNTS[model_name]:
+        counts = "; ".join(f"{m}: {' or '.join(map(str, c))}" for m, c in COEFFICIENT_COUNTS.items())
+        raise ConfigError(
+            f"{where}: distortion_model {model_name!r} with {len(distortion)} coefficients; models and counts: {counts}"
+        )
     fixed, hand_eye = root.optional_section("T_world_cam"), root.optional_section("T_tcp_cam")
     if (fixed is None) == (hand_eye is None):
         raise ConfigError(f"{where}: give exactly one of T_world_cam (fixed camera) or T_tcp_cam (wrist camera)")
-    model = CameraModel(name, K, _pose(fixed) if fixed else np.eye(4), width, height, distortion)
+    model = CameraModel(name, K, _pose(fixed) if fixed else np.eye(4), width, height, distortion, model_name)
     if hand_eye is None:
         return CameraFile(model=model)
     return CameraFile(model=model, T_tcp_cam=_pose(hand_eye), arm=root.str("arm"))
@@ -207,8 +206,12 @@ def camera_file_data(model: CameraModel, *, T_tcp_cam: ArrayLike | None = None, 
         "image_width": model.width,
         "image_height": model.height,
         "camera_matrix": {"rows": 3, "cols": 3, "data": [float(v) for v in model.K.ravel()]},
-        "distortion_model": "plumb_bob",
-        "distortion_coefficients": {"rows": 1, "cols": 5, "data": [float(v) for v in model.distortion]},
+        "distortion_model": model.distortion_model,
+        "distortion_coefficients": {
+            "rows": 1,
+            "cols": len(model.distortion),
+            "data": [float(v) for v in model.distortion],
+        },
     }
     if T_tcp_cam is None:
         data["T_world_cam"] = pose(model.T_world_cam)

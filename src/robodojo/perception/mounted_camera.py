@@ -79,6 +79,7 @@ class MountedCamera:
             width=m.width,
             height=m.height,
             distortion=tuple(float(v) for v in m.distortion),
+            distortion_model=m.distortion_model,
         )
 
 

@@ -32,7 +32,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from robodojo.perception.camera import CameraModel, distort_normalized
+from robodojo.perception.camera import CameraModel
 
 COARSE_STEP_M = 0.01
 # (pyramid level, half-width of the searched interval [m], step [m]) after the coarse stage
@@ -202,7 +202,7 @@ class _Stage:
         w = np.where(ok, w, np.float32(1.0))
         if self.cam_b.has_distortion:
             x, y = (self.e[0] + t * self.q[:, 0]) / w, (self.e[1] + t * self.q[:, 1]) / w
-            x, y = distort_normalized(x, y, self.cam_b.distortion)
+            x, y = self.cam_b.lens.distort(x, y)
             u = (x * self.kb[0, 0] + y * self.kb[0, 1] + self.kb[0, 2]).astype(np.float32)
             v = (y * self.kb[1, 1] + self.kb[1, 2]).astype(np.float32)
         else:  # pixel = K e + t K q, homogeneous
