@@ -124,6 +124,25 @@ def test_obs_folder_equals_the_observation(shell):
     assert state["steps_left"] == world.steps_left
 
 
+
+def test_obs_folder_keeps_the_distortion_model(dual_world, tmp_path):
+    """A fisheye camera is read back as one (robo_shell's reader), not as plumb_bob."""
+    import dataclasses
+
+    from robo_shell.api import read_obs
+    from robodojo.agents.shell.commands import write_obs_folder
+
+    dual_world.reset("general_pickup", seed=0)
+    obs = dual_world.observe()
+    head = obs.cameras["head"]
+    fisheye = dataclasses.replace(head.calibration, distortion_model="equidistant", distortion=(0.1, -0.02, 0.0, 0.0))
+    obs = dataclasses.replace(obs, cameras={**obs.cameras, "head": dataclasses.replace(head, calibration=fisheye)})
+    write_obs_folder(obs, tmp_path)
+    read = read_obs(tmp_path)
+    assert read.cameras["head"].distortion_model == "equidistant"
+    assert read.cameras["head"].distortion == pytest.approx((0.1, -0.02, 0.0, 0.0))
+    assert read.cameras["left_wrist"].distortion_model == "plumb_bob"
+
 def test_status_and_done(shell):
     workspace, commands, _world = shell
     status, done = records(workspace.run("robo status; robo done --reason 'all set'"))

@@ -71,6 +71,7 @@ def read_obs(folder: Path) -> ObsFolder:
             width=int(cam["width"]),
             height=int(cam["height"]),
             distortion=tuple(float(v) for v in cam["distortion"]),
+            distortion_model=str(cam.get("distortion_model", "plumb_bob")),  # folders written before the field
         )
         cameras[name] = CameraModel.from_calibration(name, calibration)
     arms = {
