@@ -281,9 +281,9 @@ class BaseCommands:
 def write_obs_folder(obs: Observation, folder: Path, image_format: str = "png") -> list[str]:
     """The obs/ folder of seed 003: each camera's RGB image, ``cameras.json`` (per camera: image file, size, K,
     distortion model and coefficients, T_world_cam, the optical frame's pose in the world), ``state.json`` (per arm:
-    TCP pose, gripper, joints; the step and the steps left). No depth. Files are replaced one by one, state.json last, each written
-    under a random temporary name and renamed (host_files.write_replace), in ``folder`` opened without following a
-    link: a link there is refused, not written through."""
+    TCP pose, gripper, joints; the step and the steps left). No depth. Files are replaced one by one, state.json
+    last, each written under a random temporary name and renamed (host_files.write_replace), in ``folder`` opened
+    without following a link: a link there is refused, not written through."""
     folder.mkdir(parents=True, exist_ok=True)
     cameras: dict[str, Any] = {}
     files = []
