@@ -124,7 +124,6 @@ def test_obs_folder_equals_the_observation(shell):
     assert state["steps_left"] == world.steps_left
 
 
-
 def test_obs_folder_keeps_the_distortion_model(dual_world, tmp_path):
     """A fisheye camera is read back as one (robo_shell's reader), not as plumb_bob."""
     import dataclasses
@@ -142,6 +141,7 @@ def test_obs_folder_keeps_the_distortion_model(dual_world, tmp_path):
     assert read.cameras["head"].distortion_model == "equidistant"
     assert read.cameras["head"].distortion == pytest.approx((0.1, -0.02, 0.0, 0.0))
     assert read.cameras["left_wrist"].distortion_model == "plumb_bob"
+
 
 def test_status_and_done(shell):
     workspace, commands, _world = shell
