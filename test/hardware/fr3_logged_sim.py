@@ -9,8 +9,9 @@ the simulation time [s], the 7 measured joint positions [rad] and the 7 joint ve
 qvel of fr3_joint1..7), the 7 joint positions franky-sim's joint controller was told to track in that step [rad]
 (libfranka's commanded q_c while a motion runs, the held position when idle; NaN under another control mode) and
 1.0 where a new command had arrived for that step (0.0 where franky-sim reused the last one; always 1.0 while
-idle). Rows are flushed every :data:`FLUSH_STEPS` steps, so a reader sees at most that many steps
-late. Prints ``fr3_logged_sim: ready <host>`` once it serves; SIGINT or SIGTERM end it with exit code 0.
+idle), and the wall clock (time.time(), the ROS system clock) when the row was written [s]. Rows are flushed every
+:data:`FLUSH_STEPS` steps, so a reader sees at most that many steps late. Prints ``fr3_logged_sim: ready <host>``
+once it serves; SIGINT or SIGTERM end it with exit code 0.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import signal
 import sys
 import threading
+import time
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -26,7 +28,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 N_JOINTS = 7
-ROW_FLOATS = 2 + 3 * N_JOINTS  # time, positions, velocities, tracked positions, new-command flag
+ROW_FLOATS = 3 + 3 * N_JOINTS  # time, positions, velocities, tracked positions, new-command flag, wall clock
 FLUSH_STEPS = 20  # 20 ms of simulated time: a test waiting for the log waits no longer
 
 
@@ -39,6 +41,7 @@ class JointLog:
     velocities_rad_s: np.ndarray  #: (n, 7) measured
     tracked_rad: np.ndarray  #: (n, 7) what the joint controller tracked (commanded or held)
     new_command: np.ndarray  #: (n,) bool: a command arrived for that step
+    wall_s: np.ndarray  #: (n,) the system clock when the row was written
 
     def since(self, time_s: float) -> JointLog:
         keep = self.time_s >= time_s
@@ -51,7 +54,7 @@ def read_log(path: Path) -> JointLog:
     rows = raw[: len(raw) // ROW_FLOATS * ROW_FLOATS].reshape(-1, ROW_FLOATS)
     n = N_JOINTS
     return JointLog(rows[:, 0], rows[:, 1 : 1 + n], rows[:, 1 + n : 1 + 2 * n], rows[:, 1 + 2 * n : 1 + 3 * n],
-                    rows[:, -1] > 0.5)  # fmt: skip
+                    rows[:, 1 + 3 * n] > 0.5, rows[:, 2 + 3 * n])  # fmt: skip
 
 
 class StepLog:
@@ -87,7 +90,8 @@ class StepLog:
         self._row[1 : 1 + N_JOINTS] = data.qpos[self._qpos]
         self._row[1 + N_JOINTS : 1 + 2 * N_JOINTS] = data.qvel[self._qvel]
         self._row[1 + 2 * N_JOINTS : 1 + 3 * N_JOINTS] = self._tracked
-        self._row[-1] = float(self._new_command)
+        self._row[1 + 3 * N_JOINTS] = float(self._new_command)
+        self._row[2 + 3 * N_JOINTS] = time.time()
         self._tracked[:] = np.nan  # until told again
         self._new_command = False
         self._out.write(self._row.tobytes())
@@ -96,10 +100,34 @@ class StepLog:
             self._out.flush()
 
 
+def report_desired_state(robot: Any) -> None:
+    """Make franky-sim's RobotState.dq_d and ddq_d what libfranka documents, the desired (commanded) joint velocity and
+    acceleration: franky-sim 1.0.4 reports dq_d as an exponential average (weight 0.95 on the last value, ~20 ms) of
+    q_d's differences and ddq_d as the same average of the *measured* dq's. franky starts every motion that replaces
+    a running one (a stop's brake, a new trajectory) from dq_d and ddq_d, so franky-sim as shipped puts a step of
+    velocity and acceleration into every replacement: measured here, -13.8 rad/s^2 for one step when a brake took
+    over at 0.81 rad/s. With this, dq_d is the last step's commanded velocity and ddq_d the change of that over the
+    step, as a real FR3 reports them."""
+    from franky_sim.base_simulator import FiniteDifferenceTracker, TrackedStateComponent
+
+    components = robot._tracked_state_components
+    for name in ("q_d", "dq_d"):
+        components[name].observers["fd"] = FiniteDifferenceTracker(alpha=0.0)  # the last difference, unaveraged
+    dq_d = components["dq_d"]
+    components["ddq_d"] = TrackedStateComponent(
+        lambda time, state: dq_d.observers["fd"].last_derivative.copy(), depends_on=(dq_d,)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--host", required=True, help="the loopback address to serve (FCI port 1337)")
     parser.add_argument("--log", required=True, type=Path, help="the file the joint rows are appended to")
+    parser.add_argument(
+        "--as-shipped",
+        action="store_true",
+        help="keep franky-sim's own dq_d and ddq_d (averaged; see report_desired_state) instead of the desired ones",
+    )
     parser.add_argument(
         "--slowdown", type=float, default=1.0, help="wall time per simulated time, at least (franky-sim's realtime)"
     )
@@ -112,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     with args.log.open("wb") as out, MujocoSimulator() as sim:
-        sim.add_robot()
+        robot = sim.add_robot()
+        if not args.as_shipped:
+            report_desired_state(robot)
         with SimulationServer(sim, hostname_candidates=[args.host]) as server:
             sim.register_post_step_callback(StepLog(sim, out))
             server.run_async(realtime=args.slowdown)

@@ -38,8 +38,36 @@ franky-sim, a 1.4 s move took 2.8-3.1 s of robot time with the commanded joint 0
 and 1.42 s with nothing backwards with the control thread at SCHED_FIFO 80. So the thread franky starts for a motion
 gets ``control_thread_priority`` (where the OS allows it); nothing else in the process does.
 
-Hold: when no motion runs, the controller holds the last commanded position (libfranka's idle mode; franky-sim does
-the same), so :meth:`FrankaArm.stop` is also the hold: franky decelerates within its limits and the arm stays there.
+Stops (an operator's stop, the e-stop, the watchdog, a lapsed lease, the driver's stall check; :meth:`FrankaArm.stop`)
+brake within the FR3's documented FCI limits (config/hardware/fr3.yaml ``fci_limits``: 10 rad/s^2 and 5000 rad/s^3
+on every joint; franky 2.0.0 reports the Panda's, up to 20 rad/s^2 and 10000 rad/s^3, so :meth:`FrankaArm.connect`
+gives franky the smaller of the two per joint). A running motion is replaced by one ``franky.JointWaypointMotion``
+to the braking point of :func:`braking_plan`, with the plan's duration as its ``minimum_time``: franky hands over
+from the current command at its next 1 ms cycle, every joint decelerates over the same time (near the straight
+continuation of the path), and the controller holds where it ends. An arm at rest (no franky motion running) gets
+nothing at all: :meth:`FrankaArm.stop` returns without a call to the robot, so repeated stops, e-stops and refused
+trajectories move nothing. What was measured against franky-sim with every physics step logged
+(test/hardware/test_fr3_stops.py; joints 1 and 4 moving, joint 1 at 0.8-1.09 rad/s commanded, factor 0.5):
+
+- ``robot.stop()`` (before): franky-sim holds the last command, so the commanded velocity drops from 1.09 rad/s to 0
+  in one step (-1088 rad/s^2; a real FR3 aborts such a command with a reflex); measured on joint 1: 9.5 rad/s^2 and
+  11346 rad/s^3 (the FR3 allows 5000);
+- ``franky.JointStopMotion`` (a JointMotion to where the stop began): the arm overshoots and comes back, the
+  commanded joint turning to -0.31 rad/s (franky-sim as shipped, see below);
+- a ``JointMotion`` to a braking point without a minimum time: franky plans each motion time-optimally, so with any
+  slack in the distance it first cruised on at 1.09 rad/s for 60 ms and then braked at its full limit;
+- the braking plan with minimum time (chosen): commanded deceleration 5.0 rad/s^2 at most (10 x the dynamics factor),
+  jerk at most 1436 rad/s^3, no joint turning back; measured at most 3.4 rad/s^2 and 85 rad/s^3; a stop from
+  1.09 rad/s takes 0.27 s and 0.15 rad on the robot's clock.
+
+The brake keeps the global ``relative_dynamics_factor`` (it cannot be raised per motion above 1): at 0.5 it brakes at
+half the FR3's limits, gently, and twice as long as the robot could. franky's ``Reaction`` replaces a motion the same
+way but only on conditions over the robot state (forces, positions, time), not on an operator's call.
+Two franky-sim caveats, both in the test's docstring: franky-sim 1.0.4 reports RobotState.dq_d and ddq_d averaged
+over ~20 ms (ddq_d even from the measured joints), and franky starts every replacing motion (a brake, a new
+trajectory) from them: against franky-sim as shipped every replacement steps the command's velocity (-13.8 rad/s^2
+for one step when a brake took over at 0.81 rad/s); and franky-sim tracks the previous command again when franky's
+reply is late, where a real FR3 extrapolates.
 
 Lost contact: libfranka notices about 1 s after the last packet (measured: a killed franky-sim raised
 ``NetworkException: UDP receive: Timeout`` from ``poll_motion`` after 1.1 s; reading the state raised
@@ -83,7 +111,7 @@ _MS_PER_S = 1000.0
 # franky's planner never needs more than its limits to reach the braking point in the planned time.
 BRAKE_LIMIT_FRACTION = 0.8
 #: What an operator does about a fault: the driver node's release service (robodojo.nodes.arm_driver_node.RELEASE).
-RELEASE_ACTION = "release the arm with the driver's /hardware/release service (std_srvs/Trigger) once the cause is fixed"
+RELEASE_ACTION = "release the arm with the driver's /hardware/release service (std_srvs/Trigger) once it is fixed"
 #: What an operator does about lost contact: the driver node reconnects on its own.
 RECONNECT_ACTION = "the driver reconnects by itself once the FR3 answers (check its network cable and that FCI is on)"
 

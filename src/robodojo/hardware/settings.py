@@ -140,7 +140,9 @@ def parse_fr3_settings(data: dict, where: str) -> Fr3Settings:
         accel_rad_s2=fci.vector("joint_accel_rad_s2", n_joints),
         jerk_rad_s3=fci.vector("joint_jerk_rad_s3", n_joints),
     )
-    for key, values in zip(("joint_velocity_rad_s", "joint_accel_rad_s2", "joint_jerk_rad_s3"), astuple(fci_limits)):
+    for key, values in zip(
+        ("joint_velocity_rad_s", "joint_accel_rad_s2", "joint_jerk_rad_s3"), astuple(fci_limits), strict=True
+    ):
         if min(values) <= 0:
             raise ConfigError(f"{fci.where}.{key}: every limit must be > 0, got {list(values)}")
     guard = parse_guard(root, n_joints)
