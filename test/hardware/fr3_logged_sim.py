@@ -7,9 +7,10 @@ logged: what a drill records from outside, here as a file a test reads.
 Each physics step (1 ms of simulated time) appends one row of :data:`ROW_FLOATS` little-endian float64 to FILE:
 the simulation time [s], the 7 measured joint positions [rad] and the 7 joint velocities [rad/s] (MuJoCo's qpos and
 qvel of fr3_joint1..7), the 7 joint positions franky-sim's joint controller was told to track in that step [rad]
-(libfranka's commanded q_c while a motion runs, the held position when idle; NaN under another control mode) and
-1.0 where a new command had arrived for that step (0.0 where franky-sim reused the last one; always 1.0 while
-idle), and the wall clock (time.time(), the ROS system clock) when the row was written [s]. Rows are flushed every
+(libfranka's commanded q_c while a motion runs, the held position when idle; NaN under another control mode),
+1.0 where that step's command came as a real-time loop delivers it (exactly one command arrived, the answer to the
+state franky-sim sent last; 0.0 where none came and franky-sim tracked the previous one again, where a late one
+came, or two at once; 1.0 while idle), and the wall clock (time.time(), the ROS system clock) when the row was written [s]. Rows are flushed every
 :data:`FLUSH_STEPS` steps, so a reader sees at most that many steps late. Prints ``fr3_logged_sim: ready <host>``
 once it serves; SIGINT or SIGTERM end it with exit code 0.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import struct
 import sys
 import threading
 import time
@@ -29,6 +31,7 @@ import numpy as np
 
 N_JOINTS = 7
 ROW_FLOATS = 3 + 3 * N_JOINTS  # time, positions, velocities, tracked positions, new-command flag, wall clock
+MESSAGE_ID = struct.Struct("<Q")  # the first field of libfranka's robot command
 FLUSH_STEPS = 20  # 20 ms of simulated time: a test waiting for the log waits no longer
 
 
@@ -40,11 +43,17 @@ class JointLog:
     positions_rad: np.ndarray  #: (n, 7) measured
     velocities_rad_s: np.ndarray  #: (n, 7) measured
     tracked_rad: np.ndarray  #: (n, 7) what the joint controller tracked (commanded or held)
-    new_command: np.ndarray  #: (n,) bool: a command arrived for that step
+    new_command: np.ndarray  #: (n,) bool: the step's command came in sequence (one, answering the last state)
     wall_s: np.ndarray  #: (n,) the system clock when the row was written
 
     def since(self, time_s: float) -> JointLog:
+        """The rows from simulation time ``time_s`` on."""
         keep = self.time_s >= time_s
+        return JointLog(*(field[keep] for field in astuple(self)))
+
+    def until(self, time_s: float) -> JointLog:
+        """The rows up to simulation time ``time_s``."""
+        keep = self.time_s <= time_s
         return JointLog(*(field[keep] for field in astuple(self)))
 
 
@@ -60,7 +69,7 @@ def read_log(path: Path) -> JointLog:
 class StepLog:
     """The post-step callback: one row per physics step, written by franky-sim's own loop thread."""
 
-    def __init__(self, sim, out: BinaryIO) -> None:
+    def __init__(self, sim: Any, server: Any, out: BinaryIO) -> None:
         import mujoco
 
         model, self._data = sim.model, sim.data
@@ -83,6 +92,19 @@ class StepLog:
             tracking(target_q, has_new_command=has_new_command)
 
         robot.joint_position_control = joint_position_control
+        # The commands of each step: how many, and which state the last one answered (libfranka's command carries the
+        # message id of the state it answers; franky-sim numbers its states from 0 on each connection).
+        self._server = server.robot_servers[0]
+        self._packets = 0
+        self._answered = -1
+        receive = self._server._handle_udp_command
+
+        def handle_udp_command(data: bytes) -> None:
+            self._packets += 1
+            self._answered = MESSAGE_ID.unpack_from(data)[0]
+            receive(data)
+
+        self._server._handle_udp_command = handle_udp_command
 
     def __call__(self, sim) -> None:
         data = self._data
@@ -90,10 +112,13 @@ class StepLog:
         self._row[1 : 1 + N_JOINTS] = data.qpos[self._qpos]
         self._row[1 + N_JOINTS : 1 + 2 * N_JOINTS] = data.qvel[self._qvel]
         self._row[1 + 2 * N_JOINTS : 1 + 3 * N_JOINTS] = self._tracked
-        self._row[1 + 3 * N_JOINTS] = float(self._new_command)
+        last_state = self._server._FrankaServer__message_id - 1  # sent after the previous step, or -1
+        in_sequence = self._packets == 1 and self._answered == last_state
+        self._row[1 + 3 * N_JOINTS] = float(self._new_command and (in_sequence or self._packets == 0))
         self._row[2 + 3 * N_JOINTS] = time.time()
         self._tracked[:] = np.nan  # until told again
         self._new_command = False
+        self._packets = 0
         self._out.write(self._row.tobytes())
         self._steps += 1
         if self._steps % FLUSH_STEPS == 0:
@@ -144,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.as_shipped:
             report_desired_state(robot)
         with SimulationServer(sim, hostname_candidates=[args.host]) as server:
-            sim.register_post_step_callback(StepLog(sim, out))
+            sim.register_post_step_callback(StepLog(sim, server, out))
             server.run_async(realtime=args.slowdown)
             print(f"fr3_logged_sim: ready {args.host}", flush=True)
             done.wait()

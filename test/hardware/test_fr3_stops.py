@@ -63,7 +63,11 @@ REPEATS = 100
 # Steps after a missed command left out of the derivatives: libfranka's first-order 100 Hz filter keeps e^-(2 pi 100
 # x 1 ms) = 53 % of a step's catch-up per step, so after 10 steps less than 0.2 % is left.
 CATCH_UP_STEPS = 10
-SETTLE_SIM_S = 3.0  # franky-sim's measured arm comes to rest within this much simulated time after its command
+LEAD_IN_S = 0.05  # of the trajectory before the stop, judged with it (franky plans it within the same limits)
+SETTLE_SIM_S = 5.0  # franky-sim's measured arm comes to rest within this much simulated time after its command
+# Before the stops on an arm at rest: franky-sim's arm creeps towards its last command for seconds (its damping
+# dominates), and that creep must not be taken for motion the stops caused.
+STILL_RAD_S = 1e-6
 
 
 @dataclass
@@ -73,6 +77,10 @@ class LoggedSim:
 
     def read(self) -> JointLog:
         return read_log(self.log)
+
+    def latest_s(self) -> float:
+        """The simulation time of the last row written (waits for the first)."""
+        return float(self.wait_rows_after(-1.0).time_s[-1])
 
     def wait_rows_after(self, time_s: float, timeout_s: float = 30.0) -> JointLog:
         """The log once it holds a row later than ``time_s`` (it is flushed every few steps)."""
@@ -175,7 +183,9 @@ def test_a_stop_at_speed_decelerates_within_the_fr3s_limits_and_ends_at_rest(arm
     amplitude = np.array([0.8, 0.0, 0.0, 0.4, 0.0, 0.0, 0.0])  # two joints: they must stop together
     arm.follow(smooth(q0, amplitude, 1.2))  # peak 1.05 rad/s on joint 1: at franky's scaled velocity limit
     _under_way(arm, 0, 0.6)
-    stop_from_s = logged_sim.read().time_s[-1]  # the log is flushed every few steps: this is before the stop
+    # The log is flushed every few steps, so this is before the stop; from a little earlier still, so that a missed
+    # command just before has its catch-up steps left out too.
+    stop_from_s = logged_sim.latest_s() - LEAD_IN_S
     arm.stop(why="test: stop at speed")
     assert arm.status.status == "stopped" and arm.brakes == 1, arm.status
     assert arm.wait_at_rest(MOTION_TIMEOUT_S), "the brake never ended"
@@ -218,14 +228,14 @@ def test_a_stop_at_speed_decelerates_within_the_fr3s_limits_and_ends_at_rest(arm
     _home(arm, q0)
 
 
-def _measured_at_rest(logged_sim: LoggedSim, since_s: float) -> JointLog:
-    """The log since ``since_s`` once the measured joints have been at rest for HOLD_WINDOW_S (or SETTLE_SIM_S of
-    simulated time passed: the caller's assertions then say how far from rest)."""
-    give_up_s = logged_sim.read().time_s[-1] + SETTLE_SIM_S
+def _measured_at_rest(logged_sim: LoggedSim, since_s: float, rest_rad_s: float = REST_RAD_S) -> JointLog:
+    """The log since ``since_s`` once the measured joints have been slower than ``rest_rad_s`` for HOLD_WINDOW_S (or
+    SETTLE_SIM_S of simulated time passed: the caller's assertions then say how far from rest)."""
+    give_up_s = logged_sim.latest_s() + SETTLE_SIM_S
     while True:
-        log = logged_sim.wait_rows_after(logged_sim.read().time_s[-1]).since(since_s)
+        log = logged_sim.wait_rows_after(logged_sim.latest_s()).since(since_s)
         end = log.time_s >= log.time_s[-1] - HOLD_WINDOW_S
-        if log.time_s[-1] > since_s + HOLD_WINDOW_S and np.abs(log.velocities_rad_s[end]).max() < REST_RAD_S:
+        if log.time_s[-1] > since_s + HOLD_WINDOW_S and np.abs(log.velocities_rad_s[end]).max() < rest_rad_s:
             return log
         if log.time_s[-1] > give_up_s:
             return log
@@ -237,10 +247,8 @@ def _joint_motion(log: JointLog) -> np.ndarray:
     return np.ptp(log.positions_rad, axis=0)
 
 
-def _quiet(logged_sim: LoggedSim, seconds: float) -> np.ndarray:
-    """The position noise of the arm left alone for ``seconds`` of simulated time: per joint peak-to-peak [rad]."""
-    start_s = logged_sim.read().time_s[-1]
-    return _joint_motion(logged_sim.wait_rows_after(start_s + seconds, timeout_s=120.0).since(start_s))
+def _between(log: JointLog, from_s: float, to_s: float) -> JointLog:
+    return log.since(from_s).until(to_s)
 
 
 def _hammer(driver: ArmDriver, q: np.ndarray) -> None:
@@ -253,7 +261,7 @@ def _hammer(driver: ArmDriver, q: np.ndarray) -> None:
         with pytest.raises(InvalidCommandError, match="e-stop"):
             driver.submit_arm(smooth(q, np.full(7, 0.01), 0.4))
         driver.release()
-        with pytest.raises(InvalidCommandError, match="jump"):
+        with pytest.raises(InvalidCommandError, match="from the measured"):
             driver.submit_arm(refused)
 
 
@@ -272,17 +280,24 @@ def test_stops_estops_and_refusals_on_an_arm_at_rest_move_no_joint(
                 driver.tick()
                 time.sleep(DT)
             assert arm.wait_at_rest(MOTION_TIMEOUT_S)
-            time.sleep(0.5)
+        _measured_at_rest(logged_sim, logged_sim.latest_s(), STILL_RAD_S)
         q = q_of(arm)
         brakes, sent = arm.brakes, arm.sent_motions
-        start_s = logged_sim.read().time_s[-1]
+        start_s = logged_sim.latest_s()
         _hammer(driver, q)
-        end_s = logged_sim.read().time_s[-1]
-        moved = _joint_motion(logged_sim.wait_rows_after(end_s).since(start_s))
-        noise = _quiet(logged_sim, max(end_s - start_s, 0.5))
+        end_s = logged_sim.latest_s()
+        duration_s = end_s - start_s
+        log = logged_sim.wait_rows_after(end_s + duration_s, timeout_s=120.0)
+        moved = _joint_motion(_between(log, start_s, end_s))
+        # The arm left alone for as long just before and just after: what franky-sim's arm does on its own (it still
+        # creeps towards its last command, ever more slowly) is the noise the stops are judged against.
+        noise = np.maximum(
+            _joint_motion(_between(log, start_s - duration_s, start_s)),
+            _joint_motion(_between(log, end_s, end_s + duration_s)),
+        )
         figures = (
-            f"{REPEATS} rounds over {end_s - start_s:.2f} s of robot time: joints moved (peak-to-peak) "
-            f"{moved.max():.2e} rad, position noise left alone as long {noise.max():.2e} rad"
+            f"{REPEATS} rounds over {duration_s:.2f} s of robot time: joints moved (peak-to-peak, largest joint) "
+            f"{moved.max():.2e} rad; the arm left alone as long just before or after {noise.max():.2e} rad"
         )
         print(figures)
         assert arm.brakes == brakes and arm.sent_motions == sent, figures  # nothing was sent to franky

@@ -79,6 +79,7 @@ status ``error`` until :meth:`FrankaArm.recover_from_errors` is called: recovery
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import time
@@ -110,6 +111,9 @@ _MS_PER_S = 1000.0
 # full ones: the headroom absorbs what the state read at the stop missed (the arm kept going for a cycle or two), so
 # franky's planner never needs more than its limits to reach the braking point in the planned time.
 BRAKE_LIMIT_FRACTION = 0.8
+#: How long close() lets a running brake end [s]: a brake from franky's top speed at dynamics factor 0.5 takes 0.27 s
+#: of robot time, which franky-sim runs at 0.5-0.9x wall time; well inside launch's 5 s shutdown window.
+CLOSE_BRAKE_WAIT_S = 1.0
 #: What an operator does about a fault: the driver node's release service (robodojo.nodes.arm_driver_node.RELEASE).
 RELEASE_ACTION = "release the arm with the driver's /hardware/release service (std_srvs/Trigger) once it is fixed"
 #: What an operator does about lost contact: the driver node reconnects on its own.
@@ -138,8 +142,9 @@ def braking_plan(
     acceleration ramped to zero at the jerk limit, which adds a^2/2j of speed when it still speeds the joint up; then
     a trapezoidal deceleration, or a triangular one when the speed is below a_max^2/j_max); the plan's duration is
     the longest of them. Each joint then travels what a smooth velocity profile from (v, a) to rest in that time
-    covers, v T/2 + a T^2/12 (the cubic velocity profile's integral): a joint that could stop sooner brakes more gently
-    instead, so the joints stop together, near the straight continuation of the path."""
+    covers, v T/2 + a T^2/12 (the cubic velocity profile's integral; the second term kept within half the first, so
+    that no joint is sent back): a joint that could stop sooner brakes more gently instead, so the joints stop
+    together, near the straight continuation of the path."""
     v = np.asarray(velocity_rad_s, dtype=float)
     a = np.asarray(accel_rad_s2, dtype=float)
     a_max = np.asarray(accel_limit_rad_s2, dtype=float)
@@ -151,8 +156,12 @@ def braking_plan(
     per_joint_s = np.abs(a) / j_max + brake_s
     duration_s = max(float(per_joint_s.max()), 1.0 / _MS_PER_S)  # franky's clock ticks in ms
     duration_s = float(np.ceil(duration_s * _MS_PER_S)) / _MS_PER_S
-    target = np.asarray(position_rad, dtype=float) + v * duration_s / 2.0 + a * duration_s**2 / 12.0
-    return BrakingPlan(tuple(map(float, target)), duration_s)
+    # The acceleration's share is kept from turning the travel against the velocity: a joint must never be asked to
+    # come back (franky's planner then has to reverse it, and failed to synchronise such joints with "error code
+    # -111" at times, measured: a joint at rest reads a few mrad/s^2 of estimator noise).
+    cruise = v * duration_s / 2.0
+    travel = cruise + np.clip(a * duration_s**2 / 12.0, -np.abs(cruise) / 2.0, np.abs(cruise) / 2.0)
+    return BrakingPlan(tuple(map(float, np.asarray(position_rad, dtype=float) + travel)), duration_s)
 
 
 def _franky() -> Any:
@@ -236,8 +245,13 @@ class FrankaArm(WatchdogStop):
         return limits[0], limits[1], limits[2]
 
     def close(self) -> None:
-        """Stop the watchdog thread and drop the connection (the arm holds where it is)."""
+        """Stop the watchdog thread and drop the connection (the arm holds where it is). A brake still running gets
+        up to :data:`CLOSE_BRAKE_WAIT_S` to end first: franky stops a motion still running when it is dropped, at
+        once."""
         self.watchdog.close()
+        if self._robot is not None and self._status.status not in ("lost", "disconnected"):
+            with contextlib.suppress(HardwareError):
+                self.wait_at_rest(CLOSE_BRAKE_WAIT_S)
         with self._lock:
             self._robot = self._gripper = None
             self._status = ArmStatus("disconnected", "closed")
