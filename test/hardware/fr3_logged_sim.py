@@ -10,9 +10,12 @@ qvel of fr3_joint1..7), the 7 joint positions franky-sim's joint controller was 
 (libfranka's commanded q_c while a motion runs, the held position when idle; NaN under another control mode),
 1.0 where that step's command came as a real-time loop delivers it (exactly one command arrived, the answer to the
 state franky-sim sent last; 0.0 where none came and franky-sim tracked the previous one again, where a late one
-came, or two at once; 1.0 while idle), and the wall clock (time.time(), the ROS system clock) when the row was written [s]. Rows are flushed every
-:data:`FLUSH_STEPS` steps, so a reader sees at most that many steps late. Prints ``fr3_logged_sim: ready <host>``
-once it serves; SIGINT or SIGTERM end it with exit code 0.
+came, or two at once; 1.0 while idle), and the wall clock (time.time(), the ROS system clock) when the row was
+written [s]. Rows are flushed every :data:`FLUSH_STEPS` steps, so a reader sees at most that many steps late. Prints
+``fr3_logged_sim: ready <host>`` once it serves; SIGINT or SIGTERM end it with exit code 0.
+
+franky-sim reports RobotState.dq_d and ddq_d as libfranka documents them unless ``--as-shipped``
+(:func:`report_desired_state`).
 """
 
 from __future__ import annotations
