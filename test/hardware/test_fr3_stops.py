@@ -37,15 +37,14 @@ pytest.importorskip("franky", reason="franky-control is not installed (pip insta
 pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install '.[hardware]')")
 
 from fr3_logged_sim import JointLog, read_log
+from test_franka import q_of, smooth
 
-from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import InvalidCommandError
 from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
 from robodojo.hardware.franka import FrankaArm
 from robodojo.hardware.settings import load_fr3_settings
 
 SETTINGS = load_fr3_settings()
-NAMES = SETTINGS.joint_names
 DT = SETTINGS.robot.control_dt_s
 FCI = SETTINGS.fci_limits
 HOST = "127.0.0.8"  # away from conftest's .3/.4/.5 and the benchmarks' .7
@@ -121,17 +120,6 @@ def arm(logged_sim: LoggedSim) -> Iterator[FrankaArm]:
     arm.connect(HOST)
     yield arm
     arm.close()
-
-
-def smooth(start: np.ndarray, amplitude_rad: np.ndarray, duration_s: float) -> TrajectoryCommand:
-    times = np.arange(1, round(duration_s / DT) + 1) * DT
-    s = (1 - np.cos(np.pi * times / duration_s)) / 2
-    points = np.asarray(start) + np.outer(s, amplitude_rad)
-    return TrajectoryCommand(NAMES, tuple(times), tuple(map(tuple, points)))
-
-
-def q_of(arm: FrankaArm) -> np.ndarray:
-    return np.array(arm.joint_state().positions_rad)
 
 
 @dataclass(frozen=True)
