@@ -59,6 +59,10 @@ HOLD_WINDOW_S = 0.3  # of simulated time, judged at rest at the end
 # braking point from the state it found a cycle or two after the one the brake was planned from.
 REVERSAL_RAD_S = 0.02
 REPEATS = 100
+# The windows the stops are compared with last as long in simulated time but may hold a row more or less, and
+# franky-sim's arm creeps steadily in some poses (2.6e-4 rad/s summed over the joints after the goal here, the same
+# before, during and after the stops): a motion within this factor of the arm's own is no motion of the stops'.
+NOISE_MARGIN = 1.05
 # Steps after a missed command left out of the derivatives: libfranka's first-order 100 Hz filter keeps e^-(2 pi 100
 # x 1 ms) = 53 % of a step's catch-up per step, so after 10 steps less than 0.2 % is left.
 CATCH_UP_STEPS = 10
@@ -291,7 +295,7 @@ def test_stops_estops_and_refusals_on_an_arm_at_rest_move_no_joint(
         print(figures)
         assert arm.brakes == brakes and arm.sent_motions == sent, figures  # nothing was sent to franky
         # Summed over the joints: a joint's own noise is at the 1e-12 rad of floating point, no yardstick alone.
-        assert moved.sum() <= noise.sum(), figures
+        assert moved.sum() <= noise.sum() * NOISE_MARGIN, figures
     finally:
         driver.close()
         if after_a_goal:
