@@ -643,7 +643,7 @@ def estop_figures(
     estop = node.create_client(Trigger, ESTOP_SERVICE)
     release = node.create_client(Trigger, RELEASE_SERVICE)
     wait_for(lambda: estop.service_is_ready() and release.service_is_ready(), 30.0, "the e-stop services", graph.nodes)
-    status = Log(lambda m: int(m.state))
+    status = Log(lambda m: (int(m.state), m.reason))
     node.create_subscription(
         TrajectoryStatus,
         topics.trajectory_status(topics.arm_controller_name(ARM)),
@@ -674,9 +674,11 @@ def estop_figures(
         mark = status.mark()
         pub.publish(msg)
         record: dict[str, Any] = {"k": k}
-        if status.wait(mark, lambda r: r == TrajectoryStatus.PLAYING, 5.0) is None:
-            record["failed"] = "no PLAYING report within 5 s"
+        started = status.wait(mark, lambda r: r[0] in (TrajectoryStatus.PLAYING, TrajectoryStatus.REFUSED), 5.0)
+        if started is None or started[2][0] != TrajectoryStatus.PLAYING:
+            record["failed"] = "no PLAYING report within 5 s" if started is None else f"REFUSED: {started[2][1]}"
             records.append(record)
+            time.sleep(1.0)
             continue
         time.sleep(ESTOP_AFTER_S)
         t_call = time.time()
