@@ -4,8 +4,10 @@ One run, two graphs, each in its own private ROS_DOMAIN_ID (claimed with test/ro
 suites and other benchmarks running at the same time never share it), localhost discovery, an rclpy client in this
 process spun by a single-threaded executor in a thread:
 
-- the hardware path: ``franky-sim -s mujoco --hostname 127.0.0.7`` (a libfranka-protocol MuJoCo FR3, started here
-  and killed at the end), ``fr3_driver_node`` (robot_ip 127.0.0.7) and ``motion_server_node`` (robot fr3, system
+- the hardware path: franky-sim on 127.0.0.7 (a libfranka-protocol MuJoCo FR3, started here and killed at the end,
+  as test/hardware/fr3_logged_sim.py: franky-sim's own setup with every physics step's joints, the command it
+  tracked and the wall clock logged to a file), ``fr3_driver_node`` (robot_ip 127.0.0.7) and ``motion_server_node``
+  (robot fr3, system
   clock);
 - the simulated path: ``sim_node`` (robot fr3, task fr3_pick_cube, seed 0) and ``motion_server_node`` (robot fr3,
   use_sim_time), started after the hardware graph and franky-sim are gone.
@@ -36,6 +38,15 @@ What is measured:
    median to the simulated path's; each result's pos_error_mm (the arm's arrival); and, as an estimate, the overhead
    a wall-paced clock would leave, wall - planned / RTF, with each path's real-time factor (below).
 
+4. E-stops at speed (``--estops``, on the FR3 path, printed after part 2): a 1.2 s move of joint 7 by 0.5 rad
+   (0.65 rad/s at its peak), /hardware/estop called 0.5 s after its PLAYING report, /hardware/release after. Per
+   e-stop: the call to the service's answer (the driver answers once franky has the brake), the call to the step
+   whose command is at rest for good (franky-sim's log, wall clock), that brake on the robot's clock, and the peak
+   commanded acceleration and jerk over the FR3's documented limits (1.0 = at the limit).
+
+``--smoke``: every part of the FR3 path once or twice (2 trajectories, 2 e-stops, 1 goal, a 1 s joint-state
+window) and no simulated path; test/hardware/test_fr3_benchmark.py runs it.
+
 Why the FR3 path's wall time holds franky-sim's clock: franky-sim steps MuJoCo by 1 ms per loop iteration and only
 sleeps when an iteration was faster than 1 ms, so on a loaded 2-core machine its robot clock runs slower than wall
 time (0.5-0.9x; down to 0.35x while other test runs shared the machine). franky plays the driver's waypoint motion on
@@ -51,7 +62,8 @@ client of the same franky-sim hung in its connect when tried. The probe is a pro
 switches the calling thread to SCHED_FIFO 99 (even with RealtimeConfig.Ignore, when allowed, e.g. as root), and every
 process this one started afterwards would inherit that; the driver's thread policies are printed for the same reason.
 
-Run: ``.venv/bin/python benchmarks/fr3_graph.py [--trajectories 20] [--goals 10]``; about 2 minutes on 2 cores. Other
+Run: ``.venv/bin/python benchmarks/fr3_graph.py [--trajectories 20] [--goals 10] [--estops 10] [--smoke]
+[--fr3-only]``; about 2 minutes on 2 cores. Other
 engineers' test runs may share the machine: the load average is printed at each stage.
 """
 
@@ -59,6 +71,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import math
 import os
@@ -94,7 +107,6 @@ STARTUP_TIMEOUT_S = 90.0  # node processes up and publishing (the wheels' .pth r
 GOAL_TIMEOUT_S = 60.0
 WARMUP_RETRY_S = 20.0
 JOINT_STATES_GONE_S = 1.0
-STATE_WINDOW_S = 5.0
 STATE_PERIOD_S = 0.01  # config/hardware/fr3.yaml state.rate_hz
 TRAJ_POINTS = 12  # at the FR3's 25 Hz: 0.48 s
 TRAJ_STEP_RAD = 0.02
@@ -103,6 +115,16 @@ MOVE_M = 0.04
 RESET_BELOW_STEPS = 80  # reset the simulated episode before a goal when fewer env steps are left
 PROBE_IDLE_S = 2.0
 LOG_TAIL_LINES = 12
+ESTOP_SERVICE = "/hardware/estop"  # robodojo.nodes.arm_driver_node.ESTOP, RELEASE
+RELEASE_SERVICE = "/hardware/release"
+LOGGED_SIM = Path(__file__).resolve().parents[1] / "test" / "hardware" / "fr3_logged_sim.py"
+ESTOP_JOINT = 6  # joint 7: a wide range around home, and 0.65 rad/s at its peak in the move below
+ESTOP_MOVE_RAD = 0.5
+ESTOP_MOVE_S = 1.2
+ESTOP_AFTER_S = 0.5  # into the move (wall time after its PLAYING report): near its fastest
+ESTOP_SETTLE_S = 2.0  # the brake ends and the log has it, on a robot clock at 0.5-0.9x wall time
+AT_REST_RAD = 1e-7  # a commanded joint that moves less than this in a 1 ms step stands still
+SMOKE = {"trajectories": 2, "goals": 1, "estops": 2, "state_window_s": 1.0}
 
 # franky in a separate process: robot clock against the wall clock, idle and while moving joint 7 by 0.3 rad and back
 # (samples inside each motion only: starting one costs wall time that is not on the robot's clock).
@@ -138,14 +160,17 @@ def port_open(host: str) -> bool:
         return s.connect_ex((host, FCI_PORT)) == 0
 
 
-def start_franky_sim(log_path: Path) -> subprocess.Popen[bytes]:
-    """franky-sim serving HOST (its FCI port open); GraphDown when it does not come up."""
+def start_franky_sim(log_path: Path, joint_log: Path) -> subprocess.Popen[bytes]:
+    """franky-sim serving HOST (its FCI port open), every physics step's joints logged to ``joint_log``
+    (test/hardware/fr3_logged_sim.py); GraphDown when it does not come up."""
     if port_open(HOST):
         raise GraphDown(f"something already serves {HOST}:{FCI_PORT} (another franky-sim?)")
-    exe = Path(sys.executable).with_name("franky-sim")
     with log_path.open("wb") as out:
         proc = subprocess.Popen(
-            [str(exe), "-s", "mujoco", "--hostname", HOST], stdin=subprocess.DEVNULL, stdout=out, stderr=out
+            [sys.executable, str(LOGGED_SIM), "--host", HOST, "--log", str(joint_log)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
         )
     deadline = time.monotonic() + SIM_START_TIMEOUT_S
     while not port_open(HOST):
@@ -494,7 +519,7 @@ def joint_state_figures(joints: Log, t0: float, t1: float) -> dict[str, Any]:
         window = [(a, r[0]) for a, r in joints.items if t0 <= a < t1]
     arrivals = np.array([a for a, _ in window])
     stamps = np.array([s for _, s in window])
-    out: dict[str, Any] = {"messages": len(window), "rate_hz": len(window) / (t1 - t0)}
+    out: dict[str, Any] = {"messages": len(window), "rate_hz": len(window) / (t1 - t0), "window_s": t1 - t0}
     for key, times in (("stamp", stamps), ("arrival", arrivals)):
         jitter = np.abs(np.diff(times) - STATE_PERIOD_S) * 1e3 if times.size > 1 else np.zeros(0)
         out[key] = stats(jitter.tolist())
@@ -591,6 +616,119 @@ def trajectory_figures(
     return {"records": records, "planned_ms": TRAJ_POINTS * robot.control_dt_s * 1e3}
 
 
+def logged_sim_module() -> Any:
+    """test/hardware/fr3_logged_sim.py as a module (its log reader)."""
+    spec = importlib.util.spec_from_file_location("fr3_logged_sim", LOGGED_SIM)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def estop_figures(
+    graph: Graph, n: int, joints: Log, joint_names: Sequence[str], robot: RobotConfig, joint_log: Path
+) -> dict[str, Any]:
+    """Part 4: ``n`` e-stops, each in the middle of a move of joint 7, then a release; judged from franky-sim's log of
+    every physics step (the command it tracked, with the wall clock of each step)."""
+    from agent_bringup.msg import TrajectoryStatus
+    from builtin_interfaces.msg import Duration
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from std_srvs.srv import Trigger
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from robodojo.hardware.settings import load_fr3_settings
+
+    node = graph.client.node
+    estop = node.create_client(Trigger, ESTOP_SERVICE)
+    release = node.create_client(Trigger, RELEASE_SERVICE)
+    wait_for(lambda: estop.service_is_ready() and release.service_is_ready(), 30.0, "the e-stop services", graph.nodes)
+    status = Log(lambda m: (int(m.state), m.reason))
+    node.create_subscription(
+        TrajectoryStatus,
+        topics.trajectory_status(topics.arm_controller_name(ARM)),
+        status,
+        QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE),
+    )
+    pub = node.create_publisher(JointTrajectory, topics.arm_controller(ARM), 10)
+    wait_for(lambda: pub.get_subscription_count() > 0, 30.0, "the driver's arm trajectory subscription", graph.nodes)
+    time.sleep(0.5)
+    sim = logged_sim_module()
+    fci = load_fr3_settings().fci_limits
+    dt = robot.control_dt_s
+    records: list[dict[str, Any]] = []
+    for k in range(n):
+        latest = joints.last()
+        q0 = np.array([latest[1][name] for name in joint_names])
+        times = np.arange(1, round(ESTOP_MOVE_S / dt) + 1) * dt
+        delta = np.zeros(q0.size)
+        delta[ESTOP_JOINT] = ESTOP_MOVE_RAD * (-1) ** k
+        points = q0 + np.outer((1.0 - np.cos(np.pi * times / times[-1])) / 2.0, delta)
+        msg = JointTrajectory(joint_names=list(joint_names))
+        msg.points = [
+            JointTrajectoryPoint(
+                positions=[float(v) for v in p], time_from_start=Duration(sec=int(t), nanosec=round((t % 1) * 1e9))
+            )
+            for t, p in zip(times, points, strict=True)
+        ]
+        mark = status.mark()
+        pub.publish(msg)
+        record: dict[str, Any] = {"k": k}
+        started = status.wait(mark, lambda r: r[0] in (TrajectoryStatus.PLAYING, TrajectoryStatus.REFUSED), 5.0)
+        if started is None or started[2][0] != TrajectoryStatus.PLAYING:
+            record["failed"] = "no PLAYING report within 5 s" if started is None else f"REFUSED: {started[2][1]}"
+            records.append(record)
+            time.sleep(1.0)
+            continue
+        time.sleep(ESTOP_AFTER_S)
+        t_call = time.time()
+        answered = wait_future(estop.call_async(Trigger.Request()), 5.0)
+        t_answer = time.time()
+        time.sleep(ESTOP_SETTLE_S)
+        if answered is None:
+            record["failed"] = "the e-stop service did not answer within 5 s"
+        else:
+            record.update(brake_figures(sim.read_log(joint_log), t_call, fci))
+            record["call_to_answer_ms"] = (t_answer - t_call) * 1e3
+        if wait_future(release.call_async(Trigger.Request()), 5.0) is None:
+            record["failed"] = "the release service did not answer within 5 s"
+        records.append(record)
+        time.sleep(0.3)
+    node.destroy_publisher(pub)
+    return {"records": records}
+
+
+def brake_figures(log: Any, t_call: float, fci: Any) -> dict[str, Any]:
+    """From franky-sim's log, the e-stop called at ``t_call`` (system clock): the commanded speed then, when the
+    command came to rest (wall and robot clock), and the peak commanded acceleration and jerk of the stop against the
+    FR3's limits (steps without a fresh command, and the 10 after each, left out: test/hardware/test_fr3_stops.py)."""
+    keep = log.wall_s >= t_call
+    if keep.sum() < 4:
+        return {"failed": "franky-sim's log has no steps after the e-stop"}
+    c, wall, sim_s = log.tracked_rad[keep], log.wall_s[keep], log.time_s[keep]
+    usable = log.new_command[keep] & np.isfinite(c).all(axis=1)
+    for j in range(1, 11):
+        usable[j:] &= log.new_command[keep][:-j]
+    step_rad = np.abs(np.diff(c, axis=0)).max(axis=1)
+    moving = np.nonzero(step_rad >= AT_REST_RAD)[0]
+    rest = moving[-1] + 1 if moving.size else 0
+    if rest >= len(c) - 2:
+        return {"failed": f"the command was not at rest {ESTOP_SETTLE_S:g} s after the e-stop"}
+    q = np.where(usable[: rest + 1, None], c[: rest + 1], np.nan)
+    velocity = np.diff(q, axis=0) / 1e-3
+    accel = np.diff(velocity, axis=0) / 1e-3
+    jerk = np.diff(accel, axis=0) / 1e-3
+    speed = float(np.abs(np.diff(c[:2], axis=0)).max() / 1e-3)
+    return {
+        "speed_at_call_rad_s": speed,
+        "call_to_rest_ms": (wall[rest] - t_call) * 1e3,
+        "brake_robot_ms": (sim_s[rest] - sim_s[0]) * 1e3,
+        "peak_accel_ratio": float(np.nanmax(np.abs(accel) / np.asarray(fci.accel_rad_s2))) if rest > 2 else 0.0,
+        "peak_jerk_ratio": float(np.nanmax(np.abs(jerk) / np.asarray(fci.jerk_rad_s3))) if rest > 3 else 0.0,
+        "missed_steps": int((~log.new_command[keep][: rest + 1]).sum()),
+    }
+
+
 def hardware_path(args: argparse.Namespace, log_dir: Path, targets: Sequence[dict[str, float]]) -> dict[str, Any]:
     """Parts 1 and 2, and part 3 on the FR3 path; franky-sim and the nodes stopped on the way out, even on errors."""
     from rclpy.qos import QoSProfile
@@ -603,7 +741,7 @@ def hardware_path(args: argparse.Namespace, log_dir: Path, targets: Sequence[dic
     completed = False
     try:
         t0 = time.perf_counter()
-        sim = start_franky_sim(log_dir / "franky-sim.log")
+        sim = start_franky_sim(log_dir / "franky-sim.log", log_dir / "franky-sim-joints.bin")
         out["franky_sim_up_s"] = time.perf_counter() - t0
         out["rtf_before"] = probe_real_time_factor(PROBE_IDLE_S)
         starts: list[tuple[str, dict[str, object]]] = [
@@ -620,10 +758,13 @@ def hardware_path(args: argparse.Namespace, log_dir: Path, targets: Sequence[dic
         action_client, out["warmup"] = warm_up(graph, robot.control_hz)  # franky-sim's start pose to ready
         time.sleep(0.5)  # the arm settles: the window sees it holding
         w0 = time.time()
-        time.sleep(STATE_WINDOW_S)
+        time.sleep(args.state_window_s)
         out["joint_states"] = joint_state_figures(joints, w0, time.time())
         out["load_states"] = load_text()
         out["trajectories"] = trajectory_figures(graph, args.trajectories, joints, robot.arm(ARM).joints, robot)
+        out["estops"] = estop_figures(
+            graph, args.estops, joints, robot.arm(ARM).joints, robot, log_dir / "franky-sim-joints.bin"
+        )
         out["driver_threads"] = thread_policies(graph.nodes[0].pid)
         out["load_trajectories"] = load_text()
         out["goals"] = run_goals(graph, action_client, targets, robot.control_hz)
@@ -731,7 +872,7 @@ def print_hardware(hw: dict[str, Any], n_traj: int) -> None:
     js = hw.get("joint_states")
     if js is not None:
         print(
-            f"1. /joint_states over {STATE_WINDOW_S:g} s, arm holding ({hw['load_states']}): {js['messages']} "
+            f"1. /joint_states over {js['window_s']:g} s, arm holding ({hw['load_states']}): {js['messages']} "
             f"messages, {js['rate_hz']:.1f} msg/s (config 100 Hz)"
         )
         rows: list[tuple[str, ...]] = [
@@ -768,6 +909,7 @@ def print_hardware(hw: dict[str, Any], n_traj: int) -> None:
             if "failed" in r:
                 print(f"   trajectory {r['k']}: {r['failed']}")
         print(f"   fr3_driver_node threads by scheduling policy: {hw.get('driver_threads')}")
+    print_estops(hw.get("estops"))
     if hw.get("driver_log"):
         print(f"   fr3_driver_node ERROR/WARN lines ({len(hw['driver_log'])}), the first 5:")
         for line in hw["driver_log"][:5]:
@@ -777,6 +919,35 @@ def print_hardware(hw: dict[str, Any], n_traj: int) -> None:
     if "failed" in hw:
         print(f"FR3 path FAILED: {hw['failed']}")
     print(f"   node exit codes: {hw.get('exit_codes')}", flush=True)
+
+
+def print_estops(estops: dict[str, Any] | None) -> None:
+    if estops is None:
+        return
+    recs = estops["records"]
+    ok = [r for r in recs if "failed" not in r]
+    print(
+        f"4. e-stops (/hardware/estop) {ESTOP_AFTER_S:g} s into a {ESTOP_MOVE_S:g} s move of joint {ESTOP_JOINT + 1} "
+        f"by {ESTOP_MOVE_RAD:g} rad, each released after: {len(ok)}/{len(recs)} judged from franky-sim's log "
+        "(the stop brakes: the command comes to rest within the FR3's limits, not at once)"
+    )
+    rows = []
+    for label, key, fmt in (
+        ("call -> service answered (the brake is in franky) [ms]", "call_to_answer_ms", f2),
+        ("call -> command at rest, wall clock [ms]", "call_to_rest_ms", f2),
+        ("  of which braking, robot clock [ms]", "brake_robot_ms", f1),
+        ("commanded speed at the call [rad/s]", "speed_at_call_rad_s", f2),
+        ("peak commanded accel / FR3 limit", "peak_accel_ratio", f2),
+        ("peak commanded jerk / FR3 limit", "peak_jerk_ratio", f2),
+        ("steps without a fresh command", "missed_steps", f1),
+    ):
+        st = stats([r[key] for r in ok if key in r])
+        q = np.percentile([r[key] for r in ok if key in r], [50, 95]) if st["n"] else [math.nan, math.nan]
+        rows.append((label, str(st["n"]), fmt(float(q[0])), fmt(float(q[1])), fmt(st["max"])))
+    table(("", "n", "p50", "p95", "max"), rows, "<>>>>")
+    for r in recs:
+        if "failed" in r:
+            print(f"   e-stop {r['k']}: {r['failed']}")
 
 
 def warmup_text(w: dict[str, Any] | None) -> str:
@@ -873,7 +1044,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trajectories", type=int, default=20, help="trajectories sent to the driver (default 20)")
     parser.add_argument("--goals", type=int, default=10, help="MoveEef goals per path (default 10)")
+    parser.add_argument("--estops", type=int, default=10, help="e-stops at speed, each released after (default 10)")
+    parser.add_argument("--state-window-s", type=float, default=5.0, help="joint-state window [s] (default 5)")
+    parser.add_argument(
+        "--smoke", action="store_true", help=f"a quick run of every part of the FR3 path ({SMOKE}), no simulated path"
+    )
+    parser.add_argument("--fr3-only", action="store_true", help="the FR3 path only (no simulated path to compare)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        for key, value in SMOKE.items():
+            setattr(args, key, value)
     signal.signal(signal.SIGTERM, _terminate)
     t_all = time.perf_counter()
     log_dir = Path(tempfile.mkdtemp(prefix="fr3_graph_bench_"))
@@ -898,6 +1078,10 @@ def main(argv: list[str] | None = None) -> int:
     hw = hardware_path(args, log_dir, targets)
     print_hardware(hw, args.trajectories)
     print(flush=True)
+    if args.smoke or args.fr3_only:  # the simulated path is the comparison, not the FR3's: the smoke run leaves it out
+        print(f"\n{load_text()} at the end; FR3 path only, wall time {time.perf_counter() - t_all:.1f} s")
+        failed = "failed" in hw or any("failed" in r for r in hw.get("estops", {}).get("records", [{"failed": 1}]))
+        return 1 if failed else 0
     sim = sim_path(log_dir, targets)
     print_goals(hw, sim, args.goals)
     print(f"\n{load_text()} at the end; benchmark wall time {time.perf_counter() - t_all:.1f} s")

@@ -14,7 +14,7 @@ from conftest import HOME_RAD, FrankySim, fifo_threads, may_use_fifo, start_fran
 
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError
-from robodojo.hardware.franka import FrankaArm
+from robodojo.hardware.franka import FrankaArm, braking_plan
 from robodojo.hardware.settings import load_fr3_settings
 from robodojo.hardware.trajectory_guard import TrajectoryGuard, TrajectoryRefusedError
 
@@ -89,9 +89,32 @@ def test_a_trajectory_faster_than_frankys_dynamics_factor_plays_slower_on_the_sa
     assert arm.last_time_scale > 1.2  # sent slowed down whole: 1.31 rad/s into franky's 1.08
 
 
-# franky 2.0.0's FR3 joint limits (Robot.joint_velocity_limit, joint_acceleration_limit), before the dynamics factor
+# The joint limits FrankaArm gives franky, before the dynamics factor: per joint the smaller of franky 2.0.0's own (the
+# Panda's: velocity 2.175/2.61, acceleration [15, 7.5, 10, 12.5, 15, 20, 20]) and the FR3's documented ones
 FRANKY_SPEED_RAD_S = np.array([2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61])
-FRANKY_ACCEL_RAD_S2 = np.array([15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0])
+FRANKY_ACCEL_RAD_S2 = np.array([10.0, 7.5, 10.0, 10.0, 10.0, 10.0, 10.0])
+
+
+def test_franky_gets_the_smaller_of_its_own_and_the_fr3s_documented_limits(arm):
+    robot = arm._robot
+    assert np.allclose(robot.joint_velocity_limit.get(), FRANKY_SPEED_RAD_S)
+    assert np.allclose(robot.joint_acceleration_limit.get(), FRANKY_ACCEL_RAD_S2)
+    assert np.allclose(robot.joint_jerk_limit.get(), [5000.0, 3750.0, 5000.0, 5000.0, 5000.0, 5000.0, 5000.0])
+
+
+def test_a_braking_plan_stops_every_joint_together_without_sending_one_back():
+    v = np.array([1.0, -0.5, 0.0, 0.2, 0.0, 0.0, 1e-5])
+    a = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -0.05])  # joint 7: estimator noise against its velocity
+    accel, jerk = np.full(7, 4.0), np.full(7, 2000.0)
+    plan = braking_plan(np.zeros(7), v, a, accel, jerk)
+    # The slowest joint to stop sets the time: 1 rad/s at 4 rad/s^2 with the jerk ramps, in whole ms.
+    assert plan.duration_s == pytest.approx(1.0 / 4.0 + 4.0 / 2000.0, abs=1e-3)
+    travel = np.asarray(plan.target_rad)
+    assert np.allclose(travel[:4], v[:4] * plan.duration_s / 2.0)  # a symmetric profile's travel, joints together
+    assert travel[2] == 0.0 and np.all(travel * v >= 0.0)  # nobody moves back, a joint at rest stays put
+    # Still speeding up when stopped: the ramp down of the acceleration first, so longer and further.
+    longer = braking_plan(np.zeros(7), v, np.array([2.0, 0, 0, 0, 0, 0, 0]), accel, jerk)
+    assert longer.duration_s > plan.duration_s and longer.target_rad[0] > plan.target_rad[0]
 
 
 @pytest.mark.parametrize(
@@ -180,8 +203,10 @@ def test_stop_stops_the_arm_mid_motion(arm):
     speed_at_stop = abs(arm.joint_state().velocities_rad_s[0])
     arm.stop()
     # Moving when stopped: 0.28 rad/s there on the plan, less where franky's dynamics factor stretches it (0.09 seen
-    # in a whole make test); what matters is that it then holds, below 0.02 rad/s.
+    # in a whole make test); what matters is that it then holds, below 0.02 rad/s. The stop brakes (within the FR3's
+    # limits: test_fr3_stops.py), so the arm comes to rest a little later.
     assert arm.status.status == "stopped" and speed_at_stop > 0.05, speed_at_stop
+    assert arm.brakes >= 1 and arm.wait_at_rest(MOTION_TIMEOUT_S)
     time.sleep(SETTLE_S)
     held = q_of(arm)
     assert held[0] - start[0] < 0.7  # stopped well before the end (0.8 rad)
@@ -221,6 +246,7 @@ def test_watchdog_stops_a_motion_that_is_not_fed(arm):
     while arm.status.status == "playing" and time.monotonic() < deadline:
         time.sleep(0.05)  # no feed()
     assert arm.status.status == "watchdog", arm.status
+    assert arm.wait_at_rest(MOTION_TIMEOUT_S)
     time.sleep(SETTLE_S)
     held = q_of(arm)
     assert held[0] - start[0] < 0.7  # stopped long before the end

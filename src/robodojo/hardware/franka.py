@@ -38,8 +38,39 @@ franky-sim, a 1.4 s move took 2.8-3.1 s of robot time with the commanded joint 0
 and 1.42 s with nothing backwards with the control thread at SCHED_FIFO 80. So the thread franky starts for a motion
 gets ``control_thread_priority`` (where the OS allows it); nothing else in the process does.
 
-Hold: when no motion runs, the controller holds the last commanded position (libfranka's idle mode; franky-sim does
-the same), so :meth:`FrankaArm.stop` is also the hold: franky decelerates within its limits and the arm stays there.
+Stops (an operator's stop, the e-stop, the watchdog, a lapsed lease, the driver's stall check; :meth:`FrankaArm.stop`)
+brake within the FR3's documented FCI limits (config/hardware/fr3.yaml ``fci_limits``: 10 rad/s^2 and 5000 rad/s^3
+on every joint; franky 2.0.0 reports the Panda's, up to 20 rad/s^2 and 10000 rad/s^3, so :meth:`FrankaArm.connect`
+gives franky the smaller of the two per joint). A running motion is replaced by one ``franky.JointWaypointMotion``
+to the braking point of :func:`braking_plan`, with the plan's duration as its ``minimum_time``: franky hands over
+from the current command at its next 1 ms cycle, every joint decelerates over the same time (near the straight
+continuation of the path), and the controller holds where it ends. An arm at rest (no franky motion running) gets
+nothing at all: :meth:`FrankaArm.stop` returns without a call to the robot, so repeated stops, e-stops and refused
+trajectories move nothing. What was measured against franky-sim with every physics step logged
+(test/hardware/test_fr3_stops.py; joints 1 and 4 moving, joint 1 at 0.8-1.09 rad/s commanded, factor 0.5):
+
+- ``robot.stop()`` (before): franky-sim holds the last command, so the commanded velocity drops from 1.09 rad/s to 0
+  in one step (-1088 rad/s^2; a real FR3 aborts such a command with a reflex); measured on joint 1: 9.5 rad/s^2 and
+  11346 rad/s^3 (the FR3 allows 5000);
+- ``franky.JointStopMotion`` (a JointMotion to where the stop began): the arm overshoots and comes back, the
+  commanded joint turning to -0.31 rad/s (franky-sim as shipped, see below);
+- a ``JointMotion`` to a braking point without a minimum time: franky plans each motion time-optimally, so with any
+  slack in the distance it first cruised on at 1.09 rad/s for 60 ms and then braked at its full limit;
+- the braking plan with minimum time (chosen): commanded deceleration 5.0 rad/s^2 at most (10 x the dynamics factor),
+  jerk at most 1436 rad/s^3, no joint turning back; measured at most 3.4 rad/s^2 and 85 rad/s^3; a stop from
+  1.09 rad/s takes 0.27 s and 0.15 rad on the robot's clock.
+
+The brake keeps the global ``relative_dynamics_factor`` (it cannot be raised per motion above 1): at 0.5 it brakes at
+half the FR3's limits, gently, and twice as long as the robot could. franky's ``Reaction`` replaces a motion the same
+way but only on conditions over the robot state (forces, positions, time), not on an operator's call.
+Two franky-sim caveats, both in the test's docstring: franky-sim 1.0.4 reports RobotState.dq_d and ddq_d averaged
+over ~20 ms (ddq_d even from the measured joints), and franky starts every replacing motion (a brake, a new
+trajectory) from them: against franky-sim as shipped every replacement steps the command's velocity (-13.8 rad/s^2
+for one step when a brake took over at 0.81 rad/s); and franky-sim tracks the previous command again when franky's
+reply is late, where a real FR3 extrapolates. Open: on a loaded 2-core machine about one stop test in four still
+failed, each time with franky-sim's commands out of sequence around the hand-over (franky's control thread late):
+franky's planner refused the brake (Ruckig "error code -111", a synchronisation failure; the robot then holds at once,
+as with ``robot.stop()``), or a joint's brake turned back at up to 0.17 rad/s at its end.
 
 Lost contact: libfranka notices about 1 s after the last packet (measured: a killed franky-sim raised
 ``NetworkException: UDP receive: Timeout`` from ``poll_motion`` after 1.1 s; reading the state raised
@@ -51,10 +82,12 @@ status ``error`` until :meth:`FrankaArm.recover_from_errors` is called: recovery
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import numpy as np
@@ -77,6 +110,61 @@ WAYPOINT_SPEED_FRACTION = 0.99
 # each waypoint with zero acceleration, so within a segment it needs headroom above the average for its jerk ramps.
 SEGMENT_ACCEL_FRACTION = 0.8
 _MS_PER_S = 1000.0
+# A brake is planned with this fraction of franky's (scaled) acceleration and jerk limits and handed to franky with the
+# full ones: the headroom absorbs what the state read at the stop missed (the arm kept going for a cycle or two), so
+# franky's planner never needs more than its limits to reach the braking point in the planned time.
+BRAKE_LIMIT_FRACTION = 0.8
+#: How long close() lets a running brake end [s]: a brake from franky's top speed at dynamics factor 0.5 takes 0.27 s
+#: of robot time, which franky-sim runs at 0.5-0.9x wall time; well inside launch's 5 s shutdown window.
+CLOSE_BRAKE_WAIT_S = 1.0
+#: What an operator does about a fault: the driver node's release service (robodojo.nodes.arm_driver_node.RELEASE).
+RELEASE_ACTION = "release the arm with the driver's /hardware/release service (std_srvs/Trigger) once it is fixed"
+#: What an operator does about lost contact: the driver node reconnects on its own.
+RECONNECT_ACTION = "the driver reconnects by itself once the FR3 answers (check its network cable and that FCI is on)"
+
+
+@dataclass(frozen=True)
+class BrakingPlan:
+    """Where and when a stop from a moving state comes to rest (:func:`braking_plan`)."""
+
+    target_rad: tuple[float, ...]  #: the braking point, per joint
+    duration_s: float  #: from the state the plan starts at to rest, whole ms (franky's clock)
+
+
+def braking_plan(
+    position_rad: np.ndarray,
+    velocity_rad_s: np.ndarray,
+    accel_rad_s2: np.ndarray,
+    accel_limit_rad_s2: np.ndarray,
+    jerk_limit_rad_s3: np.ndarray,
+) -> BrakingPlan:
+    """A stop from a moving state within the limits, every joint braking over the same time so that the arm keeps to
+    its direction of motion while it slows down.
+
+    Per joint, the time a jerk-limited brake takes from ``velocity_rad_s`` and ``accel_rad_s2`` (first the current
+    acceleration ramped to zero at the jerk limit, which adds a^2/2j of speed when it still speeds the joint up; then
+    a trapezoidal deceleration, or a triangular one when the speed is below a_max^2/j_max); the plan's duration is
+    the longest of them. Each joint then travels what a smooth velocity profile from (v, a) to rest in that time
+    covers, v T/2 + a T^2/12 (the cubic velocity profile's integral; the second term kept within half the first, so
+    that no joint is sent back): a joint that could stop sooner brakes more gently instead, so the joints stop
+    together, near the straight continuation of the path."""
+    v = np.asarray(velocity_rad_s, dtype=float)
+    a = np.asarray(accel_rad_s2, dtype=float)
+    a_max = np.asarray(accel_limit_rad_s2, dtype=float)
+    j_max = np.asarray(jerk_limit_rad_s3, dtype=float)
+    speeding_up = a * v > 0
+    speed = np.abs(v) + np.where(speeding_up, a**2 / (2.0 * j_max), 0.0)
+    trapezoid = speed >= a_max**2 / j_max
+    brake_s = np.where(trapezoid, speed / a_max + a_max / j_max, 2.0 * np.sqrt(speed / j_max))
+    per_joint_s = np.abs(a) / j_max + brake_s
+    duration_s = max(float(per_joint_s.max()), 1.0 / _MS_PER_S)  # franky's clock ticks in ms
+    duration_s = float(np.ceil(duration_s * _MS_PER_S)) / _MS_PER_S
+    # The acceleration's share is kept from turning the travel against the velocity: a joint must never be asked to
+    # come back (franky's planner then has to reverse it, and failed to synchronise such joints with "error code
+    # -111" at times, measured: a joint at rest reads a few mrad/s^2 of estimator noise).
+    cruise = v * duration_s / 2.0
+    travel = cruise + np.clip(a * duration_s**2 / 12.0, -np.abs(cruise) / 2.0, np.abs(cruise) / 2.0)
+    return BrakingPlan(tuple(map(float, np.asarray(position_rad, dtype=float) + travel)), duration_s)
 
 
 def _franky() -> Any:
@@ -101,10 +189,14 @@ class FrankaArm(WatchdogStop):
         self._gripper_lock = threading.Lock()
         self._waypoint_speed_rad_s = np.zeros(len(self.joint_names))  # set by connect(), from franky's limits
         self._segment_accel_rad_s2 = np.zeros(len(self.joint_names))  # likewise
+        self._brake_accel_rad_s2 = np.zeros(len(self.joint_names))  # likewise, for stops
+        self._brake_jerk_rad_s3 = np.zeros(len(self.joint_names))
+        self.brakes = 0  #: braking motions handed to franky (a stop of an arm at rest sends none)
+        self.last_brake: BrakingPlan | None = None  #: the last one
         self.last_time_scale = 1.0  #: how much slower than stamped the last motion was sent (>= 1)
         self._robot: Any = None
         self._gripper: Any = None
-        self._status = ArmStatus("disconnected", "connect() first")
+        self._status = ArmStatus("disconnected", "not connected yet")
         self.ip = settings.robot_ip  #: the address connected to (or last tried)
         self.sent_motions = 0  #: motions handed to franky since construction (the tests' proof of "nothing sent")
         self.watchdog = CommandWatchdog(settings.watchdog_timeout_s, self._on_watchdog)
@@ -132,15 +224,37 @@ class FrankaArm(WatchdogStop):
                 raise ContactLostError(f"cannot connect to the FR3 at {ip}: {exc}") from None
             self._robot, self._gripper = robot, gripper
             factor = self.settings.relative_dynamics_factor
-            sdk_speed = np.asarray(robot.joint_velocity_limit.get(), dtype=float)
-            sdk_accel = np.asarray(robot.joint_acceleration_limit.get(), dtype=float)
+            sdk_speed, sdk_accel, sdk_jerk = self._limit_franky(robot)
+            self._brake_accel_rad_s2 = sdk_accel * factor * BRAKE_LIMIT_FRACTION
+            self._brake_jerk_rad_s3 = sdk_jerk * factor * BRAKE_LIMIT_FRACTION
             self._waypoint_speed_rad_s = sdk_speed * factor * WAYPOINT_SPEED_FRACTION
             self._segment_accel_rad_s2 = sdk_accel * factor * SEGMENT_ACCEL_FRACTION
             self._status = ArmStatus("idle", "")
 
+    def _limit_franky(self, robot: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Give franky, per joint, the smaller of its own joint limits and the FR3's documented ones (franky 2.0.0
+        reports the Panda's, above the FR3's on five joints); the limits it now plans with: velocity, acceleration,
+        jerk."""
+        fci = self.settings.fci_limits
+        limits = []
+        for handle, documented in (
+            (robot.joint_velocity_limit, fci.velocity_rad_s),
+            (robot.joint_acceleration_limit, fci.accel_rad_s2),
+            (robot.joint_jerk_limit, fci.jerk_rad_s3),
+        ):
+            kept = np.minimum(np.asarray(handle.get(), dtype=float), np.asarray(documented, dtype=float))
+            handle.set(kept)
+            limits.append(kept)
+        return limits[0], limits[1], limits[2]
+
     def close(self) -> None:
-        """Stop the watchdog thread and drop the connection (the arm holds where it is)."""
+        """Stop the watchdog thread and drop the connection (the arm holds where it is). A brake still running gets
+        up to :data:`CLOSE_BRAKE_WAIT_S` to end first: franky stops a motion still running when it is dropped, at
+        once."""
         self.watchdog.close()
+        if self._robot is not None and self._status.status not in ("lost", "disconnected"):
+            with contextlib.suppress(HardwareError):
+                self.wait_at_rest(CLOSE_BRAKE_WAIT_S)
         with self._lock:
             self._robot = self._gripper = None
             self._status = ArmStatus("disconnected", "closed")
@@ -194,7 +308,7 @@ class FrankaArm(WatchdogStop):
 
         def send(robot: Any) -> None:
             if self._status.status == "error":
-                raise HardwareError(f"the arm is in error ({self._status.detail}): call recover_from_errors() first")
+                raise HardwareError(f"the arm is in error ({self._status.detail}): {RELEASE_ACTION}")
             # franky starts its control thread here when no motion runs: only that thread gets the priority.
             with threads_started_at(self.settings.control_thread_priority):
                 robot.move(motion, asynchronous=True)
@@ -247,22 +361,55 @@ class FrankaArm(WatchdogStop):
         return not self.is_playing()
 
     def stop(self, *, why: str = "stopped on request") -> None:
-        """Stop now: franky decelerates within its limits and the arm holds where it stops (see :meth:`hold`)."""
+        """Stop now, within the FR3's limits: a running motion is replaced by a brake to rest (see the module
+        docstring), where the controller then holds the arm; an arm at rest gets nothing at all. Returns as soon as
+        franky has the brake (it takes over at franky's next 1 ms cycle); :meth:`wait_at_rest` waits for its end."""
         with self._lock:
             self.watchdog.disarm()
             if self._robot is None or self._status.status in ("lost", "disconnected"):
                 return
+            self._call(self._brake)
+            if self._status.status != "error":
+                self._status = ArmStatus("stopped", why)
 
-            def stop_and_clear(robot: Any) -> None:
-                robot.stop()
-                # The stopped motion ends with "Move command preempted"; collect it here, or the next move raises it.
-                try:
-                    robot.join_motion(self.watchdog.timeout_s)
-                except _franky().ControlException:
-                    pass
+    def _brake(self, robot: Any) -> None:
+        """Hand franky a braking motion if a motion runs; nothing if none does (the controller holds)."""
+        franky = _franky()
+        try:
+            if robot.join_motion(0.0):
+                return  # nothing runs: the controller holds the last command, and nothing must move it
+        except franky.ControlException as exc:  # the motion had already failed: the robot stopped it itself
+            self._status = ArmStatus("error", f"{type(exc).__name__}: {exc}")
+            return
+        try:
+            state = robot.state
+            plan = braking_plan(
+                np.asarray(state.q_d, dtype=float),
+                np.asarray(state.dq_d, dtype=float),
+                np.asarray(state.ddq_d, dtype=float),
+                self._brake_accel_rad_s2,
+                self._brake_jerk_rad_s3,
+            )
+            waypoint = franky.JointWaypoint(
+                franky.JointState(np.asarray(plan.target_rad)),
+                minimum_time=franky.Duration(round(plan.duration_s * _MS_PER_S)),
+            )
+            with threads_started_at(self.settings.control_thread_priority):
+                robot.move(franky.JointWaypointMotion([waypoint]), asynchronous=True)  # replaces what runs, seamlessly
+        except (franky.Exception, RuntimeError):
+            robot.stop()  # no brake could be planned or sent: an abrupt stop still beats none
+            raise
+        self.brakes += 1
+        self.last_brake = plan
 
-            self._call(stop_and_clear)
-            self._status = ArmStatus("stopped", why)
+    def wait_at_rest(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` [s] until no motion (a brake included) runs; True if none does."""
+        deadline = time.monotonic() + timeout_s
+        while not self._call(lambda robot: robot.join_motion(0.0)):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
 
     def hold(self) -> None:
         """Hold the current position: stop any motion; the controller then holds where the arm stopped."""
@@ -360,7 +507,7 @@ class FrankaArm(WatchdogStop):
         (status error, until recover_from_errors())."""
         franky = _franky()
         if target is None or self._status.status in ("lost", "disconnected"):
-            raise ContactLostError(f"no contact with the FR3 ({self._status.detail}): connect() again")
+            raise ContactLostError(f"no contact with the FR3 ({self._status.detail}): {RECONNECT_ACTION}")
         try:
             return fn(target)
         except franky.NetworkException as exc:
@@ -372,9 +519,7 @@ class FrankaArm(WatchdogStop):
                 self._lose(str(exc))
             self._status = ArmStatus("error", f"{type(exc).__name__}: {exc}")
             self.watchdog.disarm()
-            raise HardwareError(
-                f"the FR3 reported {type(exc).__name__}: {exc}; call recover_from_errors() before moving again"
-            ) from None
+            raise HardwareError(f"the FR3 reported {type(exc).__name__}: {exc}; {RELEASE_ACTION}") from None
 
     def _lose(self, why: str) -> NoReturn:
         self.watchdog.disarm()

@@ -9,7 +9,7 @@ Every arm family shares :class:`ArmHardwareSettings` (what the trajectory guard 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from functools import cache
 from pathlib import Path
 
@@ -64,6 +64,15 @@ class ArmHardwareSettings:
 
 
 @dataclass(frozen=True)
+class JointDynamicsLimits:
+    """Per-joint limits of the commanded motion, in the robot config's joint order."""
+
+    velocity_rad_s: tuple[float, ...]
+    accel_rad_s2: tuple[float, ...]
+    jerk_rad_s3: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class Fr3Settings(ArmHardwareSettings):
     """One FR3 over libfranka (config/hardware/fr3.yaml)."""
 
@@ -73,6 +82,8 @@ class Fr3Settings(ArmHardwareSettings):
     #: SCHED_FIFO priority (1-99) of the SDK's 1 kHz control thread, where the OS allows it; 0: the normal scheduler
     control_thread_priority: int
     gripper: GripperSettings
+    #: Franka's documented FCI limits of the FR3 (a command beyond them aborts the motion with a reflex)
+    fci_limits: JointDynamicsLimits
 
 
 def parse_guard(root: Section, n_joints: int) -> GuardSettings:
@@ -122,11 +133,29 @@ def parse_fr3_settings(data: dict, where: str) -> Fr3Settings:
     if factor > 1.0:
         raise ConfigError(f"{where}.relative_dynamics_factor: must be in (0, 1], got {factor}")
 
+    n_joints = len(arm.joints)
+    fci = root.section("fci_limits")
+    fci_limits = JointDynamicsLimits(
+        velocity_rad_s=fci.vector("joint_velocity_rad_s", n_joints),
+        accel_rad_s2=fci.vector("joint_accel_rad_s2", n_joints),
+        jerk_rad_s3=fci.vector("joint_jerk_rad_s3", n_joints),
+    )
+    for key, values in zip(
+        ("joint_velocity_rad_s", "joint_accel_rad_s2", "joint_jerk_rad_s3"), astuple(fci_limits), strict=True
+    ):
+        if min(values) <= 0:
+            raise ConfigError(f"{fci.where}.{key}: every limit must be > 0, got {list(values)}")
+    guard = parse_guard(root, n_joints)
+    if any(g > f for g, f in zip(guard.joint_accel_rad_s2, fci_limits.accel_rad_s2, strict=True)):
+        raise ConfigError(
+            f"{where}.limits.joint_accel_rad_s2: {list(guard.joint_accel_rad_s2)} exceeds the FR3's FCI limits "
+            f"{list(fci_limits.accel_rad_s2)} (fci_limits.joint_accel_rad_s2)"
+        )
     g = root.section("gripper")
     return Fr3Settings(
         robot=robot,
         arm=arm.name,
-        guard=parse_guard(root, len(arm.joints)),
+        guard=guard,
         watchdog_timeout_s=root.section("watchdog").number("timeout_s", positive=True),
         state_rate_hz=root.section("state").number("rate_hz", positive=True),
         robot_ip=root.str("robot_ip"),
@@ -138,6 +167,7 @@ def parse_fr3_settings(data: dict, where: str) -> Fr3Settings:
             force_n=g.number("force_n", positive=True),
             epsilon_m=g.number("epsilon_m", positive=True),
         ),
+        fci_limits=fci_limits,
     )
 
 
