@@ -341,10 +341,11 @@ class ControllerExecutor:
             if stop.is_set() or node.shutting_down:  # shutting down: also a stop that came before this motion began
                 return PlayOutcome(played, StopReason.STOPPED, node.stop_detail, holding=False)
             status = state.status
+            within = time.monotonic() - looked_at  # a freeze in the middle of this pass (publishing feedback, say)
+            if within > node.params.lease_timeout_s:
+                frozen_s = max(frozen_s, within)
+                judge_after = time.monotonic() + node.params.joint_state_timeout_s
             lost = state.age_s() > node.params.joint_state_timeout_s and time.monotonic() > judge_after
-            if frozen_s and time.monotonic() > judge_after and not lost:
-                # Back, and the controllers kept the trajectory (their lease had not lapsed by their clock): go on.
-                frozen_s = 0.0
             if lost or (episode is not None and (status is None or status.episode_id != episode)):
                 why = (
                     f"no joint states for {state.stale_text(node.params.joint_state_timeout_s)}"
