@@ -296,7 +296,9 @@ def test_a_motion_that_ends_off_target_is_not_completed_and_says_how_far_off(dua
     assert left.pos_error_mm > 10.0
     assert left.pos_error_mm == pytest.approx(float(np.linalg.norm(measured - xyz)) * 1e3, abs=0.5)
     np.testing.assert_allclose(left.final_pos_m, measured, atol=1e-6)  # the reported pose is the measured one
-    assert f"left {left.pos_error_mm:.0f} mm" in report.stop_detail and "reached means within 10 mm" in report.stop_detail
+    assert (
+        f"left {left.pos_error_mm:.0f} mm" in report.stop_detail and "reached means within 10 mm" in report.stop_detail
+    )
 
 
 def test_a_trajectory_the_robot_refused_is_a_refusal_not_an_accepted_move(dual_world):
