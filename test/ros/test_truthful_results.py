@@ -194,3 +194,22 @@ def test_sigint_to_each_node_alone_mid_goal_ends_every_one_by_itself_with_code_0
         assert "did not return within" not in log and "did not end within" not in log, log[-3000:]
     motion_log = procs[[node for node, _, _ in starts].index("motion_server_node")].output()
     assert "the motion server is shutting down" in motion_log, motion_log[-3000:]  # the goal was running
+
+
+def test_the_lost_arm_benchmark_runs_in_smoke_mode(ros_install, tmp_path):
+    """benchmarks/lost_arm.py --smoke: one killed and one frozen robot, each goal answered lost with holding unknown
+    (its figures, how fast, are the benchmark's, not this test's)."""
+    import subprocess
+    import sys
+
+    figures = tmp_path / "lost_arm.json"
+    script = PACKAGE_ROOT / "benchmarks" / "lost_arm.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--smoke", "--json", str(figures)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    records = json.loads(figures.read_text())["records"]
+    assert [r["mode"] for r in records] == ["killed", "frozen"]
+    assert all(r["stop_reason"] == "backend_lost" and r["holding_unknown"] for r in records), records
+    assert "p50" in run.stdout and "holding unknown" in run.stdout
