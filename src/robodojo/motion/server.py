@@ -18,7 +18,7 @@ from robodojo.geometry import matrix_from_quat, rotation_angle_between
 from robodojo.motion.backend import RobotBackend
 from robodojo.motion.plan import Plan
 from robodojo.motion.planner import NativePlanner, Planner
-from robodojo.motion.rejection import DriverRefused
+from robodojo.motion.rejection import BackendLost, DriverRefused, Rejection
 from robodojo.motion.report import ACCEPTED_TEXT, TRUNCATED_TEXT, ArmReport, MoveReport, PlayOutcome, StopReason
 from robodojo.motion.settings import MotionSettings, load_motion_settings
 from robodojo.motion.targets import MoveTarget, TargetError, arm_pose_target, parse_move_eef, parse_move_eef_pairs
@@ -190,7 +190,7 @@ class MotionServer:
         else:
             outcome = self.executor.play(plan, to_play, self._stop_requested, is_success, on_progress)
         played, reason = outcome.played, outcome.reason
-        if reason is StopReason.REFUSED and not played:  # nothing played: a refusal, not an accepted motion
+        if outcome.refusal and not played:  # nothing played: a refusal, not an accepted motion
             return self._rejected_by_robot(plan, outcome)
         if reason is StopReason.COMPLETED and truncated:
             reason = StopReason.BUDGET_EXHAUSTED
@@ -275,9 +275,12 @@ class MotionServer:
         return f"every point played but {away} (reached means within {tolerance})"
 
     def _rejected_by_robot(self, plan: Plan, outcome: PlayOutcome) -> MoveReport:
-        """A plan the robot's controllers refused before a point played: not accepted, with the driver's reason."""
+        """A plan the robot's controllers refused before a point played: not accepted, with the driver's reason
+        (BackendLost when the driver refused it for lost contact or a fault: the robot is lost to its commander)."""
         controller, _, reason = outcome.refusal.partition(": ")
-        rejection = DriverRefused(controller, reason or outcome.detail)
+        rejection: Rejection = DriverRefused(controller, reason or outcome.detail)
+        if outcome.reason is StopReason.BACKEND_LOST:
+            rejection = BackendLost(f"the robot refused the motion ({outcome.refusal})")
         obs = self._state()
         arms = {
             arm: self._arm_report(

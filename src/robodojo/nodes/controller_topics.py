@@ -14,7 +14,7 @@ import numpy as np
 from agent_bringup.msg import EpisodeStatus, TrajectoryStatus
 from sensor_msgs.msg import JointState
 
-from robodojo.control.trajectory_controller import LOST_CONTACT, TrajectoryState, ends_the_robot, trajectory_key
+from robodojo.control.trajectory_controller import TrajectoryState, ends_the_robot, trajectory_key
 from robodojo.errors import BackendLostError, InvalidCommandError
 from robodojo.motion.plan import Plan
 from robodojo.motion.report import PlayOutcome, StopReason
@@ -317,10 +317,11 @@ class ControllerExecutor:
                 if r.state == TrajectoryState.STOPPED and episode is not None and status and status.steps_left == 0:
                     return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, r.reason)
                 refused = r.state == TrajectoryState.REFUSED and not any(x.points_played for x in reports.values())
-                if refused and not r.reason.startswith(LOST_CONTACT):  # nothing played: the robot said no
+                if refused:  # nothing played: the robot said no; lost to its commander if for contact or a fault
                     node.log_motion_error(f"motion refused: {r.controller}: {r.reason}")
+                    reason = StopReason.BACKEND_LOST if ends_the_robot(r.state, r.reason) else StopReason.REFUSED
                     return PlayOutcome(
-                        0, StopReason.REFUSED, f"{r.controller} refused the trajectory: {r.reason}", holding=False,
+                        0, reason, f"{r.controller} refused the trajectory: {r.reason}", holding=False,
                         refusal=f"{r.controller}: {r.reason}",
                     )  # fmt: skip
                 if ends_the_robot(r.state, r.reason):  # a real arm's driver: lost contact or a fault
