@@ -160,10 +160,12 @@ def run(trials: int, log_dir: Path) -> dict:
         nodes.append(motion)
         _wait(lambda: client.action.wait_for_server(timeout_sec=0.2), START_S, "the MoveEef server", nodes)
         k = 0
+        assert client.left_z is not None
+        home_z = client.left_z  # the simulator starts with the arms at home
         for mode in MODES:
             for i in range(trials):
                 assert client.left_z is not None
-                z = client.left_z - STEP_M if i % 2 == 0 else client.left_z + STEP_M
+                z = home_z - STEP_M if client.left_z > home_z - STEP_M / 2 else home_z  # down from home, or back
                 record = trial(client, sim, mode, z, nodes)
                 records.append(record)
                 print(
