@@ -244,13 +244,14 @@ class ControllerExecutor:
             outcome = PlayOutcome(0, StopReason.BACKEND_LOST, "the controllers never reported the trajectory")
         if outcome.reason is not StopReason.COMPLETED:
             outcome = self._hold(outcome, self._answering(controllers, start), list(plan.trajectories))
-        if outcome.reason in (StopReason.BACKEND_LOST, StopReason.ABORTED):
+        if outcome.reason is StopReason.BACKEND_LOST and not outcome.refusal:  # the books may have stopped short
             outcome = self._measured_progress(plan, points, outcome)
         return outcome
 
     def _measured_progress(self, plan: Plan, points: int, outcome: PlayOutcome) -> PlayOutcome:
-        """A lost or cut motion's books may be behind the robot (reports lost with the joint states, a late driver):
-        the points played are then those the measured joints show, and the detail says so."""
+        """A lost motion's books may be behind the robot (its reports stopped with the joint states, or came late):
+        the points played are then those the measured joints show, and the detail says so. Not for a motion that
+        something else cut (a third party's trajectory moves the arm along another path)."""
         state = self.node.state
         measured = plan.points_reached({arm: state.arm_q(arm) for arm in plan.trajectories}, points)
         if measured is None or measured <= outcome.played:
