@@ -122,7 +122,8 @@ def trial(client: Client, sim: NodeProcess, mode: str, z_m: float, nodes: list[N
     result_future.add_done_callback(lambda _f: arrived.__setitem__(0, time.monotonic()))
     _wait(lambda: played[0] >= PLAYED_BEFORE_LOSS or result_future.done(), 30, "the goal to move", nodes)
     if result_future.done():
-        raise RuntimeError(f"the goal ended before the loss: {result_future.result().result.stop_reason}")
+        ended = result_future.result().result
+        raise RuntimeError(f"the goal ended before the loss: {ended.stop_reason} {ended.error} {ended.stop_detail}")
     lost_at = time.monotonic()
     os.kill(sim.pid, signal.SIGKILL if mode == "killed" else signal.SIGSTOP)
     _wait(result_future.done, RESULT_TIMEOUT_S, "the lost goal's result", nodes)
