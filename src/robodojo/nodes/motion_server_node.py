@@ -299,8 +299,12 @@ class MotionServerNode(GraphNode):
                     goal_handle.publish_feedback(feedback)
 
             report = self._run(goal_handle.request, progress)
-            if report.stop_reason is StopReason.STOPPED and self.shutting_down:
-                report = dataclasses.replace(report, stop_detail=SHUTDOWN_DETAIL)
+            if (
+                report.stop_reason is StopReason.STOPPED
+                and self.shutting_down
+                and SHUTDOWN_DETAIL not in (report.stop_detail)
+            ):  # a cancel or a stop call came first: the shutdown is why it ended all the same (and the hold notes)
+                report = dataclasses.replace(report, stop_detail=f"{SHUTDOWN_DETAIL}; {report.stop_detail}")
             result = MoveEef.Result()
             convert.fill_move_result(result, report, self.control_dt_s, ArmArrival)
             if goal_handle.is_cancel_requested and report.stop_reason is StopReason.STOPPED:
