@@ -304,7 +304,8 @@ class MotionServerNode(GraphNode):
                 and self.shutting_down
                 and SHUTDOWN_DETAIL not in (report.stop_detail)
             ):  # a cancel or a stop call came first: the shutdown is why it ended all the same (and the hold notes)
-                report = dataclasses.replace(report, stop_detail=f"{SHUTDOWN_DETAIL}; {report.stop_detail}")
+                detail = "; ".join(d for d in (SHUTDOWN_DETAIL, report.stop_detail) if d)
+                report = dataclasses.replace(report, stop_detail=detail)
             result = MoveEef.Result()
             convert.fill_move_result(result, report, self.control_dt_s, ArmArrival)
             if goal_handle.is_cancel_requested and report.stop_reason is StopReason.STOPPED:
