@@ -7,7 +7,7 @@ import dataclasses
 import math
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,8 +59,25 @@ class RobotState:
         self._previous: dict[str, tuple[float, np.ndarray]] = {}
         self._speeds: dict[str, float] = {}
         self.lock = threading.Lock()
+        #: Notified on every joint state and episode status (and by :meth:`wake`): wait on it, never sleep-poll.
+        self.changed = threading.Condition()
+
+    def wake(self) -> None:
+        """Wake whoever waits on :attr:`changed` (a shutdown: a wait's predicate may now be true)."""
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` [s] until ``predicate()`` holds, looking at each joint state and status as it
+        arrives; whether it holds."""
+        with self.changed:
+            return self.changed.wait_for(predicate, timeout=timeout_s)
 
     def on_joint_state(self, msg: JointState) -> None:
+        self._on_joint_state(msg)
+        self.wake()
+
+    def _on_joint_state(self, msg: JointState) -> None:
         with self.lock:
             update = self.joints.update(msg.name, msg.position, time.monotonic())
             if update.error:
@@ -94,6 +111,7 @@ class RobotState:
 
     def on_status(self, msg: EpisodeStatus) -> None:
         self.status, self.status_received_s = msg, time.monotonic()
+        self.wake()
 
     def status_age_s(self) -> float:
         """Wall time since the last episode status; 0 for a robot that publishes none (no simulator)."""

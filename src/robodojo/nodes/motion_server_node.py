@@ -248,9 +248,7 @@ class MotionServerNode(GraphNode):
             return self.state.age_s() > timeout or self.state.status_age_s() > STATUS_STALE_S
 
         if stale():  # none yet, or a robot that restarted: allow for discovery (a few seconds)
-            deadline = time.monotonic() + STATE_WAIT_S
-            while stale() and time.monotonic() < deadline and not self.shutting_down:
-                time.sleep(POLL_S)
+            self.state.wait_until(lambda: not stale() or self.shutting_down, STATE_WAIT_S)
         success = self._success_check() if episode_bound else None
         self.motion_episode_bound = episode_bound  # read by ControllerExecutor.play; one motion at a time (gate)
         try:
@@ -361,6 +359,7 @@ class MotionServerNode(GraphNode):
         send its result (ABORTED). Within :data:`SHUTDOWN_IDLE_S` plus the result's flush, whatever the robot does."""
         self.shutdown_started_s = time.monotonic()
         self.gate.close()
+        self.state.wake()  # a goal waiting for joint states gives up now
         if self.gate.busy:
             self._stop(SHUTDOWN_DETAIL)
             if self.gate.wait_idle(SHUTDOWN_IDLE_S):
