@@ -253,6 +253,9 @@ class ControllerExecutor:
             node.send_lease(start)  # before the trajectories: a controller knows it is leased before it plays
             node.send_plan(plan, points, start)
             outcome = self._follow(plan, points, start, controllers, episode, stop, is_success, on_progress)
+            if outcome is not None and outcome.refusal and attempt > 1:
+                # The unreported first send may have played (its reports lost): not "nothing moved", a cut motion
+                outcome = PlayOutcome(0, StopReason.ABORTED, f"sent again unreported, {outcome.detail}", holding=False)
             if outcome is not None:
                 break
             node.send_stop()  # in order behind the lost trajectory on each topic: should it still arrive, it stops
@@ -262,7 +265,8 @@ class ControllerExecutor:
             outcome = PlayOutcome(0, StopReason.BACKEND_LOST, "the controllers never reported the trajectory")
         if outcome.reason is not StopReason.COMPLETED:
             outcome = self._hold(outcome, self._answering(controllers, start), list(plan.trajectories))
-        if outcome.reason is StopReason.BACKEND_LOST and not outcome.refusal:  # the books may have stopped short
+        books_unsure = outcome.reason is StopReason.BACKEND_LOST or attempt > 1  # lost reports, a resend
+        if books_unsure and not outcome.refusal:  # the books may have stopped short of the robot
             outcome = self._measured_progress(plan, points, outcome)
         return outcome
 
