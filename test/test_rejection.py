@@ -115,6 +115,12 @@ CASES = [
     ),
     (rj.Refused("MoveIt found no plan for arms: PLANNING_FAILED (-1)"), None, None),
     (rj.BackendLost("no joint states on /joint_states for 5.0 s"), "no joint states on /joint_states for 5.0 s", None),
+    (
+        rj.DriverRefused("left_arm_controller", "the e-stop holds the arm (/hardware/estop called); release it first"),
+        "the robot refused the motion (left_arm_controller: the e-stop holds the arm (/hardware/estop called); "
+        "release it first); nothing moved",
+        None,
+    ),
 ]
 
 

@@ -267,3 +267,71 @@ def test_the_executor_losing_the_backend_ends_the_episode_end_to_end(dual_world,
     result = run_episode(LosingWorldHost(dual_world), MoveAgent(), Caller(), EpisodeSpec(TASK, 3), tmp_path)
     assert result.end_reason is EndReason.BACKEND_LOST and result.llm_calls == 1
     assert "(4 of " in result.error and "points played" in result.error
+
+
+# -- results that say what happened ---------------------------------------------------------------------------
+
+
+class SaggingExecutor(StepExecutor):
+    """Plays only the first ``fraction`` of the points on the real world and says it played them all: an arm under a
+    load that stops short of where its controller's books say it is (the issue's 60 deg pitch goal)."""
+
+    def __init__(self, backend, fraction: float) -> None:
+        super().__init__(backend)
+        self.fraction = fraction
+
+    def play(self, plan, points, stop, is_success, on_progress):
+        super().play(plan, max(1, int(points * self.fraction)), stop, is_success, on_progress)
+        return PlayOutcome(points, StopReason.COMPLETED)
+
+
+def test_a_motion_that_ends_off_target_is_not_completed_and_says_how_far_off(dual_world):
+    dual_world.reset(TASK, seed=3)
+    arm, xyz, quat, _ = _left_move(dual_world, dz=-0.06, dx=0.04)
+    report = MotionServer(dual_world, executor=SaggingExecutor(dual_world, 0.5)).move_to(arm, xyz, quat)
+    left = report.arms["left"]
+    measured = np.array(dual_world.observe(cameras=()).arm("left").tcp_pos_m)
+    assert report.accepted and report.stop_reason is StopReason.OFF_TARGET and not left.reached
+    assert left.stop_reason is StopReason.OFF_TARGET
+    assert left.pos_error_mm > 10.0
+    assert left.pos_error_mm == pytest.approx(float(np.linalg.norm(measured - xyz)) * 1e3, abs=0.5)
+    np.testing.assert_allclose(left.final_pos_m, measured, atol=1e-6)  # the reported pose is the measured one
+    assert (
+        f"left {left.pos_error_mm:.0f} mm" in report.stop_detail and "reached means within 10 mm" in report.stop_detail
+    )
+
+
+def test_a_trajectory_the_robot_refused_is_a_refusal_not_an_accepted_move(dual_world):
+    from robodojo.motion.rejection import DriverRefused, rejection_from_json, rejection_to_json
+
+    dual_world.reset(TASK, seed=3)
+    why = "the e-stop holds the arm (/hardware/estop called); release it first"
+    refusal = PlayOutcome(0, StopReason.REFUSED, f"left_arm_controller refused the trajectory: {why}", True,
+                          refusal=f"left_arm_controller: {why}")  # fmt: skip
+
+    class Refusing(RecordingExecutor):
+        def __init__(self) -> None:
+            super().__init__(0, StopReason.REFUSED)
+            self.result = refusal
+
+    before = _snapshot(dual_world)
+    report = MotionServer(dual_world, executor=Refusing()).move_to(*_left_move(dual_world))
+    assert not report.accepted and report.stop_reason is StopReason.REFUSED and report.steps_used == 0
+    assert report.rejection == DriverRefused("left_arm_controller", why)
+    assert report.tool_text == f"the robot refused the motion (left_arm_controller: {why}); nothing moved"
+    assert rejection_from_json(rejection_to_json(report.rejection)) == report.rejection
+    assert not report.arms["left"].planned and not report.arms["left"].reached
+    np.testing.assert_array_equal(dual_world.data.qpos, before[0])
+
+
+def test_points_reached_come_from_the_measured_joints(dual_world):
+    dual_world.reset(TASK, seed=3)
+    server = MotionServer(dual_world)
+    arm, xyz, quat, _ = _left_move(dual_world, dz=-0.06, dx=0.04)
+    plan = server.plan(arm_pose_target(server.robot, server._state().arms, arm, xyz, quat, None))
+    traj = plan.trajectories["left"]
+    right_q = plan.trajectories["right"].positions_rad[0] if "right" in plan.trajectories else None
+    joints = {"left": traj.positions_rad[7] + 1e-4, "right": right_q}
+    assert plan.points_reached(joints, plan.waypoints) == 7
+    assert plan.points_reached({"left": traj.positions_rad[-1], "right": right_q}, 5) == 5  # only the points sent
+    assert plan.points_reached({"left": None}, plan.waypoints) is None

@@ -141,3 +141,11 @@ def test_leases_with_bad_values_are_ignored(clocks):
     c.submit(_cmd(5), START, HOLD, DT)
     clocks.advance(5.0)
     assert c.sample(START, DT) is not None  # unleased: plays as sent
+
+
+def test_an_arm_fault_reason_names_the_operators_release_not_an_adapter_method():
+    from robodojo.control.trajectory_controller import OPERATOR_RELEASE, arm_fault_reason
+
+    reason = arm_fault_reason("the arm is in error (joint 3 reflex): call recover_from_errors() first")
+    assert reason == f"arm fault: the arm is in error (joint 3 reflex): {OPERATOR_RELEASE} first"
+    assert "recover_from_errors" not in reason

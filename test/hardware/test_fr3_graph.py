@@ -295,6 +295,29 @@ def test_move_eef_goals_arrive_as_franky_sims_kinematics_measure_them(
     assert turned_deg < ROT_TOLERANCE_DEG, f"the grasp point turned {turned_deg:.2f} deg"  # orientation kept
 
 
+def test_a_goal_the_driver_refuses_is_a_refusal_not_an_accepted_goal(fr3_world, client, driver, motion_server):
+    """The e-stop holds the arm: fr3_driver_node refuses the goal's trajectory. The result says so in its main
+    fields (not accepted, stop_reason refused, the driver's reason as the error), not only in stop_detail."""
+    from fr3_client import move_eef
+    from std_srvs.srv import Trigger
+
+    from robodojo.nodes.arm_driver_node import ESTOP, RELEASE
+
+    go_home(client, fr3_world, driver)
+    tcp = client.messages(TRUE_TCP_TOPIC)[-1].pose
+    assert client.service(Trigger, ESTOP, Trigger.Request()).success
+    try:
+        q0 = true_q(client)
+        result = move_eef(client, {"arm_z": tcp.position.z - 0.05}, MOTION_TIMEOUT_S * 2)
+        assert not result.accepted and result.stop_reason == "refused", (result.stop_reason, result.stop_detail)
+        assert result.error.startswith("the robot refused the motion (") and "e-stop" in result.error, result.error
+        assert json.loads(result.rejection)["kind"] == "driver_refused" and result.steps_used == 0
+        assert "recover_from_errors" not in result.error + result.stop_detail
+        assert np.abs(true_q(client) - q0).max() < STILL_RAD  # franky-sim's own joints: nothing moved
+    finally:
+        assert client.service(Trigger, RELEASE, Trigger.Request()).success
+
+
 # -- whole agent episodes over libfranka ----------------------------------------------------------------------------
 INSTRUCTION = "Pick up the red cube and lift it 10 cm above the table."
 LIFTED_M = 0.08  # the cube's rise that the operator (this test) calls a success

@@ -67,13 +67,15 @@ def test_a_frozen_simulator_aborts_the_goal_and_the_arm_never_plays_the_rest(gra
     os.kill(sim.proc.pid, signal.SIGSTOP)
     try:
         time.sleep(3.0)  # the motion server gives up after joint_state_timeout_s and stops renewing the lease
+        frozen = rec.snapshot()[topics.JOINT_STATES][-1][1]  # the last joint state the robot sent before it froze
     finally:
         os.kill(sim.proc.pid, signal.SIGCONT)
     response = gc.wait_future(graph, result_future, 30, "the aborted result")
     assert response.status == GoalStatus.STATUS_ABORTED
     result = response.result
     assert result.stop_reason == "backend_lost" and "no joint states" in result.stop_detail
-    assert result.holding, result.stop_detail  # the stop was confirmed from joint states after the resume
+    # Answered while the simulator was still frozen, without waiting for it: whether the arms hold is unknown.
+    assert result.holding_unknown and not result.holding, result.stop_detail
     assert 0 < result.steps_used < result.waypoints
 
     # After the resume the arm holds: the rest of the aborted trajectory is never played.
@@ -85,7 +87,12 @@ def test_a_frozen_simulator_aborts_the_goal_and_the_arm_never_plays_the_rest(gra
     assert rec.last(topics.EPISODE_STATUS).steps_used == steps
     ends = [m for m in rec.all(topics.trajectory_status(LEFT)) if m.state != m.PLAYING and m.points_played]
     assert ends and ends[-1].state in (ends[-1].EXPIRED, ends[-1].STOPPED), ends[-1]
-    _reported_pose_matches_the_joint_states(result, rec)
+    # The reported pose is the last one measured (the robot was silent when the result was made; the result says so)
+    robot = load_robot_config("dual_arx_x5")
+    (left,) = [a for a in result.arms if a.arm == "left"]
+    pos, _ = ArmKinematics(robot).tcp_pose("left", np.array([gc.joints(frozen)[j] for j in robot.arm("left").joints]))
+    p = left.final_pose.position
+    assert np.max(np.abs(np.array([p.x, p.y, p.z]) - pos)) <= 1e-3
 
 
 def test_a_trajectory_replaced_by_a_third_party_aborts_the_goal_with_the_reason(graph):

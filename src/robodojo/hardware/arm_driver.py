@@ -41,6 +41,8 @@ from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryRefu
 
 #: A gripper command closer than this to the current width [m] is already there: no SDK call.
 GRIPPER_DEADBAND_M = 0.001
+#: close() waits this long for a gripper move in progress (a driver's way out stays below ros2 launch's 5 s).
+GRIPPER_STOP_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -268,10 +270,12 @@ class ArmDriver:
             self.gripper.stop(TrajectoryState.STOPPED, reason)
 
     def close(self) -> None:
+        """End the gripper worker: at once when idle; a move in the SDK is not waited for beyond
+        :data:`GRIPPER_STOP_S` (the worker is a daemon thread, and the adapter's close ends the SDK)."""
         with self._gripper_wake:
             self._closed = True
             self._gripper_wake.notify()
-        self._gripper_thread.join(timeout=5.0)
+        self._gripper_thread.join(timeout=GRIPPER_STOP_S)
 
     # -- internals ------------------------------------------------------------------------------------------------
     def _send_pending(self, now: float) -> None:

@@ -55,6 +55,19 @@ class Plan:
         """The rejection's text (world frame), or "" for a valid plan."""
         return render_rejection(self.rejection) if self.rejection is not None else ""
 
+    def points_reached(self, joints_rad: Mapping[str, NDArray[np.float64] | None], points: int) -> int | None:
+        """How many of the first ``points`` points the arms have played, judged from their measured joints: per arm
+        the point nearest to its joints (the start state counts as 0), the least of the arms. None when an arm's
+        joints are unknown. For results whose books are unsure (a controller whose reports were lost or late)."""
+        reached = []
+        for arm, traj in self.trajectories.items():
+            q = joints_rad.get(arm)
+            if q is None:
+                return None
+            distance = np.max(np.abs(traj.positions_rad[: points + 1] - np.asarray(q)), axis=1)
+            reached.append(int(np.argmin(distance)))
+        return min(reached, default=0)
+
     @classmethod
     def failure(cls, rejection: Rejection, target: MoveTarget | None = None) -> Plan:
         return cls(ok=False, rejection=rejection, target=target)

@@ -419,6 +419,19 @@ class BackendLost(Rejection):
         return self.text
 
 
+@dataclass(frozen=True)
+class DriverRefused(Rejection):
+    """The robot's controller (a real arm's driver, the simulator's controllers) refused the planned trajectory before
+    a point of it played: an e-stop or a fault holds the arm, the trajectory broke a limit it checks."""
+
+    kind: str = field(default="driver_refused", init=False)
+    controller: str
+    reason: str
+
+    def describe(self, frame: Frame = WORLD) -> str:
+        return f"the robot refused the motion ({self.controller}: {self.reason})"
+
+
 def _kind(cls: type[Rejection]) -> str:
     return next(str(f.default) for f in dataclasses.fields(cls) if f.name == "kind")
 

@@ -6,15 +6,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from robodojo.motion.rejection import BackendLost, Rejection, render_rejection
+from robodojo.motion.rejection import BackendLost, DriverRefused, Rejection, render_rejection
 from robodojo.text import quote
 
 
 class StopReason(str, Enum):
-    COMPLETED = "completed"
+    COMPLETED = "completed"  # every point played and every moving arm's grasp point within the reached tolerance
+    # every point played, but a grasp point stopped outside the tolerance (blocked, a load, the workspace's edge):
+    # the arms' reports say how far off
+    OFF_TARGET = "off_target"
     TASK_SUCCESS = "task_success"  # the benchmark's own success signal ended the episode mid-move
     BUDGET_EXHAUSTED = "budget_exhausted"  # the env step budget ran out (the plan was truncated)
     PLAN_FAILED = "plan_failed"  # rejected before anything moved
+    REFUSED = "refused"  # the robot's controllers (a real arm's driver) refused the trajectory: nothing played
     STOPPED = "stopped"  # stop() was called during execution
     ABORTED = "aborted"  # the controllers cut the trajectory (replaced, refused, lease expired; ROS graph)
     # The robot backend stopped answering mid-move (ROS: no joint states; a real arm's driver lost contact), or a real
@@ -22,15 +26,23 @@ class StopReason(str, Enum):
     BACKEND_LOST = "backend_lost"
 
 
+#: The goal's end for a Ros action: these reasons mean the goal was achieved (SUCCEEDED); every other one did not
+#: achieve it (a cut by the step budget, an arm off target, a stop, a loss), whatever moved.
+SUCCEEDING = frozenset({StopReason.COMPLETED, StopReason.TASK_SUCCESS})
+
+
 @dataclass(frozen=True)
 class PlayOutcome:
     """What an executor reports after playing a plan: points played, why it ended, and whether the arms were seen
-    holding still afterwards (in-process backends hold by construction; on a graph the joint states confirm it)."""
+    holding still afterwards (in-process backends hold by construction; on a graph the joint states confirm it;
+    None: unknown, the robot stopped answering before it could be seen)."""
 
     played: int
     reason: StopReason
     detail: str = ""  # why it ended early, in words (which controller, what happened)
-    holding: bool = True
+    holding: bool | None = True
+    #: REFUSED: who refused and why, as the driver said it ("left_arm_controller: the e-stop holds the arm ...")
+    refusal: str = ""
 
 
 ACCEPTED_TEXT = (
@@ -77,22 +89,32 @@ class MoveReport:
     stop_reason: StopReason
     rejection: Rejection | None = None
     stop_detail: str = ""  # why the motion ended early (PlayOutcome.detail)
-    holding: bool = True  # the arms were seen holding still when the report was made
+    #: the arms were seen holding still when the report was made; None: unknown (the robot stopped answering)
+    holding: bool | None = True
 
     @classmethod
     def rejected(cls, rejection: Rejection, arms: Mapping[str, ArmReport] | None = None) -> MoveReport:
         """A move refused before it started (or cut off by a lost backend): ``arms`` are the per-arm distances to
         the target when it is known."""
         lost = isinstance(rejection, BackendLost)
+        reason = StopReason.REFUSED if isinstance(rejection, DriverRefused) else StopReason.PLAN_FAILED
         return cls(
             accepted=False,
             tool_text=render_rejection(rejection),
             arms=arms or {},
             waypoints=0,
             steps_used=0,
-            stop_reason=StopReason.BACKEND_LOST if lost else StopReason.PLAN_FAILED,
+            stop_reason=StopReason.BACKEND_LOST if lost else reason,
             rejection=rejection,
+            holding=None if lost else True,
         )
+
+    @property
+    def holding_text(self) -> str:
+        """Whether the arms hold, in words, for a result's text: "" when they were seen holding."""
+        if self.holding is None:
+            return "whether the arms hold still is unknown: the robot stopped answering"
+        return "" if self.holding else "the arms were not seen holding still"
 
     @property
     def arrival_text(self) -> str:

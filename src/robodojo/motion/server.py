@@ -5,6 +5,7 @@ Used in-process by both agents (move_eef tool calls and the robo API) and wrappe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -17,6 +18,7 @@ from robodojo.geometry import matrix_from_quat, rotation_angle_between
 from robodojo.motion.backend import RobotBackend
 from robodojo.motion.plan import Plan
 from robodojo.motion.planner import NativePlanner, Planner
+from robodojo.motion.rejection import BackendLost, DriverRefused, Rejection
 from robodojo.motion.report import ACCEPTED_TEXT, TRUNCATED_TEXT, ArmReport, MoveReport, PlayOutcome, StopReason
 from robodojo.motion.settings import MotionSettings, load_motion_settings
 from robodojo.motion.targets import MoveTarget, TargetError, arm_pose_target, parse_move_eef, parse_move_eef_pairs
@@ -188,6 +190,8 @@ class MotionServer:
         else:
             outcome = self.executor.play(plan, to_play, self._stop_requested, is_success, on_progress)
         played, reason = outcome.played, outcome.reason
+        if outcome.refusal and not played:  # nothing played: a refusal, not an accepted motion
+            return self._rejected_by_robot(plan, outcome)
         if reason is StopReason.COMPLETED and truncated:
             reason = StopReason.BUDGET_EXHAUSTED
         if played:
@@ -237,23 +241,55 @@ class MotionServer:
         )
 
     def _report(self, plan: Plan, tool_text: str, played: int, reason: StopReason, outcome: PlayOutcome) -> MoveReport:
+        """The report of a plan that played: each arm measured where it stopped. "completed" only when every arm got
+        within the reached tolerance; otherwise "off_target", with how far off in the detail."""
         obs = self._state()
-        arms = {
-            arm: self._arm_report(
-                arm, goal, obs, planned=True, waypoints=plan.waypoints, steps_used=played, stop_reason=reason
-            )
-            for arm, goal in self._goal_poses(plan.target).items()
-        }
+        goals = self._goal_poses(plan.target)
+        reports = {
+            arm: self._arm_report(arm, goal, obs, planned=True, waypoints=plan.waypoints, steps_used=played,
+                                  stop_reason=reason)
+            for arm, goal in goals.items()
+        }  # fmt: skip
+        detail = outcome.detail
+        missed = [r for r in reports.values() if not r.reached]
+        if reason is StopReason.COMPLETED and missed:
+            reason = StopReason.OFF_TARGET
+            detail = self._off_target_text(missed)
+            reports = {a: dataclasses.replace(r, stop_reason=reason) for a, r in reports.items()}
         return MoveReport(
             accepted=True,
             tool_text=tool_text,
-            arms=arms,
+            arms=reports,
             waypoints=plan.waypoints,
             steps_used=played,
             stop_reason=reason,
-            stop_detail=outcome.detail,
+            stop_detail=detail,
             holding=outcome.holding,
         )
+
+    def _off_target_text(self, missed: Sequence[ArmReport]) -> str:
+        """Why a played plan is not "completed": ``every point played but left 32 mm and 5.5 deg away (reached
+        means within 10 mm and 5 deg)``."""
+        tolerance = f"{self.settings.reached_pos_tolerance_mm:g} mm and {self.settings.reached_rot_tolerance_deg:g} deg"
+        away = "; ".join(r.arrival_text for r in missed)
+        return f"every point played but {away} (reached means within {tolerance})"
+
+    def _rejected_by_robot(self, plan: Plan, outcome: PlayOutcome) -> MoveReport:
+        """A plan the robot's controllers refused before a point played: not accepted, with the driver's reason
+        (BackendLost when the driver refused it for lost contact or a fault: the robot is lost to its commander)."""
+        controller, _, reason = outcome.refusal.partition(": ")
+        rejection: Rejection = DriverRefused(controller, reason or outcome.detail)
+        if outcome.reason is StopReason.BACKEND_LOST:
+            rejection = BackendLost(f"the robot refused the motion ({outcome.refusal})")
+        obs = self._state()
+        arms = {
+            arm: self._arm_report(
+                arm, goal, obs, planned=False, waypoints=0, steps_used=0, stop_reason=StopReason.REFUSED
+            )
+            for arm, goal in self._goal_poses(plan.target).items()
+        }
+        report = MoveReport.rejected(rejection, arms)
+        return dataclasses.replace(report, stop_detail=outcome.detail, holding=outcome.holding)
 
     def _rejected(self, plan: Plan) -> MoveReport:
         """A failed plan's report, with each arm's distance to the target it was not moved to."""

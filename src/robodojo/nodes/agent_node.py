@@ -39,7 +39,7 @@ from robodojo.robots.joint_state import JointPositions
 
 NODE_NAME = "agent_node"
 #: How long close waits for the interrupted episode to write its record: within run_node's deadline for close.
-EPISODE_STOP_S = CLOSE_DEADLINE_S - 2.0
+EPISODE_STOP_S = CLOSE_DEADLINE_S - 0.5
 
 
 class AgentNode(GraphNode):

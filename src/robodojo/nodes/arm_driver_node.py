@@ -50,6 +50,9 @@ from robodojo.nodes.runtime import GraphNode
 
 STATE_QOS = QoSProfile(depth=10)
 REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)  # every end reaches its commander
+#: close() waits this long in all for its state, control and reconnect threads (each sleeps at most a period, but a
+#: reconnect attempt may sit in an SDK's connect for seconds): the node's way out stays below ros2 launch's 5 s.
+THREADS_STOP_S = 1.0
 ESTOP = "/hardware/estop"
 RELEASE = "/hardware/release"
 
@@ -400,8 +403,9 @@ class ArmDriverNode(GraphNode):
         for arm in self.arms:
             arm.driver.stop("the driver is shutting down")
         self._running = False
+        deadline = time.monotonic() + THREADS_STOP_S  # daemon threads: one bound for all, not one each
         for thread in self._threads:
-            thread.join(timeout=5.0)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         closers = [threading.Thread(target=self._close_arm, args=(arm,), name=f"close-{arm.name}") for arm in self.arms]
         for closer in closers:
             closer.start()

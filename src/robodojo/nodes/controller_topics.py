@@ -3,10 +3,11 @@ out (the MotionServer's backend and trajectory executor on a ROS graph)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,6 +33,13 @@ UNLIMITED_STEPS = 2**31 - 1  # no episode status (a real robot outside a benchma
 POLL_S = 0.005
 START_ATTEMPTS = 2  # sends of one trajectory before the controllers count as gone
 STOP_RESEND_S = 0.25  # while a stop is unconfirmed, it is sent again this often (wall clock)
+#: An arm whose joint states stopped this much longer than joint_state_timeout_s is not waited for: its holding is
+#: unknown, and the goal is answered (with the default 0.5 s timeout: 0.8 s after its last joint state, within the
+#: 1 s an agent waits at most for a lost arm's answer). A pause shorter than this is still confirmed.
+SILENT_GRACE_S = 0.3
+#: Once the node shuts down, a stop's confirmation waits at most this long (ros2 launch's SIGTERM comes 5 s after its
+#: SIGINT, and the node has more to do on its way out).
+SHUTDOWN_CONFIRM_S = 1.5
 ARRIVAL_TOLERANCE_RAD = 0.01  # servo lag at the end of a well-timed trajectory is far below this
 
 
@@ -51,8 +59,25 @@ class RobotState:
         self._previous: dict[str, tuple[float, np.ndarray]] = {}
         self._speeds: dict[str, float] = {}
         self.lock = threading.Lock()
+        #: Notified on every joint state and episode status (and by :meth:`wake`): wait on it, never sleep-poll.
+        self.changed = threading.Condition()
+
+    def wake(self) -> None:
+        """Wake whoever waits on :attr:`changed` (a shutdown: a wait's predicate may now be true)."""
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` [s] until ``predicate()`` holds, looking at each joint state and status as it
+        arrives; whether it holds."""
+        with self.changed:
+            return self.changed.wait_for(predicate, timeout=timeout_s)
 
     def on_joint_state(self, msg: JointState) -> None:
+        self._on_joint_state(msg)
+        self.wake()
+
+    def _on_joint_state(self, msg: JointState) -> None:
         with self.lock:
             update = self.joints.update(msg.name, msg.position, time.monotonic())
             if update.error:
@@ -72,13 +97,21 @@ class RobotState:
     @property
     def arm_speed_rad_s(self) -> float:
         """The fastest arm joint between the last two joint states (inf until every arm has two)."""
+        return self.speed_of_rad_s(self.robot.arm_names)
+
+    def speed_of_rad_s(self, arms: Iterable[str]) -> float:
+        """The fastest joint of ``arms`` between their last two joint states (inf until each has two; 0 for none)."""
         with self.lock:
-            if len(self._speeds) < len(self.robot.arms):
-                return math.inf
-            return max(self._speeds.values())
+            return max((self._speeds.get(arm, math.inf) for arm in arms), default=0.0)
+
+    def arm_q(self, arm: str) -> np.ndarray | None:
+        """``arm``'s latest joint angles (None before the first)."""
+        with self.lock:
+            return self.joints.arm_q(arm)
 
     def on_status(self, msg: EpisodeStatus) -> None:
         self.status, self.status_received_s = msg, time.monotonic()
+        self.wake()
 
     def status_age_s(self) -> float:
         """Wall time since the last episode status; 0 for a robot that publishes none (no simulator)."""
@@ -220,6 +253,9 @@ class ControllerExecutor:
             node.send_lease(start)  # before the trajectories: a controller knows it is leased before it plays
             node.send_plan(plan, points, start)
             outcome = self._follow(plan, points, start, controllers, episode, stop, is_success, on_progress)
+            if outcome is not None and outcome.refusal and attempt > 1:
+                # The unreported first send may have played (its reports lost): not "nothing moved", a cut motion
+                outcome = PlayOutcome(0, StopReason.ABORTED, f"sent again unreported, {outcome.detail}", holding=False)
             if outcome is not None:
                 break
             node.send_stop()  # in order behind the lost trajectory on each topic: should it still arrive, it stops
@@ -228,8 +264,25 @@ class ControllerExecutor:
         if outcome is None:
             outcome = PlayOutcome(0, StopReason.BACKEND_LOST, "the controllers never reported the trajectory")
         if outcome.reason is not StopReason.COMPLETED:
-            outcome = self._hold(outcome, self._answering(controllers, start))
+            outcome = self._hold(outcome, self._answering(controllers, start), list(plan.trajectories))
+        books_unsure = outcome.reason is StopReason.BACKEND_LOST or attempt > 1  # lost reports, a resend
+        if books_unsure and not outcome.refusal:  # the books may have stopped short of the robot
+            outcome = self._measured_progress(plan, points, outcome)
         return outcome
+
+    def _measured_progress(self, plan: Plan, points: int, outcome: PlayOutcome) -> PlayOutcome:
+        """A lost motion's books may be behind the robot (its reports stopped with the joint states, or came late):
+        the points played are then those the measured joints show, and the detail says so. Not for a motion that
+        something else cut (a third party's trajectory moves the arm along another path)."""
+        state = self.node.state
+        measured = plan.points_reached({arm: state.arm_q(arm) for arm in plan.trajectories}, points)
+        if measured is None or measured <= outcome.played:
+            return outcome
+        note = (
+            f"the measured joints show {measured} of {points} points played (the controllers reported {outcome.played})"
+        )
+        detail = f"{outcome.detail}; {note}" if outcome.detail else note
+        return dataclasses.replace(outcome, played=measured, detail=detail)
 
     def _answering(self, controllers: list[str], start: float) -> list[str]:
         """``controllers`` less those of arms whose driver ended the trajectory for the robot (a fault, lost
@@ -260,7 +313,17 @@ class ControllerExecutor:
         arms = [topics.arm_controller_name(arm) for arm in plan.trajectories]
         end = start + points * dt
         leased_at = time.monotonic()
+        looked_at = time.monotonic()
+        frozen_s, judge_after = 0.0, -math.inf
         while True:
+            # This loop is the lease's heartbeat: a gap in it longer than the lease's timeout means this process was
+            # frozen (SIGSTOP, a swapped-out machine), and the controllers dropped the trajectory for that. The joint
+            # states queued meanwhile are read first: silence is judged only from what arrives after the wake-up.
+            gap = time.monotonic() - looked_at
+            looked_at = time.monotonic()
+            if gap > node.params.lease_timeout_s:
+                frozen_s = max(frozen_s, gap)
+                judge_after = looked_at + node.params.joint_state_timeout_s
             if time.monotonic() - leased_at >= node.params.lease_period_s:
                 node.send_lease(start)
                 leased_at = time.monotonic()
@@ -270,18 +333,27 @@ class ControllerExecutor:
             if on_progress is not None:
                 on_progress(played, points)
             ended = [r for r in reports.values() if r.state not in (TrajectoryState.PLAYING, TrajectoryState.FINISHED)]
+            frozen = f"; the motion server itself was frozen for {frozen_s:.2f} s" if frozen_s else ""
             if ended:
                 r = ended[0]
                 status = state.status
                 if r.state == TrajectoryState.STOPPED and episode is not None and status and status.steps_left == 0:
                     return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, r.reason)
+                refused = r.state == TrajectoryState.REFUSED and not any(x.points_played for x in reports.values())
+                if refused:  # nothing played: the robot said no; lost to its commander if for contact or a fault
+                    node.log_motion_error(f"motion refused: {r.controller}: {r.reason}")
+                    reason = StopReason.BACKEND_LOST if ends_the_robot(r.state, r.reason) else StopReason.REFUSED
+                    return PlayOutcome(
+                        0, reason, f"{r.controller} refused the trajectory: {r.reason}", holding=False,
+                        refusal=f"{r.controller}: {r.reason}",
+                    )  # fmt: skip
                 if ends_the_robot(r.state, r.reason):  # a real arm's driver: lost contact or a fault
-                    why = f"{r.controller} after {r.points_played} of {r.points} points: {r.reason}"
+                    why = f"{r.controller} after {r.points_played} of {r.points} points: {r.reason}{frozen}"
                     node.log_motion_error(f"motion ended: {why}")
                     return PlayOutcome(played, StopReason.BACKEND_LOST, why, holding=False)
                 why = (
                     f"{r.controller} {_ENDED_WORDS.get(TrajectoryState(r.state), 'ended')} the trajectory after "
-                    f"{r.points_played} of {r.points} points: {r.reason}"
+                    f"{r.points_played} of {r.points} points: {r.reason}{frozen}"
                 )
                 node.log_motion_error(f"motion aborted: {why}")
                 return PlayOutcome(played, StopReason.ABORTED, why, holding=False)
@@ -290,10 +362,14 @@ class ControllerExecutor:
             )
             if finished and (self._arrived(plan, points) or now >= end + node.params.arrival_wait_s):
                 return PlayOutcome(points, StopReason.COMPLETED)
-            if stop.is_set():
+            if stop.is_set() or node.shutting_down:  # shutting down: also a stop that came before this motion began
                 return PlayOutcome(played, StopReason.STOPPED, node.stop_detail, holding=False)
             status = state.status
-            lost = state.age_s() > node.params.joint_state_timeout_s
+            within = time.monotonic() - looked_at  # a freeze in the middle of this pass (publishing feedback, say)
+            if within > node.params.lease_timeout_s:
+                frozen_s = max(frozen_s, within)
+                judge_after = time.monotonic() + node.params.joint_state_timeout_s
+            lost = state.age_s() > node.params.joint_state_timeout_s and time.monotonic() > judge_after
             if lost or (episode is not None and (status is None or status.episode_id != episode)):
                 why = (
                     f"no joint states for {state.stale_text(node.params.joint_state_timeout_s)}"
@@ -310,33 +386,63 @@ class ControllerExecutor:
                 return None
             time.sleep(POLL_S)
 
-    def _hold(self, outcome: PlayOutcome, controllers: list[str]) -> PlayOutcome:
-        """Command the stop until ``controllers`` report holding and the joint states show the arms still (or
-        stop_confirm_timeout_s passes); the outcome says whether that was seen. With no controller to confirm, the
-        stop is sent once."""
+    def _hold(self, outcome: PlayOutcome, controllers: list[str], arms: list[str]) -> PlayOutcome:
+        """Command the stop until ``controllers`` report holding and the joint states show ``arms`` still; the outcome
+        says whether that was seen (None: unknown).
+
+        Unknown, answered without waiting for the confirmation timeout: an arm whose driver ended the motion for the
+        robot (lost contact, a fault: no controller of it left in ``controllers``), and an arm whose joint states
+        stopped for longer than joint_state_timeout_s plus :data:`SILENT_GRACE_S` (a killed driver, a silent
+        motor). The others are still confirmed; a stop that is not seen within stop_confirm_timeout_s (or
+        :data:`SHUTDOWN_CONFIRM_S` once the node shuts down) is reported as not confirmed.
+        """
         node, state = self.node, self.node.state
         params = node.params
-        if not controllers:  # every arm's driver ended it for the robot: the stop is sent, there is none to confirm
-            node.send_stop()
-            return PlayOutcome(outcome.played, outcome.reason, outcome.detail, holding=False)
-        deadline = time.monotonic() + params.stop_confirm_timeout_s
-        sent_at = -math.inf
+        confirming = [arm for arm in arms if any(c in controllers for c in _controllers_of([arm]))]
+        unknown = [arm for arm in arms if arm not in confirming]
         first_sent = time.monotonic()
-        while time.monotonic() < deadline:
-            if time.monotonic() - sent_at >= STOP_RESEND_S:
+        deadline = first_sent + params.stop_confirm_timeout_s
+        silent_after_s = params.joint_state_timeout_s + SILENT_GRACE_S
+        sent_at = -math.inf
+        while True:
+            now = time.monotonic()
+            if node.shutting_down:
+                deadline = min(deadline, node.shutdown_started_s + SHUTDOWN_CONFIRM_S)
+            if now - sent_at >= STOP_RESEND_S:
                 node.send_stop()
-                sent_at = time.monotonic()
-            if (
-                node.trajectory_board.holding_since(controllers, first_sent)
-                and state.received_s > first_sent
-                and state.arm_speed_rad_s <= params.hold_speed_rad_s
-            ):
-                return PlayOutcome(outcome.played, outcome.reason, outcome.detail, holding=True)
+                sent_at = now
+            ages = state.arm_ages_s()
+            silent = [arm for arm in confirming if ages[arm] > silent_after_s]
+            live = [arm for arm in confirming if arm not in silent]
+            confirmed = (
+                node.trajectory_board.holding_since(_controllers_of(live), first_sent)
+                and all(ages[arm] < now - first_sent for arm in live)  # joint states from after the stop
+                and state.speed_of_rad_s(live) <= params.hold_speed_rad_s
+            )
+            if confirmed or not live or now >= deadline:
+                break
             time.sleep(POLL_S)
-        why = f"stop not confirmed within {params.stop_confirm_timeout_s:.1f} s: the robot does not answer"
-        node.log_motion_error(why)
-        detail = f"{outcome.detail}; {why}" if outcome.detail else why
-        return PlayOutcome(outcome.played, outcome.reason, detail, holding=False)
+        unknown += silent
+        notes = []
+        if unknown:
+            ages = state.arm_ages_s()
+            notes.append(
+                "whether the " + " and ".join(f"{arm} arm" for arm in unknown) + " holds is unknown: "
+                + "; ".join(
+                    f"no joint states from the {arm} arm for {ages[arm]:.2f} s" if ages[arm] > silent_after_s
+                    else "its driver ended the motion for the robot" for arm in unknown
+                )
+            )  # fmt: skip
+        if live and not confirmed:
+            why = (
+                f"stop not confirmed within {min(params.stop_confirm_timeout_s, now - first_sent):.1f} s: the robot "
+                "does not answer"
+            )
+            node.log_motion_error(why)
+            notes.append(why)
+        holding: bool | None = None if unknown else confirmed
+        detail = "; ".join([outcome.detail, *notes]) if outcome.detail else "; ".join(notes)
+        return dataclasses.replace(outcome, detail=detail, holding=holding)
 
     def _arrived(self, plan: Plan, points: int) -> bool:
         """Every arm within ARRIVAL_TOLERANCE_RAD of its last point: servo lag after the last point played."""

@@ -173,7 +173,8 @@ def fill_move_result(result, report: MoveReport, dt_s: float, arrival_type) -> N
     result.steps_used = report.steps_used
     result.stop_reason = report.stop_reason.value
     result.stop_detail = report.stop_detail
-    result.holding = report.holding
+    result.holding = bool(report.holding)
+    result.holding_unknown = report.holding is None
     result.rejection = rejection_to_json(report.rejection) if report.rejection is not None else ""
     result.arms = [
         arrival_type(
@@ -212,5 +213,5 @@ def move_report(result) -> MoveReport:
         stop_reason=StopReason(result.stop_reason),
         rejection=rejection,
         stop_detail=result.stop_detail,
-        holding=result.holding,
+        holding=None if result.holding_unknown else result.holding,
     )

@@ -9,8 +9,8 @@ simulator publishes one, supplies the step budget and the success signal that en
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
-import threading
 import time
 
 import numpy as np
@@ -28,15 +28,17 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from robodojo.errors import BackendLostError, ConfigError
 from robodojo.log_limits import RepeatLimiter
+from robodojo.motion.gate import MotionGate
 from robodojo.motion.plan import Plan
 from robodojo.motion.planner import NativePlanner, Planner
 from robodojo.motion.rejection import BackendLost, Refused
-from robodojo.motion.report import MoveReport, StopReason
+from robodojo.motion.report import SUCCEEDING, MoveReport, StopReason
 from robodojo.motion.server import MotionServer, ProgressCallback, SuccessCheck
 from robodojo.motion.settings import load_motion_settings
 from robodojo.nodes import convert, topics
 from robodojo.nodes.controller_topics import (
     POLL_S,
+    SHUTDOWN_CONFIRM_S,
     ControllerExecutor,
     ControllerTopicsBackend,
     RobotState,
@@ -44,13 +46,11 @@ from robodojo.nodes.controller_topics import (
 )
 from robodojo.nodes.parameters import MotionServerParams
 from robodojo.nodes.params import declare_parameters
-from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
+from robodojo.nodes.runtime import CLOSE_DEADLINE_S, LATCHED_QOS, GraphNode, run_node
 from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.ik import ArmKinematics
 
 NODE_NAME = "motion_server_node"
-# Goals that moved and ended for these reasons end SUCCEEDED; the others end ABORTED (CANCELED when cancelled).
-SUCCEEDING = frozenset({StopReason.COMPLETED, StopReason.TASK_SUCCESS, StopReason.BUDGET_EXHAUSTED})
 CONTROLLER_WAIT_S = 3.0  # how long a goal waits for discovery to match a (re)started controller's subscription
 STATUS_STALE_S = 1.5  # three missed heartbeats of the simulator's 2 Hz episode status
 STATE_WAIT_S = 4.0  # a goal that finds no fresh joint states waits this long for them (discovery) before refusing
@@ -59,8 +59,12 @@ PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=
 # never dropped by a full service queue (rclpy's default keeps 10).
 REQUEST_QOS = QoSProfile(depth=1000)
 SHUTDOWN_DETAIL = "the motion server is shutting down"
-CLOSE_MARGIN_S = 4.0  # beyond the stop confirmation: planning in progress, the result's flush
+#: close() waits this long for the running goal to end: its stop's confirmation (bounded by SHUTDOWN_CONFIRM_S once
+#: shutting down) and its report; with the result's flush it stays within runtime.CLOSE_DEADLINE_S, below the 5 s
+#: ros2 launch gives a node between SIGINT and SIGTERM.
+SHUTDOWN_IDLE_S = SHUTDOWN_CONFIRM_S + 1.0
 RESULT_FLUSH_S = 0.3  # after the last goal's execute callback returns, the executor sends its result: give it time
+STOP_ANSWER_MARGIN_S = 2.0  # the stop service waits for the confirmation and this much more (planning, the report)
 CANCEL_DETAIL = "the goal was cancelled"
 STOP_SERVICE_DETAIL = f"stopped by a call of {topics.STOP}"
 BUSY_TEXT = (
@@ -92,10 +96,9 @@ class MotionServerNode(GraphNode):
         self._server: MotionServer | None = None  # made at the first goal: it reads the grippers' state
         self._episode_id: str | None = None
         self.motion_episode_bound = True  # whether the running motion ends with its episode (see _run)
-        self._busy = threading.Lock()
-        self._shutting_down = False
-        # close() ends a running goal: its stop confirmation, then the result's flush
-        self.close_timeout_s = p.stop_confirm_timeout_s + CLOSE_MARGIN_S
+        self.gate = MotionGate()  # one motion at a time; the stop service and close wait on it
+        self.shutdown_started_s = math.inf  # monotonic; set by close()
+        self.close_timeout_s = CLOSE_DEADLINE_S
         self.stop_detail = ""  # why the running motion was told to stop (cancel, stop service, shutdown)
         self.trajectory_board = TrajectoryBoard()
         self._log_limit = RepeatLimiter()
@@ -142,6 +145,8 @@ class MotionServerNode(GraphNode):
         publishers = [p for arm in plan.trajectories for p in (self.arm_pubs[arm], self.gripper_pubs[arm])]
         deadline = time.monotonic() + CONTROLLER_WAIT_S
         while silent := [p.topic_name for p in publishers if p.get_subscription_count() == 0]:
+            if self.shutting_down:
+                raise BackendLostError(SHUTDOWN_DETAIL)
             if time.monotonic() > deadline:
                 raise BackendLostError(f"no controller subscribes to {', '.join(silent)}: is the robot running?")
             time.sleep(POLL_S)
@@ -243,11 +248,9 @@ class MotionServerNode(GraphNode):
             return self.state.age_s() > timeout or self.state.status_age_s() > STATUS_STALE_S
 
         if stale():  # none yet, or a robot that restarted: allow for discovery (a few seconds)
-            deadline = time.monotonic() + STATE_WAIT_S
-            while stale() and time.monotonic() < deadline:
-                time.sleep(POLL_S)
+            self.state.wait_until(lambda: not stale() or self.shutting_down, STATE_WAIT_S)
         success = self._success_check() if episode_bound else None
-        self.motion_episode_bound = episode_bound  # read by ControllerExecutor.play; one motion at a time (_busy)
+        self.motion_episode_bound = episode_bound  # read by ControllerExecutor.play; one motion at a time (gate)
         try:
             if self.state.age_s() > timeout:
                 raise BackendLostError(
@@ -268,9 +271,14 @@ class MotionServerNode(GraphNode):
         except BackendLostError as exc:
             return MoveReport.rejected(BackendLost(str(exc)))
 
+    @property
+    def shutting_down(self) -> bool:
+        """close() has begun: no new motion starts, the running one stops (ControllerExecutor reads it too)."""
+        return self.gate.closed
+
     def _execute(self, goal_handle) -> MoveEef.Result:
-        if self._shutting_down or not self._busy.acquire(blocking=False):
-            text = SHUTDOWN_DETAIL if self._shutting_down else BUSY_TEXT.format(stop=topics.STOP)
+        if not self.gate.try_enter():
+            text = SHUTDOWN_DETAIL if self.shutting_down else BUSY_TEXT.format(stop=topics.STOP)
             result = MoveEef.Result()
             convert.fill_move_result(result, MoveReport.rejected(Refused(text)), self.control_dt_s, ArmArrival)
             goal_handle.abort()
@@ -289,8 +297,13 @@ class MotionServerNode(GraphNode):
                     goal_handle.publish_feedback(feedback)
 
             report = self._run(goal_handle.request, progress)
-            if report.stop_reason is StopReason.STOPPED and self._shutting_down:
-                report = dataclasses.replace(report, stop_detail=SHUTDOWN_DETAIL)
+            if (
+                report.stop_reason is StopReason.STOPPED
+                and self.shutting_down
+                and SHUTDOWN_DETAIL not in (report.stop_detail)
+            ):  # a cancel or a stop call came first: the shutdown is why it ended all the same (and the hold notes)
+                detail = "; ".join(d for d in (SHUTDOWN_DETAIL, report.stop_detail) if d)
+                report = dataclasses.replace(report, stop_detail=detail)
             result = MoveEef.Result()
             convert.fill_move_result(result, report, self.control_dt_s, ArmArrival)
             if goal_handle.is_cancel_requested and report.stop_reason is StopReason.STOPPED:
@@ -303,12 +316,14 @@ class MotionServerNode(GraphNode):
             self.get_logger().info(f"MoveEef {report.log_text(goal_handle.request.note)}{detail}")
             return result
         finally:
-            self._busy.release()
+            self.gate.leave()
 
     # -- services ----------------------------------------------------------------------------------------------
     def _on_home(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        if not self._busy.acquire(blocking=False):
+        if not self.gate.try_enter():
             response.success, response.message = False, "another motion is running; call stop first"
+            if self.shutting_down:
+                response.message = SHUTDOWN_DETAIL
             return response
         try:
             # The service is the operator's and the episode node's reset's: it belongs to no episode. A reset publishes
@@ -316,7 +331,7 @@ class MotionServerNode(GraphNode):
             # episode it started in, the homing would end "the episode changed" (or "task_success" of the last one).
             report = self._run(MoveEef.Goal(mode=MoveEef.Goal.HOME), None, episode_bound=False)
         finally:
-            self._busy.release()
+            self.gate.leave()
         response.success = report.accepted and report.stop_reason is StopReason.COMPLETED
         detail = f"; {report.stop_detail}" if report.stop_detail else ""
         self.get_logger().info(f"home {report.log_text()}{detail}")
@@ -328,7 +343,9 @@ class MotionServerNode(GraphNode):
         """Stop the running motion and answer once it has ended (its goal answered, the arms confirmed holding), so
         that a motion sent after the answer is never cut by this stop."""
         self._stop(STOP_SERVICE_DETAIL)
-        ended = self._wait_idle(self.params.stop_confirm_timeout_s + CLOSE_MARGIN_S / 2)
+        # A wait on the motion's end (a condition, no polling): it ends within the stop's confirmation, and at once
+        # once the node shuts down (SHUTDOWN_CONFIRM_S), so the executor's shutdown never waits long for this.
+        ended = self.gate.wait_idle(self.params.stop_confirm_timeout_s + STOP_ANSWER_MARGIN_S)
         response.success = ended
         response.message = (
             "stopped: every controller holds its position"
@@ -337,20 +354,18 @@ class MotionServerNode(GraphNode):
         )
         return response
 
-    def _wait_idle(self, timeout_s: float) -> bool:
-        """Wait up to ``timeout_s`` for the running motion (if any) to end; whether none is running."""
-        deadline = time.monotonic() + timeout_s
-        while self._busy.locked() and time.monotonic() < deadline:
-            time.sleep(POLL_S)
-        return not self._busy.locked()
-
     def close(self) -> None:
-        """Finish the running goal before the node goes: stop, confirm the arms hold, send its result (ABORTED)."""
-        self._shutting_down = True
-        if self._busy.locked():
+        """Finish the running goal before the node goes: stop, confirm the arms hold (at most SHUTDOWN_CONFIRM_S),
+        send its result (ABORTED). Within :data:`SHUTDOWN_IDLE_S` plus the result's flush, whatever the robot does."""
+        self.shutdown_started_s = time.monotonic()
+        self.gate.close()
+        self.state.wake()  # a goal waiting for joint states gives up now
+        if self.gate.busy:
             self._stop(SHUTDOWN_DETAIL)
-            self._wait_idle(self.params.stop_confirm_timeout_s + CLOSE_MARGIN_S / 2)
-            time.sleep(RESULT_FLUSH_S)
+            if self.gate.wait_idle(SHUTDOWN_IDLE_S):
+                time.sleep(RESULT_FLUSH_S)
+            else:
+                self.get_logger().error(f"the running goal did not end within {SHUTDOWN_IDLE_S:g} s of the shutdown")
 
 
 def main() -> int:

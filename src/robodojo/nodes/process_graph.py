@@ -29,8 +29,8 @@ from robodojo.errors import RobodojoError
 INTERFACE_DIRS = ("action", "msg", "srv")
 BUILD_STAMP = ".robodojo-build-stamp"  # in the install prefix, touched after every successful build
 BUILD_LOCK = ".robodojo-build.lock"  # in build/: one interface build at a time
-#: How long a node may take to exit after SIGINT before it is killed: more than runtime.CLOSE_DEADLINE_S (10 s) plus
-#: the executor's and rclpy's shutdown, so a node that keeps to its deadline is never killed.
+#: How long a node may take to exit after SIGINT before it is killed: far more than runtime.LAUNCH_SIGTERM_AFTER_S,
+#: which every node keeps to (except a driver whose arms home on the way out), so a slow machine never kills one.
 STOP_TIMEOUT_S = 20.0
 #: `robodojo graph`: the nodes whose end ends the graph (ros2 launch's ``on_exit=Shutdown``); see run_graph.
 REQUIRED_NODES = ("agent_node",)

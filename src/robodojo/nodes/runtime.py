@@ -37,11 +37,13 @@ from robodojo.errors import BackendLostError, RobodojoError
 T = TypeVar("T")
 #: Status-like topics: late joiners get the last message (the episode status, the planned path).
 LATCHED_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-#: How long :meth:`GraphNode.close` may take before run_node shuts the node down regardless (and logs it). Launchers
-#: wait longer than this before they kill a node (process_graph.STOP_TIMEOUT_S).
-CLOSE_DEADLINE_S = 10.0
-#: How long the executor may take to stop after close: its spin thread, then callbacks still running.
-EXECUTOR_STOP_S = 3.0
+#: ros2 launch sends SIGINT, then SIGTERM this long after, then SIGKILL as long again: a node's whole way out (close,
+#: the executor's stop, rclpy's shutdown) stays below it, so that launch never has to escalate.
+LAUNCH_SIGTERM_AFTER_S = 5.0
+#: How long :meth:`GraphNode.close` may take before run_node shuts the node down regardless (and logs it).
+CLOSE_DEADLINE_S = 3.5
+#: How long the executor may take to stop after close (its spin thread), and again for callbacks still running.
+EXECUTOR_STOP_S = 0.5
 POLL_S = 0.05  # how often the main thread looks at the stop flag (a signal handler must not take locks)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -173,8 +173,10 @@ class MoveResult(_Result):
         final_angle_deg: orientation error [deg] after the motion (largest over moving arms).
         waypoints: 25 Hz trajectory points planned (0 if not planned).
         steps_used: env steps executed (waypoints played plus any waiting for the fingers).
-        stop_reason: 'completed', 'task_success' (the task was solved mid-motion and the motion stopped there),
-            'budget_exhausted' (the env steps ran out), 'plan_failed' (nothing moved) or 'stopped'.
+        stop_reason: 'completed' (reached), 'off_target' (every point played but the grasp point ended outside the
+            tolerance), 'task_success' (the task was solved mid-motion and the motion stopped there),
+            'budget_exhausted' (the env steps ran out), 'plan_failed' or 'refused' (nothing moved), 'stopped',
+            'aborted' (cut short) or 'backend_lost' (the robot stopped answering).
         terminated: the episode is over (task solved or no env steps left): stop acting.
         reason: why the motion failed or fell short, and what to do; empty when it went as planned.
         gripper: grasp and release only: the measured opening after the fingers stopped (0 closed .. 1 open).

@@ -534,8 +534,13 @@ class Robo:
         elif stop is StopReason.STOPPED:
             reason = "the motion was stopped from outside before it completed"
         elif stop is StopReason.ABORTED:
+            holds = report.holding_text or "the arms hold where they are"
+            reason = f"the robot's controllers cut the motion short ({report.stop_detail}); {holds}"
+        elif stop is StopReason.BACKEND_LOST:
+            holds = report.holding_text or "the arms hold where they are"
             reason = (
-                f"the robot's controllers cut the motion short ({report.stop_detail}); the arms hold where they are"
+                f"the robot stopped answering after {report.steps_used} of {report.waypoints} waypoints "
+                f"({report.stop_detail}); {holds}"
             )
         elif not reached:
             reason = (
