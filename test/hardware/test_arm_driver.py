@@ -145,7 +145,7 @@ def test_the_estop_stops_and_refuses_until_released(driver):
     with pytest.raises(InvalidCommandError, match="e-stop"):
         driver.submit_arm(smooth(q_of(driver), np.full(7, 0.01), 0.5))
     (refusal,) = driver.joints.take_reports()
-    assert refusal.state == TrajectoryState.REFUSED and "release it first" in refusal.reason
+    assert refusal.state == TrajectoryState.REFUSED and "/hardware/release service" in refusal.reason
     assert driver.arm.sent_motions == sent
     driver.release()
     driver.submit_arm(smooth(q_of(driver), start - q_of(driver), 2.0))

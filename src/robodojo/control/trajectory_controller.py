@@ -46,15 +46,8 @@ def lost_contact_reason(why: str) -> str:
     return why if why.startswith(LOST_CONTACT) else f"{LOST_CONTACT}: {why}"
 
 
-#: How the hardware adapters' errors name the operator's release (their method ArmAdapter.recover_from_errors), and
-#: what a commander (an agent, which cannot call it) reads instead.
-ADAPTER_RELEASE = "call recover_from_errors()"
-OPERATOR_RELEASE = "an operator must release the arm (the driver's release service)"
-
-
 def arm_fault_reason(why: str) -> str:
-    """``why`` as an arm-fault reason (:data:`ARM_FAULT` first), in the commander's words: no adapter method named."""
-    why = why.replace(ADAPTER_RELEASE, OPERATOR_RELEASE)
+    """``why`` as an arm-fault reason (:data:`ARM_FAULT` first)."""
     return why if why.startswith(ARM_FAULT) else f"{ARM_FAULT}: {why}"
 
 

@@ -22,6 +22,9 @@ from robodojo.hardware.watchdog import CommandWatchdog
 #: stopped), error (a motion failed or a motor reports a fault: recover_from_errors()), lost (no contact: connect()),
 #: disconnected.
 STATUSES = ("disconnected", "idle", "playing", "stopped", "watchdog", "error", "lost")
+#: What an operator does about a fault, as every adapter's error says it: the driver node's release service
+#: (robodojo.nodes.arm_driver_node.RELEASE), never an adapter method a commander cannot call.
+RELEASE_ACTION = "release the arm with the driver's /hardware/release service (std_srvs/Trigger) once it is fixed"
 
 
 @dataclass(frozen=True)

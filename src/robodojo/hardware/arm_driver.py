@@ -36,7 +36,7 @@ from robodojo.control.trajectory_controller import (
 )
 from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, TrajectoryPlayer
 from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
-from robodojo.hardware.adapter import ArmAdapter, GripperReading, JointReading
+from robodojo.hardware.adapter import RELEASE_ACTION, ArmAdapter, GripperReading, JointReading
 from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryRefusedError
 
 #: A gripper command closer than this to the current width [m] is already there: no SDK call.
@@ -144,7 +144,7 @@ class ArmDriver:
                 self.stop("stopped by an empty trajectory")
                 return
             if self._estop_reason:
-                self._refuse(self.joints, cmd, f"the e-stop holds the arm ({self._estop_reason}); release it first")
+                self._refuse(self.joints, cmd, f"the e-stop holds the arm ({self._estop_reason}); {RELEASE_ACTION}")
             try:
                 reading = self.arm.joint_state()
                 checked = self.arm.guard.check(cmd, reading.positions_rad, reading.velocities_rad_s)
@@ -170,7 +170,7 @@ class ArmDriver:
                 self.gripper.submit(cmd, self._clock(), [0.0], self.dt_s)
                 return
             if self._estop_reason:
-                self._refuse(self.gripper, cmd, f"the e-stop holds the arm ({self._estop_reason}); release it first")
+                self._refuse(self.gripper, cmd, f"the e-stop holds the arm ({self._estop_reason}); {RELEASE_ACTION}")
             width = self.gripper_width_m()
             commanded = [0.0 if width is None else width / 2.0]
             now = self._clock()

@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robodojo.errors import ConfigError, ContactLostError, HardwareError, InvalidCommandError
-from robodojo.hardware.adapter import ArmStatus, GripperReading, JointReading, WatchdogStop
+from robodojo.hardware.adapter import RELEASE_ACTION, ArmStatus, GripperReading, JointReading, WatchdogStop
 from robodojo.hardware.arx5_host import SdkHost, SdkProfile, position_at
 from robodojo.hardware.settings import Arx5ArmSettings
 from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryGuard
@@ -260,7 +260,7 @@ class Arx5Arm(WatchdogStop):
         with self._lock:
             self._require()
             if self._status.status == "error":
-                raise HardwareError(f"the arm is in error ({self._status.detail}): call recover_from_errors() first")
+                raise HardwareError(f"the arm is in error ({self._status.detail}): {RELEASE_ACTION}")
             self._look_at_faults(raising=True)
             start = np.array(self._start_rad(), dtype=float)
             playing = _Playing(trajectory, start, time.monotonic())
@@ -483,5 +483,5 @@ class Arx5Arm(WatchdogStop):
                 self.stop(why=why)
             self._status = ArmStatus("error", why)
             if raising:
-                raise HardwareError(f"the X5 on {self.interface}: {why}; call recover_from_errors() once it is fixed")
+                raise HardwareError(f"the X5 on {self.interface}: {why}; {RELEASE_ACTION}")
         return health

@@ -94,7 +94,7 @@ import numpy as np
 
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
-from robodojo.hardware.adapter import ArmStatus, GripperReading, JointReading, WatchdogStop
+from robodojo.hardware.adapter import RELEASE_ACTION, ArmStatus, GripperReading, JointReading, WatchdogStop
 from robodojo.hardware.realtime import scheduling_kept, threads_started_at
 from robodojo.hardware.settings import Fr3Settings
 from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryGuard
@@ -117,8 +117,6 @@ BRAKE_LIMIT_FRACTION = 0.8
 #: How long close() lets a running brake end [s]: a brake from franky's top speed at dynamics factor 0.5 takes 0.27 s
 #: of robot time, which franky-sim runs at 0.5-0.9x wall time; well inside launch's 5 s shutdown window.
 CLOSE_BRAKE_WAIT_S = 1.0
-#: What an operator does about a fault: the driver node's release service (robodojo.nodes.arm_driver_node.RELEASE).
-RELEASE_ACTION = "release the arm with the driver's /hardware/release service (std_srvs/Trigger) once it is fixed"
 #: What an operator does about lost contact: the driver node reconnects on its own.
 RECONNECT_ACTION = "the driver reconnects by itself once the FR3 answers (check its network cable and that FCI is on)"
 

@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from robodojo.control.trajectory_player import tick_samples
 from robodojo.errors import ContactLostError, HardwareError, InvalidCommandError
-from robodojo.hardware.adapter import ArmStatus, GripperReading, JointReading, WatchdogStop
+from robodojo.hardware.adapter import RELEASE_ACTION, ArmStatus, GripperReading, JointReading, WatchdogStop
 from robodojo.hardware.settings import ArmHardwareSettings, IsaacGripperSettings, IsaacSettings
 from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryGuard
 from robodojo.hardware.watchdog import CommandWatchdog
@@ -249,7 +249,7 @@ class IsaacArm(WatchdogStop):
         with self._lock:
             self._check_contact()
             if self._status.status == "error":
-                raise HardwareError(f"the arm is in error ({self._status.detail}): call recover_from_errors() first")
+                raise HardwareError(f"the arm is in error ({self._status.detail}): {RELEASE_ACTION}")
             assert self._target is not None  # connected
             _, rows = tick_samples(
                 trajectory.times_from_start_s, trajectory.positions_rad, self._target, 0.0, self._dt_s
