@@ -26,8 +26,9 @@ NODE_NAME = "arx5_driver_node"
 
 
 class Arx5DriverNode(ArmDriverNode):
-    # Shutting down homes each arm (about 2.5 s) and ends its SDK process (2 s of damping), both arms at once.
-    close_timeout_s = 20.0
+    # Shutting down homes both arms at once (about 2.5 s) and damps them within the node's close deadline (3.5 s, so
+    # that ros2 launch never escalates to SIGTERM); a homing still running then is abandoned: the process exits and
+    # each SDK host, its driver gone, holds at zero velocity and damps (robodojo.hardware.arx5_host._Host.driver_gone).
 
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
