@@ -42,6 +42,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 from _common import cpu_model, nproc, table, version, write_figures
+from _ros_client import SpunNode
 
 from robodojo import PACKAGE_ROOT
 from robodojo.observation import CameraCalibration
@@ -176,36 +177,11 @@ def bench_device_in_process(video: Path, n_frames: int) -> dict:
 
 
 # -- the node pair ------------------------------------------------------------------------------------------------
-class Client:
-    """An rclpy node in this process, spun in a thread, in its own context and domain."""
+class Client(SpunNode):
+    """The benchmark's rclpy node (benchmarks/_ros_client.py)."""
 
     def __init__(self, domain_id: int) -> None:
-        import rclpy
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
-
-        self.context = Context()
-        rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node(f"camera_bench_{os.getpid()}", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        while not self._stop.is_set() and self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception:
-                return
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.context.try_shutdown()
+        super().__init__(domain_id, f"camera_bench_{os.getpid()}")
 
 
 def wait_for(predicate: Callable[[], bool], timeout_s: float) -> bool:

@@ -91,6 +91,7 @@ from typing import IO, Any
 
 import numpy as np
 from _common import cpu_model, nproc, table, version
+from _ros_client import SpunNode
 from ros_graph import GraphDown, Pending, build, f1, f2, stats, wait_for, wait_future
 
 from robodojo.nodes import topics
@@ -245,40 +246,11 @@ def load_text() -> str:
 
 
 # -- the client ----------------------------------------------------------------------------------------------------
-class Client:
-    """An rclpy node in this process, in one graph's domain, spun by a single-threaded executor in a thread (sends go
-    through executor tasks, see ros_graph.Pending: rclpy's action client is not thread-safe)."""
+class Client(SpunNode):
+    """The benchmark's rclpy node (benchmarks/_ros_client.py)."""
 
     def __init__(self, domain_id: int) -> None:
-        import rclpy
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
-
-        self.context = Context()
-        rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node(f"fr3_graph_bench_{os.getpid()}", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._spin = threading.Thread(target=self._spin_until_stopped, name="client_spin", daemon=True)
-        self._spin.start()
-
-    def _spin_until_stopped(self) -> None:
-        from rclpy.executors import ExternalShutdownException
-
-        try:
-            while self.context.ok() and not self._stop.is_set():
-                self.executor.spin_once(timeout_sec=0.05)
-        except (ExternalShutdownException, RuntimeError):
-            pass
-
-    def close(self) -> None:
-        """Executor first, then the context (ROS_ON_PYPI.md: the other order can abort the process)."""
-        self._stop.set()
-        self._spin.join(timeout=5)
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.context.try_shutdown()
+        super().__init__(domain_id, f"fr3_graph_bench_{os.getpid()}")
 
 
 class Log:

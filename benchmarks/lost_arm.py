@@ -25,13 +25,13 @@ import platform
 import signal
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from _common import cpu_model, nproc, table, write_figures
+from _ros_client import SpunNode
 
 from robodojo import PACKAGE_ROOT
 from robodojo.nodes import topics
@@ -53,31 +53,23 @@ PLAYED_BEFORE_LOSS = 3  # points the controllers report played before the robot 
 STEP_M = 0.10  # the left grasp point's move per trial (down, then back up)
 
 
-class Client:
-    """An rclpy node in this process on ``domain_id``: the MoveEef client, the joint states' arrival times."""
+class Client(SpunNode):
+    """The benchmark's rclpy node (benchmarks/_ros_client.py): the MoveEef client, the joint states' arrival times."""
 
     def __init__(self, domain_id: int) -> None:
-        import rclpy
+        self.last_joint_state_s = -np.inf
+        self.left_z: float | None = None
+        super().__init__(domain_id, f"lost_arm_bench_{os.getpid()}")
+
+    def setup(self) -> None:
         from agent_bringup.action import MoveEef
         from geometry_msgs.msg import PoseStamped
         from rclpy.action import ActionClient
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
         from sensor_msgs.msg import JointState
 
-        self.context = Context()
-        rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node(f"lost_arm_bench_{os.getpid()}", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
         self.action = ActionClient(self.node, MoveEef, topics.MOVE_EEF)
-        self.last_joint_state_s = -np.inf
-        self.left_z: float | None = None
         self.node.create_subscription(JointState, topics.JOINT_STATES, self._on_joints, 50)
         self.node.create_subscription(PoseStamped, topics.tcp_pose("left"), self._on_tcp, 10)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
 
     def _on_joints(self, _msg) -> None:
         self.last_joint_state_s = time.monotonic()
@@ -85,19 +77,8 @@ class Client:
     def _on_tcp(self, msg) -> None:
         self.left_z = msg.pose.position.z
 
-    def _spin(self) -> None:
-        while not self._stop.is_set() and self.context.ok():
-            self.executor.spin_once(timeout_sec=0.05)
-
     def call(self, fn: Callable[[], object]) -> object:
         return call_in_executor(self.node, fn, 20.0)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.context.try_shutdown()
 
 
 def _wait(predicate: Callable[[], bool], timeout_s: float, what: str, nodes: list[NodeProcess]) -> None:
