@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from typing import Any
 
 from robo_shell import ROUTE_ENV
@@ -18,6 +19,9 @@ from robo_shell import ROUTE_ENV
 BASE_COMMANDS = ("move", "rotate", "point", "gripper", "home", "wait", "obs", "status", "done")
 MAX_LINE_BYTES = 1 << 20  # a record is a few kB; anything near this is a broken peer
 ENCODING = "utf-8"
+#: How often a client retries a connection the route's full backlog refused (a flood of connections: the route accepts
+#: and sheds them as fast as it can, so room comes back within milliseconds) [s].
+CONNECT_RETRY_S = 0.005
 
 
 class RouteError(ConnectionError):
@@ -57,10 +61,7 @@ def call(argv: list[str], *, path: str | None = None, timeout_s: float | None = 
     """Send one command to the harness and return its record (blocks while the robot moves)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout_s)
-        try:
-            sock.connect(path or route_path())
-        except OSError as exc:
-            raise RouteError(f"cannot reach the robot's command route: {exc}") from None
+        _connect(sock, path or route_path(), timeout_s)
         sock.sendall(encode({"argv": list(argv)}))
         line = read_line(sock)
     try:
@@ -70,3 +71,20 @@ def call(argv: list[str], *, path: str | None = None, timeout_s: float | None = 
     if not isinstance(record, dict):
         raise RouteError("the command route answered JSON that is not an object")
     return record
+
+
+def _connect(sock: socket.socket, path: str, timeout_s: float | None) -> None:
+    """Connect, waiting for room while the route's backlog is full: a Unix socket with a timeout refuses at once
+    (EAGAIN) where a blocking one would wait, and another client's flood of connections must not fail this one."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        try:
+            sock.connect(path)
+            return
+        except BlockingIOError:
+            if deadline is not None and time.monotonic() >= deadline:
+                why = f"its backlog stayed full for {timeout_s} s"
+                raise RouteError(f"cannot reach the robot's command route: {why}") from None
+            time.sleep(CONNECT_RETRY_S)
+        except OSError as exc:
+            raise RouteError(f"cannot reach the robot's command route: {exc}") from None
