@@ -29,12 +29,13 @@ import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import tomllib
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import python_support  # noqa: E402  (a sibling script, not a package)
+import python_support
 
 ROOT = Path(__file__).resolve().parent.parent
 ROS_REQUIREMENTS = ROOT / "scripts" / "requirements-ros.txt"
@@ -52,7 +53,11 @@ ROUNDS_MAX = 8  # sdist-only dependencies built per round; more than a handful m
 # "depends on" in a ResolutionImpossible report (a dependency of several candidates).
 _NO_MATCH_RE = re.compile(r"No matching distribution found for ([A-Za-z0-9_.\-]+)")
 _DEPENDS_ON_RE = re.compile(r"depends on ([A-Za-z0-9_.\-]+)")
-_UNREACHABLE_MARKERS = ("Failed to establish a new connection", "Temporary failure in name resolution", "NewConnectionError")
+_UNREACHABLE_MARKERS = (
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "NewConnectionError",
+)
 
 
 class IndexUnreachable(RuntimeError):
@@ -147,7 +152,8 @@ def resolve(group: str, requirements: list[str], python: str, glibc_minor: int, 
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         for _ in range(ROUNDS_MAX):
-            args = ["install", "--dry-run", "--ignore-installed", "--target", str(Path(tmp) / "target"), "-q"]
+            # Not -q: pip names the requirements behind a ResolutionImpossible ("X depends on Y") at info level.
+            args = ["install", "--dry-run", "--ignore-installed", "--target", str(Path(tmp) / "target")]
             args += [*target_args(python, glibc_minor), "--find-links", str(pure_dir), "--report", str(report)]
             result = _pip(args + requirements)
             if result.returncode == 0:
@@ -155,7 +161,8 @@ def resolve(group: str, requirements: list[str], python: str, glibc_minor: int, 
                 wheels = sorted(item["download_info"]["url"].rsplit("/", 1)[-1] for item in data["install"])
                 here = tuple(w for w in wheels if (pure_dir / w).exists())
                 return Resolution(group, python, tuple(wheels), here)
-            wheel_less = [n for n in _candidates(result.stderr) if not has_wheel(n, python, glibc_minor)]
+            named = _candidates(result.stdout + result.stderr)
+            wheel_less = [n for n in named if not has_wheel(n, python, glibc_minor)]
             if not wheel_less:
                 return Resolution(group, python, (), tuple(built), _last_error(result.stderr))
             for name in wheel_less:

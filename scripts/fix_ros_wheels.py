@@ -33,7 +33,7 @@ BUILDER_PY_INCLUDE_RE = re.compile(rf"/opt/python/(?P<tag>{_TAG})/include/python
 
 @dataclass(frozen=True)
 class FixResult:
-    """What a run changed: files rewritten, the builder tags found (e.g. cp313-cp313), files still naming the builder."""
+    """What a run changed: files rewritten, builder tags found (e.g. cp313-cp313), files still naming the builder."""
 
     changed_files: int
     builder_tags: tuple[str, ...]
