@@ -68,12 +68,10 @@ pick_python() {
     if [[ -n "$path" ]] && supported "$path"; then PY="$path" PY_WHY="PYTHON=$PYTHON"; fi
     return 0
   fi
-  for cand in /usr/bin/python3 python3; do
+  for cand in /usr/bin/python3 python3; do  # any python3 recent enough to read the list
     path="$(command -v "$cand" || true)"
-    if [[ -n "$path" ]]; then
-      minors="$("$path" "$SUPPORT" list 2>/dev/null </dev/null || true)"
-      break
-    fi
+    [[ -z "$path" ]] || minors="$("$path" "$SUPPORT" list 2>/dev/null </dev/null || true)"
+    [[ -z "$minors" ]] || break
   done
   for cand in /usr/bin/python3 python3 $(for v in $minors; do echo "python$v"; done | sort -rV); do
     path="$(command -v "$cand" || true)"
