@@ -89,7 +89,8 @@ cp /etc/resolv.conf "$RUN/etc/resolv.conf"
 # The host's certificate bundle: where the registries are reached through a TLS proxy, its CA is in there.
 cp /etc/ssl/certs/ca-certificates.crt "$RUN/etc/ssl/host-ca-bundle.crt"
 
-say "git clone of $(git -C "$SRC" rev-parse --short HEAD) ($(git -C "$SRC" rev-parse --abbrev-ref HEAD)) into /home/newcomer/agent_bringup"
+COMMIT="$(git -C "$SRC" rev-parse --short HEAD)"
+say "git clone of $COMMIT ($(git -C "$SRC" rev-parse --abbrev-ref HEAD)) into /home/newcomer/agent_bringup"
 mkdir -p "$RUN/home/newcomer"
 git clone --quiet --no-hardlinks "$SRC" "$RUN/home/newcomer/agent_bringup"
 stage_done "copy root + clone" $((SECONDS - start)) ok
@@ -106,6 +107,6 @@ for target in "${TARGETS[@]}"; do
   stage_done "make $target" $((SECONDS - start)) "exit $status"
   ((status == 0)) || break
 done
-say "Debian $RELEASE ($SUITE), $(chroot "$RUN" /usr/bin/python3 -V 2>&1 || echo 'no python3'), commit $(git -C "$SRC" rev-parse --short HEAD):"
+say "Debian $RELEASE ($SUITE), $(chroot "$RUN" /usr/bin/python3 -V 2>&1 || echo 'no python3'), commit $COMMIT:"
 printf '  %s\n' "${STAGES[@]}"
 exit "$status"
