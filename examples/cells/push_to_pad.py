@@ -170,7 +170,8 @@ for stroke in range(14):
         break
     new_direction = (pad - new[:2]) / max(1e-6, float(np.linalg.norm(pad - new[:2])))
     ahead = float(np.dot(new[:2] - tcp, new_direction))
-    lateral = float(np.cross(new_direction, new[:2] - tcp))
+    offset = new[:2] - tcp
+    lateral = float(new_direction[0] * offset[1] - new_direction[1] * offset[0])  # 2-D cross (np.cross wants 3-D)
     print(f"  block now at {np.round(new[:2], 3)}: {ahead:.3f} m ahead of the gripper, {lateral:+.3f} m off its line")
     in_line = 0.02 < ahead < 0.07 and abs(lateral) < 0.012
     block = new
