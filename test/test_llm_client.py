@@ -389,7 +389,9 @@ def test_open_llm_replay_end_to_end(tmp_path):
         "  - tool_calls: [{name: move_eef, arguments: {targets: {left_z: 0.9}}, id: call_a}]\n"
         "  - content: done\n"
     )
-    with open_llm(f"replay:{script}", settings=fast_settings()) as llm:
+    # A generous timeout: this checks the retry after a 503; a reply slower than 0.4 s on a loaded machine would be
+    # retried as well and use up the script (seen under make test beside another suite).
+    with open_llm(f"replay:{script}", settings=fast_settings(timeout_s=30.0)) as llm:
         assert llm.profile.name == "replay" and llm.base_url.startswith("http://127.0.0.1:")
         server = llm.replay_server
         first = llm.chat(USER, [MOVE_EEF])
