@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import cv2
@@ -103,28 +102,25 @@ def plain_world():
     world.close()
 
 
-def _measure(world, task, variant, seed) -> tuple[TableHeight, float]:
+def _measure(world, task, variant, seed) -> TableHeight:
+    """The plane sweep on one layout's three cameras (its time per call is benchmarks/perception.py's figure)."""
     obs = world.reset(task, seed=seed, variant=variant)
     views = [(f.rgb, CameraModel.from_calibration(name, f.calibration)) for name, f in obs.cameras.items()]
-    start = time.perf_counter()
-    result = measure_table_height(views)
-    return result, time.perf_counter() - start
+    return measure_table_height(views)
 
 
 def test_world_with_wood_grain_table_within_a_millimetre(dual_world):
     truth = dual_world.robot.table.top_z_m  # ground truth: tests only
-    errors, times = [], []
+    errors = []
     for task, variant, seed in WORLD_CASES:
-        result, seconds = _measure(dual_world, task, variant, seed)
+        result = _measure(dual_world, task, variant, seed)
         assert result.found, (task, variant, seed, result.reason)
         errors.append(abs(result.height_m - truth) * 1e3)
-        times.append(seconds * 1e3)
         assert errors[-1] <= 1.0, (task, variant, seed, result)
         assert len(result.pair_heights_m) >= 2 and result.spread_mm <= 1.5, result
         # the two wrist cameras at home see disjoint parts of the table: that pair must not count
         assert any(not p.found and {p.camera_a, p.camera_b} == {"left_wrist", "right_wrist"} for p in result.pairs)
     assert np.median(errors) < 0.5
-    assert np.median(times) < 200.0, f"median {np.median(times):.0f} ms per call"  # ~40 ms unloaded, 2 cores
 
 
 def test_world_plain_table_never_misleads(plain_world):
@@ -132,7 +128,7 @@ def test_world_plain_table_never_misleads(plain_world):
     still within 1 mm."""
     truth = plain_world.robot.table.top_z_m
     for task, variant, seed in WORLD_CASES:
-        result, _ = _measure(plain_world, task, variant, seed)
+        result = _measure(plain_world, task, variant, seed)
         if result.found:
             assert abs(result.height_m - truth) <= 1e-3, (task, variant, seed, result)
         else:
