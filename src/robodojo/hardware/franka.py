@@ -198,6 +198,7 @@ class FrankaArm(WatchdogStop):
         self.ip = settings.robot_ip  #: the address connected to (or last tried)
         self.sent_motions = 0  #: motions handed to franky since construction (the tests' proof of "nothing sent")
         self.watchdog = CommandWatchdog(settings.watchdog_timeout_s, self._on_watchdog)
+        self._fed_s = time.monotonic()  # the last play() or feed(): how fresh franky's commanded state is
 
     # -- connection ---------------------------------------------------------------------------------------------
     def connect(self, ip: str | None = None) -> None:
@@ -316,6 +317,7 @@ class FrankaArm(WatchdogStop):
             self.sent_motions += 1
             self.last_time_scale = scale
             self._status = ArmStatus("playing", "")
+            self._fed_s = time.monotonic()
             self.watchdog.arm()
 
     def time_scale(self, trajectory: CheckedTrajectory) -> float:
@@ -333,6 +335,7 @@ class FrankaArm(WatchdogStop):
 
     def feed(self) -> None:
         """The commander is alive (a lease renewal): keeps a playing trajectory going."""
+        self._fed_s = time.monotonic()
         self.watchdog.feed()
 
     def is_playing(self) -> bool:
@@ -361,14 +364,34 @@ class FrankaArm(WatchdogStop):
     def stop(self, *, why: str = "stopped on request") -> None:
         """Stop now, within the FR3's limits: a running motion is replaced by a brake to rest (see the module
         docstring), where the controller then holds the arm; an arm at rest gets nothing at all. Returns as soon as
-        franky has the brake (it takes over at franky's next 1 ms cycle); :meth:`wait_at_rest` waits for its end."""
+        franky has the brake (it takes over at franky's next 1 ms cycle); :meth:`wait_at_rest` waits for its end.
+
+        After a stall of this process (nothing fed for longer than the watchdog's timeout: SIGSTOP, starved of the
+        CPU) the motion is stopped at once instead: franky's commanded state, which a brake starts from, is then its
+        extrapolation over the whole pause (measured: a brake planned from it let the arm move on for seconds after
+        the stop), and a real FR3 has aborted the motion itself after a few missed cycles anyway."""
         with self._lock:
             self.watchdog.disarm()
             if self._robot is None or self._status.status in ("lost", "disconnected"):
                 return
-            self._call(self._brake)
+            stalled = time.monotonic() - self._fed_s > self.watchdog.timeout_s
+            self._call(self._stop_at_once if stalled else self._brake)
             if self._status.status != "error":
                 self._status = ArmStatus("stopped", why)
+
+    def _stop_at_once(self, robot: Any) -> None:
+        """franky's own stop of a running motion (the controller holds where it is); nothing if none runs."""
+        franky = _franky()
+        try:
+            if robot.join_motion(0.0):
+                return
+        except franky.ControlException as exc:  # the motion had already failed: the robot stopped it itself
+            self._status = ArmStatus("error", f"{type(exc).__name__}: {exc}")
+            return
+        robot.stop()
+        # The stopped motion ends with "Move command preempted": collect it here, or the next move raises it.
+        with contextlib.suppress(franky.ControlException):
+            robot.join_motion(self.watchdog.timeout_s)
 
     def _brake(self, robot: Any) -> None:
         """Hand franky a braking motion if a motion runs; nothing if none does (the controller holds)."""
