@@ -304,6 +304,8 @@ def test_a_goal_the_driver_refuses_is_a_refusal_not_an_accepted_goal(fr3_world, 
     from robodojo.nodes.arm_driver_node import ESTOP, RELEASE
 
     go_home(client, fr3_world, driver)
+    # At rest first (franky-sim's joints trail their command by about 0.1 s): what moves after this is the goal's.
+    wait(lambda: is_still(client), MOTION_TIMEOUT_S, "the arm at rest at home", fr3_world, driver)
     tcp = client.messages(TRUE_TCP_TOPIC)[-1].pose
     assert client.service(Trigger, ESTOP, Trigger.Request()).success
     try:
