@@ -379,29 +379,29 @@ class FrankaArm(WatchdogStop):
             if self._status.status != "error":
                 self._status = ArmStatus("stopped", why)
 
+    def _motion_runs(self, robot: Any) -> bool:
+        """Whether a motion runs now; a motion that had already failed (the robot stopped it itself) sets the error
+        status and counts as none."""
+        try:
+            return not robot.join_motion(0.0)
+        except _franky().ControlException as exc:
+            self._status = ArmStatus("error", f"{type(exc).__name__}: {exc}")
+            return False
+
     def _stop_at_once(self, robot: Any) -> None:
         """franky's own stop of a running motion (the controller holds where it is); nothing if none runs."""
-        franky = _franky()
-        try:
-            if robot.join_motion(0.0):
-                return
-        except franky.ControlException as exc:  # the motion had already failed: the robot stopped it itself
-            self._status = ArmStatus("error", f"{type(exc).__name__}: {exc}")
+        if not self._motion_runs(robot):
             return
         robot.stop()
         # The stopped motion ends with "Move command preempted": collect it here, or the next move raises it.
-        with contextlib.suppress(franky.ControlException):
+        with contextlib.suppress(_franky().ControlException):
             robot.join_motion(self.watchdog.timeout_s)
 
     def _brake(self, robot: Any) -> None:
         """Hand franky a braking motion if a motion runs; nothing if none does (the controller holds)."""
+        if not self._motion_runs(robot):
+            return  # nothing runs: the controller holds the last command, and nothing must move it
         franky = _franky()
-        try:
-            if robot.join_motion(0.0):
-                return  # nothing runs: the controller holds the last command, and nothing must move it
-        except franky.ControlException as exc:  # the motion had already failed: the robot stopped it itself
-            self._status = ArmStatus("error", f"{type(exc).__name__}: {exc}")
-            return
         try:
             state = robot.state
             plan = braking_plan(
