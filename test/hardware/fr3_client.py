@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from robodojo.nodes import convert
+from robodojo.nodes import convert, topics
 from robodojo.nodes.process_graph import NodeProcess, wait_until
 from robodojo.nodes.runtime import call_in_executor
 from robodojo.robots.config import load_robot_config
@@ -39,6 +39,16 @@ class Client:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
+        # Made now, long before its first goal: a server that meets an action client only as its goal arrives may not
+        # yet have matched the client's response reader, and Fast DDS then drops the response (rclpy logs "Failed to
+        # send goal response") and the goal with it, while the client, which knew the server, waits forever.
+        self.move_eef_action = self.call(self._make_move_eef_action)
+
+    def _make_move_eef_action(self) -> Any:
+        from agent_bringup.action import MoveEef
+        from rclpy.action import ActionClient
+
+        return ActionClient(self.node, MoveEef, topics.MOVE_EEF)
 
     def _spin(self) -> None:
         while self.context.ok() and not self._stop.is_set():
@@ -113,9 +123,8 @@ def wait(
 def move_eef(client: Client, dims: dict[str, float], timeout_s: float) -> Any:
     """One MoveEef goal (mode MOVE_EEF) to the motion server; its result."""
     from agent_bringup.action import MoveEef
-    from rclpy.action import ActionClient
 
-    action = client.call(lambda: ActionClient(client.node, MoveEef, "/move_eef"))
+    action = client.move_eef_action
     if not action.wait_for_server(timeout_sec=timeout_s):
         pytest.fail("no MoveEef action server")
     goal = MoveEef.Goal(mode=MoveEef.Goal.MOVE_EEF, names=list(dims), values=[float(v) for v in dims.values()])

@@ -12,6 +12,8 @@ CAMERAS = ("head", "left_wrist", "right_wrist")
 CONTROLLERS = tuple(
     name for arm in ("left", "right") for name in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm))
 )
+# How long a server takes, on these 2 loaded cores, to match the endpoints of an action client just made.
+DISCOVERY_SETTLE_S = 1.0
 
 
 class Recorder:
@@ -97,6 +99,10 @@ def move_eef_client(graph, queue_depth: int = 10):
         graph.client, MoveEef, topics.MOVE_EEF, goal_service_qos_profile=qos, result_service_qos_profile=qos
     )
     graph.wait(lambda: client.wait_for_server(timeout_sec=0.5), 40, "the MoveEef action server")
+    # This client knows the long-running server at once; the server meets the client's new endpoints a moment later,
+    # and Fast DDS drops a response to a reader not yet matched (rclpy: "Failed to send goal response"), the goal with
+    # it. Nothing on this side shows the server's matches, so a goal waits out the discovery.
+    time.sleep(DISCOVERY_SETTLE_S)
     return client
 
 
