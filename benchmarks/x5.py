@@ -68,7 +68,7 @@ What is measured:
    counted); then /hardware/release.
 
 Run: ``.venv/bin/python benchmarks/x5.py [--trajectories 20] [--move-s 3.0] [--state-window 5.0] [--estops 20]
-[--json out.json]``; about 2 minutes on 2 cores. Needs arx5-interface, a C compiler (the shim) and the ROS wheels
+[--json out.json]``; about 2 minutes on 2 cores. ``--smoke`` runs every part at its smallest (test/hardware runs it). Needs arx5-interface, a C compiler (the shim) and the ROS wheels
 (phase B). Other engineers' test runs may share the machine: the load average is printed at each stage.
 """
 
@@ -128,6 +128,7 @@ ESTOP_SPEED_RAD_S = 0.3  # ... (a new position step in nearly every 2 ms frame) 
 ESTOP_JOINTS = (0, 3, 5)  # ... on joints 1, 4 and 6 (turns that keep the TCP's height: the guard's table margin) ...
 ESTOP_AFTER_S = 0.3  # ... and the e-stop comes this far into it
 ESTOP_SETTLE_S = 0.3  # after the e-stop's answer, before its frames are read (flushed every 20 ms)
+SMOKE_SIZES = (2, 1.0, 1.0, 2)  # --smoke: trajectories, move [s], state window [s], e-stops
 ARM_BACK_TIMEOUT_S = 20.0  # after a lost contact the driver reconnects every second; a new SDK takes a few
 
 
@@ -1137,7 +1138,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-window", type=float, default=5.0, help="part 3's window [s] (default 5.0)")
     parser.add_argument("--estops", type=int, default=20, help="part 5's e-stops (default 20)")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.trajectories, args.move_s, args.state_window, args.estops = SMOKE_SIZES
     if preloaded():
         base = Path(os.environ[SOCKET_DIR_ENV])
     else:
