@@ -68,8 +68,9 @@ What is measured:
    counted); then /hardware/release.
 
 Run: ``.venv/bin/python benchmarks/x5.py [--trajectories 20] [--move-s 3.0] [--state-window 5.0] [--estops 20]
-[--json out.json]``; about 2 minutes on 2 cores. ``--smoke`` runs every part at its smallest (test/hardware runs it). Needs arx5-interface, a C compiler (the shim) and the ROS wheels
-(phase B). Other engineers' test runs may share the machine: the load average is printed at each stage.
+[--json out.json]``; about 2 minutes on 2 cores; ``--smoke`` runs every part at its smallest (test/hardware runs it).
+Needs arx5-interface, a C compiler (the shim) and the ROS wheels (phase B). Other engineers' test runs may share the
+machine: the load average is printed at each stage.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from robodojo.errors import HardwareError
@@ -75,6 +75,13 @@ def preload_environment(socket_dir: str | Path, shim: Path | None = None) -> dic
     shim = shim or build_shim()
     others = [p for p in os.environ.get("LD_PRELOAD", "").split() if SHIM_NAME not in p]
     return {"LD_PRELOAD": " ".join([str(shim), *others]), SOCKET_DIR_ENV: str(socket_dir)}
+
+
+def environment_without_shim(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` for a child that sets up a shim of its own: this one, its socket folder and its restart guard out."""
+    env = {k: v for k, v in environ.items() if k not in (SOCKET_DIR_ENV, _REEXEC_GUARD)}
+    env["LD_PRELOAD"] = " ".join(p for p in environ.get("LD_PRELOAD", "").split() if SHIM_NAME not in p)
+    return env
 
 
 def reexec_with_shim(socket_dir: str | Path, argv: Sequence[str] | None = None) -> None:
