@@ -178,3 +178,33 @@ def test_ctrl_c_on_a_graph_mid_episode_interrupts_the_episode_and_exits_0(graph,
     (folder,) = (tmp_path / "episodes").iterdir()
     assert all((folder / name).is_file() for name in RECORD_FILES), sorted(p.name for p in folder.iterdir())
     assert json.loads((folder / "metrics.json").read_text())["end_reason"] == "interrupted"
+
+
+@pytest.mark.parametrize(("busy_s", "code"), [(1.5, 0), (30.0, 1)])
+def test_a_callback_still_running_at_the_stop_never_aborts_the_process(tmp_path, busy_s, code):
+    """A callback the spin thread is still in once close returned (a graph stopping at once on 2 loaded cores: a
+    camera node aborted with SIGABRT, "terminate called without an active exception"): it gets the rest of the way
+    out and the node exits 0; one still running then ends the process with code 1 and a line, never an abort, and
+    within launch's SIGTERM window."""
+    script = Path(__file__).with_name("slow_callback_node.py")
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "RCUTILS_LOGGING_BUFFERED_STREAM": "0"}
+    log = tmp_path / "node.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(busy_s)], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "ready" not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert "ready" in log.read_text(), log.read_text()
+        proc.send_signal(signal.SIGINT)
+        returncode = proc.wait(STOP_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    assert returncode == code, f"exit {returncode}:\n{text[-2000:]}"
+    assert "terminate called" not in text
+    if code:
+        assert "exiting without shutting rclpy down" in text, text[-2000:]

@@ -24,10 +24,11 @@ import time
 import traceback
 from collections.abc import Callable
 from types import FrameType
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.signals import SignalHandlerOptions
@@ -44,6 +45,8 @@ LAUNCH_SIGTERM_AFTER_S = 5.0
 CLOSE_DEADLINE_S = 3.5
 #: How long the executor may take to stop after close (its spin thread), and again for callbacks still running.
 EXECUTOR_STOP_S = 0.5
+#: The whole way out from the stop signal: the spin thread may use what close left of it (below launch's SIGTERM).
+SHUTDOWN_BUDGET_S = LAUNCH_SIGTERM_AFTER_S - 0.5
 POLL_S = 0.05  # how often the main thread looks at the stop flag (a signal handler must not take locks)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -184,18 +187,33 @@ def _run(factory: Callable[[], GraphNode], name: str, threads: int, stop: _StopF
     log = node.get_logger()
     if by_signal:
         log.info("stop signal received: shutting down")
+    stopping_s = time.monotonic()
     _close_within(node, node.close_timeout_s)
-    if not spinner.stop(EXECUTOR_STOP_S):
-        log.warning(f"the executor was still in a callback {EXECUTOR_STOP_S:.0f} s after close")
+    # On a loaded machine (a whole graph stopping at once on 2 cores) the spin thread can take longer than
+    # EXECUTOR_STOP_S to leave a callback: it gets what is left of the way out, and rclpy is never shut down under it.
+    spin_wait_s = max(EXECUTOR_STOP_S, stopping_s + SHUTDOWN_BUDGET_S - time.monotonic())
+    if not spinner.stop(spin_wait_s) or not executor.shutdown(timeout_sec=EXECUTOR_STOP_S):
+        _exit_under_a_callback(log, time.monotonic() - stopping_s, spinner.error)
     if spinner.error is not None:  # before the stop or during close
         log.error(f"a callback raised:\n{spinner.error}")
-    if not executor.shutdown(timeout_sec=EXECUTOR_STOP_S):
-        log.warning(f"callbacks still running {EXECUTOR_STOP_S:.0f} s after the executor stopped")
     node.destroy_node()
     rclpy.try_shutdown()
     if spinner.error is not None:
         return 1
     return 0 if by_signal else (node.exit_code or 0)
+
+
+def _exit_under_a_callback(log: RcutilsLogger, waited_s: float, error: str | None) -> NoReturn:
+    """A callback still runs: destroying the node or shutting rclpy down under it aborts the process (SIGABRT, a
+    core, "terminate called without an active exception"), so the process ends here, with exit code 1."""
+    if error is not None:
+        log.error(f"a callback raised:\n{error}")
+    log.error(
+        f"a callback was still running {waited_s:.1f} s after the stop began: exiting without shutting rclpy down"
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def call_in_executor(node: Node, fn: Callable[[], T], timeout_s: float) -> T:
