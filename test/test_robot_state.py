@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import pytest
@@ -42,3 +43,14 @@ def test_an_arm_left_out_of_the_joint_states_goes_stale_while_the_other_keeps_co
     assert state.stale_text(0.2).endswith("(the left arm's)")
     state.on_joint_state(joint_state("left", "right"))
     assert state.age_s() < 0.1
+
+
+def test_a_one_arm_robot_s_stale_joint_states_are_told_without_the_arm_s_name(built_interfaces):
+    from robodojo.nodes.controller_topics import RobotState
+
+    fr3 = load_robot_config("fr3")
+    state = RobotState(fr3, ArmKinematics(fr3))
+    arm = fr3.arms[0]
+    state.on_joint_state(JointState(name=[*arm.joints, arm.gripper_joint], position=[0.1] * (len(arm.joints) + 1)))
+    time.sleep(0.05)
+    assert re.fullmatch(r"\d+\.\d\d s", state.stale_text(0.01)), state.stale_text(0.01)  # not "(the arm arm's)"

@@ -130,10 +130,14 @@ class RobotState:
         return max(self.arm_ages_s().values())
 
     def stale_text(self, timeout_s: float) -> str:
-        """What is older than ``timeout_s``, for a message: ``1.30 s (the left arm's)``."""
+        """What is older than ``timeout_s``, for a message: ``1.30 s (the left arm's)``; a one-arm robot's without
+        the arm's name (the FR3's arm is called "arm")."""
         ages = self.arm_ages_s()
+        oldest = f"{max(ages.values()):.2f} s"
+        if len(ages) == 1:
+            return oldest
         whose = " and ".join(f"the {arm} arm's" for arm, age in ages.items() if age > timeout_s)
-        return f"{max(ages.values()):.2f} s ({whose})"
+        return f"{oldest} ({whose})"
 
     def observation(self) -> Observation:
         with self.lock:
