@@ -252,10 +252,6 @@ def write_video(path, width: int, height: int, frames: int) -> None:
     writer.release()
 
 
-@pytest.mark.skip(
-    reason="failed twice in the full test/ros run on a 2-core machine and passes alone (cause not found yet, "
-    "issue 34): lift this mark to run it"
-)
 def test_device_source_feeds_camera_node_from_a_video_file_and_survives_a_vanished_source(graph, tmp_path) -> None:
     video = tmp_path / "clip.avi"
     write_video(video, 320, 240, 4)
