@@ -25,9 +25,10 @@ from robodojo.agents.code_cell.kernel import (
     _loads_from_child,
     load_kernel_config,
 )
-from robodojo.agents.code_cell.kernel_main import BoundedCapture, trim_text
+from robodojo.agents.code_cell.kernel_main import BoundedCapture
 from robodojo.errors import ConfigError, InvalidCommandError
 from robodojo.observation import ArmState
+from robodojo.text import trim_text
 
 FAKE_SECRET = "sk-test-not-a-real-key-1234567890"
 WALL_S = 1.5

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from robodojo.agents.code_cell.kernel_main import trim_text
 from robodojo.agents.shell import host_files
 from robodojo.agents.shell.host_files import UnsafeFileError
 from robodojo.agents.shell.output import BoundedOutput
+from robodojo.text import trim_text
 
 
 @pytest.fixture

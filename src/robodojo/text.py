@@ -5,6 +5,10 @@ million numbers. Messages quote such values briefly so that refusing bad input s
 every helper here does work bounded by its output, not by the input (a long string is cut before it is repr'd, a
 container is repr'd with reprlib's limits). One length, :data:`MAX_QUOTED_CHARS`, is used for every name or value
 quoted in a message (the agents' model-facing :func:`robodojo.agents.text_limits.quote` uses it too).
+
+Long texts kept whole in spirit (cell output, tool-call arguments, report cells) are cut in their middle by
+:func:`trim_text`, with one marker saying how much was left out. Standard library only: the code-cell kernel's child
+process imports this module before it confines itself.
 """
 
 from __future__ import annotations
@@ -57,3 +61,18 @@ def short_number(value: float, decimals: int = 4) -> str:
     if math.isfinite(number) and abs(number) < FIXED_POINT_BELOW:
         return f"{number:.{decimals}f}"
     return f"{number:.4g}"
+
+
+def omission_marker(omitted: int, separator: str = "\n") -> str:
+    """The marker put where ``omitted`` characters were cut out."""
+    return f"{separator}[... {omitted} characters omitted ...]{separator}"
+
+
+def trim_text(text: str, max_chars: int, separator: str = "\n") -> str:
+    """``text`` if it fits in ``max_chars``, else its head and tail around a marker naming how much was left out
+    (``separator`` around the marker: a newline, or a space to keep a one-line text on one line)."""
+    if len(text) <= max_chars:
+        return text
+    head = max_chars // 2
+    tail = max_chars - head
+    return f"{text[:head]}{omission_marker(len(text) - head - tail, separator)}{text[len(text) - tail :]}"

@@ -29,7 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from robodojo.agents.code_cell.kernel_main import trim_text
 from robodojo.agents.context_budget import CHARS_PER_TOKEN, ContextBudget, TokenScale
 from robodojo.agents.llm.types import ChatReply, Message, ToolCall
 from robodojo.agents.text_limits import (
@@ -41,6 +40,7 @@ from robodojo.agents.text_limits import (
     default_text_limits,
 )
 from robodojo.errors import ConfigError, InvalidCommandError
+from robodojo.text import trim_text
 
 
 class CheckedCall(Protocol):

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from robodojo.agents.code_cell.kernel_main import trim_text
 from robodojo.agents.code_cell.results import SMALL_ARRAY_SIZE
+from robodojo.text import trim_text
 
 MAX_STRING_CHARS = 400  # longer strings keep head and tail around an omission marker
 MAX_ITEMS = 64  # longer lists and tuples are summarised by their length

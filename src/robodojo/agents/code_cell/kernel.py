@@ -105,10 +105,10 @@ from typing import Any, Literal
 import numpy as np
 
 import robodojo
-from robodojo.agents.code_cell.kernel_main import trim_text
 from robodojo.agents.code_cell.task_limit import TaskLimit, TaskLimitError, task_count
 from robodojo.config import CONFIG_DIR, Section, load_yaml, reject_unknown_keys, resolve_path
 from robodojo.errors import ConfigError, RobodojoError
+from robodojo.text import trim_text
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ After each cell, before answering "done", the kernel waits up to ``thread_grace_
 and names those still alive (``threads_left``), then checks its own essentials (:mod:`.kernel_health`) and names what
 the cell broke (``broken``); the parent restarts the kernel for either.
 
-This module imports only the standard library (and :mod:`.kernel_health`, which does the same) at import time (the
-parent imports it for :func:`trim_text`); numpy is imported when the child starts.
+This module imports only the standard library (and :mod:`.kernel_health` and :mod:`robodojo.text`, which do the same)
+at import time; numpy is imported when the child starts.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from types import ModuleType
 from typing import Any
 
 from robodojo.agents.code_cell.kernel_health import KernelHealth, leftover_threads
+from robodojo.text import omission_marker, trim_text
 
 CLONE_NEWNET = 0x40000000
 PR_SET_KEEPCAPS = 8
@@ -94,19 +95,6 @@ _ALWAYS_WRITABLE = ("/dev/null",)
 
 class EpisodeEnded(BaseException):
     """The episode is over: raised by a robo call; a BaseException so that ``except Exception`` cannot swallow it."""
-
-
-def trim_text(text: str, max_chars: int) -> str:
-    """``text`` if it fits in ``max_chars``, else its head and tail with a marker naming how much was left out."""
-    if len(text) <= max_chars:
-        return text
-    head = max_chars // 2
-    tail = max_chars - head
-    return f"{text[:head]}{_marker(len(text) - head - tail)}{text[len(text) - tail :]}"
-
-
-def _marker(omitted: int) -> str:
-    return f"\n[... {omitted} characters omitted ...]\n"
 
 
 class BoundedCapture(io.TextIOBase):
@@ -178,7 +166,7 @@ class BoundedCapture(io.TextIOBase):
         if not self.trimmed:
             return head + tail
         tail = tail[-self._tail_max :]
-        return head + _marker(self.total - len(head) - len(tail)) + tail
+        return head + omission_marker(self.total - len(head) - len(tail)) + tail
 
 
 # -- containment ---------------------------------------------------------------------------------------------------

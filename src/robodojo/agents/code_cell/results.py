@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from robodojo.text import trim_text
+
 MAX_REASON_CHARS = 400  # longer reasons keep head and tail in the repr (the field keeps the whole text)
 SMALL_ARRAY_SIZE = 16  # arrays up to this many elements are printed in full, larger ones as shape and dtype
 DECIMALS = 4  # metres, quaternions, openings: 0.1 mm
@@ -51,10 +53,7 @@ def _format(value: Any, decimals: int) -> str:
 
 
 def _format_str(text: str) -> str:
-    if len(text) <= MAX_REASON_CHARS:
-        return repr(text)
-    half = MAX_REASON_CHARS // 2
-    return repr(f"{text[:half]} [... {len(text) - 2 * half} characters omitted ...] {text[-half:]}")
+    return repr(trim_text(text, MAX_REASON_CHARS, separator=" "))
 
 
 def _short_repr(obj: Any, skip_none: tuple[str, ...] = ()) -> str:

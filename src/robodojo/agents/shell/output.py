@@ -12,7 +12,7 @@ import os
 import threading
 from typing import IO
 
-from robodojo.agents.code_cell.kernel_main import trim_text
+from robodojo.text import trim_text
 
 READ_BYTES = 65536
 #: bytes kept per character of the model's limit: UTF-8 needs up to 4 per character, so head and tail hold at least

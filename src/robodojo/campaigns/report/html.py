@@ -37,6 +37,7 @@ from robodojo.campaigns.execute import CRASH_FILE
 from robodojo.campaigns.report.tables import Section
 from robodojo.campaigns.results import EpisodeRow
 from robodojo.errors import ConfigError
+from robodojo.text import trim_text
 
 INDEX_PAGE = "index.html"
 EPISODE_PAGES = "episodes"  #: the folder under out_dir holding one page per episode
@@ -362,14 +363,6 @@ def _json(value: object, indent: int | None = 1) -> str:
     return json.dumps(value, indent=indent, ensure_ascii=False)
 
 
-def _cut(text: str, limit: int) -> str:
-    """Head and tail of a long text with a marker saying how much was left out."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half:,} characters omitted ...]\n{text[-half:]}"
-
-
 def _xyz(values: object, digits: int = 3) -> str:
     if isinstance(values, list | tuple) and all(isinstance(v, int | float) for v in values):
         return _e("(" + ", ".join(f"{v:.{digits}f}" for v in values) + ")")
@@ -454,7 +447,7 @@ class _EpisodePage:
             return _pre(part["text"])
         url = _dict(part.get("image_url")).get("url") if part.get("type") == "image_url" else None
         if isinstance(url, str):
-            return f'<p class="muted">[an image sent by URL, not loaded here: {_e(_cut(url, MAX_URL_CHARS))}]</p>'
+            return f'<p class="muted">[an image sent by URL, not loaded here: {_e(trim_text(url, MAX_URL_CHARS))}]</p>'
         return _pre(_json(part))
 
     def sent(self, turn: _Turn) -> str:
@@ -609,8 +602,8 @@ class _EpisodePage:
             args = {"args": call.get("args", []), "kwargs": call.get("kwargs", {})}
             rows.append(
                 f"<tr><td class='n'>{_number(call.get('index'))}</td><td><code>{_e(call.get('method'))}</code></td>"
-                f"<td>{_pre(_cut(_json(args, None), MAX_ROBO_VALUE_CHARS))}</td>"
-                f"<td>{_pre(_cut(_json(call.get('result'), None), MAX_ROBO_VALUE_CHARS))}</td>"
+                f"<td>{_pre(trim_text(_json(args, None), MAX_ROBO_VALUE_CHARS))}</td>"
+                f"<td>{_pre(trim_text(_json(call.get('result'), None), MAX_ROBO_VALUE_CHARS))}</td>"
                 f"<td class='bad'>{_e(call.get('error') or '')}</td>"
                 f"<td class='n'>{_number(call.get('duration_s'), '{:.3f} s')}</td></tr>"
             )
@@ -682,7 +675,8 @@ class _EpisodePage:
             if metrics.get("error"):
                 body += f'<div class="error"><b>Error</b>{_pre(metrics["error"])}</div>'
         if self.record.crash:
-            body += f'<div class="error"><b>{CRASH_FILE}</b>{_pre(_cut(self.record.crash, MAX_CRASH_TEXT_CHARS))}</div>'
+            crash = _pre(trim_text(self.record.crash, MAX_CRASH_TEXT_CHARS))
+            body += f'<div class="error"><b>{CRASH_FILE}</b>{crash}</div>'
         return (
             f'<section class="step end" id="{steps[-1]}"><div class="step-head"><h2>End of the episode</h2>'
             f"{self.nav(steps, len(steps) - 1)}</div>{body}</section>"
