@@ -34,7 +34,8 @@ class Plan:
     rejection: Rejection | None = None
     target: MoveTarget | None = None
     trajectories: Mapping[str, ArmTrajectory] = field(default_factory=dict)
-    dt_s: float = 0.04
+    #: The period of the points, the planner's (the robot's control period); a failure has no points, hence 0.
+    dt_s: float = 0.0
 
     @property
     def num_points(self) -> int:
