@@ -37,6 +37,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
+from robodojo.errors import RobodojoError
 from robodojo.robots.urdf import Geometry, Link
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ CLUSTER_GRID_M = 0.002
 WELD_TOLERANCE_M = 1e-6
 
 
-class MeshUnavailable(Exception):
+class MeshUnavailable(RobodojoError):
     """A mesh reference that cannot be used here (package not installed, file missing, unreadable, unsupported)."""
 
 

@@ -29,6 +29,7 @@ from robodojo.agents.code_cell.results import MoveResult
 from robodojo.agents.code_cell.robo import Robo
 from robodojo.agents.shell import host_files
 from robodojo.agents.shell.settings import CommandLimits
+from robodojo.errors import RobodojoError
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, rotation_about_axis
 from robodojo.observation import Observation
 
@@ -38,11 +39,11 @@ MOTIONS = ("move", "rotate", "point", "gripper", "home", "wait")  # commands tha
 DIGITS = 5  # metres to 10 µm, angles to 1e-5 deg, in records
 
 
-class UsageError(Exception):
+class UsageError(RobodojoError):
     """A command line the harness does not understand; nothing was run."""
 
 
-class Refusal(Exception):
+class CommandRefused(RobodojoError):
     """A command the harness refuses before anything moves (a bound, a bad value)."""
 
 
@@ -126,7 +127,7 @@ class BaseCommands:
             hint = f"'{name}' is not a command" if name and name not in BASE_COMMANDS else str(exc)
             reason = f"{hint}; commands: {known} (robo help shows the manual); nothing moved"
             return self._record(name, steps_before, ok=False, verdict="usage", reason=reason)
-        except Refusal as exc:
+        except CommandRefused as exc:
             return self._record(name, steps_before, ok=False, verdict="refused", reason=f"{exc}; nothing moved")
         except (TypeError, ValueError) as exc:  # the robo API's own checks (workspace bounds, names)
             return self._record(name, steps_before, ok=False, verdict="refused", reason=f"{exc}; nothing moved")
@@ -185,19 +186,19 @@ class BaseCommands:
     def _finite(self, **values: float) -> None:
         for name, value in values.items():
             if not math.isfinite(value):
-                raise Refusal(f"--{name} must be a finite number, got {value}")
+                raise CommandRefused(f"--{name} must be a finite number, got {value}")
 
     def _within(self, values: dict[str, float], limit: float, unit: str, what: str) -> None:
-        """Finite values of at most ``limit`` in magnitude, else a Refusal naming the first that is not."""
+        """Finite values of at most ``limit`` in magnitude, else a CommandRefused naming the first that is not."""
         self._finite(**values)
         for name, value in values.items():
             if abs(value) > limit + 1e-12:
-                raise Refusal(f"--{name} {value:g} {unit} is beyond the {limit:g} {unit} {what}")
+                raise CommandRefused(f"--{name} {value:g} {unit} is beyond the {limit:g} {unit} {what}")
 
     def _arm(self, arm: str) -> str:
         arms = self.context.robot.arm_names
         if arm not in arms:
-            raise Refusal(f"unknown arm {arm!r}; arms: {', '.join(arms)}")
+            raise CommandRefused(f"unknown arm {arm!r}; arms: {', '.join(arms)}")
         return arm
 
     # -- commands ------------------------------------------------------------------------------------------------
@@ -227,7 +228,7 @@ class BaseCommands:
         z = np.array(DIRECTIONS[args.direction], dtype=float)  # the TCP z axis: out of the fingers
         y = np.array(AXES[args.fingers], dtype=float)  # the TCP y axis: the fingers open along it
         if abs(float(z @ y)) > 1e-9:
-            raise Refusal(f"the fingers cannot open along {args.fingers} while pointing {args.direction}")
+            raise CommandRefused(f"the fingers cannot open along {args.fingers} while pointing {args.direction}")
         state = self.robo.state().arm(arm)
         if float(matrix_from_quat(state.tcp_quat)[:, 1] @ y) < 0:  # the fingers are symmetric: the nearer sign
             y = -y
@@ -242,7 +243,7 @@ class BaseCommands:
             return self._motion(self.robo.release(arm))
         self._finite(opening=args.opening)
         if not 0.0 <= args.opening <= 1.0:
-            raise Refusal(f"--opening must be from 0 (closed) to 1 (open), got {args.opening:g}")
+            raise CommandRefused(f"--opening must be from 0 (closed) to 1 (open), got {args.opening:g}")
         state = self.robo.state().arm(arm)
         return self._motion(self.robo.move_to(arm, state.tcp_pos, gripper=args.opening))
 
@@ -252,7 +253,7 @@ class BaseCommands:
     def _wait(self, args: argparse.Namespace) -> dict[str, Any]:
         self._finite(seconds=args.seconds)
         if not 0.0 <= args.seconds <= self.limits.max_wait_s:
-            raise Refusal(f"--seconds must be from 0 to {self.limits.max_wait_s:g}, got {args.seconds:g}")
+            raise CommandRefused(f"--seconds must be from 0 to {self.limits.max_wait_s:g}, got {args.seconds:g}")
         return self._motion(self.robo.wait(args.seconds))
 
     def _obs(self, args: argparse.Namespace) -> dict[str, Any]:
