@@ -1,4 +1,11 @@
-"""The robot backend interface the motion server drives: the embedded world now; Isaac Sim, real arms, ROS later."""
+"""The robot backend interface the motion server and the agents see, whatever the robot is.
+
+In one process it is the embedded MuJoCo world (:mod:`robodojo.sim`; agents get its agent-side view,
+:class:`robodojo.sim.agent_side.AgentSideBackend`). On the ROS graph the motion server's is
+:class:`robodojo.nodes.controller_topics.ControllerTopicsBackend` (state from /joint_states, the trajectory controllers
+of sim_node, the Isaac bridge or a real arm's driver behind it), and the agents' is
+:class:`robodojo.nodes.agent_graph.TopicObservationBackend`.
+"""
 
 from __future__ import annotations
 
