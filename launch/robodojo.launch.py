@@ -39,7 +39,9 @@ Backends (`sim`):
   success from the operator: `robodojo judge --success`), and a reset waits for `robodojo judge --ready`.
 
 Node parameters not given here keep their defaults from config/nodes.yaml. The default `llm` follows the agent: the
-replayed example of its kind (DEFAULT_LLM below); an explicit llm:= always wins.
+replayed example of its kind for the task and seed (examples/); an explicit llm:= always wins. The defaults of task,
+sim, llm and use_sim_time, and the combinations refused, are robodojo.nodes.graph_choices (`robodojo graph` has the
+same).
 
 Ending: sim_node (or isaac_bridge_node, or this package's arm driver) and motion_server_node are required; when either
 exits (a bad task, a robot without that task, a crash) the whole launch ends, saying which node exited with which
@@ -64,25 +66,19 @@ from launch.actions import (
 )
 from launch.event_handlers import OnProcessExit
 from launch.launch_description import LaunchDescription
-from launch.substitutions import LaunchConfiguration, PythonExpression
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
+from robodojo.nodes import graph_choices
+from robodojo.nodes.graph_choices import HARDWARE, REPLAY_EXAMPLES
 from robodojo.robots.meshes import urdf_with_resolved_meshes
 
 PACKAGE = "agent_bringup"
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
-# llm:= left empty: the replayed example of the agent's kind (the move_eef one is also agent_node's own default,
-# config/nodes.yaml). Relative to the working directory, as `robodojo run --llm` reads them.
 SIM_RESET_TIMEOUT_S = 30.0  # a simulator resets in seconds
 OPERATOR_RESET_TIMEOUT_S = 900.0  # a real scene is put back by hand
-HARDWARE_DRIVERS = {"franka": "fr3_driver_node", "arx5": "arx5_driver_node"}  # = process_graph.HARDWARE_DRIVERS
-DEFAULT_LLM = {
-    "move_eef": "replay:examples/replay/general_pickup_seed0.yaml",
-    "code_cell": "replay:examples/cells/general_pickup.py",
-    "shell": "replay:examples/shell/general_pickup.yaml",
-}
 
 
 def _arguments() -> list[DeclareLaunchArgument]:
@@ -95,9 +91,10 @@ def _arguments() -> list[DeclareLaunchArgument]:
         ),
         DeclareLaunchArgument(
             "sim",
-            default_value="mujoco",
-            choices=["mujoco", "isaac", "none"],
-            description="Robot backend: embedded MuJoCo (sim_node), Isaac Sim's ROS 2 bridge, or none (real hardware)",
+            default_value="",
+            choices=["", "mujoco", "isaac", "none"],
+            description="Robot backend: embedded MuJoCo (sim_node), Isaac Sim's ROS 2 bridge, or none (real hardware); "
+            "empty: none with hardware:=franka|arx5, else mujoco",
         ),
         DeclareLaunchArgument(
             "agent",
@@ -108,8 +105,9 @@ def _arguments() -> list[DeclareLaunchArgument]:
         ),
         DeclareLaunchArgument(
             "task",
-            default_value="general_pickup",
-            description="Task (the simulator's and the agent's); robot:=fr3 needs an FR3 task, e.g. fr3_pick_cube",
+            default_value="",
+            description="Task (the simulator's and the agent's); empty: the robot's default_task "
+            "(config/robots/<robot>.yaml: general_pickup, fr3_pick_cube)",
         ),
         DeclareLaunchArgument("variant", default_value="standard", description="Task variant"),
         DeclareLaunchArgument("seed", default_value="0", description="Episode seed (an integer)"),
@@ -118,8 +116,8 @@ def _arguments() -> list[DeclareLaunchArgument]:
             default_value="",
             description=(
                 "LLM spec: replay:FILE, openai:MODEL, vllm:MODEL, ... (see `robodojo run --help`); empty: the "
-                "agent's replayed example ("
-                + ", ".join(f"{agent}: {spec}" for agent, spec in DEFAULT_LLM.items())
+                "agent's replayed example for the task ("
+                + ", ".join(f"{agent}: {spec}" for agent, spec in REPLAY_EXAMPLES.items())
                 + ")"
             ),
         ),
@@ -170,10 +168,8 @@ def _arguments() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             "use_sim_time",
             # sim_node and Isaac Sim publish /clock; real hardware runs on the system clock
-            default_value=PythonExpression(
-                ["'true' if '", LaunchConfiguration("sim"), "' in ('mujoco', 'isaac') else 'false'"]
-            ),
-            description="Use /clock (default: true with sim:=mujoco or isaac, false with real hardware)",
+            default_value="",
+            description="Use /clock; empty: true with a simulator (it publishes /clock), false with real hardware",
         ),
         DeclareLaunchArgument(
             "out",
@@ -190,9 +186,9 @@ def _arguments() -> list[DeclareLaunchArgument]:
             "hardware",
             default_value="none",
             choices=["none", "franka", "arx5"],
-            description="sim:=none only: this package's arm driver (franka: fr3_driver_node, use robot:=fr3; arx5: "
-            "arx5_driver_node, use robot:=dual_arx_x5), or none (your drivers publish /joint_states and follow the "
-            "controller topics)",
+            description="this package's arm driver, which implies sim:=none (franka: fr3_driver_node, robot:=fr3; "
+            "arx5: arx5_driver_node, robot:=dual_arx_x5), or none (with sim:=none: your drivers publish /joint_states "
+            "and follow the controller topics)",
         ),
         DeclareLaunchArgument(
             "hardware_config",
@@ -270,15 +266,6 @@ def _text(value: str) -> ParameterValue:
     return ParameterValue(value, value_type=str)
 
 
-def _llm(agent: str, llm: str) -> str:
-    """The LLM spec for ``agent``: ``llm`` when given, otherwise the agent's replayed example."""
-    if llm.strip():
-        return llm
-    if agent not in DEFAULT_LLM:
-        raise ValueError(f"agent:={agent} has no default llm; give llm:= (defaults exist for {sorted(DEFAULT_LLM)})")
-    return DEFAULT_LLM[agent]
-
-
 def _end_launch_on_exit(name: str, *, after_episode: bool | None = None):
     """An OnProcessExit callback that ends the launch when ``name`` exits, saying why.
 
@@ -346,6 +333,7 @@ def _camera_sources(context, cameras: list[str]) -> dict[str, str]:
 def _operated_episode_nodes(
     context,
     robot: str,
+    task: str,
     cameras: list[str],
     seed: int,
     use_sim_time: bool,
@@ -356,7 +344,6 @@ def _operated_episode_nodes(
     tcp_state_publisher, and one camera_node per camera republishing ``camera_topic`` ({camera} replaced), or the
     output of a device_camera_node for a camera in ``camera_sources``."""
     camera_sources = camera_sources or {}
-    task = LaunchConfiguration("task").perform(context)
     variant = LaunchConfiguration("variant").perform(context)
     nodes = [
         Node(
@@ -426,17 +413,18 @@ def _operated_episode_nodes(
 def _launch_setup(context, *args, **kwargs):
     share = get_package_share_directory(PACKAGE)
     robot = LaunchConfiguration("robot").perform(context)
-    sim = LaunchConfiguration("sim").perform(context)
+    hardware = LaunchConfiguration("hardware").perform(context)
+    sim = graph_choices.backend(LaunchConfiguration("sim").perform(context), hardware, robot)
     agent = LaunchConfiguration("agent").perform(context)
-    task = LaunchConfiguration("task").perform(context)
+    task = graph_choices.task_or_default(robot, LaunchConfiguration("task").perform(context))
     variant = LaunchConfiguration("variant").perform(context)
-    llm = _llm(agent, LaunchConfiguration("llm").perform(context)) if agent != "none" else ""
+    seed = _integer(context, "seed")
+    llm = graph_choices.llm_or_example(agent, LaunchConfiguration("llm").perform(context), task, seed)
     base_url = LaunchConfiguration("base_url").perform(context)
     planner = LaunchConfiguration("planner").perform(context)
     out = LaunchConfiguration("out").perform(context)
     camera_topic = LaunchConfiguration("camera_topic").perform(context)
-    use_sim_time = _flag(context, "use_sim_time")
-    seed = _integer(context, "seed")
+    use_sim_time = graph_choices.sim_time(LaunchConfiguration("use_sim_time").perform(context), sim)
 
     config = _robot_config(share, robot)
     urdf_path = os.path.join(share, config["scene_urdf"])  # urdf/<scene>.urdf, installed under share/
@@ -509,11 +497,11 @@ def _launch_setup(context, *args, **kwargs):
         actions.append(
             RegisterEventHandler(OnProcessExit(target_action=bridge, on_exit=_end_launch_on_exit("isaac_bridge_node")))
         )
-        actions += _operated_episode_nodes(context, robot, cameras, seed, use_sim_time, isaac_camera_image("{camera}"))
+        camera_topic = isaac_camera_image("{camera}")
+        actions += _operated_episode_nodes(context, robot, task, cameras, seed, use_sim_time, camera_topic)
     else:  # none: real hardware drivers publish /joint_states and raw images
-        hardware = LaunchConfiguration("hardware").perform(context)
-        if hardware in HARDWARE_DRIVERS:  # the arm families with a driver here (process_graph.HARDWARE_DRIVERS)
-            executable = HARDWARE_DRIVERS[hardware]
+        if hardware in HARDWARE:  # the arm families with a driver here
+            executable = HARDWARE[hardware][0]
             hardware_config = _text(LaunchConfiguration("hardware_config").perform(context))
             if hardware == "franka":
                 robot_ip = _text(LaunchConfiguration("robot_ip").perform(context))
@@ -549,7 +537,7 @@ def _launch_setup(context, *args, **kwargs):
                 RegisterEventHandler(OnProcessExit(target_action=driver, on_exit=_end_launch_on_exit(executable)))
             )
         sources = _camera_sources(context, cameras)
-        actions += _operated_episode_nodes(context, robot, cameras, seed, use_sim_time, camera_topic, sources)
+        actions += _operated_episode_nodes(context, robot, task, cameras, seed, use_sim_time, camera_topic, sources)
 
     motion_server = Node(
         package="agent_bringup",

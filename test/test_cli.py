@@ -7,7 +7,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from robodojo import PACKAGE_ROOT
+from robodojo.errors import ConfigError
 
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 
@@ -199,16 +202,19 @@ def test_graph_llm_follows_the_agent_unless_given():
     from robodojo.agents.llm.replay_server import ReplayScript
     from robodojo.cli import build_parser, graph_llm
 
-    def llm(*args: str) -> str:
+    def llm(*args: str, task: str = "general_pickup") -> str:
         parsed = build_parser().parse_args(["graph", *args])
-        return graph_llm(parsed.agent, parsed.llm)
+        return graph_llm(parsed.agent, parsed.llm, task, parsed.seed)
 
     assert llm() == "replay:examples/replay/general_pickup_seed0.yaml"
     assert llm("--agent", "code_cell") == "replay:examples/cells/general_pickup.py"
     assert llm("--agent", "code_cell", "--llm", "openai:gpt-4.1") == "openai:gpt-4.1"
     assert llm("--agent", "none") == ""
+    assert llm(task="fr3_pick_cube") == "replay:examples/replay/fr3_pick_cube_seed0.yaml"
     for spec in (llm(), llm("--agent", "code_cell")):  # both defaults are real scripts, from any working directory
         assert ReplayScript.load(spec.removeprefix("replay:")).replies
+    with pytest.raises(ConfigError, match="no replayed move_eef example for task general_pickup seed 3"):
+        llm("--seed", "3")
 
 
 def test_graph_passes_the_llm_and_agent_options_to_the_agent_node(monkeypatch, tmp_path):

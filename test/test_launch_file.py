@@ -31,17 +31,17 @@ PACKAGE = "agent_bringup"
 # launch arguments that DESIGN.md and the issue name, with the defaults the issue asks for
 REQUIRED_ARGUMENTS = {
     "robot": "dual_arx_x5",
-    "sim": "mujoco",
+    "sim": "",  # empty: none with hardware:=franka|arx5, else mujoco (graph_choices.backend)
     "agent": "move_eef",
-    "task": "general_pickup",
+    "task": "",  # empty: the robot's default_task
     "variant": "standard",
     "seed": "0",
-    "llm": "",  # empty: the agent's replayed example (DEFAULT_LLM in the launch file)
+    "llm": "",  # empty: the agent's replayed example for the task (graph_choices.llm_or_example)
     "base_url": "",
     "planner": "native",
     "rviz": "true",
     "robot_state_publisher": "true",
-    "use_sim_time": None,  # a PythonExpression: true with sim:=mujoco
+    "use_sim_time": "",  # empty: true with a simulator (graph_choices.sim_time)
     "out": "out/episodes",
     "shutdown_after_episode": "false",
 }
@@ -175,26 +175,27 @@ def test_launch_arguments_are_declared_with_defaults(launch_tree):
         assert value is not None, f"launch argument {name!r} has no default"
         if default is not None:
             assert _literal_str(value) == default, f"launch argument {name!r}: default {ast.unparse(value)}"
-    use_sim_time = ast.unparse(_keyword(declared["use_sim_time"], "default_value"))
-    assert "PythonExpression" in use_sim_time and "mujoco" in use_sim_time
 
 
 def test_launch_argument_defaults_match_node_defaults(launch_tree):
     """The launch file's defaults are the nodes' own (config/nodes.yaml), so leaving an argument out changes nothing."""
     declared = _declared_arguments(launch_tree)
     agent = _nodes_yaml()["agent_node"]["ros__parameters"]
-    for name in ("task", "variant", "seed", "base_url", "out", "agent"):
+    for name in ("variant", "seed", "base_url", "out", "agent"):
         default = _literal_str(_keyword(declared[name], "default_value"))
         assert default == str(agent[name]), f"launch argument {name!r}: {default!r}, nodes.yaml: {agent[name]!r}"
     sim = _nodes_yaml()["sim_node"]["ros__parameters"]
-    assert _literal_str(_keyword(declared["robot"], "default_value")) == sim["robot"]
+    robot = _literal_str(_keyword(declared["robot"], "default_value"))
+    assert robot == sim["robot"]
+    # task:= left empty: the default robot's default task, the nodes' own default
+    assert _robot_yaml(robot)["default_task"] == agent["task"] == sim["task"]
 
 
 def test_choice_arguments_list_the_known_values(launch_tree):
     declared = _declared_arguments(launch_tree)
     expected = {
         "robot": sorted(p.stem for p in (ROOT / "config" / "robots").glob("*.yaml")),
-        "sim": ["isaac", "mujoco", "none"],
+        "sim": ["", "isaac", "mujoco", "none"],
         "agent": sorted([*AGENTS, "none"]),
         "planner": ["moveit", "native"],
     }
@@ -295,7 +296,7 @@ def _run_setup(module, **arguments: str) -> list:
     """The actions of the launch file's OpaqueFunction for ``arguments`` over the declared defaults."""
     description = module.generate_launch_description()
     entities = description.args[0]
-    configuration = {"use_sim_time": "true"}  # its default is a PythonExpression (checked above)
+    configuration: dict[str, str] = {}
     for entity in entities:
         if type(entity).__name__ == "DeclareLaunchArgument" and isinstance(entity.kwargs["default_value"], str):
             configuration[entity.args[0]] = entity.kwargs["default_value"]
@@ -354,13 +355,19 @@ def test_default_llm_follows_the_agent_and_an_explicit_llm_wins(stand_in_launch,
 
 
 def test_default_llms_exist_and_match_the_node_default(stand_in_launch):
-    defaults = stand_in_launch.DEFAULT_LLM
-    assert set(defaults) == set(AGENTS)  # every agent the launch file offers, besides none
-    for agent, spec in defaults.items():
-        kind, _, path = spec.partition(":")
-        assert kind == "replay" and (ROOT / path).is_file(), f"{agent}: {spec} is not a replay of an existing file"
+    from robodojo.nodes.graph_choices import REPLAY_EXAMPLES, llm_or_example
+
+    assert set(REPLAY_EXAMPLES) == set(AGENTS)  # every agent the launch file offers, besides none
+    node = _nodes_yaml()["agent_node"]["ros__parameters"]
+    for robot in ("dual_arx_x5", "fr3"):  # each robot's default task runs as given, with every agent
+        task = _robot_yaml(robot)["default_task"]
+        for agent in ("move_eef", "code_cell"):
+            kind, _, path = llm_or_example(agent, "", task, 0).partition(":")
+            assert kind == "replay" and (ROOT / path).is_file(), f"{agent} on {task}: {path} is not a file"
+            llm = _parameters(_nodes(_run_setup(stand_in_launch, robot=robot, agent=agent))["agent_node"])["llm"]
+            assert llm == f"replay:{path}"
     # agent:=move_eef without llm:= runs what agent_node runs without an llm parameter
-    assert defaults["move_eef"] == _nodes_yaml()["agent_node"]["ros__parameters"]["llm"]
+    assert llm_or_example("move_eef", "", node["task"], node["seed"]) == node["llm"]
 
 
 def test_robot_state_publisher_can_be_left_out(stand_in_launch):
@@ -462,9 +469,6 @@ def test_isaac_starts_the_bridge_camera_nodes_and_the_operators_episode(stand_in
     from robodojo.nodes.process_graph import graph_nodes
     from robodojo.robots import topic_names
 
-    description = stand_in_launch.generate_launch_description()
-    (use_sim_time,) = [e for e in description.args[0] if getattr(e, "args", ()) and e.args[0] == "use_sim_time"]
-    assert "'mujoco', 'isaac'" in str(use_sim_time.kwargs["default_value"].args[0])
     actions = _run_setup(stand_in_launch, sim="isaac", isaac_config="/tmp/isaac.yaml")
     nodes = _nodes(actions)
     assert {"isaac_bridge_node", "episode_node", "tcp_state_publisher", "motion_server_node", "agent_node"} <= set(
@@ -492,13 +496,31 @@ def test_isaac_starts_the_bridge_camera_nodes_and_the_operators_episode(stand_in
     assert {c: started[("camera_node", c)]["input_topic"] for c in expected} == expected
 
 
+def test_launch_traps_are_gone(stand_in_launch):
+    """robot:=fr3 alone runs an FR3 task with its replayed example; hardware:=franka alone runs the driver, not MuJoCo,
+    on the system clock; a simulator named beside a real arm's driver, or a driver of another robot, is refused."""
+    from robodojo.errors import ConfigError
+
+    nodes = _nodes(_run_setup(stand_in_launch, robot="fr3"))
+    assert _parameters(nodes["sim_node"])["task"] == "fr3_pick_cube"
+    assert _parameters(nodes["agent_node"])["llm"] == "replay:examples/replay/fr3_pick_cube_seed0.yaml"
+    nodes = _nodes(_run_setup(stand_in_launch, robot="fr3", hardware="franka", agent="code_cell"))
+    assert "sim_node" not in nodes and "fr3_driver_node" in nodes
+    assert _parameters(nodes["episode_node"])["task"] == "fr3_pick_cube"
+    assert all(_parameters(n)["use_sim_time"] is False for name, n in nodes.items() if name != "robot_state_publisher")
+    with pytest.raises(ConfigError, match="needs sim:=none"):
+        _run_setup(stand_in_launch, robot="fr3", hardware="franka", sim="mujoco")
+    with pytest.raises(ConfigError, match="give robot:=dual_arx_x5"):
+        _run_setup(stand_in_launch, hardware="arx5", robot="fr3")
+
+
 def test_hardware_drivers_agree_between_launch_and_graph(stand_in_launch):
     from robodojo.nodes import process_graph
 
     description = stand_in_launch.generate_launch_description()
     (hardware,) = [e for e in description.args[0] if getattr(e, "args", ()) and e.args[0] == "hardware"]
     assert set(hardware.kwargs["choices"]) == {"none", *process_graph.HARDWARE_DRIVERS}
-    assert stand_in_launch.HARDWARE_DRIVERS == process_graph.HARDWARE_DRIVERS
+    assert {hw: node for hw, (node, _robot) in stand_in_launch.HARDWARE.items()} == process_graph.HARDWARE_DRIVERS
     assert stand_in_launch.OPERATOR_RESET_TIMEOUT_S == process_graph.OPERATOR_RESET_TIMEOUT_S
 
 

@@ -14,13 +14,6 @@ from robodojo.sim.variants import VARIANTS
 if TYPE_CHECKING:
     from robodojo.campaigns.reporting import ReportFiles
 
-#: `robodojo graph` without --llm: each agent's offline replay of general_pickup seed 0 (the default task and seed).
-GRAPH_REPLAYS = {
-    "move_eef": "replay:examples/replay/general_pickup_seed0.yaml",
-    "code_cell": "replay:examples/cells/general_pickup.py",
-    "shell": "replay:examples/shell/general_pickup.yaml",
-}
-
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from robodojo.demo import run_demo
@@ -279,15 +272,22 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def graph_llm(agent: str, llm: str | None) -> str:
-    """The LLM spec of `robodojo graph`: ``llm`` when given, else the agent's replay (no agent: none needed)."""
-    return llm if llm else GRAPH_REPLAYS.get(agent, "")
+def graph_llm(agent: str, llm: str | None, task: str, seed: int) -> str:
+    """The LLM spec of `robodojo graph`: ``llm`` when given, else the agent's replayed example for the task and seed
+    (no agent: none needed); ConfigError when there is none."""
+    from robodojo.nodes.graph_choices import llm_or_example
+
+    return llm_or_example(agent, llm or "", task, seed)
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
+    from robodojo.nodes.graph_choices import HARDWARE, backend, task_or_default
     from robodojo.nodes.process_graph import run_graph
 
-    llm = graph_llm(args.agent, args.llm)
+    if args.hardware in HARDWARE:
+        backend("", args.hardware, args.robot)  # a driver of another robot: refused in one line
+    args.task = task_or_default(args.robot, args.task or "")
+    llm = graph_llm(args.agent, args.llm, args.task, args.seed)
     llm_settings(args)  # bad --llm-config, --timeout or --retries: said here, not in the agent node's log
     agent_params = {
         "llm_config": str(Path(args.llm_config).expanduser().resolve()) if args.llm_config else "",
@@ -594,14 +594,15 @@ def build_parser() -> argparse.ArgumentParser:
         "graph", help="run the ROS 2 graph (simulator, motion server, agent nodes) as processes, without ros2 launch"
     )
     graph.add_argument("--robot", default="dual_arx_x5")
-    graph.add_argument("--task", default="general_pickup")
+    graph.add_argument("--task", default=None, help="default: the robot's default_task (config/robots/<robot>.yaml)")
     graph.add_argument("--seed", type=int, default=0)
     graph.add_argument("--variant", default="standard", choices=VARIANTS)
     graph.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell", "shell", "none"))
     graph.add_argument(
         "--llm",
         default=None,
-        help="as for run (default: the agent's replay, " + ", ".join(GRAPH_REPLAYS.values()) + ")",
+        help="as for run (default: the agent's replayed example for the task and seed: "
+        "examples/replay/<task>_seed<seed>.yaml, examples/cells/<task>.py, examples/shell/<task>.yaml)",
     )
     graph.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
     add_llm_options(graph)

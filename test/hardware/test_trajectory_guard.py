@@ -118,11 +118,37 @@ def test_config_errors_name_the_key():
         (lambda d: d["watchdog"].pop("timeout_s"), "timeout_s"),
         (lambda d: d.update(control_thread_priority=120), "control_thread_priority"),
         (lambda d: d.update(control_thread_priority="high"), "control_thread_priority"),
+        (lambda d: d["real_arm"].update(realtime_config="off"), "real_arm.realtime_config"),
+        (lambda d: d["real_arm"].update(relative_dynamics_factor=0.0), "real_arm.relative_dynamics_factor"),
     ):
         bad = yaml.safe_load(yaml.safe_dump(data))
         edit(bad)
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             parse_fr3_settings(bad, "fr3.yaml")
+
+
+def test_a_real_fr3_gets_the_real_arm_settings_and_a_file_without_them_refuses_it():
+    """franky-sim serves on a loopback address; any other address is a real FR3, which gets libfranka's real-time
+    checks and a low dynamics factor stated for it, never the simulator's defaults."""
+    import yaml
+
+    from robodojo.hardware.settings import HARDWARE_DIR
+
+    settings = load_fr3_settings()
+    assert (settings.realtime_config, settings.relative_dynamics_factor) == ("ignore", 0.5)
+    for local in ("127.0.0.5", "::1", "localhost"):
+        assert settings.for_address(local) is settings
+    real = settings.for_address("172.16.0.2")
+    assert (real.realtime_config, real.relative_dynamics_factor) == ("enforce", 0.2)
+    assert real.guard == settings.guard and real.fci_limits == settings.fci_limits  # only the two change
+    data = yaml.safe_load((HARDWARE_DIR / "fr3.yaml").read_text())
+    del data["real_arm"]
+    simulator_only = parse_fr3_settings(data, "fr3.yaml")
+    assert simulator_only.for_address("127.0.0.1") == simulator_only
+    with pytest.raises(ConfigError, match=r"172\.16\.0\.2 is not a loopback address .* no real_arm section"):
+        simulator_only.for_address("172.16.0.2")
+    with pytest.raises(ConfigError, match="no real_arm section"):
+        simulator_only.for_address("fr3.lab")  # a host name counts as a real arm
 
 
 def test_x5_config_errors_name_the_key_and_the_reason():

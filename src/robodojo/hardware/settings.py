@@ -9,7 +9,8 @@ Every arm family shares :class:`ArmHardwareSettings` (what the trajectory guard 
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+import ipaddress
+from dataclasses import astuple, dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -84,6 +85,22 @@ class Fr3Settings(ArmHardwareSettings):
     gripper: GripperSettings
     #: Franka's documented FCI limits of the FR3 (a command beyond them aborts the motion with a reflex)
     fci_limits: JointDynamicsLimits
+    #: ``real_arm``'s (realtime_config, relative_dynamics_factor), used instead of the two above for a robot at a
+    #: non-loopback address (a real FR3); None: the file states none, and a real arm is refused
+    real_arm: tuple[str, float] | None = None
+
+    def for_address(self, ip: str) -> Fr3Settings:
+        """These settings for the FR3 at ``ip``: as they are for a loopback address (franky-sim), with ``real_arm``'s
+        real-time mode and dynamics factor otherwise; ConfigError in one line when the file has no ``real_arm``."""
+        if _is_loopback(ip):
+            return self
+        if self.real_arm is None:
+            raise ConfigError(
+                f"{ip} is not a loopback address (a real FR3) but this hardware config has no real_arm section: a "
+                "real arm's realtime_config and relative_dynamics_factor must be stated (config/hardware/fr3.yaml)"
+            )
+        realtime, factor = self.real_arm
+        return replace(self, realtime_config=realtime, relative_dynamics_factor=factor)
 
 
 def parse_guard(root: Section, n_joints: int) -> GuardSettings:
@@ -126,12 +143,9 @@ def parse_fr3_settings(data: dict, where: str) -> Fr3Settings:
     root = Section(data, where)
     robot = load_robot_config(root.str("robot"))
     arm = robot.arm(root.str("arm"))
-    realtime = root.str("realtime_config")
-    if realtime not in REALTIME_CONFIGS:
-        raise ConfigError(f"{where}.realtime_config: {realtime!r} is not one of {', '.join(REALTIME_CONFIGS)}")
-    factor = root.number("relative_dynamics_factor", positive=True)
-    if factor > 1.0:
-        raise ConfigError(f"{where}.relative_dynamics_factor: must be in (0, 1], got {factor}")
+    realtime, factor = _fr3_dynamics(root)
+    real = root.optional_section("real_arm")
+    real_arm = _fr3_dynamics(real) if real is not None else None
 
     n_joints = len(arm.joints)
     fci = root.section("fci_limits")
@@ -168,7 +182,27 @@ def parse_fr3_settings(data: dict, where: str) -> Fr3Settings:
             epsilon_m=g.number("epsilon_m", positive=True),
         ),
         fci_limits=fci_limits,
+        real_arm=real_arm,
     )
+
+
+def _fr3_dynamics(section: Section) -> tuple[str, float]:
+    """``realtime_config`` and ``relative_dynamics_factor`` of ``section`` (the file's top level or ``real_arm``)."""
+    realtime = section.str("realtime_config")
+    if realtime not in REALTIME_CONFIGS:
+        raise ConfigError(f"{section.where}.realtime_config: {realtime!r} is not one of {', '.join(REALTIME_CONFIGS)}")
+    factor = section.number("relative_dynamics_factor", positive=True)
+    if factor > 1.0:
+        raise ConfigError(f"{section.where}.relative_dynamics_factor: must be in (0, 1], got {factor}")
+    return realtime, factor
+
+
+def _is_loopback(ip: str) -> bool:
+    """Whether ``ip`` is this machine (a simulator serves there); a host name counts as remote."""
+    try:
+        return ipaddress.ip_address(ip.strip()).is_loopback
+    except ValueError:
+        return ip.strip() == "localhost"
 
 
 @cache

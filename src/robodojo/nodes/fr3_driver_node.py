@@ -25,9 +25,10 @@ class Fr3DriverNode(ArmDriverNode):
         super().__init__(NODE_NAME)
         p = declare_parameters(self, Fr3DriverParams)
         self.params = p
-        self.settings = load_fr3_settings(p.hardware_config or None)
-        check_robot(p.robot, self.settings.robot.name)
-        self.ip = p.robot_ip or self.settings.robot_ip
+        settings = load_fr3_settings(p.hardware_config or None)
+        check_robot(p.robot, settings.robot.name)
+        self.ip = p.robot_ip or settings.robot_ip
+        self.settings = settings.for_address(self.ip)  # a real arm's safety settings, or a refusal in one line
         self.start(
             [driven_arm(self.settings.arm, FrankaArm(self.settings), f"fr3@{self.ip}")],
             state_rate_hz=self.settings.state_rate_hz, status_rate_hz=p.status_rate_hz,

@@ -25,6 +25,7 @@ from typing import IO
 
 from robodojo import PACKAGE_ROOT, ROS_PACKAGE
 from robodojo.errors import RobodojoError
+from robodojo.nodes.graph_choices import HARDWARE
 
 INTERFACE_DIRS = ("action", "msg", "srv")
 BUILD_STAMP = ".robodojo-build-stamp"  # in the install prefix, touched after every successful build
@@ -346,7 +347,7 @@ def _supervise(nodes: Sequence[NodeProcess], stop: _StopRequest) -> int:
 
 
 #: ``--hardware`` of `robodojo graph` and ``hardware:=`` of the launch file: the driver node of each arm family.
-HARDWARE_DRIVERS = {"franka": "fr3_driver_node", "arx5": "arx5_driver_node"}
+HARDWARE_DRIVERS = {hardware: driver for hardware, (driver, _robot) in HARDWARE.items()}
 #: ``--hardware`` of `robodojo graph` for Isaac Sim (launch: sim:=isaac): isaac_bridge_node drives its articulation.
 ISAAC = "isaac"
 #: A real robot's reset waits for the operator (episode_node's confirm_reset); the agent waits as long.

@@ -104,6 +104,7 @@ class RobotConfig:
     sim: SimGains
     motion: MotionLimits
     control_hz: float  # trajectory point rate of the arm controllers: one executed point per env step
+    default_task: str  # the task run when none is named (the launch file's task:=)
 
     @property
     def control_dt_s(self) -> float:
@@ -228,6 +229,7 @@ def parse_robot_config(data: dict, where: str) -> RobotConfig:
         sim=sim,
         motion=motion,
         control_hz=root.number("control_hz", positive=True),
+        default_task=root.str("default_task"),
     )
 
 

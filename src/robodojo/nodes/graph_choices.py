@@ -1,0 +1,83 @@
+"""What a graph runs when an argument is left out, and the combinations it refuses: one place for the launch file
+(``ros2 launch agent_bringup robodojo.launch.py``) and ``robodojo graph``.
+
+- ``task``: empty means the robot's ``default_task`` (config/robots/<robot>.yaml), so ``robot:=fr3`` alone runs an FR3
+  task, not the dual arm's default.
+- ``sim``: empty means ``none`` when this package drives a real arm (``hardware:=franka|arx5``), else ``mujoco``; a
+  simulator named beside a real arm's driver is refused (the arm is the backend: MuJoCo would run instead of it).
+- ``hardware``: each driver belongs to one robot (franka: fr3, arx5: dual_arx_x5).
+- ``llm``: empty means the replayed example of the agent's kind for the task and seed (examples/), refused with one
+  line when there is none.
+- ``use_sim_time``: empty means true for a simulator (it publishes /clock), false for real hardware.
+
+Every refusal is a :class:`~robodojo.errors.ConfigError` of one line naming the argument and what to give instead.
+"""
+
+from __future__ import annotations
+
+from robodojo import PACKAGE_ROOT
+from robodojo.errors import ConfigError
+from robodojo.robots.config import load_robot_config
+
+SIMULATORS = ("mujoco", "isaac")
+NO_SIM = "none"
+#: This package's arm drivers, by ``hardware`` value: (driver node, the robot it drives).
+HARDWARE = {"franka": ("fr3_driver_node", "fr3"), "arx5": ("arx5_driver_node", "dual_arx_x5")}
+#: The replayed example of each agent kind, relative to the package root (ReplayScript.load finds it from any folder).
+REPLAY_EXAMPLES = {
+    "move_eef": "examples/replay/{task}_seed{seed}.yaml",
+    "code_cell": "examples/cells/{task}.py",
+    "shell": "examples/shell/{task}.yaml",
+}
+NO_AGENT = "none"
+
+
+def task_or_default(robot: str, task: str) -> str:
+    """``task``, or the robot's default task when empty."""
+    return task.strip() or load_robot_config(robot).default_task
+
+
+def backend(sim: str, hardware: str, robot: str) -> str:
+    """The robot backend: ``sim`` resolved against ``hardware`` (see the module's docstring)."""
+    sim = sim.strip()
+    if hardware in HARDWARE:
+        driven = HARDWARE[hardware][1]
+        if robot != driven:
+            raise ConfigError(f"hardware:={hardware} drives robot {driven}, not {robot}: give robot:={driven}")
+        if sim and sim != NO_SIM:
+            raise ConfigError(
+                f"hardware:={hardware} drives the real arm, so it needs sim:=none (or leave sim unset), not sim:={sim}"
+            )
+        return NO_SIM
+    if hardware != NO_SIM:
+        raise ConfigError(f"hardware:={hardware} is not one of none, {', '.join(HARDWARE)}")
+    return sim or SIMULATORS[0]
+
+
+def sim_time(use_sim_time: str, backend_name: str) -> bool:
+    """``use_sim_time`` as a flag; empty: whether the backend publishes /clock (a simulator)."""
+    text = use_sim_time.strip().lower()
+    if not text:
+        return backend_name in SIMULATORS
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ConfigError(f"use_sim_time:={use_sim_time!r} must be true or false (or empty: the backend's own)")
+
+
+def llm_or_example(agent: str, llm: str, task: str, seed: int) -> str:
+    """``llm`` when given; else ``replay:`` the agent's example for ``task`` and ``seed``; "" for no agent."""
+    if llm.strip():
+        return llm.strip()
+    if agent == NO_AGENT:
+        return ""
+    if agent not in REPLAY_EXAMPLES:
+        raise ConfigError(f"agent:={agent} has no replayed example; give llm:= (examples exist for "
+                          f"{', '.join(REPLAY_EXAMPLES)})")  # fmt: skip
+    example = REPLAY_EXAMPLES[agent].format(task=task, seed=seed)
+    if not (PACKAGE_ROOT / example).is_file():
+        raise ConfigError(
+            f"no replayed {agent} example for task {task} seed {seed} ({example}): give llm:= (a model, or replay:FILE)"
+        )
+    return f"replay:{example}"
