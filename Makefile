@@ -28,7 +28,7 @@ help:
 	@echo "make lint    ruff check, ruff format --check and mypy (what CI runs besides the tests)"
 	@echo "make colcon  colcon build of the ROS package (build/ install/ log/); COLCON_ARGS passes options"
 	@echo "make tasks-table  render a head-camera image per task and rewrite the README's task table"
-	@echo "make urdf    regenerate the scene URDFs and the MoveIt config (scripts/generate_urdf.py, generate_srdf.py)"
+	@echo "make urdf    regenerate the scene URDFs, the MoveIt config and the RViz configs (scripts/generate_*.py)"
 	@echo "make clean   remove build/ install/ log/ out/ and caches (keeps .venv)"
 
 setup:
@@ -86,6 +86,7 @@ colcon: setup
 urdf: setup
 	$(PY) scripts/generate_urdf.py
 	$(PY) scripts/generate_srdf.py
+	$(PY) scripts/generate_rviz.py
 
 clean:
 	rm -rf build install log out .pytest_cache .ruff_cache

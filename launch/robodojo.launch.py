@@ -592,7 +592,7 @@ def _launch_setup(context, *args, **kwargs):
                 package="rviz2",
                 executable="rviz2",
                 output="screen",
-                arguments=["-d", os.path.join(share, "rviz", "robodojo.rviz")],
+                arguments=["-d", os.path.join(share, "rviz", f"{robot}.rviz")],  # scripts/generate_rviz.py
                 parameters=[{"use_sim_time": use_sim_time}],
             )
         )

@@ -1,4 +1,4 @@
-"""launch/robodojo.launch.py and rviz/robodojo.rviz agree with the package: executables, parameters, topics.
+"""launch/robodojo.launch.py and rviz/<robot>.rviz agree with the package: executables, parameters, topics.
 
 The launch file is read with `ast` (launch and launch_ros are not on PyPI, see ROS_ON_PYPI.md) and run against
 stand-ins of the few launch classes it uses, which record what they are given: that checks its own decisions (which
@@ -13,6 +13,7 @@ import importlib.util
 import re
 import sys
 import types
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ from robodojo.nodes import topics
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_FILE = ROOT / "launch" / "robodojo.launch.py"
-RVIZ_FILE = ROOT / "rviz" / "robodojo.rviz"
+RVIZ_DIR = ROOT / "rviz"
+ROBOTS = sorted(p.stem for p in (ROOT / "config" / "robots").glob("*.yaml"))
 NODES_YAML = ROOT / "config" / "nodes.yaml"
 CMAKE = ROOT / "CMakeLists.txt"
 PACKAGE = "agent_bringup"
@@ -209,7 +211,7 @@ def test_launch_file_starts_rsp_rviz_and_shuts_down_after_episode(launch_tree):
     source = LAUNCH_FILE.read_text()
     packages = {_literal_str(_keyword(call, "package")) for call in _calls(launch_tree, "Node")}
     assert {"robot_state_publisher", "rviz2", PACKAGE} <= packages
-    assert '"robodojo.rviz"' in source or "'robodojo.rviz'" in source
+    assert 'f"{robot}.rviz"' in source  # the robot's own RViz config
     assert "get_package_share_directory" in source
     assert _calls(launch_tree, "OnProcessExit") and _calls(launch_tree, "Shutdown")
     # the scene URDF comes from the robot config, and every config names an existing URDF
@@ -541,12 +543,25 @@ def _topic(display: dict, key: str = "Topic") -> str | None:
     return value.get("Value") if isinstance(value, dict) else value
 
 
-@pytest.fixture(scope="module")
-def rviz() -> dict:
-    assert RVIZ_FILE.is_file(), f"{RVIZ_FILE} is missing"
-    config = yaml.safe_load(RVIZ_FILE.read_text())
+@pytest.fixture(scope="module", params=ROBOTS)
+def rviz(request) -> dict:
+    path = RVIZ_DIR / f"{request.param}.rviz"
+    assert path.is_file(), f"{path} is missing: scripts/generate_rviz.py writes it"
+    config = yaml.safe_load(path.read_text())
     assert isinstance(config, dict)
-    return config
+    return {"robot": request.param, **config}
+
+
+def test_rviz_files_are_what_the_robot_configs_make():
+    """rviz/<robot>.rviz for every robot, as scripts/generate_rviz.py makes it (no hand edits drifting)."""
+    from robodojo.nodes.rviz_config import render
+    from robodojo.robots.config import load_robot_config
+
+    assert sorted(p.stem for p in RVIZ_DIR.glob("*.rviz")) == ROBOTS
+    for robot in ROBOTS:
+        assert (RVIZ_DIR / f"{robot}.rviz").read_text() == render(load_robot_config(robot)), (
+            f"rviz/{robot}.rviz is out of date: run scripts/generate_rviz.py"
+        )
 
 
 def test_rviz_config_layout(rviz):
@@ -569,10 +584,13 @@ def test_rviz_shows_the_graph_topics(rviz):
     def topics_of(cls: str, key: str = "Topic") -> set[str]:
         return {_topic(d, key) for d in displays if d["Class"] == f"rviz_default_plugins/{cls}"}
 
-    dual = _robot_yaml("dual_arx_x5")
-    assert {topics.camera_image(c) for c in dual["cameras"]} <= topics_of("Image")
-    assert {topics.tcp_pose(arm) for arm in dual["arms"]} <= topics_of("Pose")
-    assert topics.PLANNED_PATH in topics_of("MarkerArray")
+    robot = _robot_yaml(rviz["robot"])
+    assert topics_of("Image") == {topics.camera_image(c) for c in robot["cameras"]}  # this robot's, no other's
+    assert topics_of("Pose") == {topics.tcp_pose(arm) for arm in robot["arms"]}
+    assert topics_of("MarkerArray") == {topics.PLANNED_PATH}
+    # the fixed frame is a link of the URDF robot_state_publisher gets (the robot config's scene_urdf)
+    urdf = ET.parse(ROOT / robot["scene_urdf"]).getroot()
+    assert rviz["Visualization Manager"]["Global Options"]["Fixed Frame"] in {link.get("name") for link in urdf}
     robot_models = [d for d in displays if d["Class"] == "rviz_default_plugins/RobotModel"]
     assert robot_models and robot_models[0]["Description Source"] == "Topic"
     assert _topic(robot_models[0], "Description Topic") == "/robot_description"
