@@ -149,6 +149,26 @@ def go_home(client: Client, world: Fr3World, node: NodeProcess) -> None:
         assert end.state == TrajectoryState.FINISHED, end
 
 
+def goal_in_flight(
+    client: Client, world: Fr3World, dims: dict, moved_rad: float, *nodes: NodeProcess
+) -> tuple[threading.Thread, dict]:
+    """A MoveEef goal sent from a thread, once franky-sim's joints moved ``moved_rad``: the thread, and the dict its
+    result lands in (key "result")."""
+    from fr3_client import move_eef
+
+    done: dict = {}
+    goal = threading.Thread(target=lambda: done.update(result=move_eef(client, dims, MOTION_TIMEOUT_S * 2)))
+    goal.daemon = True
+    start_q = true_q(client)
+    goal.start()
+
+    def moving() -> bool:
+        return float(np.abs(true_q(client) - start_q).max()) > moved_rad
+
+    wait(moving, MOTION_TIMEOUT_S, "the goal moving the arm", world, *nodes)
+    return goal, done
+
+
 def is_still(client: Client, window_s: float = 0.5) -> bool:
     q0 = true_q(client)
     time.sleep(window_s)
@@ -270,6 +290,59 @@ def test_an_empty_trajectory_and_the_estop_stop_the_arm(fr3_world, client, drive
     assert client.service(Trigger, RELEASE, Trigger.Request()).success
     back = publish_and_wait(client, fr3_world, driver, trajectory(q2, q0, 2.0, time.time() + 0.1))
     assert back.state == TrajectoryState.FINISHED
+
+
+# -- a robot stall under the production timeout, before the module's motion server starts ---------------------------
+ROBOT_STALL_S = 0.74  # the outside drill's pause: past the server's 0.5 s joint-state timeout, short of libfranka's 1 s
+
+
+def test_a_robot_stall_past_the_joint_state_timeout_is_answered_with_what_the_arm_did(
+    fr3_world, client, driver, tmp_path
+):
+    """franky-sim stalls mid-goal (SIGSTOP: its clock, its states and so /joint_states stop) for longer than the
+    production joint_state_timeout_s (0.5 s; this module's server tolerates 2 s). The goal is answered once the arm
+    is seen again, and its main fields say what franky-sim's own state shows: how far the arm went (steps_used not 0
+    when it moved), where the grasp point is (final_pose, pos_error_mm) and that it holds; the motion, reported
+    ended, never goes on. Outside, it once ended "0 of 18 points played" while the arm moved 55 mm. Its own motion
+    server, before the module's exists (and before any episode: an episode's success would end the goal at once)."""
+    params = {"robot": "fr3", "use_sim_time": False, "arrival_wait_s": ARRIVAL_WAIT_S}
+    params["lease_timeout_s"] = LEASE_TIMEOUT_S
+    server = NodeProcess("motion_server_node", params, fr3_world.env, tmp_path / "motion_server.log")
+    try:
+        go_home(client, fr3_world, driver)
+        wait(lambda: is_still(client), MOTION_TIMEOUT_S, "the arm at rest at home", fr3_world, driver)
+        home_tcp, _ = ArmKinematics(ROBOT).tcp_pose(ARM.name, HOME_RAD)
+        target = np.array([home_tcp[0], home_tcp[1] + 0.25, home_tcp[2] - 0.1])
+        dims = {"arm_x": target[0], "arm_y": target[1], "arm_z": target[2]}
+        goal, done = goal_in_flight(client, fr3_world, dims, 0.05, server, driver)
+        os.kill(fr3_world.process.pid, signal.SIGSTOP)
+        try:
+            time.sleep(ROBOT_STALL_S)
+        finally:
+            os.kill(fr3_world.process.pid, signal.SIGCONT)
+        goal.join(MOTION_TIMEOUT_S * 2)
+        assert not goal.is_alive(), "the goal got no answer"
+        result = done["result"]
+        wait(lambda: is_still(client), MOTION_TIMEOUT_S, "the arm at rest after the goal", fr3_world, server, driver)
+        at_rest_q = true_q(client)
+        time.sleep(1.0)
+        assert np.abs(true_q(client) - at_rest_q).max() < STILL_RAD, "the motion went on after its result"
+    finally:
+        server.stop()
+    pose = client.messages(TRUE_TCP_TOPIC)[-1].pose.position
+    truth = np.array([pose.x, pose.y, pose.z])
+    (arm,) = result.arms
+    summary = (result.stop_reason, result.stop_detail, result.steps_used, result.waypoints, arm.pos_error_mm)
+    reported = np.array([arm.final_pose.position.x, arm.final_pose.position.y, arm.final_pose.position.z])
+    assert result.accepted
+    assert result.holding and not result.holding_unknown, summary  # the arm was seen again, holding
+    assert np.linalg.norm(reported - truth) * 1e3 < POS_TOLERANCE_MM, (reported, truth, summary)
+    assert abs(arm.pos_error_mm - np.linalg.norm(truth - target) * 1e3) < POS_TOLERANCE_MM, (truth, summary)
+    if result.stop_reason == "completed":  # the stall ended within what the server tolerates
+        assert np.linalg.norm(truth - target) * 1e3 < POS_TOLERANCE_MM, summary
+    else:
+        assert result.stop_reason == "backend_lost" and "joint states" in result.stop_detail, summary
+        assert 0 < result.steps_used < result.waypoints, summary  # it moved, and not all the way
 
 
 # -- under the motion server ----------------------------------------------------------------------------------------
@@ -416,22 +489,13 @@ def test_a_reset_during_a_goal_ends_the_goal_homes_the_arm_and_waits_for_the_ope
     arm goes home; the reset waits for the operator's READY and succeeds. Before the agent episodes: the episode
     node's first episode has no success yet, which would end the goal before it moved."""
     from agent_bringup.srv import ResetEpisode
-    from fr3_client import move_eef
 
     # A MoveEef goal, not go_home's direct trajectory: under the camera nodes' start-up franky-sim runs at 0.1x.
     home_tcp, _ = ArmKinematics(ROBOT).tcp_pose(ARM.name, HOME_RAD)
     away = {"arm_x": home_tcp[0], "arm_y": home_tcp[1] - 0.2, "arm_z": home_tcp[2] - 0.1}  # far from any earlier test
     resets = client.call(lambda: client.node.create_client(ResetEpisode, topics.EPISODE_RESET))
     assert resets.wait_for_service(timeout_sec=START_S)  # discovered now: the call comes while the goal plays
-    done: dict = {}
-    goal = threading.Thread(target=lambda: done.update(result=move_eef(client, away, MOTION_TIMEOUT_S * 2)))
-    goal.daemon = True
-    start_q = true_q(client)
-    goal.start()
-    wait(
-        lambda: np.abs(true_q(client) - start_q).max() > 0.02, MOTION_TIMEOUT_S, "the goal moving the arm",
-        fr3_world, motion_server,
-    )  # fmt: skip
+    goal, done = goal_in_flight(client, fr3_world, away, 0.02, motion_server)
     operator = Operator(client, REST_Z_M, judges=False)
     try:
         answer = client.call(lambda: resets.call_async(ResetEpisode.Request(task="fr3_pick_cube")))
@@ -488,66 +552,3 @@ def test_an_agent_picks_up_the_cube_over_libfranka_and_it_is_judged(
     assert metrics["steps_used"] > 0
     lifted = client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z - REST_Z_M
     assert lifted >= LIFTED_M, f"franky-sim's cube rose {lifted * 100:.1f} cm"
-
-
-# -- a stall of the robot under the production timeout (last: it replaces the module's motion server) ---------------
-ROBOT_STALL_S = 0.74  # the outside drill's pause: past the server's 0.5 s joint-state timeout, short of libfranka's 1 s
-
-
-def test_a_robot_stall_past_the_joint_state_timeout_is_answered_with_what_the_arm_did(
-    fr3_world, client, driver, motion_server, tmp_path
-):
-    """franky-sim stalls mid-goal (SIGSTOP: its clock, its states and so /joint_states stop) for longer than the
-    production joint_state_timeout_s (0.5 s; this module's server tolerates 2 s). The goal is answered once the arm
-    is seen again, and its main fields say what franky-sim's own state shows: how far the arm went (steps_used not 0
-    when it moved), where the grasp point is (final_pose, pos_error_mm) and that it holds; the motion, reported
-    ended, never goes on. Outside, it once ended "0 of 18 points played" while the arm moved 55 mm."""
-    from fr3_client import move_eef
-
-    motion_server.stop()
-    params = {"robot": "fr3", "use_sim_time": False, "arrival_wait_s": ARRIVAL_WAIT_S}
-    params["lease_timeout_s"] = LEASE_TIMEOUT_S
-    server = NodeProcess("motion_server_node", params, fr3_world.env, tmp_path / "motion_server.log")
-    try:
-        go_home(client, fr3_world, driver)
-        wait(lambda: is_still(client), MOTION_TIMEOUT_S, "the arm at rest at home", fr3_world, driver)
-        home_tcp, _ = ArmKinematics(ROBOT).tcp_pose(ARM.name, HOME_RAD)
-        target = np.array([home_tcp[0], home_tcp[1] + 0.25, home_tcp[2] - 0.1])
-        dims = {"arm_x": target[0], "arm_y": target[1], "arm_z": target[2]}
-        done: dict = {}
-        goal = threading.Thread(target=lambda: done.update(result=move_eef(client, dims, MOTION_TIMEOUT_S * 2)))
-        goal.daemon = True
-        start_q = true_q(client)
-        goal.start()
-        wait(
-            lambda: np.abs(true_q(client) - start_q).max() > 0.05, MOTION_TIMEOUT_S, "the goal moving the arm",
-            fr3_world, server, driver,
-        )  # fmt: skip
-        os.kill(fr3_world.process.pid, signal.SIGSTOP)
-        try:
-            time.sleep(ROBOT_STALL_S)
-        finally:
-            os.kill(fr3_world.process.pid, signal.SIGCONT)
-        goal.join(MOTION_TIMEOUT_S * 2)
-        assert not goal.is_alive(), "the goal got no answer"
-        result = done["result"]
-        wait(lambda: is_still(client), MOTION_TIMEOUT_S, "the arm at rest after the goal", fr3_world, server, driver)
-        at_rest_q = true_q(client)
-        time.sleep(1.0)
-        assert np.abs(true_q(client) - at_rest_q).max() < STILL_RAD, "the motion went on after its result"
-    finally:
-        server.stop()
-    pose = client.messages(TRUE_TCP_TOPIC)[-1].pose.position
-    truth = np.array([pose.x, pose.y, pose.z])
-    (arm,) = result.arms
-    summary = (result.stop_reason, result.stop_detail, result.steps_used, result.waypoints, arm.pos_error_mm)
-    reported = np.array([arm.final_pose.position.x, arm.final_pose.position.y, arm.final_pose.position.z])
-    assert result.accepted
-    assert result.holding and not result.holding_unknown, summary  # the arm was seen again, holding
-    assert np.linalg.norm(reported - truth) * 1e3 < POS_TOLERANCE_MM, (reported, truth, summary)
-    assert abs(arm.pos_error_mm - np.linalg.norm(truth - target) * 1e3) < POS_TOLERANCE_MM, (truth, summary)
-    if result.stop_reason == "completed":  # the stall ended within what the server tolerates
-        assert np.linalg.norm(truth - target) * 1e3 < POS_TOLERANCE_MM, summary
-    else:
-        assert result.stop_reason == "backend_lost" and "joint states" in result.stop_detail, summary
-        assert 0 < result.steps_used < result.waypoints, summary  # it moved, and not all the way
