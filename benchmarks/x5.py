@@ -65,7 +65,9 @@ What is measured:
    called (std_srvs/Trigger, from an executor task here), and from ``time.monotonic()`` at the call to the first frame
    from which every joint command of that arm keeps the position it ends at (the emulator's log): median, p95, max per
    arm and for the later of the two (an arm whose commands had not changed for 50 ms before the call is left out and
-   counted); then /hardware/release.
+   counted); then /hardware/release. Then the same under a trajectory flood (``--estop-flood-hz``, default 100; issue
+   34's figure): each arm's ramp sent again from its latest joints at that rate until after the e-stop's answer, every
+   one checked by the driver's guard; the ratio of the service's answer, flooded / quiet.
 
 Run: ``.venv/bin/python benchmarks/x5.py [--trajectories 20] [--move-s 3.0] [--state-window 5.0] [--estops 20]
 [--json out.json]``; about 2 minutes on 2 cores; ``--smoke`` runs every part at its smallest (test/hardware runs it).
@@ -84,6 +86,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -745,8 +748,12 @@ def graph_trajectories(client: Any, emulator: Emulator, joints: Any, node: Any, 
     return records
 
 
-def graph_estops(client: Any, emulator: Emulator, joints: Any, node: Any, n: int) -> list[dict[str, Any]]:
-    """Part 5 on the graph: ``n`` e-stops (/hardware/estop) while both arms ramp; each released after."""
+def graph_estops(
+    client: Any, emulator: Emulator, joints: Any, node: Any, n: int, flood_hz: float = 0.0
+) -> list[dict[str, Any]]:
+    """Part 5 on the graph: ``n`` e-stops (/hardware/estop) while both arms ramp; each released after. With
+    ``flood_hz``, each arm's ramp is sent again from its latest joints at that rate until the e-stop was answered (a
+    stream of trajectories, every one checked by the guard, as a teleoperation client sends them)."""
     from builtin_interfaces.msg import Duration
     from ros_graph import Pending, wait_for
     from std_srvs.srv import Trigger
@@ -773,25 +780,43 @@ def graph_estops(client: Any, emulator: Emulator, joints: Any, node: Any, n: int
     times = np.arange(1, round(ESTOP_RAMP_S / dt) + 1) * dt
     records: list[dict[str, Any]] = []
     names = [name for _, arm_names in arms.values() for name in arm_names]
+
+    def ramp_msg(arm_names: list[str], q0: np.ndarray, direction: np.ndarray) -> Any:
+        msg = JointTrajectory(joint_names=arm_names)
+        msg.points = [
+            JointTrajectoryPoint(
+                positions=[float(v) for v in q0 + direction * ESTOP_SPEED_RAD_S * t],
+                time_from_start=Duration(sec=int(t), nanosec=round((t % 1) * 1e9)),
+            )
+            for t in times
+        ]
+        return msg
+
+    def flood(directions: dict[str, np.ndarray], stop: threading.Event) -> None:
+        while not stop.wait(1.0 / flood_hz):
+            latest = joints.last()[1]
+            for arm, (_, arm_names) in arms.items():
+                if all(name in latest for name in arm_names):
+                    q = np.array([latest[name] for name in arm_names])
+                    pubs[arm].publish(ramp_msg(arm_names, q, directions[arm]))
+
     for k in range(n):
         if not wait_until(lambda: all(name in joints.last()[1] for name in names), ARM_BACK_TIMEOUT_S):
             records.append({"k": k, "failed": f"an arm not on /joint_states for {ARM_BACK_TIMEOUT_S:g} s"})
             break
         latest = joints.last()[1]
+        directions = {}
         for arm, (_, arm_names) in arms.items():
             q0 = np.array([latest[name] for name in arm_names])
             direction = np.zeros(len(q0))
             moved = list(ESTOP_JOINTS)
             direction[moved] = np.where(q0[moved] < middle[arm][moved], 1.0, -1.0)
-            msg = JointTrajectory(joint_names=arm_names)
-            msg.points = [
-                JointTrajectoryPoint(
-                    positions=[float(v) for v in q0 + direction * ESTOP_SPEED_RAD_S * t],
-                    time_from_start=Duration(sec=int(t), nanosec=round((t % 1) * 1e9)),
-                )
-                for t in times
-            ]
-            pubs[arm].publish(msg)
+            directions[arm] = direction
+            pubs[arm].publish(ramp_msg(arm_names, q0, direction))
+        flooding = threading.Event()
+        flooder = threading.Thread(target=flood, args=(directions, flooding), daemon=True)
+        if flood_hz > 0:
+            flooder.start()
         time.sleep(ESTOP_AFTER_S)
         counts = {iface: emulator.client.command_count(iface) for iface, _ in arms.values()}
         sent: dict[str, float] = {}
@@ -806,7 +831,10 @@ def graph_estops(client: Any, emulator: Emulator, joints: Any, node: Any, n: int
             record["failed"] = "no answer to the e-stop within 5 s"
         else:
             record["answer_ms"] = (pending.done_s - pending.sent_s) * 1e3
-        time.sleep(ESTOP_SETTLE_S)
+        time.sleep(ESTOP_SETTLE_S)  # the flood goes on meanwhile: the e-stop refuses it
+        flooding.set()
+        if flooder.is_alive():
+            flooder.join()
         for arm, (iface, _) in arms.items():
             frames = emulator.client.commands(iface, since=max(0, counts[iface] - LOOKBACK_FRAMES))
             frozen = frozen_at(frames, sent["s"])
@@ -891,6 +919,10 @@ def graph_phase(socket_dir: Path, log_dir: Path, args: argparse.Namespace) -> di
         out["load_trajectories"] = load_text()
         out["estops"] = graph_estops(client, emulator, joints, node, args.estops)
         out["load_estops"] = load_text()
+        if args.estop_flood_hz > 0:
+            out["flood_hz"] = args.estop_flood_hz
+            out["flooded_estops"] = graph_estops(client, emulator, joints, node, args.estops, args.estop_flood_hz)
+            out["load_flooded_estops"] = load_text()
     except GraphDown as exc:
         out["failed"] = str(exc)
     finally:
@@ -1037,29 +1069,20 @@ def print_graph(graph: dict[str, Any]) -> None:
         table(("ms", "p50", "p95", "max", f"> {2 * js['period_ms']:g} ms"), rows, "<>>>>")
         cpu = ", ".join(f"{name} {pct:.0f}%" for name, pct in graph.get("cpu_percent", {}).items())
         print(f"   CPU over the window, % of one core (of {nproc()}): {cpu}")
-    estops = graph.get("estops", [])
-    if estops:
+    quiet = graph.get("estops", [])
+    if quiet:
+        print_estops(quiet, f"while both arms ramp at {ESTOP_SPEED_RAD_S:g} rad/s", graph.get("load_estops", "-"))
+    flooded = graph.get("flooded_estops", [])
+    if flooded:
+        print_estops(
+            flooded, f"the same under a {graph.get('flood_hz', 0):g} Hz trajectory flood on both arms",
+            graph.get("load_flooded_estops", "-"),
+        )  # fmt: skip
+        answer = [stats([r["answer_ms"] for r in recs if "answer_ms" in r]) for recs in (flooded, quiet)]
         print(
-            f"5. e-stop (/hardware/estop) while both arms ramp at {ESTOP_SPEED_RAD_S:g} rad/s -> every joint command "
-            f"of the arm frozen (emulator log; {graph.get('load_estops', '-')})"
+            f"   flooded / quiet: service answer median {ratio(answer[0]['median'], answer[1]['median'])}, max "
+            f"{ratio(answer[0]['max'], answer[1]['max'])}"
         )
-        rows = []
-        for label, key in (("left arm frozen", "left_frozen_ms"), ("right arm frozen", "right_frozen_ms")):
-            e = stats([r[key] for r in estops if key in r])
-            rows.append((label, str(e["n"]), f2(e["median"]), f2(e["p95"]), f2(e["max"])))
-        both = stats([max(r["left_frozen_ms"], r["right_frozen_ms"]) for r in estops if "right_frozen_ms" in r and
-                      "left_frozen_ms" in r])  # fmt: skip
-        rows.append(("every arm frozen (the later one)", str(both["n"]), f2(both["median"]), f2(both["p95"]),
-                     f2(both["max"])))  # fmt: skip
-        e = stats([r["answer_ms"] for r in estops if "answer_ms" in r])
-        rows.append(("the service's answer here", str(e["n"]), f2(e["median"]), f2(e["p95"]), f2(e["max"])))
-        table(("ms", "n", "median", "p95", "max"), rows, "<>>>>")
-        idle = {arm: sum(1 for r in estops if r.get(f"{arm}_not_moving")) for arm in ("left", "right")}
-        if any(idle.values()):
-            print(f"   not moving at the e-stop (its ramp refused or over), left out: {idle}")
-        for r in estops:
-            if "failed" in r:
-                print(f"   e-stop {r['k']}: {r['failed']}")
     if graph.get("driver_log"):
         lost = sum(1 for line in graph["driver_log"] if "lost contact" in line)
         print(f"   arx5_driver_node ERROR/WARN lines ({len(graph['driver_log'])}, {lost} lost contact), the first 5:")
@@ -1068,6 +1091,28 @@ def print_graph(graph: dict[str, Any]) -> None:
     if "failed" in graph:
         print(f"phase B FAILED: {graph['failed']}")
     print()
+
+
+def print_estops(estops: list[dict[str, Any]], what: str, load: str) -> None:
+    """Part 5's table for one run of e-stops."""
+    print(f"5. e-stop (/hardware/estop) {what} -> every joint command of the arm frozen (emulator log; {load})")
+    rows = []
+    for label, key in (("left arm frozen", "left_frozen_ms"), ("right arm frozen", "right_frozen_ms")):
+        e = stats([r[key] for r in estops if key in r])
+        rows.append((label, str(e["n"]), f2(e["median"]), f2(e["p95"]), f2(e["max"])))
+    both = stats([max(r["left_frozen_ms"], r["right_frozen_ms"]) for r in estops if "right_frozen_ms" in r and
+                  "left_frozen_ms" in r])  # fmt: skip
+    rows.append(("every arm frozen (the later one)", str(both["n"]), f2(both["median"]), f2(both["p95"]),
+                 f2(both["max"])))  # fmt: skip
+    e = stats([r["answer_ms"] for r in estops if "answer_ms" in r])
+    rows.append(("the service's answer here", str(e["n"]), f2(e["median"]), f2(e["p95"]), f2(e["max"])))
+    table(("ms", "n", "median", "p95", "max"), rows, "<>>>>")
+    idle = {arm: sum(1 for r in estops if r.get(f"{arm}_not_moving")) for arm in ("left", "right")}
+    if any(idle.values()):
+        print(f"   not moving at the e-stop (its ramp refused or over), left out: {idle}")
+    for r in estops:
+        if "failed" in r:
+            print(f"   e-stop {r['k']}: {r['failed']}")
 
 
 def print_tracking(arms: dict[str, dict[str, Any]]) -> None:
@@ -1138,6 +1183,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--move-s", type=float, default=3.0, help="part 4's move duration [s] (default 3.0)")
     parser.add_argument("--state-window", type=float, default=5.0, help="part 3's window [s] (default 5.0)")
     parser.add_argument("--estops", type=int, default=20, help="part 5's e-stops (default 20)")
+    parser.add_argument(
+        "--estop-flood-hz", type=float, default=100.0, help="part 5 again under a trajectory flood [Hz] (0: not)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     args = parser.parse_args(argv)

@@ -35,5 +35,6 @@ def test_the_x5_benchmark_smoke_run_prints_every_part():
     assert out.returncode == 0, text[-4000:]
     for part in ("1. bus command rate", "2. trajectory -> first bus frame", "3. /joint_states", "5. e-stop"):
         assert part in text, text[-4000:]
+    assert "trajectory flood" in text and "flooded / quiet" in text, text[-4000:]
     assert "FAILED" not in text, text[-4000:]
     assert "with exit code 0" in text, text[-4000:]  # the driver ended cleanly

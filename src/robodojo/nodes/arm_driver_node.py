@@ -9,6 +9,9 @@ the finger joint) at the hardware config's ``state.rate_hz``, follows ``/<arm>_a
 - ``/hardware/release`` (std_srvs/Trigger): clear the e-stop and the arms' error states (recovery is never
   automatic: after a fault the driver refuses trajectories until an operator calls this).
 
+Both are served in a thread of their own (:mod:`robodojo.nodes.operator_services`): an e-stop never queues behind a
+flood of trajectory callbacks in the node's executor.
+
 Lost contact is reported, never hidden, per arm: that arm's joints leave /joint_states (so the motion server and the
 agent see it gone), its running trajectories end STOPPED with the reason, /diagnostics says ERROR with the SDK's
 message, and the driver tries to connect it again every ``reconnect_period_s``; once it answers, it serves again
@@ -46,6 +49,7 @@ from robodojo.hardware.adapter import ArmAdapter, JointReading
 from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
 from robodojo.log_limits import RepeatLimiter
 from robodojo.nodes import convert, topics
+from robodojo.nodes.operator_services import ESTOP, RELEASE, OperatorServices
 from robodojo.nodes.runtime import GraphNode
 
 STATE_QOS = QoSProfile(depth=10)
@@ -53,8 +57,6 @@ REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)  # eve
 #: close() waits this long in all for its state, control and reconnect threads (each sleeps at most a period, but a
 #: reconnect attempt may sit in an SDK's connect for seconds): the node's way out stays below ros2 launch's 5 s.
 THREADS_STOP_S = 1.0
-ESTOP = "/hardware/estop"
-RELEASE = "/hardware/release"
 
 
 @dataclass
@@ -108,6 +110,7 @@ class ArmDriverNode(GraphNode):
         self._log_limit = RepeatLimiter()
         self._running = True
         self._threads: list[threading.Thread] = []
+        self.operator: OperatorServices | None = None
 
     # -- the subclass's part --------------------------------------------------------------------------------------
     def connect_arm(self, arm: DrivenArm) -> None:
@@ -151,9 +154,7 @@ class ArmDriverNode(GraphNode):
                 callback = functools.partial(self._submit, arm, kind)
                 self.create_subscription(JointTrajectory, topic, callback, 10, callback_group=commands)
         self.create_subscription(TrajectoryLease, topics.MOTION_LEASE, self._on_lease, 10, callback_group=commands)
-        services = MutuallyExclusiveCallbackGroup()  # never behind a trajectory's check
-        self.create_service(Trigger, ESTOP, self._on_estop, callback_group=services)
-        self.create_service(Trigger, RELEASE, self._on_release, callback_group=services)
+        self.operator = OperatorServices(self, self._on_estop, self._on_release)  # never behind a trajectory flood
         for arm in self.arms:
             self._connect(arm)
         self._threads = [
@@ -411,6 +412,8 @@ class ArmDriverNode(GraphNode):
             closer.start()
         for closer in closers:
             closer.join()
+        if self.operator is not None:
+            self.operator.close()
 
     def _close_arm(self, arm: DrivenArm) -> None:
         try:

@@ -96,7 +96,7 @@ class Arx5DriverNode(ArmDriverNode):
 
 
 def main() -> int:
-    # One executor thread, as fr3_driver_node: an e-stop waits at most behind one trajectory's check.
+    # One executor thread, as fr3_driver_node (the e-stop has one of its own: operator_services).
     return run_node(Arx5DriverNode, NODE_NAME, threads=1)
 
 

@@ -50,7 +50,7 @@ class Fr3DriverNode(ArmDriverNode):
 
 def main() -> int:
     # One executor thread: rclpy's multi-threaded executor busy-waited at 90 % of a core here (a message waiting
-    # for a busy callback group); an e-stop then waits at most behind one trajectory's check (milliseconds).
+    # for a busy callback group). The e-stop has a thread of its own (operator_services).
     return run_node(Fr3DriverNode, NODE_NAME, threads=1)
 
 

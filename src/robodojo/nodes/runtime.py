@@ -109,7 +109,7 @@ class _StopFlag:
             os.write(sys.stderr.fileno(), line.encode())
 
 
-class _Spinner:
+class Spinner:
     """Spins the executor in a thread of its own until stopped; remembers an exception a callback raised."""
 
     def __init__(self, executor: Executor, name: str) -> None:
@@ -180,7 +180,7 @@ def _run(factory: Callable[[], GraphNode], name: str, threads: int, stop: _StopF
     node.stop_signaled = stop.received > 0  # a signal that came while the node was being built
     executor = SingleThreadedExecutor() if threads == 1 else MultiThreadedExecutor(num_threads=threads)
     executor.add_node(node)
-    spinner = _Spinner(executor, name)
+    spinner = Spinner(executor, name)
     while not stop.received and node.exit_code is None and spinner.alive and rclpy.ok():
         time.sleep(POLL_S)
     by_signal = stop.received > 0 and node.exit_code is None
