@@ -54,3 +54,29 @@ def test_a_one_arm_robot_s_stale_joint_states_are_told_without_the_arm_s_name(bu
     state.on_joint_state(JointState(name=[*arm.joints, arm.gripper_joint], position=[0.1] * (len(arm.joints) + 1)))
     time.sleep(0.05)
     assert re.fullmatch(r"\d+\.\d\d s", state.stale_text(0.01)), state.stale_text(0.01)  # not "(the arm arm's)"
+
+
+def _fr3_state(stamp_s: float, q: float) -> JointState:
+    from builtin_interfaces.msg import Time
+
+    arm = load_robot_config("fr3").arms[0]
+    names = [*arm.joints, arm.gripper_joint]
+    msg = JointState(name=names, position=[q] * len(names))
+    msg.header.stamp = Time(sec=int(stamp_s), nanosec=round((stamp_s % 1) * 1e9))
+    return msg
+
+
+def test_a_speed_is_never_read_across_a_silence(built_interfaces):
+    """After a stall (a simulator whose clock stood still for 0.7 s) the arm's first positions barely differ from the
+    last ones before it: that is no speed (it may move on at once), unknown until two states come close together."""
+    from robodojo.nodes.controller_topics import SPEED_GAP_S, RobotState
+
+    fr3 = load_robot_config("fr3")
+    state = RobotState(fr3, ArmKinematics(fr3))
+    state.on_joint_state(_fr3_state(10.00, 0.1000))
+    state.on_joint_state(_fr3_state(10.01, 0.1050))  # 0.5 rad/s
+    assert state.speed_of_rad_s(["arm"]) == pytest.approx(0.5)
+    state.on_joint_state(_fr3_state(10.01 + 7 * SPEED_GAP_S, 0.1051))  # after the stall: not 0.0001 / 0.7 rad/s
+    assert state.speed_of_rad_s(["arm"]) == math.inf
+    state.on_joint_state(_fr3_state(10.72, 0.1051))
+    assert state.speed_of_rad_s(["arm"]) == pytest.approx(0.0, abs=1e-9)

@@ -41,6 +41,9 @@ SILENT_GRACE_S = 0.3
 #: SIGINT, and the node has more to do on its way out).
 SHUTDOWN_CONFIRM_S = 1.5
 ARRIVAL_TOLERANCE_RAD = 0.01  # servo lag at the end of a well-timed trajectory is far below this
+#: Two joint states further apart than this [s, their stamps] give no speed (unknown until the next pair): joint
+#: states come at 100-125 Hz, and a gap means a silent robot that may have stood still and then moved on.
+SPEED_GAP_S = 0.1
 
 
 class RobotState:
@@ -91,7 +94,11 @@ class RobotState:
                     continue
                 before = self._previous.get(arm)
                 if before is not None and stamp > before[0]:
-                    self._speeds[arm] = float(np.max(np.abs(q - before[1]))) / (stamp - before[0])
+                    gap_s = stamp - before[0]
+                    # Across a silence the robot may have stood still (a stalled simulator's clock, a frozen driver)
+                    # and move on after: positions a gap apart say nothing of its speed now.
+                    moved = float(np.max(np.abs(q - before[1]))) / gap_s if gap_s <= SPEED_GAP_S else math.inf
+                    self._speeds[arm] = moved
                 self._previous[arm] = (stamp, q.copy())
 
     @property
