@@ -73,7 +73,6 @@ from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.ik import POS_TOLERANCE_M, ROT_TOLERANCE_RAD, ArmKinematics
 from robodojo.robots.mujoco_model import kinematic_model
 from robodojo.robots.urdf import load_urdf
-from robodojo.sim.settings import load_sim_settings
 from robodojo.sim.world import EmbeddedWorld
 
 # -- target sampling ---------------------------------------------------------------------------------------------
@@ -89,6 +88,7 @@ HEADLINE_BIN = ("30 cm (28-32)", 0.28, 0.32)
 TWO_ARM_BINS = (("two-arm 5-40 cm", 0.05, 0.40), ("two-arm 30 cm (28-32)", 0.28, 0.32))
 WORLD_DISTANCE_M = (0.05, 0.30)
 WARMUP_PLANS = 10
+SMOKE_SIZES = (4, 4, 2)  # --smoke: plans per bin, baseline plans, moves in the world
 
 # -- targets of the issue ----------------------------------------------------------------------------------------
 LATENCY_TARGET_MS = 10.0
@@ -539,8 +539,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-plans", type=int, help="baseline plans (default 300; 50 with --quick)")
     parser.add_argument("--moves", type=int, help="moves in the world (default 300; 100 with --quick)")
     parser.add_argument("--quick", action="store_true", help="fewer samples: a run of about 20 s")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.plans, args.baseline_plans, args.moves = SMOKE_SIZES
     n_plans = args.plans or (200 if args.quick else 1000)
     n_baseline = min(args.baseline_plans or (50 if args.quick else 300), n_plans)
     n_moves = args.moves or (100 if args.quick else 300)
@@ -548,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     t_all = time.perf_counter()
     robot = load_robot_config(args.robot)
     settings = load_motion_settings()
-    dt = load_sim_settings().control_dt_s
+    dt = robot.control_dt_s  # the robot config is the one source of the 25 Hz step
     planner = NativePlanner(robot, dt_s=dt, settings=settings)
     kin = ArmKinematics(robot)
     rng = np.random.default_rng(args.seed)
