@@ -40,10 +40,14 @@ class Inbox:
     def __init__(self, graph, subscriptions: dict[str, type]) -> None:
         self._lock = threading.Lock()
         self._messages: dict[str, list] = defaultdict(list)
+        # Made in the client's executor thread: rclpy's entities are not thread-safe, and a subscription made beside
+        # a spinning executor once never delivered (the driver's camera_info in test_camera_sources, full runs only).
         self.subscriptions = [
-            graph.client.create_subscription(kind, topic, lambda msg, t=topic: self._add(t, msg), 50)
+            graph.call(lambda kind=kind, topic=topic: graph.client.create_subscription(
+                kind, topic, lambda msg, t=topic: self._add(t, msg), 50
+            ))
             for topic, kind in subscriptions.items()
-        ]
+        ]  # fmt: skip
 
     def _add(self, topic: str, msg) -> None:
         with self._lock:

@@ -279,6 +279,7 @@ def test_device_source_feeds_camera_node_from_a_video_file_and_survives_a_vanish
     graph.wait(lambda: bool(inbox.stamped(topics.camera_info("head"), stamp)), DISCOVERY_S, "the frame's CameraInfo")
     info = inbox.stamped(topics.camera_info("head"), stamp)[0]
     np.testing.assert_allclose(np.array(info.k).reshape(3, 3), calib.K)
+    graph.wait(lambda: bool(inbox.all("/head/camera_info")), DISCOVERY_S, "the device node's own CameraInfo")
     driver_info = inbox.all("/head/camera_info")[-1]
     np.testing.assert_allclose(np.array(driver_info.k).reshape(3, 3), calib.K)  # 640x480, the file's own size
     assert driver_info.header.frame_id == "head_camera_optical_frame"
