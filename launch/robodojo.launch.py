@@ -75,8 +75,6 @@ from robodojo.nodes.graph_choices import HARDWARE, REPLAY_EXAMPLES
 from robodojo.robots.meshes import urdf_with_resolved_meshes
 
 PACKAGE = "agent_bringup"
-TRUE_WORDS = ("true", "1", "yes", "on")
-FALSE_WORDS = ("false", "0", "no", "off")
 SIM_RESET_TIMEOUT_S = 30.0  # a simulator resets in seconds
 OPERATOR_RESET_TIMEOUT_S = 900.0  # a real scene is put back by hand
 
@@ -245,12 +243,7 @@ def _arguments() -> list[DeclareLaunchArgument]:
 
 
 def _flag(context, name: str) -> bool:
-    value = LaunchConfiguration(name).perform(context).strip().lower()
-    if value in TRUE_WORDS:
-        return True
-    if value in FALSE_WORDS:
-        return False
-    raise ValueError(f"launch argument {name}:={value!r} must be true or false")
+    return graph_choices.flag(name, LaunchConfiguration(name).perform(context))
 
 
 def _integer(context, name: str) -> int:

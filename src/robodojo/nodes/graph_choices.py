@@ -30,6 +30,8 @@ REPLAY_EXAMPLES = {
     "shell": "examples/shell/{task}.yaml",
 }
 NO_AGENT = "none"
+TRUE_WORDS = ("true", "1", "yes", "on")
+FALSE_WORDS = ("false", "0", "no", "off")
 
 
 def task_or_default(robot: str, task: str) -> str:
@@ -54,16 +56,23 @@ def backend(sim: str, hardware: str, robot: str) -> str:
     return sim or SIMULATORS[0]
 
 
+class BadArgumentValue(ConfigError, ValueError):
+    """A launch argument whose value is not one of its kind (a ValueError too, as launch's own are)."""
+
+
+def flag(name: str, text: str) -> bool:
+    """Launch argument ``name`` given as ``text``, as true or false (BadArgumentValue in one line otherwise)."""
+    value = text.strip().lower()
+    if value in TRUE_WORDS:
+        return True
+    if value in FALSE_WORDS:
+        return False
+    raise BadArgumentValue(f"launch argument {name}:={text!r} must be true or false")
+
+
 def sim_time(use_sim_time: str, backend_name: str) -> bool:
     """``use_sim_time`` as a flag; empty: whether the backend publishes /clock (a simulator)."""
-    text = use_sim_time.strip().lower()
-    if not text:
-        return backend_name in SIMULATORS
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off"):
-        return False
-    raise ConfigError(f"use_sim_time:={use_sim_time!r} must be true or false (or empty: the backend's own)")
+    return flag("use_sim_time", use_sim_time) if use_sim_time.strip() else backend_name in SIMULATORS
 
 
 def llm_or_example(agent: str, llm: str, task: str, seed: int) -> str:
