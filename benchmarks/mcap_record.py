@@ -44,7 +44,9 @@ import robodojo.episodes.mcap_record as mcap_record
 from robodojo.agents.base import TurnRecord
 from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
+from robodojo.episodes.record import RecordMeta
 from robodojo.episodes.recorder import EpisodeRecorder
+from robodojo.episodes.spec import EndReason, EpisodeOutcome
 from robodojo.observation import Observation
 from robodojo.sim.render import select_gl_backend
 from robodojo.sim.world import EmbeddedWorld
@@ -122,14 +124,15 @@ def record(folder: Path, robot, data: list[TurnData], kind: CompressionType | No
     total, and episode.mcap's size."""
     obs_s, turn_s = [], []
     with compression(kind):
-        recorder = EpisodeRecorder(folder, {"task": TASK, "robot": ROBOT}, robot, mcap=kind is not None)
+        recorder = EpisodeRecorder(folder, RecordMeta(task=TASK, robot=ROBOT), robot, mcap=kind is not None)
         recorder.record_start(data[0].state, "pick up the block")
         for i, turn in enumerate(data):
             t0 = time.perf_counter()
             recorder.record_observation(turn.obs)
             t1 = time.perf_counter()
             recorder.record_turn(turn.record, turn.state)
-            recorder.write_metrics({"llm_calls": i + 1, "steps_used": turn.state.step})
+            outcome = EpisodeOutcome(end_reason=EndReason.RUNNING, llm_calls=i + 1, steps_used=turn.state.step)
+            recorder.write_metrics(outcome, turn.state.step + turn.state.steps_left)
             t2 = time.perf_counter()
             obs_s.append(t1 - t0)
             turn_s.append(t2 - t1)

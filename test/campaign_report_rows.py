@@ -43,7 +43,7 @@ def row(
         capability=AXIS[task],
         success=success,
         score=score,
-        end_reason="success" if success else "budget_exhausted",
+        end_reason="success" if success else "llm_call_budget",
         llm_calls=calls,
         input_tokens=tokens,
         cached_input_tokens=cached,

@@ -80,15 +80,7 @@ def _run(world, agent_name: str, llm_spec: str, campaign: Path, episode_id: str)
         llm="replay",
         condition=ZERO_SHOT,
         capability="pick",
-        success=result.success,
-        score=float(result.score),
-        end_reason=result.end_reason.value,
-        llm_calls=result.llm_calls,
-        input_tokens=result.usage.input_tokens,
-        cached_input_tokens=result.usage.cached_input_tokens,
-        output_tokens=result.usage.output_tokens,
-        steps_used=result.steps_used,
-        wall_time_s=result.wall_time_s,
+        **result.outcome_fields(),
         folder=str(result.folder.relative_to(campaign)),
     )
 
@@ -321,7 +313,10 @@ def test_a_partial_record_renders_escaped_with_what_is_missing(campaign, report)
 
 
 def test_a_row_without_a_record_and_a_missing_plot(tmp_path):
-    row = EpisodeRow("lost", "general_pickup", "standard", 0, "move_eef", "x", ZERO_SHOT, "pick", False, 0.0, "crashed")
+    row = EpisodeRow(
+        episode_id="lost", task="general_pickup", variant="standard", seed=0, agent="move_eef", llm="x",
+        condition=ZERO_SHOT, capability="pick", end_reason="crashed",
+    )  # fmt: skip
     moved = dict(row.as_dict(), episode_id="moved", folder="episodes/moved/try1")
     index = write_html_report(tmp_path, [row, EpisodeRow.from_dict(moved)], tmp_path / "r", title="t")
     assert "the campaign names no record folder" in (index.parent / EPISODE_PAGES / "lost.html").read_text()

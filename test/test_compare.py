@@ -120,8 +120,9 @@ def test_seeds_specs_and_summary_helpers():
 
     def o(agent, seed, success, calls):
         return Outcome(
-            agent, "t", seed, "standard", "replay:x", success=success, llm_calls=calls, input_tokens=10 * calls
-        )
+            agent=agent, task="t", seed=seed, variant="standard", llm="replay:x", success=success,
+            end_reason="success" if success else "give_up", llm_calls=calls, input_tokens=10 * calls,
+        )  # fmt: skip
 
     s = summarize([o("move_eef", 0, True, 4), o("move_eef", 1, True, 8), o("code_cell", 0, True, 2),
                    o("code_cell", 1, False, 9), o("code_cell", 2, True, 1)])  # fmt: skip

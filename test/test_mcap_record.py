@@ -30,6 +30,7 @@ from robodojo.episodes.mcap_record import (
     TOOL_RESULT_TOPIC,
     message_definition,
 )
+from robodojo.episodes.record import RecordMeta
 from robodojo.episodes.recorder import EpisodeRecorder
 from robodojo.nodes import topics
 
@@ -289,7 +290,7 @@ def test_code_cells_record_the_frames_robo_took(dual_world, tmp_path):
 
 
 def test_mcap_off_writes_no_file(dual_world, tmp_path):
-    recorder = EpisodeRecorder(tmp_path / "ep", {"task": "x"}, dual_world.robot, mcap=False)
+    recorder = EpisodeRecorder(tmp_path / "ep", RecordMeta(task="x"), dual_world.robot, mcap=False)
     recorder.record_observation(dual_world.observe(cameras=("head",)))
     recorder.close()
     assert not (tmp_path / "ep" / MCAP_FILE).exists() and (tmp_path / "ep" / "meta.json").exists()

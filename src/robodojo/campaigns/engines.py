@@ -48,15 +48,11 @@ class Engine(Protocol):
 
 def crashed_row(job: EpisodeJob, try_index: int, campaign_dir: Path, error: str) -> EpisodeRow:
     """The row of an episode whose worker was lost (it never reported)."""
-    from robodojo.campaigns.execute import try_dir
-    from robodojo.sim.tasks import get_task
+    from robodojo.campaigns.execute import job_row, try_dir
+    from robodojo.episodes.spec import EndReason
 
-    return EpisodeRow(
-        episode_id=job.episode_id, task=job.task, variant=job.variant, seed=job.seed, agent=job.agent, llm=job.llm,
-        condition=job.condition.name, capability=get_task(job.task).capability, success=False, score=0.0,
-        end_reason="crashed", tries=try_index,
-        folder=str(try_dir(campaign_dir, job.episode_id, try_index).relative_to(campaign_dir)), error=error,
-    )  # fmt: skip
+    folder = try_dir(campaign_dir, job.episode_id, try_index)
+    return job_row(job, try_index, campaign_dir, folder, {"end_reason": EndReason.CRASHED, "error": error})
 
 
 # -- local worker processes -----------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Running one campaign episode where a worker is (:func:`run_job`): the thread's world for the task's robot and
 the episode itself (robodojo.episodes.compare.run_one, as ``robodojo compare`` runs its episodes), as an
-:class:`~robodojo.campaigns.results.EpisodeRow`.
+:class:`~robodojo.campaigns.results.EpisodeRow`: the episode's outcome with the job's identity (:func:`job_row`).
 
 The same function runs in a local worker process, in one of its threads, or in a Ray actor, so that results do not
 depend on where an episode ran. Each thread keeps one embedded world per robot (building one costs seconds; a reset
@@ -12,7 +12,9 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from robodojo.campaigns.results import EpisodeRow
 from robodojo.campaigns.spec import EpisodeJob
@@ -48,6 +50,22 @@ def close_worlds() -> None:
     _local.worlds = {}
 
 
+def job_row(
+    job: EpisodeJob, try_index: int, campaign_dir: Path, folder: Path, outcome: Mapping[str, Any]
+) -> EpisodeRow:
+    """The row of ``job``'s try ``try_index``: ``outcome`` (EpisodeOutcome fields by name; its error cut to the last
+    line, the cause) with the job's identity and the record ``folder`` (under ``campaign_dir``)."""
+    from robodojo.sim.tasks import get_task
+
+    error = str(outcome.get("error", "")).strip()
+    return EpisodeRow(
+        **{**outcome, "error": error.splitlines()[-1] if error else ""},
+        episode_id=job.episode_id, task=job.task, variant=job.variant, seed=job.seed, agent=job.agent, llm=job.llm,
+        condition=job.condition.name, capability=get_task(job.task).capability, tries=try_index,
+        folder=str(folder.relative_to(campaign_dir)),
+    )  # fmt: skip
+
+
 def run_job(job: EpisodeJob, campaign_dir: str | Path, try_index: int) -> EpisodeRow:
     """Run ``job`` as try ``try_index``, recorded under the campaign's ``episodes/<id>/try<k>/``.
 
@@ -56,23 +74,21 @@ def run_job(job: EpisodeJob, campaign_dir: str | Path, try_index: int) -> Episod
     retries it.
     """
     from robodojo.agents.llm.settings import run_llm_settings
-    from robodojo.episodes import EpisodeSpec
-    from robodojo.episodes.compare import run_one
+    from robodojo.episodes.compare import EpisodeRun, run_one
+    from robodojo.episodes.spec import EndReason, EpisodeSpec
     from robodojo.sim.tasks import get_task
 
     campaign_dir = Path(campaign_dir)
     out_root = try_dir(campaign_dir, job.episode_id, try_index)
-    task = get_task(job.task)
     options = job.llm_options
     started = time.perf_counter()
     try:
-        outcome = run_one(
-            _world(task.robot),
-            job.agent,
-            job.llm_spec,
-            EpisodeSpec(task=job.task, seed=job.seed, variant=job.variant, llm_call_budget=job.llm_call_budget),
-            out_root,
-            options.get("base_url"),
+        run = EpisodeRun(
+            agent=job.agent,
+            llm_spec=job.llm_spec,
+            episode=EpisodeSpec(task=job.task, seed=job.seed, variant=job.variant, llm_call_budget=job.llm_call_budget),
+            out_root=out_root,
+            base_url=options.get("base_url"),
             settings=run_llm_settings(
                 options.get("llm_config"),
                 timeout_s=options.get("timeout_s"),
@@ -83,20 +99,11 @@ def run_job(job: EpisodeJob, campaign_dir: str | Path, try_index: int) -> Episod
             agent_options={**job.agent_options, "probes": job.condition.probe_options() or None},
             crash_log=out_root / CRASH_FILE,
         )
-        ended: dict = {
-            k: getattr(outcome, k)
-            for k in ("success", "score", "end_reason", "llm_calls", "input_tokens", "cached_input_tokens",
-                      "output_tokens", "cost_usd", "steps_used", "wall_time_s")
-        }  # fmt: skip
-        folder, error = Path(outcome.folder or out_root), outcome.error
+        result = run_one(_world(get_task(job.task).robot), run)
+        return job_row(job, try_index, campaign_dir, result.folder, result.outcome_fields())
     except Exception as exc:  # before the episode could start (the world, a setting) or a ConfigError run_one raises
         out_root.mkdir(parents=True, exist_ok=True)
         (out_root / CRASH_FILE).write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-        ended = {"success": False, "score": 0.0, "end_reason": "crashed", "wall_time_s": time.perf_counter() - started}
-        folder, error = out_root, "".join(traceback.format_exception_only(type(exc), exc))
-    return EpisodeRow(
-        episode_id=job.episode_id, task=job.task, variant=job.variant, seed=job.seed, agent=job.agent, llm=job.llm,
-        condition=job.condition.name, capability=task.capability, tries=try_index, **ended,
-        folder=str(folder.relative_to(campaign_dir)),
-        error=error.strip().splitlines()[-1] if error.strip() else "",
-    )  # fmt: skip
+        error = "".join(traceback.format_exception_only(type(exc), exc))
+        crashed = {"end_reason": EndReason.CRASHED, "wall_time_s": time.perf_counter() - started, "error": error}
+        return job_row(job, try_index, campaign_dir, out_root, crashed)

@@ -1,5 +1,6 @@
-"""One finished episode of a campaign as the results store keeps it (:class:`EpisodeRow`): the plain values the
-campaign runner writes, the report reads, and the progress display sums."""
+"""One finished episode of a campaign as the results store keeps it (:class:`EpisodeRow`): the episode's outcome
+(robodojo.episodes.spec.EpisodeOutcome) with who ran it, the plain values the campaign runner writes, the report
+reads, and the progress display sums."""
 
 from __future__ import annotations
 
@@ -7,18 +8,20 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from robodojo.episodes.spec import EpisodeOutcome
+
 ZERO_SHOT = "zero_shot"  #: the condition name of an episode with no probe and no demonstration
 
 
-@dataclass(frozen=True)
-class EpisodeRow:
-    """A campaign episode's identity (task, variant, seed, agent, llm, condition) and how it ended.
+@dataclass(frozen=True, kw_only=True)
+class EpisodeRow(EpisodeOutcome):
+    """A campaign episode's identity (task, variant, seed, agent, llm, condition) and its outcome.
 
     ``llm`` is the LLM's name in the campaign spec (not its spec text, which may hold per-episode placeholders);
     ``condition`` is :data:`ZERO_SHOT` or the name of a probe or demonstration condition; ``capability`` is the
-    task's capability axis (seed 002's leaderboard groups tasks by it). ``score`` is the task's process reward in
-    [0, 1]. ``folder`` is the episode record's path relative to the campaign folder. ``tries`` counts the runs it
-    took (a crashed run is retried up to the campaign's bound; each try's record is kept).
+    task's capability axis (seed 002's leaderboard groups tasks by it). ``folder`` is the episode record's path
+    relative to the campaign folder. ``tries`` counts the runs it took (a crashed run is retried up to the campaign's
+    bound; each try's record is kept). ``error`` is the last line of the cause.
     """
 
     episode_id: str
@@ -29,19 +32,8 @@ class EpisodeRow:
     llm: str
     condition: str
     capability: str
-    success: bool
-    score: float
-    end_reason: str
-    llm_calls: int = 0
-    input_tokens: int = 0
-    cached_input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    steps_used: int = 0
-    wall_time_s: float = 0.0
     tries: int = 1
     folder: str = ""
-    error: str = ""
 
     @property
     def layout(self) -> tuple[str, str, int]:
@@ -49,16 +41,20 @@ class EpisodeRow:
         are matched pairs."""
         return (self.task, self.variant, self.seed)
 
-    @property
-    def uncached_input_tokens(self) -> int:
-        return self.input_tokens - self.cached_input_tokens
+    @classmethod
+    def columns(cls) -> tuple[str, ...]:
+        """The row's values in table order (the store's columns, episodes.csv's header): who ran the episode, then
+        its outcome."""
+        outcome = [f.name for f in dataclasses.fields(EpisodeOutcome)]
+        return (*(f.name for f in dataclasses.fields(cls) if f.name not in outcome), *outcome)
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The row's values by column, in :meth:`columns` order."""
+        return {name: getattr(self, name) for name in self.columns()}
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> EpisodeRow:
         """A row from a mapping with at least the row's fields (extra keys, such as a store's bookkeeping, are
         ignored)."""
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = set(cls.columns())
         return cls(**{k: v for k, v in values.items() if k in names})

@@ -15,9 +15,9 @@ episode stored exactly once and nothing half-written (WAL journal, synchronous c
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 import time
+import typing
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,8 +31,9 @@ _SQL_TYPES = {bool: "INTEGER", int: "INTEGER", float: "REAL", str: "TEXT"}
 
 
 def _row_columns() -> list[tuple[str, str]]:
-    hints = {"bool": bool, "int": int, "float": float, "str": str}
-    return [(f.name, _SQL_TYPES[hints[str(f.type)]]) for f in dataclasses.fields(EpisodeRow)]
+    hints = typing.get_type_hints(EpisodeRow)
+    sql = {name: next(t for kind, t in _SQL_TYPES.items() if issubclass(hints[name], kind)) for name in hints}
+    return [(name, sql[name]) for name in EpisodeRow.columns()]
 
 
 class ResultsStore:

@@ -16,12 +16,11 @@ on the episodes both solved, so that neither agent's mean is taken over easier e
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,7 @@ from robodojo.episodes.efficiency import jointly_solved
 from robodojo.episodes.factory import AGENTS, DEFAULT_AGENTS, make_agent
 from robodojo.episodes.hosts import WorldHost
 from robodojo.episodes.runner import run_episode
-from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EpisodeSpec
+from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EndReason, EpisodeOutcome, EpisodeResult, EpisodeSpec
 from robodojo.errors import ConfigError
 from robodojo.sim.variants import VARIANTS
 
@@ -48,9 +47,9 @@ METRIC_LABELS = {
 MAX_SEEDS = 10_000
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One agent's episode of one (task, seed, variant): run (with its metrics) or skipped (with the reason)."""
+@dataclass(frozen=True, kw_only=True)
+class Outcome(EpisodeOutcome):
+    """One agent's episode of one (task, seed, variant): its outcome, or skipped (end reason ``skipped``, with why)."""
 
     agent: str
     task: str
@@ -58,18 +57,7 @@ class Outcome:
     variant: str
     llm: str  #: the spec with its placeholders filled
     skipped: str = ""  #: why the episode was not run ("" when it ran)
-    success: bool = False
-    score: float = 0.0  #: the task's process reward in [0, 1]
-    end_reason: str = ""
-    llm_calls: int = 0
-    input_tokens: int = 0
-    cached_input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    steps_used: int = 0
-    wall_time_s: float = 0.0
-    folder: str = ""  #: the episode record
-    error: str = ""
+    folder: str = ""  #: the episode record (a crashed episode: the folder its record is under)
 
     @property
     def ran(self) -> bool:
@@ -78,6 +66,25 @@ class Outcome:
     @property
     def key(self) -> tuple[str, int, str]:
         return (self.task, self.seed, self.variant)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeRun:
+    """One agent on one episode, as ``robodojo compare`` and a campaign's workers ask :func:`run_one` for it.
+
+    ``llm_spec`` has its placeholders filled; ``settings`` and ``tool_choice`` go to open_llm (the user's profiles and
+    the run's overrides), ``agent_options`` to make_agent (image_horizon, images, context_tokens, probes); a crash's
+    traceback is written to ``crash_log`` when given. The record goes under ``out_root``."""
+
+    agent: str
+    llm_spec: str
+    episode: EpisodeSpec
+    out_root: Path
+    base_url: str | None = None
+    settings: LlmSettings | None = None
+    tool_choice: str | None = None
+    agent_options: Mapping[str, Any] = field(default_factory=dict)
+    crash_log: Path | None = None
 
 
 # -- arguments ------------------------------------------------------------------------------------------------------
@@ -146,72 +153,55 @@ def missing_script(spec: str) -> Path | None:
 # -- running --------------------------------------------------------------------------------------------------------
 
 
-def run_one(
-    world: Any,
-    agent_name: str,
-    spec_text: str,
-    episode: EpisodeSpec,
-    out_root: Path,
-    base_url: str | None = None,
-    *,
-    settings: LlmSettings | None = None,
-    tool_choice: str | None = None,
-    agent_options: Mapping[str, Any] | None = None,
-    crash_log: Path | None = None,
-) -> Outcome:
-    """Run one agent on one episode; a missing replay script gives a skipped Outcome, a crash a failed one (its
-    traceback written to ``crash_log`` when given).
-
-    ``settings`` and ``tool_choice`` go to open_llm (the user's profiles and the run's overrides),
-    ``agent_options`` to make_agent (image_horizon, images, context_tokens, probes)."""
+def run_one(world: Any, run: EpisodeRun) -> EpisodeResult:
+    """Run one agent on one episode in ``world``; a crash gives a ``crashed`` result (its record, if any, under
+    ``run.out_root``). A ConfigError (a bad script or spec: the user's to fix, not an episode outcome) is raised."""
     from robodojo.agents.llm.client import open_llm
 
-    base = functools.partial(
-        Outcome, agent=agent_name, task=episode.task, seed=episode.seed, variant=episode.variant, llm=spec_text
-    )
-    missing = missing_script(spec_text)
-    if missing is not None:
-        return base(skipped=f"no script ({missing})")
     agent = None
     started = time.perf_counter()
     try:
         with open_llm(
-            spec_text,
-            base_url=None if spec_text.startswith("replay:") else base_url,
-            settings=settings,
-            tool_choice=tool_choice,
+            run.llm_spec,
+            base_url=None if run.llm_spec.startswith("replay:") else run.base_url,
+            settings=run.settings,
+            tool_choice=run.tool_choice,
         ) as llm:
-            agent = make_agent(agent_name, **(agent_options or {}), reply_reserve_tokens=llm.max_output_tokens)
-            result = run_episode(WorldHost(world), agent, llm, episode, out_root, model=llm.model)
+            agent = make_agent(run.agent, **run.agent_options, reply_reserve_tokens=llm.max_output_tokens)
+            return run_episode(WorldHost(world), agent, llm, run.episode, run.out_root, model=llm.model)
     except ConfigError:
-        raise  # a bad script or spec: the user's to fix, not an episode outcome
+        raise
     except Exception as exc:  # the episode crashed (its record, if any, says where); the comparison goes on
-        if crash_log is not None:
-            crash_log.parent.mkdir(parents=True, exist_ok=True)
-            crash_log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-        return base(
-            end_reason="crashed",
+        if run.crash_log is not None:
+            run.crash_log.parent.mkdir(parents=True, exist_ok=True)
+            run.crash_log.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+        return EpisodeResult(
+            end_reason=EndReason.CRASHED,
             wall_time_s=time.perf_counter() - started,
             error="".join(traceback.format_exception_only(type(exc), exc)).strip(),
+            folder=run.out_root,
         )
     finally:
         if agent is not None:
             getattr(agent, "close", lambda: None)()
-    u = result.usage
-    return base(
-        success=result.success,
-        score=float(result.score),
-        end_reason=result.end_reason.value,
-        llm_calls=result.llm_calls,
-        input_tokens=u.input_tokens,
-        cached_input_tokens=u.cached_input_tokens,
-        output_tokens=u.output_tokens,
-        cost_usd=u.cost_usd,
-        steps_used=result.steps_used,
-        wall_time_s=result.wall_time_s,
-        folder=str(result.folder),
-        error=result.error,  # why an llm_error or backend_lost episode ended, for the terminal and compare.json
-    )
+
+
+def _compared(run: EpisodeRun, robot: str, worlds: dict[str, Any]) -> Outcome:
+    """``run`` as an episode of the comparison: skipped if its replay script does not exist, else run in the robot's
+    world from ``worlds`` (built when an episode first needs it)."""
+    from robodojo.sim.world import EmbeddedWorld
+
+    episode = run.episode
+    who: dict[str, Any] = {
+        "agent": run.agent, "task": episode.task, "seed": episode.seed, "variant": episode.variant, "llm": run.llm_spec
+    }  # fmt: skip
+    missing = missing_script(run.llm_spec)
+    if missing is not None:
+        return Outcome(**who, end_reason=EndReason.SKIPPED, skipped=f"no script ({missing})")
+    if robot not in worlds:
+        worlds[robot] = EmbeddedWorld(robot)
+    result = run_one(worlds[robot], run)
+    return Outcome(**who, **result.outcome_fields(), folder=str(result.folder))
 
 
 def run_compare(
@@ -254,23 +244,17 @@ def run_compare(
             for seed in seeds:
                 episode = EpisodeSpec(task=task, seed=seed, variant=variant, llm_call_budget=budget)
                 for agent_name, spec in specs.items():
-                    filled = fill_spec(spec, task, seed)
-                    world = None
-                    if missing_script(filled) is None:  # build a robot's world only when an episode needs it
-                        if robot not in worlds:
-                            worlds[robot] = EmbeddedWorld(robot)
-                        world = worlds[robot]
-                    outcome = run_one(
-                        world,
-                        agent_name,
-                        filled,
-                        episode,
-                        out / "episodes",
-                        base_url,
+                    run = EpisodeRun(
+                        agent=agent_name,
+                        llm_spec=fill_spec(spec, task, seed),
+                        episode=episode,
+                        out_root=out / "episodes",
+                        base_url=base_url,
                         settings=settings,
                         tool_choice=tool_choice,
-                        agent_options=agent_options,
+                        agent_options=agent_options or {},
                     )
+                    outcome = _compared(run, robot, worlds)
                     outcomes.append(outcome)
                     if progress is not None:
                         progress(outcome)
@@ -365,7 +349,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
 
 
 #: end reasons of an episode that never got to act as the agent meant: the run failed, not the agent
-FAILED_END_REASONS = ("llm_error", "crashed")
+FAILED_END_REASONS = (EndReason.LLM_ERROR, EndReason.CRASHED)
 
 
 def all_failed(outcomes: Iterable[Outcome]) -> bool:
@@ -405,6 +389,7 @@ def write_report(
 __all__ = [
     "AGENTS",
     "FAILED_END_REASONS",
+    "EpisodeRun",
     "Outcome",
     "all_failed",
     "check_credentials",

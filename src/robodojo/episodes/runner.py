@@ -3,7 +3,7 @@
 An episode ends on the first of: the benchmark's own success signal, give_up (or the agent's finish), the LLM-call
 budget, the env step budget, an LLM that cannot be reached after the client's bounded retries, a robot backend that
 stops answering, an interruption from outside (the host raises EpisodeInterrupted), or a crash. Whatever ends it, the
-record holds everything up to that point and metrics.json says why it ended.
+record holds everything up to that point and its outcome (metrics.json) says why it ended.
 
 Where the episode runs is an :class:`EpisodeHost`: :class:`WorldHost` for the embedded world in this process, or the
 ROS agent node's host for a simulator elsewhere on the graph. The runner and the record are the same for both.
@@ -26,8 +26,9 @@ from numpy.typing import ArrayLike
 
 from robodojo.agents.base import Agent, LlmCaller
 from robodojo.agents.llm.types import LlmError, Usage
+from robodojo.episodes.record import RecordMeta
 from robodojo.episodes.recorder import EpisodeRecorder
-from robodojo.episodes.spec import EndReason, EpisodeResult, EpisodeSpec
+from robodojo.episodes.spec import EndReason, EpisodeOutcome, EpisodeResult, EpisodeSpec
 from robodojo.errors import BackendLostError, EpisodeInterrupted
 from robodojo.motion.backend import RobotBackend
 from robodojo.motion.report import StopReason
@@ -100,41 +101,37 @@ def run_episode(
     folder = episode_folder(out_root, spec, agent.name)
     recorder = EpisodeRecorder(
         folder,
-        {
-            "task": spec.task,
-            "seed": spec.seed,
-            "variant": spec.variant,
-            "robot": host.robot.name,
-            "instruction": context.instruction,
-            "agent": agent.name,
-            "model": model,
+        RecordMeta(
+            task=spec.task,
+            seed=spec.seed,
+            variant=spec.variant,
+            robot=host.robot.name,
+            instruction=context.instruction,
+            agent=agent.name,
+            model=model,
             # profile, base URL, timeouts: what a reader needs to reproduce the calls (LlmClient.describe)
-            "llm": describe() if callable(describe := getattr(llm, "describe", None)) else {},
+            llm=describe() if callable(describe := getattr(llm, "describe", None)) else {},
             # what the agent sends the model: images, image horizon, known context (an agent's describe())
-            "agent_settings": describe() if callable(describe := getattr(agent, "describe", None)) else {},
-            "llm_call_budget": spec.llm_call_budget,
-            "env_step_limit": host.step_limit,
-        },
+            agent_settings=describe() if callable(describe := getattr(agent, "describe", None)) else {},
+            llm_call_budget=spec.llm_call_budget,
+            env_step_limit=host.step_limit,
+        ),
         host.robot,
         mcap=mcap,
     )
     calls, usage, reason, error = 0, Usage(), EndReason.CRASHED, ""
 
-    def metrics() -> dict:
-        return {
-            "success": host.success(),
-            "score": host.score(),
-            "end_reason": reason.value,
-            "llm_calls": calls,
-            "input_tokens": usage.input_tokens,
-            "cached_input_tokens": usage.cached_input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cost_usd": usage.cost_usd,
-            "steps_used": host.steps_used,
-            "env_step_limit": host.step_limit,
-            "wall_time_s": time.perf_counter() - start,
-            "error": error,
-        }
+    def outcome() -> EpisodeOutcome:
+        return EpisodeOutcome.with_usage(
+            usage,
+            success=host.success(),
+            score=host.score(),
+            end_reason=reason,
+            llm_calls=calls,
+            steps_used=host.steps_used,
+            wall_time_s=time.perf_counter() - start,
+            error=error,
+        )
 
     try:
         recorder.record_start(host.state(), context.instruction)
@@ -167,7 +164,7 @@ def run_episode(
             usage = usage + record.reply.usage
             recorder.record_turn(record, host.state())
             reason = EndReason.RUNNING
-            recorder.write_metrics(metrics())
+            recorder.write_metrics(outcome(), host.step_limit)
             move = record.move
             if move is not None and move.stop_reason is StopReason.BACKEND_LOST:
                 raise BackendLostError(
@@ -195,17 +192,7 @@ def run_episode(
         recorder.record_error(calls + 1, exc)
         raise
     finally:
-        final = metrics()
-        recorder.write_metrics(final)
+        final = outcome()
+        recorder.write_metrics(final, host.step_limit)
         recorder.close()
-    return EpisodeResult(
-        success=final["success"],
-        score=final["score"],
-        end_reason=reason,
-        llm_calls=calls,
-        usage=usage,
-        steps_used=final["steps_used"],
-        wall_time_s=final["wall_time_s"],
-        folder=folder,
-        error=error,
-    )
+    return EpisodeResult(**final.outcome_fields(), folder=folder)

@@ -13,7 +13,7 @@ table plus every episode:
   base agent's.
 - ``matched_pairs.csv``: a row per condition and subset (``all``, ``with_zero_shot_success``,
   ``without_zero_shot_success``); ``unpaired`` is given on the ``all`` row.
-- ``episodes.csv``: every row, its fields in :class:`EpisodeRow` order.
+- ``episodes.csv``: every row, its values in :meth:`EpisodeRow.columns` order.
 
 CSV numbers are written in full (Python's shortest round-trip text), an undefined value as an empty cell.
 """
@@ -358,8 +358,8 @@ def _matched_pairs_csv(table: Sequence[MatchedPairs]) -> tuple[list[str], list[l
 
 
 def _episodes_csv(rows: Sequence[EpisodeRow]) -> tuple[list[str], list[list[Value]]]:
-    names = [f.name for f in dataclasses.fields(EpisodeRow)]
-    return names, [[getattr(r, n) for n in names] for r in rows]
+    names = list(EpisodeRow.columns())
+    return names, [list(r.as_dict().values()) for r in rows]
 
 
 # -- the report -----------------------------------------------------------------------------------------------------
