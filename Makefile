@@ -17,7 +17,7 @@ ifneq ($(origin MUJOCO_GL),undefined)
 export MUJOCO_GL
 endif
 
-.PHONY: help setup test demo graph bench lint colcon urdf tasks-table clean
+.PHONY: help setup test demo graph bench lint docs colcon urdf tasks-table clean
 
 help:
 	@echo "make setup   Debian packages, .venv, project (editable) and ROS 2 wheels (scripts/setup_env.sh)"
@@ -26,6 +26,7 @@ help:
 	@echo "make graph   the ROS 2 graph (simulator, motion server, agent nodes) as processes: robodojo graph"
 	@echo "make bench   run every benchmarks/*.py"
 	@echo "make lint    ruff check, ruff format --check and mypy (what CI runs besides the tests)"
+	@echo "make docs    the documentation site (mkdocs.yml, docs/) into site/, strict: a broken link fails it"
 	@echo "make colcon  colcon build of the ROS package (build/ install/ log/); COLCON_ARGS passes options"
 	@echo "make tasks-table  render a head-camera image per task and rewrite the README's task table"
 	@echo "make urdf    regenerate the scene URDFs, the MoveIt config and the RViz configs (scripts/generate_*.py)"
@@ -74,6 +75,18 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# The documentation site: MkDocs with Material and mkdocstrings, pinned in docs/requirements.txt and installed into the
+# venv when that file is newer than the venv's stamp. --strict fails on a broken link, anchor, snippet or API reference.
+# The build reads nothing from the network (mkdocs.yml: theme.font false). NO_MKDOCS_2_WARNING silences the banner
+# Material 9.7 and later print on every build about their end of life and successor.
+DOCS_STAMP := $(VENV)/.docs-stamp
+$(DOCS_STAMP): docs/requirements.txt | setup
+	$(PY) -m pip install -q -r docs/requirements.txt 2>&1 | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
+	touch $@
+
+docs: setup $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
 # The ROS wheels need AMENT_PREFIX_PATH (and PATH) pointing at the venv; a sourced ROS install keeps its own.
 # The venv already has robodojo (editable), so the install gets only the interfaces and node launchers.
 colcon: setup
@@ -89,5 +102,5 @@ urdf: setup
 	$(PY) scripts/generate_rviz.py
 
 clean:
-	rm -rf build install log out .pytest_cache .ruff_cache
+	rm -rf build install log out site .pytest_cache .ruff_cache
 	find . -path ./.venv -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
