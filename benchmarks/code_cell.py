@@ -66,6 +66,7 @@ from robodojo.agents.code_cell.kernel import Kernel
 from robodojo.agents.code_cell.robo import Robo
 from robodojo.agents.llm.client import open_llm
 from robodojo.episodes import EpisodeSpec, WorldHost, episode_context, run_episode
+from robodojo.episodes.record import is_record, read_turns
 from robodojo.errors import ConfigError
 from robodojo.sim.tasks import get_task
 from robodojo.sim.variants import VARIANTS
@@ -198,15 +199,11 @@ class Episode:
 
 
 def last_cell_line(folder: Path) -> str:
-    """The last line of the last python tool result in the episode record (turns.jsonl)."""
-    text = ""
-    try:
-        for line in (folder / "turns.jsonl").read_text(encoding="utf-8").splitlines():
-            turn = json.loads(line)
-            if turn.get("action") == "python" and turn.get("tool_results"):
-                text = str(turn["tool_results"][-1])
-    except (OSError, ValueError):
+    """The last line of the last python tool result in the episode record (its turns)."""
+    if not is_record(folder):
         return "(no record)"
+    turns = read_turns(folder)
+    text = next((str(t.tool_results[-1]) for t in reversed(turns) if t.action == "python" and t.tool_results), "")
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1].strip() if lines else "(no cell output)"
 

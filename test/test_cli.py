@@ -157,7 +157,7 @@ def test_run_with_an_unknown_llm_spec_is_a_clean_error(tmp_path):
 
 
 def test_a_recorded_episode_serves_as_a_one_shot_demonstration(tmp_path):
-    from robodojo.agents.move_eef.probes import load_demonstration
+    from robodojo.episodes.demonstration import read_demonstration
 
     assert (
         _robodojo(
@@ -174,7 +174,7 @@ def test_a_recorded_episode_serves_as_a_one_shot_demonstration(tmp_path):
         == 0
     )
     (recorded,) = (tmp_path / "demo").iterdir()
-    steps = load_demonstration(recorded)
+    steps = read_demonstration(recorded)
     assert len(steps) == 4 and all(len(s.pose) == 14 for s in steps)
     assert set(steps[0].images) == {"head", "left_wrist", "right_wrist"} and steps[-1].images == {}
     assert "move_eef" in steps[0].text

@@ -277,7 +277,8 @@ def _llms(value: Any, agents: Sequence[str], source: str) -> dict[str, dict[str,
 
 
 def _conditions(value: Any, source: str) -> tuple[Condition, ...]:
-    from robodojo.agents.move_eef.probes import DEMONSTRATION_MODES, Probes
+    from robodojo.agents.move_eef.probes import DEMONSTRATION_FILE, DEMONSTRATION_MODES, Probes
+    from robodojo.episodes.demonstration import is_demonstration
 
     if not isinstance(value, dict) or not value:
         raise ConfigError(f"{source}: 'conditions' must be a mapping of condition names to settings")
@@ -296,8 +297,10 @@ def _conditions(value: Any, source: str) -> tuple[Condition, ...]:
         Probes(**probes)  # the probes' own checks (jitter finite and >= 0, ...)
         demonstration = settings.get("demonstration") or ""
         mode = settings.get("demonstration_mode", "images")
-        if demonstration and not (Path(demonstration) / "turns.jsonl").is_file():
-            raise ConfigError(f"{where}.demonstration: no turns.jsonl in {demonstration}")
+        if demonstration and not is_demonstration(demonstration):
+            raise ConfigError(
+                f"{where}.demonstration: no {DEMONSTRATION_FILE} in {demonstration} and no episode record there"
+            )
         if mode not in DEMONSTRATION_MODES:
             raise ConfigError(f"{where}.demonstration_mode must be one of {', '.join(DEMONSTRATION_MODES)}")
         condition = Condition(name, probes, str(demonstration), mode)

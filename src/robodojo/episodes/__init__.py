@@ -1,4 +1,5 @@
-"""Episodes: the runner, where an episode runs (hosts), its record, the agent factory and the agent comparison.
+"""Episodes: the runner, where an episode runs (hosts), its outcome and record, the agent factory, the one-shot
+demonstration, the agent comparison and the shell harness's repair loop.
 
 One floor above the agents and the backends: it is the only layer that holds both an agent and the task's ground
 truth (through a host), and it hands agents only their agent-side context.
@@ -15,17 +16,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from robodojo.episodes.hosts import EpisodeHost, WorldHost, episode_context
     from robodojo.episodes.runner import run_episode
-    from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EndReason, EpisodeResult, EpisodeSpec
+    from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EndReason, EpisodeOutcome, EpisodeResult, EpisodeSpec
 
 _WHERE = {
     "EpisodeHost": "hosts", "WorldHost": "hosts", "episode_context": "hosts", "run_episode": "runner",
-    "DEFAULT_LLM_CALL_BUDGET": "spec", "EndReason": "spec", "EpisodeResult": "spec", "EpisodeSpec": "spec",
+    "DEFAULT_LLM_CALL_BUDGET": "spec", "EndReason": "spec", "EpisodeOutcome": "spec", "EpisodeResult": "spec",
+    "EpisodeSpec": "spec",
 }  # fmt: skip
 
 __all__ = [
     "DEFAULT_LLM_CALL_BUDGET",
     "EndReason",
     "EpisodeHost",
+    "EpisodeOutcome",
     "EpisodeResult",
     "EpisodeSpec",
     "WorldHost",

@@ -34,10 +34,19 @@ from robodojo.agents.shell.settings import ShellSettings, load_shell_settings
 from robodojo.agents.shell.workspace import ENABLED_FILE
 from robodojo.episodes.factory import make_agent
 from robodojo.episodes.hosts import WorldHost
+from robodojo.episodes.mcap_record import MCAP_FILE, NS_PER_S, camera_frames
+from robodojo.episodes.record import METRICS_FILE, ROBO_CALLS_FILE, TURNS_FILE, read_meta
 from robodojo.episodes.runner import run_episode
 from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EpisodeResult, EpisodeSpec
-from robodojo.robots.topic_names import COMPRESSED_SUFFIX
+from robodojo.robots.config import RobotConfig
 
+FRAMES_DIR = "frames"  #: written into an attempt's record folder for the optimizer (write_frames)
+#: what the optimizer is told of an attempt's folder: the shell agent's record and the frames
+EVIDENCE_GUIDE = (
+    f"{TURNS_FILE} (each shell command and its output), {ROBO_CALLS_FILE} (every robot command with its JSON record; "
+    f"`step` is the env step after it), {FRAMES_DIR}/ (step<N>_<camera>.jpg: every camera after each motion and at "
+    f"each `robo obs`), {METRICS_FILE}"
+)
 #: opens the acting agent's LLM for one attempt (a context manager, as robodojo.agents.llm.client.open_llm)
 OpenLlm = Callable[[], Any]
 
@@ -133,10 +142,10 @@ def run_evolve(
                 summary.attempts.append(row)
                 log(f"layout {k} (seed {seed}) attempt {attempt}: "
                     f"{'success' if result.success else 'failure'} ({result.end_reason.value})")  # fmt: skip
-                instruction = json.loads((result.folder / "meta.json").read_text()).get("instruction", "")
-                write_frames(result.folder, result.folder / "frames", world.control_dt_s)
+                instruction = read_meta(result.folder).instruction
+                write_frames(result.folder, result.folder / FRAMES_DIR, world.robot)
                 if result.success:
-                    record = optimizer.run_round("playbook", task_dir, result.folder, instruction)
+                    record = optimizer.run_round("playbook", task_dir, result.folder, instruction, EVIDENCE_GUIDE)
                     row.round = _round_row(record, None, kept=True)
                     rounds.write(json.dumps({"layout": k, "attempt": attempt, **row.round}) + "\n")
                     break
@@ -145,7 +154,7 @@ def run_evolve(
                 snapshot = out / ".snapshot"
                 shutil.rmtree(snapshot, ignore_errors=True)
                 shutil.copytree(task_dir, snapshot)
-                record = optimizer.run_round("repair", task_dir, result.folder, instruction)
+                record = optimizer.run_round("repair", task_dir, result.folder, instruction, EVIDENCE_GUIDE)
                 report = check_task_tools(task_dir, settings, words, pool=[POOL_DIR])
                 if report.ok:
                     summary.edits_kept += 1
@@ -193,24 +202,16 @@ def _round_row(record: Any, report: Any, *, kept: bool) -> dict[str, Any]:
     return row
 
 
-def write_frames(episode: Path, folder: Path, control_dt_s: float) -> int:
+def write_frames(episode: Path, folder: Path, robot: RobotConfig) -> int:
     """The camera frames of an episode's record (episode.mcap) as ``step<NNNNN>_<camera>.jpg`` files in ``folder``,
     named by the env step they show (a robot command's record says its ``step``). Returns how many were written."""
-    from mcap.reader import make_reader
-    from mcap_ros2.decoder import DecoderFactory
-
-    record = episode / "episode.mcap"
+    record = episode / MCAP_FILE
     if not record.is_file():
         return 0
     folder.mkdir(parents=True, exist_ok=True)
     written = 0
-    with record.open("rb") as f:
-        reader = make_reader(f, decoder_factories=[DecoderFactory()])
-        for _schema, channel, message, decoded in reader.iter_decoded_messages():
-            if not channel.topic.endswith(COMPRESSED_SUFFIX):
-                continue
-            camera = channel.topic.removesuffix(COMPRESSED_SUFFIX).split("/")[-2]
-            step = round(message.log_time / 1e9 / control_dt_s)
-            (folder / f"step{step:05d}_{camera}.jpg").write_bytes(bytes(decoded.data))
-            written += 1
+    for camera, stamp_ns, jpeg in camera_frames(record, robot.camera_names):
+        step = round(stamp_ns / NS_PER_S / robot.control_dt_s)
+        (folder / f"step{step:05d}_{camera}.jpg").write_bytes(jpeg)
+        written += 1
     return written

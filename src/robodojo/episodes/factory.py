@@ -46,9 +46,9 @@ def make_agent(
     ``image_horizon`` a positive count or ``"all"``; ``images`` none | head | all (robodojo.agents.context_budget);
     ``context_tokens`` the model's context length (the oldest turns are left out to fit, with
     ``reply_reserve_tokens`` free for the answer: pass the client's max_output_tokens); ``probes`` fields of the
-    move_eef agent's probes (seed 002 perturbations); ``tools_root`` the shell agent's folder of task tool folders;
-    ``coding_agent`` a coding-agent CLI of config/agents/shell.yaml to act for the shell agent (else the built-in
-    shell-tool agent)."""
+    move_eef agent's probes (seed 002 perturbations; its demonstration, a folder or an episode record, is read here:
+    robodojo.episodes.demonstration); ``tools_root`` the shell agent's folder of task tool folders; ``coding_agent``
+    a coding-agent CLI of config/agents/shell.yaml to act for the shell agent (else the built-in shell-tool agent)."""
     from robodojo.agents.context_budget import ContextBudget, check_images, check_positive_or_none
 
     if name not in AGENTS:
@@ -76,9 +76,11 @@ def make_agent(
 
         return CodeCellAgent(**overrides, context=ContextBudget(**budget))
     from robodojo.agents.move_eef import MoveEefAgent, load_move_eef_config
+    from robodojo.episodes.demonstration import read_demonstration
 
     config = load_move_eef_config()
     if budget:
         overrides["context"] = dataclasses.replace(config.context, **budget)
     config = dataclasses.replace(config, probes=dataclasses.replace(config.probes, **(probes or {})), **overrides)
-    return MoveEefAgent(config)
+    shown = config.probes.demonstration
+    return MoveEefAgent(config, demonstration=None if shown is None else read_demonstration(shown))

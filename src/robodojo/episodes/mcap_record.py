@@ -30,6 +30,8 @@ counts on across resets and through steps that use no budget. Every message's lo
 header stamp, and each topic's stamps never decrease. The file also carries two metadata records: ``episode``
 (meta.json) when it opens and ``metrics`` (metrics.json's last state) when it closes.
 
+:func:`camera_frames` reads the camera frames back (the shell harness's repair loop shows them to its optimizer).
+
 Written as the episode runs: one chunk per turn reaches the file when the turn ends, so a process killed mid-episode
 leaves every finished turn readable by a streaming reader; :meth:`McapRecord.close` (the runner's ``finally``) writes
 the summary and footer that indexed readers (rosbags, ``ros2 bag``) need.
@@ -38,7 +40,7 @@ the summary and footer that indexed readers (rosbags, ``ros2 bag``) need.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -287,3 +289,15 @@ class McapRecord:
             topic_names.camera_image_compressed(name), "sensor_msgs/msg/CompressedImage", image, stamp_ns,
             frame_id=optical_frame,
         )  # fmt: skip
+
+
+def camera_frames(path: Path, cameras: Iterable[str]) -> Iterator[tuple[str, int, bytes]]:
+    """The frames of ``cameras`` in an episode.mcap, in file order: (camera, stamp [ns], JPEG bytes)."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    topics = {topic_names.camera_image_compressed(camera): camera for camera in cameras}
+    with path.open("rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        for _schema, channel, message, decoded in reader.iter_decoded_messages(topics=list(topics)):
+            yield topics[channel.topic], message.log_time, bytes(decoded.data)

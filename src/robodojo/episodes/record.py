@@ -49,7 +49,8 @@ import numpy as np
 from robodojo.agents.base import TurnRecord
 from robodojo.agents.llm.types import AttemptRecord, ChatReply
 from robodojo.episodes.spec import EpisodeOutcome
-from robodojo.observation import Observation
+from robodojo.observation import ArmState, Observation
+from robodojo.text import quote
 
 META_FILE = "meta.json"
 REQUESTS_FILE = "requests.jsonl"
@@ -110,7 +111,8 @@ def _from_json(cls: type[_T], data: Mapping[str, Any], where: str, problems: lis
             if ok:
                 values[f.name] = value
             else:
-                problems.append(f"{where}: {f.name} is not a {getattr(hints[f.name], '__name__', hints[f.name])}")
+                expected = getattr(hints[f.name], "__name__", hints[f.name])
+                problems.append(f"{where}: {f.name} should be {expected}, got {quote(data[f.name])}")
     try:
         return cls(**values)
     except TypeError as exc:
@@ -212,6 +214,14 @@ class TurnLine:
     @classmethod
     def failed(cls, turn: int, error: str) -> TurnLine:
         return cls(turn=turn, action=ERROR_ACTION, error=error)
+
+    def arm_states(self) -> dict[str, ArmState]:
+        """The arms' states after the turn as the agent saw them (a TypeError if a line's arm is not one)."""
+        states = {}
+        for name, arm in self.arms.items():
+            values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in arm.items()}
+            states[name] = ArmState(**values)
+        return states
 
     def to_json(self) -> dict[str, Any]:
         if self.action == ERROR_ACTION:

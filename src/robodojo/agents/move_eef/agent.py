@@ -23,7 +23,7 @@ Every turn is one LLM call, malformed ones included; budgets and success are the
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -191,14 +191,22 @@ class MoveEefAgent:
 
     name = "move_eef"
 
-    def __init__(self, config: MoveEefConfig | None = None, text_limits: TextLimits | None = None) -> None:
-        """``text_limits``: bounds on the model's free text (default: config/agents/text_limits.yaml)."""
+    def __init__(
+        self,
+        config: MoveEefConfig | None = None,
+        text_limits: TextLimits | None = None,
+        *,
+        demonstration: Sequence[DemonstrationStep] | None = None,
+    ) -> None:
+        """``text_limits``: bounds on the model's free text (default: config/agents/text_limits.yaml);
+        ``demonstration``: the steps of the configured demonstration when the caller read them (make_agent reads
+        episode records too), else ``config.probes.demonstration`` is read as a demonstration folder."""
         self.config = config or load_move_eef_config()
         self.text_limits = text_limits or default_text_limits()
         self.probes = self.config.probes
-        self.demonstration: list[DemonstrationStep] | None = (
-            load_demonstration(self.probes.demonstration) if self.probes.demonstration is not None else None
-        )
+        if demonstration is None and self.probes.demonstration is not None:
+            demonstration = load_demonstration(self.probes.demonstration)
+        self.demonstration = None if demonstration is None else list(demonstration)
         self._ctx: EpisodeContext | None = None
 
     def describe(self) -> dict[str, Any]:

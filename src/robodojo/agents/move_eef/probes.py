@@ -18,21 +18,20 @@ Every probe is active from the first turn and is never explained to the model (D
   without any visible cause. The jittered target is clipped to the dimension bounds; the arrival check compares the
   landing point with what the model asked for, so the miss is visible to it.
 
-One-shot demonstration (``demonstration`` = a folder; format in :func:`load_demonstration`): a successful episode of
-the same task recorded on another layout, inserted as one user message right after the Goal message. Mode ``images``
-shows each step's text, grasp-point pose (in the model's frame) and camera images; mode ``text`` the same without
-images. Demonstration images are not observations, so the image horizon does not remove them.
+One-shot demonstration (``demonstration`` = a folder, format in :func:`load_demonstration`, or an episode record,
+read by robodojo.episodes.demonstration): a successful episode of the same task recorded on another layout, inserted
+as one user message right after the Goal message. Mode ``images`` shows each step's text, grasp-point pose (in the
+model's frame) and camera images; mode ``text`` the same without images. Demonstration images are not observations,
+so the image horizon does not remove them.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import cv2
 import numpy as np
@@ -57,7 +56,7 @@ class Probes:
     negate_xyz: bool = False
     pose_jitter_m: float = 0.0  # mean magnitude of the per-move offset [m]; 0 = off
     pose_jitter_seed: int = 0
-    demonstration: Path | None = None  # folder with turns.jsonl (+ images); see load_demonstration
+    demonstration: Path | None = None  # a demonstration folder (load_demonstration) or an episode record
     demonstration_mode: str = "images"  # "images" or "text"
 
     def __post_init__(self) -> None:
@@ -146,6 +145,12 @@ class DemonstrationStep:
     images: Mapping[str, NDArray[np.uint8]]
 
 
+def read_rgb(path: Path) -> NDArray[np.uint8] | None:
+    """An image file (JPEG or PNG) as RGB, or None when it cannot be read."""
+    bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    return None if bgr is None else cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+
+
 def load_demonstration(folder: str | Path) -> list[DemonstrationStep]:
     """Read a demonstration folder.
 
@@ -158,12 +163,10 @@ def load_demonstration(folder: str | Path) -> list[DemonstrationStep]:
     ``pose`` (required) maps move_eef dimension names to world-frame values (metres, degrees, gripper 0..1), as the
     observation after that step showed them; ``text`` (optional) is the model's note or a description of the move;
     ``images`` (optional) maps camera names to image files relative to the folder (JPEG or PNG). Other keys are
-    ignored. A folder written by the episode recorder (it has meta.json) is read with
-    :func:`demonstration_from_episode` instead, so a recorded successful episode can be passed as it is.
+    ignored. An episode record (a recorded successful episode passed as it is) is read by
+    robodojo.episodes.demonstration, which make_agent uses.
     """
     root = Path(folder)
-    if (root / RECORDED_EPISODE_MARKER).is_file():
-        return demonstration_from_episode(root)
     path = root / DEMONSTRATION_FILE
     if not path.is_file():
         raise ConfigError(f"demonstration: {path} not found")
@@ -195,72 +198,13 @@ def load_demonstration(folder: str | Path) -> list[DemonstrationStep]:
             raise ConfigError(f"{where}: 'images' must be an object of camera names to file paths")
         images = {}
         for camera, rel in images_spec.items():
-            bgr = cv2.imread(str(root / rel), cv2.IMREAD_COLOR)
-            if bgr is None:
+            rgb = read_rgb(root / rel)
+            if rgb is None:
                 raise ConfigError(f"{where}: cannot read image {root / rel}")
-            images[camera] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+            images[camera] = rgb
         steps.append(DemonstrationStep(text=text, pose={k: float(v) for k, v in pose.items()}, images=images))
     if not steps:
         raise ConfigError(f"demonstration: {path} has no steps")
-    return steps
-
-
-RECORDED_EPISODE_MARKER = "meta.json"
-_CAMERA_LABEL = re.compile(r"camera '([^']+)'")
-
-
-def _observation_images(folder: Path, messages: list[dict]) -> dict[str, NDArray[np.uint8]]:
-    """The camera images of the last observation (user message) of a recorded request, by camera name."""
-    user = [m for m in messages if m.get("role") == "user" and isinstance(m.get("content"), list)]
-    images, camera = {}, None
-    for part in user[-1]["content"] if user else []:
-        if part.get("type") == "text" and (match := _CAMERA_LABEL.search(part.get("text", ""))):
-            camera = match.group(1)
-        elif part.get("type") == "image_file" and camera is not None:
-            bgr = cv2.imread(str(folder / part["file"]), cv2.IMREAD_COLOR)
-            if bgr is not None:
-                images[camera] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-            camera = None
-    return images
-
-
-def demonstration_from_episode(folder: str | Path) -> list[DemonstrationStep]:
-    """Demonstration steps from an episode folder written by the recorder (robodojo.episodes.recorder).
-
-    One step per accepted move_eef call: the model's note and targets as text, the grasp-point pose after the move,
-    and the camera images of the observation that followed it (none after the last move).
-    """
-    from robodojo.motion.targets import observed_dimensions
-    from robodojo.observation import ArmState
-    from robodojo.robots.config import load_robot_config
-
-    root = Path(folder)
-    try:
-        meta = json.loads((root / RECORDED_EPISODE_MARKER).read_text())
-        turns = [json.loads(x) for x in (root / "turns.jsonl").read_text().splitlines() if x.strip()]
-        requests = {
-            r["turn"]: r["messages"]
-            for r in (json.loads(x) for x in (root / "requests.jsonl").read_text().splitlines() if x.strip())
-        }
-        robot = load_robot_config(meta["robot"])
-    except (OSError, ValueError, KeyError) as exc:
-        raise ConfigError(f"demonstration: {root} is not a readable episode record: {exc}") from None
-    steps = []
-    for turn in turns:
-        move = turn.get("move") or {}
-        if turn.get("action") != "move_eef" or not move.get("accepted"):
-            continue
-        pose: dict[str, float] = {}
-        for arm in turn["arms"].values():
-            fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in arm.items()}
-            state = ArmState(**fields)
-            pose.update(observed_dimensions(robot, state))
-        details = turn.get("details", {})
-        text = f"{details.get('note', '')} -> move_eef {json.dumps(details.get('targets', {}))}".strip()
-        images = _observation_images(root, requests[turn["turn"] + 1]) if turn["turn"] + 1 in requests else {}
-        steps.append(DemonstrationStep(text=text, pose=pose, images=images))
-    if not steps:
-        raise ConfigError(f"demonstration: {root} has no accepted move_eef turns")
     return steps
 
 

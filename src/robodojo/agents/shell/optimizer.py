@@ -52,9 +52,7 @@ read-only; read it for examples. You may write only under {tools}/task. There is
 When your work is done, run `robo done`. You have {calls} calls for this round."""
 
 REPAIR_GOAL = """\
-The agent failed on a layout of the task. Its episode is in {evidence}: turns.jsonl (each shell command and its \
-output), robo_calls.jsonl (every robot command with its JSON record; `step` is the env step after it), frames/ \
-(step<N>_<camera>.jpg: every camera after each motion and at each `robo obs`), metrics.json.
+The agent failed on a layout of the task. Its episode is in {evidence}: {guide}.
 Find why it failed. Write your diagnosis to {tools}/task/skill.md (append; keep earlier entries). Then add or fix \
 ONE tool in {tools}/task with a unit test that fails without your fix, make the tests pass, enable the tool in \
 enabled_tools.txt, and run `robo done`. Task: {instruction}"""
@@ -90,7 +88,8 @@ class Optimizer:
         self.tools = tool_schemas(settings.agent.max_command_chars)
         self.text_limits = default_text_limits()
 
-    def run_round(self, kind: RoundKind, task_tools: Path, evidence: Path, instruction: str) -> RoundRecord:
+    def run_round(self, kind: RoundKind, task_tools: Path, evidence: Path, instruction: str, guide: str) -> RoundRecord:
+        """One round on the episode folder ``evidence`` (mounted read-only), ``guide`` saying what its files hold."""
         record = RoundRecord(kind)
         started = time.monotonic()
         done: list[str] = []
@@ -117,7 +116,7 @@ class Optimizer:
             calls = self.settings.optimizer.max_calls_per_round
             conversation.add({"role": "system", "content": SYSTEM.format(tools=TOOLS, evidence=EVIDENCE, calls=calls)})
             goal = REPAIR_GOAL if kind == "repair" else PLAYBOOK_GOAL
-            conversation.add({"role": "user", "content": goal.format(tools=TOOLS, evidence=EVIDENCE,
+            conversation.add({"role": "user", "content": goal.format(tools=TOOLS, evidence=EVIDENCE, guide=guide,
                                                                      instruction=instruction)})  # fmt: skip
             validate = shell_call_validator(self.settings.agent.max_command_chars)
             while record.calls < calls and not done:

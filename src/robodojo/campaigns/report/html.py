@@ -15,8 +15,9 @@ so the report stays small and works as long as it stays beside the campaign's ep
 is HTML-escaped (model replies hold ``<``, ``&`` and quotes), and the inline scripts carry a per-page nonce, so markup
 that slipped through could not run anyway.
 
-Records may be partial: a crash leaves no metrics.json, a failed LLM call a request with no response, a kill a cut-off
-last line. The pages show what is there and say what is missing; writing the report never fails on a record.
+Records (read by robodojo.episodes.record) may be partial: a crash leaves no metrics.json, a failed LLM call a request
+with no response, a kill a cut-off last line. The pages show what is there and say what is missing; writing the
+report never fails on a record.
 """
 
 from __future__ import annotations
@@ -36,14 +37,24 @@ from urllib.parse import quote as url_quote
 from robodojo.campaigns.execute import CRASH_FILE
 from robodojo.campaigns.report.tables import Section
 from robodojo.campaigns.results import EpisodeRow
+from robodojo.episodes.record import (
+    ERROR_ACTION,
+    IMAGE_PART,
+    META_FILE,
+    METRICS_FILE,
+    EpisodeRecord,
+    RecordMeta,
+    TurnLine,
+    find_record,
+    jsonable,
+)
+from robodojo.episodes.spec import EndReason
 from robodojo.errors import ConfigError
 from robodojo.text import trim_text
 
 INDEX_PAGE = "index.html"
 EPISODE_PAGES = "episodes"  #: the folder under out_dir holding one page per episode
-RECORD_FILES = ("requests.jsonl", "responses.jsonl", "turns.jsonl", "robo_calls.jsonl")
 CODE_TOOL = "python"  # the code-cell agent's tool: its ``code`` argument is shown as code, not as JSON
-IMAGE_PART = "image_file"  # how the recorder stores an image part: {"type": "image_file", "file": "images/<hash>.jpg"}
 MAX_ROBO_VALUE_CHARS = 600  # a robo call's arguments or result beyond this are cut (the record keeps them whole)
 MAX_CAPTION_CHARS = 200  # a short text right before an image ("camera 'head' (step 24):") is its caption
 MAX_URL_CHARS = 200  # an image sent by URL (a data URL is megabytes) is shown cut to this
@@ -179,88 +190,12 @@ _EPISODE_JS = """
 # -- reading a record ------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class EpisodeRecord:
-    """An episode record folder as read (see robodojo.episodes.recorder): what each file held, or nothing.
-
-    ``metrics`` is None when metrics.json is missing or unreadable; ``problems`` says what could not be read (a
-    missing file, a line that is not JSON); ``crash`` is the campaign worker's crash.txt, if there is one.
-    """
-
-    folder: Path
-    meta: dict[str, Any]
-    metrics: dict[str, Any] | None
-    requests: list[dict[str, Any]]
-    responses: list[dict[str, Any]]
-    turns: list[dict[str, Any]]
-    robo_calls: list[dict[str, Any]]
-    problems: tuple[str, ...] = ()
-    crash: str = ""
-
-
-def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
-    if not path.is_file():
-        problems.append(f"no {path.name}")
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        problems.append(f"{path.name} could not be read: {exc}")
-        return None
-    if not isinstance(data, dict):
-        problems.append(f"{path.name} is not a JSON object")
-        return None
-    return data
-
-
-def _read_lines(path: Path, problems: list[str]) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    out = []
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        problems.append(f"{path.name} could not be read: {exc}")
-        return []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:  # a kill mid-write leaves the last line cut off
-            problems.append(f"{path.name} line {number} is not JSON (cut off?)")
-            continue
-        if isinstance(data, dict):
-            out.append(data)
-        else:
-            problems.append(f"{path.name} line {number} is not a JSON object")
-    return out
-
-
-def find_record(folder: Path) -> Path:
-    """The record folder at or under ``folder``: ``folder`` itself if it holds meta.json, else its one subfolder that
-    does (a campaign try's folder holds the record the runner named), else ``folder``."""
-    if (folder / "meta.json").is_file() or not folder.is_dir():
-        return folder
-    inner = [p for p in sorted(folder.iterdir()) if p.is_dir() and (p / "meta.json").is_file()]
-    return inner[0] if len(inner) == 1 else folder
-
-
-def read_record(folder: Path) -> EpisodeRecord:
-    """Read an episode record folder (or a campaign try's folder holding one), tolerating anything missing."""
-    folder = find_record(folder)
-    problems: list[str] = []
-    if not folder.is_dir():
-        return EpisodeRecord(folder, {}, None, [], [], [], [], (f"the record folder {folder} does not exist",))
-    crash = ""
-    for place in (folder, folder.parent):
+def _crash_text(record: Path) -> str:
+    """The campaign worker's crash.txt of a try, beside the record or in the try's folder above it ("" if none)."""
+    for place in (record, record.parent):
         if (place / CRASH_FILE).is_file():
-            crash = (place / CRASH_FILE).read_text(encoding="utf-8", errors="replace")
-            break
-    meta = _read_json(folder / "meta.json", problems) or {}
-    metrics = _read_json(folder / "metrics.json", problems)
-    requests, responses, turns, robo_calls = (_read_lines(folder / name, problems) for name in RECORD_FILES)
-    return EpisodeRecord(folder, meta, metrics, requests, responses, turns, robo_calls, tuple(problems), crash)
+            return (place / CRASH_FILE).read_text(encoding="utf-8", errors="replace")
+    return ""
 
 
 @dataclass
@@ -268,26 +203,24 @@ class _Turn:
     """Everything the record holds about one turn number."""
 
     number: int
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    responses: list[dict[str, Any]] = field(default_factory=list)
-    entries: list[dict[str, Any]] = field(default_factory=list)  # turns.jsonl lines (a crash adds an "error" one)
-    robo_calls: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[Mapping[str, Any]] = field(default_factory=list)
+    responses: list[Mapping[str, Any]] = field(default_factory=list)
+    entries: list[TurnLine] = field(default_factory=list)  # turns.jsonl lines (a crash adds an error one)
+    robo_calls: list[Mapping[str, Any]] = field(default_factory=list)
 
     @property
     def status(self) -> str:
         """error (a failed call, a malformed reply, a crash), rejected (a move refused), or ok."""
-        if any(r.get("error") for r in self.requests) or any(
-            e.get("action") == "error" or e.get("error") for e in self.entries
-        ):
+        if any(r.get("error") for r in self.requests) or any(e.action == ERROR_ACTION or e.error for e in self.entries):
             return "error"
-        moves = [_dict(e.get("move")) for e in self.entries]
+        moves = [_dict(e.move) for e in self.entries]
         if any(m.get("accepted") is False for m in moves):
             return "rejected"
         return "ok"
 
     @property
     def action(self) -> str:
-        actions = [str(e.get("action", "")) for e in self.entries if e.get("action")]
+        actions = [e.action for e in self.entries if e.action]
         if actions:
             return ", ".join(actions)
         return "failed call" if any(r.get("error") for r in self.requests) else "no action recorded"
@@ -295,18 +228,18 @@ class _Turn:
 
 def _turns(record: EpisodeRecord) -> list[_Turn]:
     by_number: dict[int, _Turn] = {}
-    sources: tuple[tuple[list[dict[str, Any]], str], ...] = (
+    sources: tuple[tuple[Sequence[Mapping[str, Any]], str], ...] = (
         (record.requests, "requests"),
         (record.responses, "responses"),
-        (record.turns, "entries"),
         (record.robo_calls, "robo_calls"),
     )
     for lines, kind in sources:
         for line in lines:
             number = line.get("turn")
             if isinstance(number, int) and not isinstance(number, bool):
-                turn = by_number.setdefault(number, _Turn(number))
-                getattr(turn, kind).append(line)
+                getattr(by_number.setdefault(number, _Turn(number)), kind).append(line)
+    for entry in record.turns:
+        by_number.setdefault(entry.turn, _Turn(entry.turn)).entries.append(entry)
     return [by_number[n] for n in sorted(by_number)]
 
 
@@ -391,6 +324,7 @@ class _EpisodePage:
     def __init__(self, row: EpisodeRow, record: EpisodeRecord, page_dir: Path, index: Path) -> None:
         self.row = row
         self.record = record
+        self.crash = _crash_text(record.folder)
         self.page_dir = page_dir
         self.index = index
         self.folder = record.folder.resolve()
@@ -573,10 +507,9 @@ class _EpisodePage:
         return _kv(facts) + table
 
     @staticmethod
-    def state(entry: Mapping[str, Any]) -> str:
-        arms = _dict(entry.get("arms"))
+    def state(entry: TurnLine) -> str:
         rows = []
-        for name, arm in arms.items():
+        for name, arm in entry.arms.items():
             if not isinstance(arm, dict):
                 continue
             rows.append(
@@ -585,7 +518,8 @@ class _EpisodePage:
                 f"<td class='n'>{_number(arm.get('gripper_opening'), '{:.2f}')}</td>"
                 f"<td>{_xyz(arm.get('joint_positions_rad'))}</td></tr>"
             )
-        steps = f"<p>env steps left: <b>{_number(entry.get('steps_left'))}</b></p>" if "steps_left" in entry else ""
+        left = entry.steps_left
+        steps = f"<p>env steps left: <b>{_number(left)}</b></p>" if left is not None else ""
         if not rows:
             return steps
         return (
@@ -615,23 +549,20 @@ class _EpisodePage:
     def acted(self, turn: _Turn) -> str:
         out = ["<h3>Reply</h3>", self.reply(turn)]
         for entry in turn.entries:
-            if entry.get("error"):
-                out.append(f'<div class="error"><b>Error</b>{_pre(entry["error"])}</div>')
-            results = entry.get("tool_results") or []
-            if results:
+            if entry.error:
+                out.append(f'<div class="error"><b>Error</b>{_pre(entry.error)}</div>')
+            if entry.tool_results:
                 out.append("<h3>Tool result</h3>")
-                out.extend(_pre(text) for text in results)
-            if isinstance(entry.get("move"), dict):
-                out.append("<h3>Motion</h3>" + self.motion(entry["move"]))
-            flags = [name for name in ("gave_up", "finished") if entry.get(name)]
+                out.extend(_pre(text) for text in entry.tool_results)
+            if entry.move is not None:
+                out.append("<h3>Motion</h3>" + self.motion(entry.move))
+            flags = [name for name, flag in (("gave_up", entry.gave_up), ("finished", entry.finished)) if flag]
             if flags:
                 out.append(f"<p><b>{_e(', '.join(flags))}</b></p>")
-            details = entry.get("details")
-            if isinstance(details, dict):
-                shown = {k: v for k, v in details.items() if k != "code"}  # the cell is shown with the reply
-                if shown:
-                    out.append(f"<details><summary>details</summary>{_pre(_json(shown))}</details>")
-            if "arms" in entry or "steps_left" in entry:
+            shown = {k: v for k, v in entry.details.items() if k != "code"}  # the cell is shown with the reply
+            if shown:
+                out.append(f"<details><summary>details</summary>{_pre(_json(shown))}</details>")
+            if entry.arms or entry.steps_left is not None:
                 out.append("<h3>State after the turn</h3>" + self.state(entry))
         out.append(self.robo_calls(turn.robo_calls))
         if not turn.entries:
@@ -652,30 +583,30 @@ class _EpisodePage:
         )
 
     def end_section(self, steps: Sequence[str]) -> str:
-        metrics = self.record.metrics
-        if metrics is None:
+        outcome = self.record.outcome
+        if outcome is None:
             body = (
-                '<p class="bad">No metrics.json: the episode ended before writing it (crashed or killed). '
+                f'<p class="bad">No {METRICS_FILE}: the episode ended before writing it (crashed or killed). '
                 f"The campaign row says: {_e(self.row.end_reason)}"
                 f"{': ' + _e(self.row.error) if self.row.error else ''}.</p>"
             )
         else:
             body = _kv(
                 [
-                    ("end reason", f"<b>{_e(metrics.get('end_reason', '?'))}</b>"),
-                    ("success", _yes_no(metrics.get("success"))),
-                    ("score", _number(metrics.get("score"), "{:.2f}")),
-                    ("LLM calls", _number(metrics.get("llm_calls"))),
-                    ("env steps", f"{_number(metrics.get('steps_used'))} of {_number(metrics.get('env_step_limit'))}"),
-                    ("wall time", _number(metrics.get("wall_time_s"), "{:.1f} s")),
+                    ("end reason", f"<b>{_e(outcome.end_reason)}</b>"),
+                    ("success", _yes_no(outcome.success)),
+                    ("score", _number(outcome.score, "{:.2f}")),
+                    ("LLM calls", _number(outcome.llm_calls)),
+                    ("env steps", f"{_number(outcome.steps_used)} of {_number(self.record.meta.env_step_limit)}"),
+                    ("wall time", _number(outcome.wall_time_s, "{:.1f} s")),
                 ]
             )
-            if metrics.get("end_reason") == "running":  # metrics.json is rewritten every turn; the end never came
+            if outcome.end_reason is EndReason.RUNNING:  # metrics.json is rewritten every turn; the end never came
                 body += '<p class="bad">The episode stopped without ending (killed?): this is its last turn.</p>'
-            if metrics.get("error"):
-                body += f'<div class="error"><b>Error</b>{_pre(metrics["error"])}</div>'
-        if self.record.crash:
-            crash = _pre(trim_text(self.record.crash, MAX_CRASH_TEXT_CHARS))
+            if outcome.error:
+                body += f'<div class="error"><b>Error</b>{_pre(outcome.error)}</div>'
+        if self.crash:
+            crash = _pre(trim_text(self.crash, MAX_CRASH_TEXT_CHARS))
             body += f'<div class="error"><b>{CRASH_FILE}</b>{crash}</div>'
         return (
             f'<section class="step end" id="{steps[-1]}"><div class="step-head"><h2>End of the episode</h2>'
@@ -683,16 +614,16 @@ class _EpisodePage:
         )
 
     def header(self, turns: Sequence[_Turn], steps: Sequence[str]) -> str:
-        row, meta, metrics = self.row, self.record.meta, self.record.metrics
+        row, meta = self.row, self.record.meta
+        outcome = self.record.outcome or row
         title = f"{row.task} · {row.variant} · seed {row.seed} · {row.agent} · {row.llm} · {row.condition}"
-        success = metrics.get("success") if metrics else row.success
         facts = [
             ("episode", _e(row.episode_id)),
-            ("instruction", _e(meta.get("instruction", ""))),
-            ("robot", _e(meta.get("robot", ""))),
-            ("model", _e(meta.get("model", ""))),
+            ("instruction", _e(meta.instruction)),
+            ("robot", _e(meta.robot)),
+            ("model", _e(meta.model)),
             ("capability", _e(row.capability)),
-            ("outcome", f"{_e(metrics.get('end_reason') if metrics else row.end_reason)}, success {_yes_no(success)}"),
+            ("outcome", f"{_e(outcome.end_reason)}, success {_yes_no(outcome.success)}"),
             (
                 "tries",
                 _number(row.tries)
@@ -704,18 +635,16 @@ class _EpisodePage:
             files = sorted(p for p in self.folder.iterdir() if p.is_file() and not p.name.startswith("."))
             links = " ".join(f'<a href="{_href(p, self.page_dir)}">{_e(p.name)}</a>' for p in files)
             facts.append(("files", links))
-        started = meta.get("started_unix_s")
-        if isinstance(started, int | float):
-            facts.append(
-                ("started", _e(datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")))
-            )
+        if meta.started_unix_s is not None:
+            started = datetime.fromtimestamp(meta.started_unix_s, timezone.utc)
+            facts.append(("started", _e(started.strftime("%Y-%m-%d %H:%M:%S UTC"))))
         tools = next((r.get("tools") for r in self.record.requests if r.get("tools")), None)
         extra = ""
         if isinstance(tools, list):
             names = [str(_dict(t.get("function")).get("name", "?")) for t in tools if isinstance(t, dict)]
             extra += f"<details><summary>tools offered: {_e(', '.join(names))}</summary>{_pre(_json(tools))}</details>"
-        if meta:
-            extra += f"<details><summary>meta.json</summary>{_pre(_json(meta))}</details>"
+        if meta != RecordMeta():
+            extra += f"<details><summary>{META_FILE}</summary>{_pre(_json(jsonable(meta)))}</details>"
         if self.record.problems:
             items = "".join(f"<li>{_e(p)}</li>" for p in self.record.problems)
             extra += f'<div class="warn"><b>This record is incomplete:</b><ul>{items}</ul></div>'
@@ -906,9 +835,9 @@ def write_html_report(
     pages = [page_dir / name for name in _page_names([r.episode_id for r in rows])]
     for row, page in zip(rows, pages, strict=True):
         if row.folder:
-            record = read_record(campaign_dir / row.folder)
+            record = EpisodeRecord.open(find_record(campaign_dir / row.folder))
         else:
-            record = EpisodeRecord(campaign_dir, {}, None, [], [], [], [], ("the campaign names no record folder",))
+            record = EpisodeRecord(campaign_dir, problems=("the campaign names no record folder",))
         page.write_text(_EpisodePage(row, record, page_dir, index).render(), encoding="utf-8")
     index.write_text(_index(rows, pages, out_dir, title, summary_html, plots), encoding="utf-8")
     return index
