@@ -20,11 +20,15 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: colours, both arms, faces measured from depth
 # include: lib/colour_objects.py
-# include: lib/two_arms.py
+# include: lib/colour_tops.py
+# include: lib/grasp_orientations.py
+# include: lib/dual_arm.py
+# include: lib/pick_place.py
 # include: lib/depth_faces.py
 
-words = robo.task.instruction.lower().replace(".", "").split()
-block_colour, tray_colour = [word for word in words if word in COLOUR_HSV][:2]
+TABLE_Z = measure_table()
+
+block_colour, tray_colour = colours_named()[:2]
 GRASP_ABOVE_UNDERSIDE_M = 0.03  # the grasp point above the block's underside: the fingertips 1 cm above it
 print(robo.task.instruction, "-> the", block_colour, "block into the", tray_colour, "tray")
 
@@ -40,7 +44,7 @@ if tray is not None:
     low = floor_points[inner & (floor_points[:, 2] < tray.z - 0.005), 2]
     floor_z = float(np.median(low)) if len(low) >= 5 else TABLE_Z
     print(f"pocket floor at z = {floor_z:.4f} ({len(low)} points), rim at {tray.z:.4f}")
-arm = "left" if (block.centre[0] + tray.centre[0]) / 2 < 0 else "right"
+arm = arm_for((block.centre + tray.centre) / 2)
 print("arm:", arm)
 
 
@@ -50,23 +54,9 @@ def pick_block():
     x, y = block.centre
     across = np.array([-block.axis[1], block.axis[0]])
     grasp_z = block.z - block_height + GRASP_ABOVE_UNDERSIDE_M
-    for _direction, quat in opening_pair(arm, (x, y), across):
-        above = robo.move_to(arm, (x, y, block.z + 0.05), quat, gripper=robo.OPEN)
-        print(f"{arm} above the block: {above}")
-        if above.planned:
-            break
-    else:
-        return False
-    for z in (grasp_z, grasp_z + 0.004):  # at the far edge of the table the wrist reaches a little higher only
-        down = robo.move_to(arm, (x, y, z))
-        print("down:", down)
-        if down.planned:
-            break
-    grip = robo.grasp(arm)
-    print("grasp:", grip)
-    if not grip.holding:
-        robo.release(arm)
-        print("missed; back off:", robo.move_to(arm, (x, y, block.z + 0.05)))
+    quats = [quat for _direction, quat in opening_pair(arm, (x, y), across)]
+    # at the far edge of the table the wrist reaches a little higher only
+    if grasp_at(arm, (x, y, grasp_z), quats, block.z + 0.05, down_tries=(0.0, 0.004)) != "held":
         return False
     print("lift:", robo.move_to(arm, (x, y, tray.z + 0.025 + GRASP_ABOVE_UNDERSIDE_M)))
     return True

@@ -23,34 +23,12 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
     robodojo run --task bowl_on_plate --seed 0 --agent code_cell --llm replay:examples/cells/bowl_on_plate.py
 """
 
-# %% helpers: find the bowl and the plate by colour (hue/saturation mask, blobs, segment)
+# %% helpers: find the bowl and the plate by colour, both arms, bare table in the head image
 # include: lib/colour_objects.py
-# include: lib/wrist_views_dual_arm.py
-
-
-def pixel_of(xyz, camera="head"):
-    """Where a world point shows in a camera: (row, col), from its calibration (K, T_world_cam)."""
-    info = robo.camera(camera)
-    p = np.linalg.inv(info.T_world_cam) @ np.append(np.asarray(xyz, float), 1.0)
-    u = info.K @ (p[:3] / p[2])
-    return u[1], u[0]
-
-
-def free_spots(candidates, radius):
-    """The table points (x, y) among the candidates whose disc of ``radius`` looks like bare table in the head image
-    (wood: hue ~24/255, saturation ~96)."""
-    hsv = cv2.cvtColor(robo.image("head"), cv2.COLOR_RGB2HSV_FULL).astype(np.int16)
-    table_z = robo.table_height().z
-    bare = (np.abs(hsv[..., 0] - 24) <= 8) & (hsv[..., 1] >= 70) & (hsv[..., 1] <= 125)
-    free = []
-    for x, y in candidates:
-        angles = np.linspace(0, 2 * math.pi, 16, endpoint=False)
-        ring = [pixel_of((x + radius * math.cos(a), y + radius * math.sin(a), table_z)) for a in angles]
-        disc = np.zeros(bare.shape, np.uint8)
-        cv2.fillConvexPoly(disc, np.round(np.array(ring)[:, ::-1]).astype(np.int32), 1)
-        if disc.any() and bare[disc > 0].mean() > 0.98:
-            free.append((x, y))
-    return free
+# include: lib/grasp_orientations.py
+# include: lib/camera_plane.py
+# include: lib/dual_arm.py
+# include: lib/wrist_views.py
 
 
 def disc_centre(seg, camera, z):
@@ -80,25 +58,8 @@ def find_plate():
     return seg, centre, top
 
 
-def park():
-    """Move both arms out to the sides of the table, where the head camera sees past them."""
-    for arm, x in (("left", -0.45), ("right", 0.45)):
-        print(f"park {arm}:", robo.move_to(arm, (x, -0.2, robo.table_height().z + 0.185), HOME_QUAT[arm]))
-
-
-def fingers_along(arm_state, direction):
-    """The arm's fingers-down orientation turned so the fingers open along a horizontal direction (x, y)."""
-    w, x, y, z = arm_state.tcp_quat
-    finger_yaw = math.atan2(1 - 2 * (x * x + z * z), 2 * (x * y - w * z))  # the TCP y axis: fingers open along it
-    turn = (math.atan2(direction[1], direction[0]) - finger_yaw + math.pi / 2) % math.pi - math.pi / 2
-    return turn_quat(arm_state.tcp_quat, turn)
-
-
-words = robo.task.instruction.lower().replace(".", "").split()
-bowl_colour, plate_colour = [word for word in words if word in COLOUR_HSV][:2]
-HOME_QUAT = {arm: robo.state().arm(arm).tcp_quat for arm in ("left", "right")}
-HOME_XY = {arm: robo.state().arm(arm).tcp_pos[:2] for arm in ("left", "right")}
-TABLE_Z = robo.table_height().z
+TABLE_Z = measure_table()
+bowl_colour, plate_colour = colours_named()[:2]
 RIM_RADIUS = 0.052  # the middle of the bowl's wall from its centre (outer radius ~5.5 cm, wall 6 mm)
 BOWL = {"heights": (0.02, 0.07), "view_height": 0.25}  # plausible measured heights; wrist views from 25 cm up
 PLATE = {"heights": (0.0, 0.03), "view_height": 0.25}  # a thin disc: its measured height may come out as 0
@@ -119,11 +80,11 @@ def grasp_rim(bowl, arm):
     Returns ('held', grasp point minus bowl centre (dx, dy), grasp height above the bowl's underside),
     ('unplanned', None, None) when the arm cannot reach (nothing moved, or it backed off), or ('missed', ...)."""
     cx, cy, rim_z = bowl.world_xyz
-    towards = np.array(HOME_XY[arm]) - (cx, cy)
+    towards = HOME_POS[arm][:2] - (cx, cy)
     offset = RIM_RADIUS * towards / np.linalg.norm(towards)
     gx, gy = cx + offset[0], cy + offset[1]
     grasp_z = TABLE_Z + min(max(bowl.height_m - 0.01, 0.025), 0.035)  # ~1-2 cm under the rim, above the base
-    quat = fingers_along(robo.state().arm(arm), offset)
+    quat = opening_along(robo.state().arm(arm).tcp_quat, offset)
     above = robo.move_to(arm, (gx, gy, rim_z + 0.08), quat, gripper=robo.OPEN)
     print(f"{arm} above the rim at {np.round((gx, gy), 3)}: {above}")
     if not above.planned:
@@ -173,14 +134,14 @@ def bring_to_plate(bowl, plate_xy, plate_top):
 
     The arm on the plate's side first; if it cannot reach the bowl, the other arm takes it and carries it to the
     plate, or, if it cannot reach the plate either, sets it down on a free spot in the middle for the first arm."""
-    arm = "left" if plate_xy[0] < 0 else "right"
-    other = "right" if arm == "left" else "left"
+    arm = arm_for(plate_xy)
+    other = other_arm(arm)
     for _attempt in range(3):
         outcome, offset, below = grasp_rim(bowl, arm)
         if outcome == "held":
             return set_down(arm, [plate_xy], plate_top, offset, below)
         if outcome == "unplanned":  # out of this arm's reach: the other arm takes it
-            spots = free_spots(HAND_OVER_SPOTS, radius=0.065)  # before the arm holds the bowl into the view
+            spots = bare_table_spots(HAND_OVER_SPOTS, radius=0.065)  # before the arm holds the bowl into the view
             spots.sort(key=lambda p: abs(p[0] - (0.03 if other == "right" else -0.03)))  # a little on its side
             outcome, offset, below = grasp_rim(bowl, other)
             if outcome == "held":

@@ -19,11 +19,14 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: colours, both arms, rectangles on a plane
 # include: lib/colour_objects.py
-# include: lib/two_arms.py
-# include: lib/wrist_views_dual_arm.py
+# include: lib/grasp_orientations.py
+# include: lib/camera_plane.py
+# include: lib/dual_arm.py
+# include: lib/wrist_views.py
+# include: lib/pick_place.py
 
-words = robo.task.instruction.lower().replace(".", "").split()
-cylinder_colour, pad_colour = [word for word in words if word in COLOUR_HSV][:2]
+TABLE_Z = measure_table()
+cylinder_colour, pad_colour = colours_named()[:2]
 CYLINDER = {"heights": (0.03, 0.08), "view_height": 0.2}
 PAD_TOP_Z = TABLE_Z + 0.001
 GOOD_ENOUGH_M = 0.004
@@ -45,7 +48,7 @@ park()
 pad = find_pad()
 cylinder = locate(cylinder_colour, **CYLINDER)
 print("square:", pad, "\ncylinder:", cylinder)
-arm = "left" if (pad[0] + cylinder.world_xyz[0]) / 2 < 0 else "right"
+arm = arm_for((pad + cylinder.world_xyz[:2]) / 2)
 print("arm:", arm)
 
 
@@ -59,20 +62,7 @@ def opening_for(arm, points):
 
 def grasp_here(arm, xy, grasp_z, quat):
     """Hover, go down around the cylinder at xy, close; True if held."""
-    for q in [quat, None]:
-        above = robo.move_to(arm, (xy[0], xy[1], grasp_z + 0.07), q, gripper=robo.OPEN)
-        print(f"{arm} above {np.round(xy, 4)}:", above)
-        if above.planned:
-            break
-    else:
-        return False
-    print("down:", robo.move_to(arm, (xy[0], xy[1], grasp_z)))
-    grip = robo.grasp(arm)
-    print("grasp:", grip)
-    if not grip.holding:
-        robo.release(arm)
-        print("missed; back off:", robo.move_to(arm, (xy[0], xy[1], grasp_z + 0.07)))
-    return grip.holding
+    return grasp_at(arm, (xy[0], xy[1], grasp_z), [quat, None], grasp_z + 0.07) == "held"
 
 
 def set_down(arm, xy, grasp_z, lift):
@@ -98,7 +88,7 @@ def measure():
     """The cylinder's centre (x, y) seen by the head camera with the arm parked, or None."""
     here = robo.state().arm(arm).tcp_pos
     print("up:", robo.move_to(arm, (here[0], here[1], here[2] + 0.06)))
-    park((arm,))
+    park(arm)
     seg = locate(cylinder_colour, **CYLINDER)
     print("cylinder now:", seg)
     return None if seg is None else np.array(seg.world_xyz[:2])

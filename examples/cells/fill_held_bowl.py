@@ -23,11 +23,13 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: colours, both arms, the wrist views
 # include: lib/colour_objects.py
-# include: lib/two_arms.py
-# include: lib/wrist_views_dual_arm.py
+# include: lib/grasp_orientations.py
+# include: lib/dual_arm.py
+# include: lib/wrist_views.py
+# include: lib/pick_place.py
 
-words = robo.task.instruction.lower().replace(".", "").split()
-bowl_colour, block_colour = [word for word in words if word in COLOUR_HSV][:2]
+TABLE_Z = measure_table()
+bowl_colour, block_colour = colours_named()[:2]
 RIM_RADIUS = 0.062  # the middle of the bowl's wall from its centre (outer radius ~6.5 cm, wall 6 mm)
 GRASP_ABOVE_UNDERSIDE = 0.018  # the holding grasp point above the bowl's underside: the fingertips near its base
 # (8 mm thick) hold it steadier than higher up the 4 cm wall: it tilts ~6 deg in the grip
@@ -43,8 +45,8 @@ bowl = locate(bowl_colour, **BOWL)
 print("bowl:", bowl)
 block = locate(block_colour, **BLOCK)
 print("block:", block)
-holder = "left" if bowl.world_xyz[0] < 0 else "right"
-filler = "right" if holder == "left" else "left"
+holder = arm_for(bowl.world_xyz)
+filler = other_arm(holder)
 print("holder:", holder, "filler:", filler)
 
 
@@ -53,22 +55,10 @@ def hold_bowl(bowl, arm):
     """Grasp the rim on its outer side, lift, carry the bowl's centre to a spot near the middle; the grasp point's
     offset from the bowl's centre (dx, dy), or None."""
     cx, cy, _ = bowl.world_xyz
-    side = -1.0 if arm == "left" else 1.0
+    side = SIDE[arm]
     offset = np.array([side * RIM_RADIUS, 0.0])  # the rim's outer side: the other arm comes from the middle
     grasp = np.array([cx + offset[0], cy + offset[1], TABLE_Z + GRASP_ABOVE_UNDERSIDE])
-    for quat in down_quats(arm, grasp, offset):
-        above = robo.move_to(arm, grasp + (0, 0, 0.1), quat, gripper=robo.OPEN)
-        print(f"{arm} above the rim at {np.round(grasp[:2], 3)}: {above}")
-        if above.planned:
-            break
-    else:
-        return None
-    print("down:", robo.move_to(arm, grasp))
-    grip = robo.grasp(arm)
-    print("grasp:", grip)
-    if not grip.holding:
-        robo.release(arm)
-        print("missed; back off:", robo.move_to(arm, grasp + (0, 0, 0.1)))
+    if grasp_at(arm, grasp, down_quats(arm, grasp, offset), grasp[2] + 0.1) != "held":
         return None
     print("lift:", robo.move_to(arm, grasp + (0, 0, HOLD_UNDERSIDE)))
     # In the middle, a little away from the robot: the filling arm reaches highest on its own side of the middle.
@@ -86,7 +76,7 @@ for _attempt in range(2):
     offset = hold_bowl(bowl, holder)
     if offset is not None:
         break
-    park((holder,))
+    park(holder)
     bowl = locate(bowl_colour, **BOWL)
 held_at = np.array(robo.state().arm(holder).tcp_pos)
 if offset is not None:
@@ -103,13 +93,7 @@ def pick_block(block, arm):
     height = block.height_m if 0.02 < block.height_m < 0.05 else 0.03
     grasp_z = top_z - min(height / 2, 0.015)
     quat = grasp_quat(robo.state().arm(arm), block.footprint_xy)
-    print(f"{arm} above the block:", robo.move_to(arm, (x, y, top_z + 0.08), quat, gripper=robo.OPEN))
-    print("down:", robo.move_to(arm, (x, y, grasp_z)))
-    grip = robo.grasp(arm)
-    print("grasp:", grip)
-    if not grip.holding:
-        robo.release(arm)
-        print("missed; back off:", robo.move_to(arm, (x, y, top_z + 0.08)))
+    if grasp_at(arm, (x, y, grasp_z), [quat], top_z + 0.08) != "held":
         return None
     for lift_z in (0.17, 0.15, 0.14):  # above the held bowl's rim; lower if the arm cannot reach that high here
         lift = robo.move_to(arm, (x, y, TABLE_Z + lift_z))
@@ -149,6 +133,6 @@ for _attempt in range(2):
     if robo.done:
         break
     print("not solved yet; looking for the block again")
-    park((filler,))
+    park(filler)
     block = locate(block_colour, **BLOCK)
 print("done:", robo.done, "steps left:", robo.steps_left)

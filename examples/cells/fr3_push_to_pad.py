@@ -20,10 +20,14 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: colours, finding objects, the FR3's moves
 # include: lib/colour_objects.py
+# include: lib/grasp_orientations.py
+# include: lib/camera_plane.py
 # include: lib/fr3_arm.py
+# include: lib/wrist_views.py
+# include: lib/pick_place.py
 
-words = robo.task.instruction.lower().replace(".", "").split()
-block_colour, pad_colour = [word for word in words if word in COLOUR_HSV][:2]
+TABLE_Z = measure_table()
+block_colour, pad_colour = colours_named()[:2]
 BLOCK = {"heights": (0.03, 0.07)}
 print(robo.task.instruction, f"-> the {block_colour} block onto the {pad_colour} square; table at {TABLE_Z:.4f}")
 
@@ -34,7 +38,7 @@ def find_pad():
     for camera in ("head", "wrist"):
         blobs = colour_blobs(robo.image(camera), pad_colour)
         if blobs:
-            centre, (long_side, short_side) = flat_region(camera, blobs[0])
+            centre, (long_side, short_side), _ = rect_on_plane(camera, blobs[0], TABLE_Z + 0.001)
             print(f"square in {camera}: centre {np.round(centre, 4)}, outline {long_side:.3f} x {short_side:.3f} m")
             return centre
     return None
@@ -46,22 +50,15 @@ print("square:", pad, "\nblock:", block)
 
 
 # %% push in strokes towards the square's centre, measuring the block again after each
-def finger_yaw(quat):
-    """Direction [rad] in the table plane that a fingers-down grasp's fingers open along (the TCP y axis)."""
-    w, x, y, z = quat
-    return math.atan2(1 - 2 * (x * x + z * z), 2 * (x * y - w * z))
-
-
 PUSH_Z = TABLE_Z + 0.015  # the pads' lower edge 6 mm above the table
 SAFE_Z = TABLE_Z + 0.10
 BEHIND_M = 0.07  # start this far behind the block's centre (half a turned block, half a fingertip, a gap)
 CONTACT_M = 0.04  # the grasp point stays this far behind the block's centre while it pushes
 PUSH_OPENING = 0.3  # fingers 2.4 cm apart: both fingertips touch the block's face
 FRACTIONS = (1.0, 0.7, 0.45)  # of the stroke to the square's centre, tried in turn when the long one is refused
-BASE_XY = np.array([0.0, -0.5])  # the arm's base (robot description); at home the hand points along +y from it
 # The fingers' opening direction [rad] at home with the last wrist joint turned to the middle of its range (0 rad):
 # the fingers turn clockwise seen from above as that joint's angle grows.
-MID_WRIST_YAW = finger_yaw(HOME_QUAT) + robo.state().arm(ARM).joints[6]
+MID_WRIST_YAW = finger_yaw(HOME_QUAT[ARM]) + robo.state().arm(ARM).joints[6]
 
 
 def push_quats(direction, points):
@@ -69,7 +66,8 @@ def push_quats(direction, points):
     one that keeps the last wrist joint nearest the middle of its range (at the end of it, the next motion out is
     refused), estimated from the base's turn towards the points."""
     quats = [quat_from_axes((-direction[1], direction[0], 0.0)), quat_from_axes((direction[1], -direction[0], 0.0))]
-    turn = np.mean([math.atan2(p[1] - BASE_XY[1], p[0] - BASE_XY[0]) - math.pi / 2 for p in points])
+    base = BASE_XY[ARM]  # at home the hand points along +y from it
+    turn = np.mean([math.atan2(p[1] - base[1], p[0] - base[0]) - math.pi / 2 for p in points])
     natural = MID_WRIST_YAW + turn
 
     def wrist_turn(quat):
@@ -111,7 +109,7 @@ for n in range(8):
     pushed = stroke(block_xy, pad)
     if robo.done:
         break
-    clear_view()
+    park()
     if not pushed:
         print("no stroke along this line can be planned")
         break

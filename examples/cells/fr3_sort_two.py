@@ -20,10 +20,14 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: colours, finding blocks and squares, the FR3's pick and place
 # include: lib/colour_objects.py
+# include: lib/grasp_orientations.py
+# include: lib/camera_plane.py
 # include: lib/fr3_arm.py
+# include: lib/wrist_views.py
+# include: lib/pick_place.py
 
-words = robo.task.instruction.lower().replace(".", "").replace(",", "").split()
-COLOURS = [word for word in words if word in COLOUR_HSV][:2]
+TABLE_Z = measure_table()
+COLOURS = colours_named()[:2]
 BLOCK = {"heights": (0.02, 0.07)}
 BLOCK_M = 0.04  # the blocks' side, for the carry height (a block is measured before it is moved)
 INSIDE_M = 0.04  # a block whose centre is this close to its square's centre (each way) is inside it
@@ -41,7 +45,7 @@ def find_square(colour, block):
         rest = blob & ~others
         if rest.sum() < 25:
             continue
-        centre, (long_side, short_side) = flat_region("head", rest)
+        centre, (long_side, short_side), _ = rect_on_plane("head", rest, TABLE_Z + 0.001)
         if long_side < 0.06:
             continue
         print(f"  {colour} square: centre {np.round(centre, 4)}, outline {long_side:.3f} x {short_side:.3f} m")
@@ -52,7 +56,7 @@ def find_square(colour, block):
 # %% find the blocks and the squares
 blocks = {colour: locate(colour, **BLOCK) for colour in COLOURS}
 if robo.state().tcp_pos[2] < TABLE_Z + 0.3:  # the wrist camera looked closer: the hand is in the head camera's view
-    clear_view()
+    park()
 squares = {colour: find_square(colour, blocks[colour]) for colour in COLOURS}
 for colour in COLOURS:
     seg = blocks[colour]
@@ -67,10 +71,10 @@ def inside(colour, seg):
 def move_block(colour, seg):
     """Pick the block and set it down on its square; True if it was let go there."""
     clear_z = TABLE_Z + 2 * BLOCK_M + 0.04  # the grasp point; the held block's underside clears the other block
-    outcome, below = pick(seg, clear_z, f"{colour} block")
+    outcome, below = pick(seg, ARM, clear_z, f"{colour} block")
     if outcome != "held":
         return False
-    return put_down(squares[colour], TABLE_Z, below, carry_z=clear_z)
+    return put_down(ARM, [squares[colour]], TABLE_Z, below, carry_z=clear_z) is not None
 
 
 for colour in COLOURS:
@@ -82,7 +86,7 @@ for colour in COLOURS:
         print("set down:", move_block(colour, seg), "done:", robo.done, "steps left:", robo.steps_left)
         if robo.done:
             break
-        clear_view()
+        park()
         # On its own square the block's blob merges with the square's and does not segment as an upright object:
         # not found there counts as inside; found elsewhere, it is picked again from where it stands.
         seg, _ = find(colour, ("head",), BLOCK["heights"])

@@ -18,10 +18,14 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: colours, finding blocks, the FR3's pick and place
 # include: lib/colour_objects.py
+# include: lib/grasp_orientations.py
+# include: lib/camera_plane.py
 # include: lib/fr3_arm.py
+# include: lib/wrist_views.py
+# include: lib/pick_place.py
 
-words = robo.task.instruction.lower().replace(".", "").split()
-top_colour, bottom_colour = [word for word in words if word in COLOUR_HSV][:2]
+TABLE_Z = measure_table()
+top_colour, bottom_colour = colours_named()[:2]
 BLOCK = {"heights": (0.02, 0.1)}  # up to two blocks high (one on the other)
 print(robo.task.instruction, f"-> the {top_colour} block on the {bottom_colour} block; table at {TABLE_Z:.4f}")
 
@@ -39,12 +43,12 @@ def stack(top, bottom):
         # A top block already standing on the bottom one measures the height of both from the table.
         own_height = top.height_m if top.height_m < 0.06 else top.top_z - bottom.top_z
         clear_z = bottom.top_z + own_height + 0.04
-        outcome, below = pick(top, clear_z, f"{top_colour} block")
+        outcome, below = pick(top, ARM, clear_z, f"{top_colour} block")
         if outcome == "held":
             below -= top.height_m - own_height
             quat = grasp_quat(robo.state().arm(ARM), bottom.footprint_xy)
-            return put_down(bottom.world_xyz[:2], bottom.top_z, below, quat, carry_z=clear_z)
-        clear_view()
+            return put_down(ARM, [bottom.world_xyz[:2]], bottom.top_z, below, quat, carry_z=clear_z) is not None
+        park()
         top = locate(top_colour, **BLOCK)
         print("top block now:", top)
         if top is None:
@@ -60,7 +64,7 @@ print("done:", robo.done, "steps left:", robo.steps_left)
 for _retry in range(2):
     if robo.done or robo.steps_left < 120:
         break
-    clear_view()
+    park()
     top = locate(top_colour, **BLOCK)
     print("top block:", top)
     if top is None:

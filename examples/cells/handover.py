@@ -17,9 +17,10 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: find the block by its colour word, orientations as quaternions
 # include: lib/colour_tops.py
+# include: lib/grasp_orientations.py
 
 
-colour = next(word for word in robo.task.instruction.lower().replace(".", "").split() if word in COLOURS)
+colour = next(word for word in robo.task.instruction.lower().replace(".", "").split() if word in LIT_TOPS)
 print("instruction:", robo.task.instruction)
 print("looking for the", colour, "block; table at z =", robo.table_height())
 
@@ -28,10 +29,10 @@ print("looking for the", colour, "block; table at z =", robo.table_height())
 def rough_position(camera):
     """(x, y) of the block seen by a camera, or None: a segment if it measures well, else the blob's centre."""
     rgb = robo.image(camera)
-    blobs = colour_blobs(rgb, colour, max_fraction=0.3)
+    blobs = lit_top_blobs(rgb, colour, max_fraction=0.3)
     if not blobs:
         return None
-    seg = robo.segment(top_face_pixel(rgb, blobs[0]), camera)
+    seg = robo.segment(lit_top_pixel(rgb, blobs[0]), camera)
     print(f"  {camera}: {len(blobs)} blob(s); segment found={seg.found} at {seg.world_xyz} height {seg.height_m}")
     if seg.found and not seg.touches_border and seg.height_m > 0.02:
         return seg.world_xyz[0], seg.world_xyz[1]
@@ -57,8 +58,8 @@ block = None
 for dy in (0.015, -0.01, 0.03):  # the wrist camera looks down just behind the grasp point; another view if needed
     print("left above the block:", robo.move_to("left", (rough[0], rough[1] + dy, 0.88)))
     rgb = robo.image("left_wrist")
-    for blob in colour_blobs(rgb, colour, max_fraction=0.3)[:2]:
-        pixel = top_face_pixel(rgb, blob)
+    for blob in lit_top_blobs(rgb, colour, max_fraction=0.3)[:2]:
+        pixel = lit_top_pixel(rgb, blob)
         for second in ("head", None):
             seg = robo.segment(pixel, "left_wrist", second_view=second)
             print(f"  left_wrist + {second}: found={seg.found} at {seg.world_xyz} height {seg.height_m} {seg.reason}")

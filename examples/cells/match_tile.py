@@ -9,7 +9,7 @@ Strategy:
    quarter turns). The best overlap is the tile to place.
 3. A spot beside the white tile: 7.5 cm in front of its centre, else to the side of the arm that carries, else the
    other side (the first one 7 cm clear of the other tiles).
-4. The arm on the tile's side grasps it from above (lib/pick_place_dual_arm.py), lifts it, carries it over the spot,
+4. The arm on the tile's side grasps it from above (lib/pick_place.py), lifts it, carries it over the spot,
    lowers it until it is 3 mm above the table and opens; a missed grasp looks again (the tile of that colour nearest
    where it was, not a plain block) and retries once.
 
@@ -19,12 +19,15 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: colours, both arms, reading top faces, pick and place
 # include: lib/colour_objects.py
-# include: lib/two_arms.py
-# include: lib/wrist_views_dual_arm.py
-# include: lib/pick_place_dual_arm.py
+# include: lib/grasp_orientations.py
+# include: lib/camera_plane.py
+# include: lib/dual_arm.py
+# include: lib/wrist_views.py
+# include: lib/pick_place.py
 # include: lib/top_faces.py
 # include: lib/picture_blocks.py
 
+TABLE_Z = measure_table()
 BESIDE_M = 0.075  # from the white tile's centre to the spot's
 CLEAR_M = 0.07  # the spot's distance from the other tiles
 print(robo.task.instruction)
@@ -34,13 +37,10 @@ print(robo.task.instruction)
 park()
 card_xy, card = card_glyph()
 blocks = blocks_seen()
-ranking = sorted(blocks, key=lambda c: -best_overlap(card, blocks[c][1]))
-for colour in ranking:
-    print(f"{colour} tile: overlap {best_overlap(card, blocks[colour][1]):.2f} with the white tile")
-colour = ranking[0]
+colour = ranked_by_picture(card, blocks)[0]
 tile = blocks[colour][0]
 arm = arm_for(tile.world_xyz)
-side = -1.0 if arm == "left" else 1.0
+side = SIDE[arm]
 spots = [card_xy + np.array(d) for d in ((0.0, -BESIDE_M), (side * BESIDE_M, 0.0), (-side * BESIDE_M, 0.0))]
 others = [blocks[c][0].world_xyz for c in blocks if c != colour]
 first = free_xy(spots, others, CLEAR_M)

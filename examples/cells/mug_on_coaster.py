@@ -21,11 +21,14 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: colours, both arms, faces measured from depth
 # include: lib/colour_objects.py
-# include: lib/two_arms.py
+# include: lib/colour_tops.py
+# include: lib/grasp_orientations.py
+# include: lib/dual_arm.py
 # include: lib/depth_faces.py
 
-words = robo.task.instruction.lower().replace(".", "").split()
-mug_colour, coaster_colour = [word for word in words if word in COLOUR_HSV][:2]
+TABLE_Z = measure_table()
+
+mug_colour, coaster_colour = colours_named()[:2]
 MUG_RADIUS = 0.0385  # outer radius (the recipe: 7.7 cm across)
 GRASP_BELOW_RIM = 0.03
 print(robo.task.instruction, "-> the", mug_colour, "mug onto the", coaster_colour, "coaster; table at", TABLE_Z)
@@ -139,21 +142,21 @@ def set_down(arm, below):
 def mug_to_coaster(mug):
     """The arm on the coaster's side takes the mug there; if it cannot reach the mug, the other arm first moves the
     mug 8 cm towards it."""
-    arm = "left" if coaster.centre[0] < 0 else "right"
+    arm = arm_for(coaster.centre)
     status, below = grasp_mug(mug, arm)
     if status == "unplanned":
-        other = "right" if arm == "left" else "left"
+        other = other_arm(arm)
         status, below = grasp_mug(mug, other)
         print(f"{arm} cannot reach the mug; {other} moves it towards it: {status}")
         if status != "held":
             return False
         here = robo.state().arm(other).tcp_pos
-        step = 0.08 if arm == "right" else -0.08
+        step = SIDE[arm] * 0.08
         robo.move_to(other, (here[0] + step, here[1], here[2]))
         robo.move_to(other, (here[0] + step, here[1], TABLE_Z + below + 0.004))
         robo.release(other)
         robo.move_to(other, (here[0] + step, here[1], here[2]))
-        park([other])
+        park(other)
         mug = measure_mug()
         if mug is None:
             return False

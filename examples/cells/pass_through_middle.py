@@ -19,13 +19,16 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: find the block and the pad by colour, pick and place with either arm
 # include: lib/colour_objects.py
-# include: lib/wrist_views_dual_arm.py
-# include: lib/pick_place_dual_arm.py
+# include: lib/grasp_orientations.py
+# include: lib/camera_plane.py
+# include: lib/dual_arm.py
+# include: lib/wrist_views.py
+# include: lib/pick_place.py
+# include: lib/relay.py
+# include: lib/flat_squares.py
 
-words = robo.task.instruction.lower().replace(".", "").replace(",", "").split()
-colour, pad_colour = [word for word in words if word in COLOUR_HSV][:2]
-HOME_QUAT = {arm: robo.state().arm(arm).tcp_quat for arm in ("left", "right")}
-TABLE_Z = robo.table_height().z
+TABLE_Z = measure_table()
+colour, pad_colour = colours_named()[:2]
 BLOCK = {"heights": (0.015, 0.06)}
 PAD_M = 0.10  # the pad's side
 # Spots in the middle of the table that both arms reach, nearest the middle first.
@@ -36,54 +39,10 @@ MIDDLE_SPOTS = sorted(
 print(robo.task.instruction, "-> the", colour, "block, the", pad_colour, "pad; table at", round(TABLE_Z, 4))
 
 
-def on_table(camera, rows, cols):
-    """World points (x, y) seen at pixels (rows, cols) of a camera, on the table plane."""
-    info = robo.camera(camera)
-    pixels = np.stack([np.asarray(cols, float), np.asarray(rows, float), np.ones(len(rows))])
-    rays = info.T_world_cam[:3, :3] @ (np.linalg.inv(info.K) @ pixels)
-    origin = info.T_world_cam[:3, 3]
-    return (origin[:, None] + rays * (TABLE_Z + 0.001 - origin[2]) / rays[2]).T[:, :2]
-
-
-def pad_in(camera):
-    """(centre (x, y), whole) of the pad seen by a camera, or (None, False): the largest blob of its colour spanning
-    more than 3.5 cm on the table plane; whole when it spans the pad's 10 cm both ways and does not touch the border."""
-    rgb = robo.image(camera)
-    for blob in colour_blobs(rgb, pad_colour)[:4]:
-        rows, cols = np.nonzero(blob)
-        points = on_table(camera, rows, cols).astype(np.float32)
-        (cx, cy), (w, h), _ = cv2.minAreaRect(points)
-        if max(w, h) < 0.035:
-            continue
-        border = rows.min() == 0 or cols.min() == 0 or rows.max() == rgb.shape[0] - 1 or cols.max() == rgb.shape[1] - 1
-        whole = not border and min(w, h) > PAD_M - 0.012 and max(w, h) < PAD_M + 0.03
-        print(f"  {pad_colour} pad in {camera}: centre ({cx:.3f}, {cy:.3f}), {w:.3f} x {h:.3f} m, whole={whole}")
-        return (float(cx), float(cy)), whole
-    return None, False
-
-
-def find_pad():
-    """The pad's centre (x, y): from the head camera, else (cut off or partly hidden there) from above with the wrist
-    camera of the arm on its side."""
-    centre, whole = pad_in("head")
-    if centre is None or whole:
-        return centre
-    arm = arm_for(centre)
-    for height in (0.25, 0.22, 0.19):
-        back = 0.465 * (height + 0.054) - 0.045  # the wrist camera's view centre is this far behind the grasp point
-        view = robo.move_to(arm, (centre[0], centre[1] + back, TABLE_Z + height), HOME_QUAT[arm])
-        print(f"  {arm} wrist {height:.2f} m over the pad: {view}")
-        if view.planned:
-            closer, _ = pad_in(f"{arm}_wrist")
-            park(arm)
-            return closer if closer is not None else centre
-    return centre
-
-
 # %% find the block and the pad
 park()
 block = locate(colour, **BLOCK)
-pad = find_pad()
+pad = find_square(pad_colour, PAD_M)
 print(f"block {None if block is None else np.round(block.world_xyz, 3)}, pad {pad}")
 
 
@@ -105,13 +64,6 @@ park(first)
 
 
 # %% the arm on the pad's side takes it on and sets it down on the pad
-def targets(arm):
-    """The pad's centre, then points 2.5 cm nearer the arm's side (the block's centre stays inside)."""
-    x, y = pad
-    inward = 0.025 if arm == "left" else -0.025
-    return [(x, y), (x - inward, y), (x - inward, y - 0.025)]
-
-
 def on_pad():
     """Whether the head camera sees the block on the pad (its centre within 4 cm of the pad's centre), and the
     block's segment."""
@@ -141,7 +93,7 @@ for _attempt in range(3):
         put_down(arm, spot_in_middle(), TABLE_Z, below, square_quat(arm), carry_z=CLEAR + below)
         park(arm)
         continue
-    placed = put_down(arm, targets(arm), TABLE_Z, below, square_quat(arm), carry_z=CLEAR + below)
+    placed = put_down(arm, set_down_points([pad], arm), TABLE_Z, below, square_quat(arm), carry_z=CLEAR + below)
     print("set down on the pad at", placed, "done:", robo.done)
     if robo.done:
         break

@@ -20,11 +20,15 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: colours, both arms, faces measured from depth
 # include: lib/colour_objects.py
-# include: lib/two_arms.py
+# include: lib/colour_tops.py
+# include: lib/grasp_orientations.py
+# include: lib/dual_arm.py
+# include: lib/pick_place.py
 # include: lib/depth_faces.py
 
-words = robo.task.instruction.lower().replace(".", "").replace(",", "").split()
-peg_colour, block_colour = [word for word in words if word in COLOUR_HSV][:2]
+TABLE_Z = measure_table()
+
+peg_colour, block_colour = colours_named()[:2]
 GRASP_BELOW_TOP_M = 0.015
 print(robo.task.instruction, "-> the", peg_colour, "peg into the", block_colour, "block")
 
@@ -33,7 +37,7 @@ park()
 peg = top_face(peg_colour)
 hole = top_face(block_colour)
 print("peg:", peg, "\nblock:", hole)
-arm = "left" if (peg.centre[0] + hole.centre[0]) / 2 < 0 else "right"
+arm = arm_for((peg.centre + hole.centre) / 2)
 peg_height = peg.z - TABLE_Z
 below_grasp = peg_height - GRASP_BELOW_TOP_M  # from the grasp point down to the peg's underside
 print("arm:", arm, f"peg height {peg_height:.4f} m")
@@ -43,19 +47,8 @@ print("arm:", arm, f"peg height {peg_height:.4f} m")
 def pick_peg():
     """Grasp the peg across two faces and lift it until its underside is 1.5 cm above the rim; True if held."""
     x, y = peg.centre
-    for _direction, quat in openings_along(arm, (x, y), peg.axis)[:2]:
-        above = robo.move_to(arm, (x, y, peg.z + 0.05), quat, gripper=robo.OPEN)
-        print(f"{arm} above the peg: {above}")
-        if above.planned:
-            break
-    else:
-        return False
-    print("down:", robo.move_to(arm, (x, y, peg.z - GRASP_BELOW_TOP_M)))
-    grip = robo.grasp(arm)
-    print("grasp:", grip)
-    if not grip.holding:
-        robo.release(arm)
-        print("missed; back off:", robo.move_to(arm, (x, y, peg.z + 0.05)))
+    quats = [quat for _direction, quat in openings_along(arm, (x, y), peg.axis)[:2]]
+    if grasp_at(arm, (x, y, peg.z - GRASP_BELOW_TOP_M), quats, peg.z + 0.05) != "held":
         return False
     print("lift:", robo.move_to(arm, (x, y, hole.z + 0.015 + below_grasp)))
     return True

@@ -26,12 +26,14 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: find the named block in the head camera's depth, and the belt's direction
 # include: lib/colour_objects.py
+# include: lib/grasp_orientations.py
+# include: lib/dual_arm.py
 
 
-words = robo.task.instruction.lower().replace(".", "").split()
+TABLE_Z = measure_table()
+words = instruction_words()
 colour = next(word for word in words if word in COLOUR_HSV)
 direction = 1.0 if "right" in words else -1.0  # the belt carries blocks towards +x (the right arm's side) or -x
-HOME_QUAT = {arm: robo.state().arm(arm).tcp_quat for arm in ("left", "right")}  # fingers down, opening along x
 # Turned 90 deg about the vertical, the fingers open along y; each arm's wrist turns this way over the belt from
 # its outer end to 6 cm past the middle (turned the other way it reaches only its outer part).
 ACROSS_QUAT = {"left": turn_quat(HOME_QUAT["left"], -math.pi / 2), "right": turn_quat(HOME_QUAT["right"], math.pi / 2)}
@@ -139,8 +141,8 @@ SPARE_S = 0.6  # the gripper waits over the belt this long for the block (the mo
 
 def intercept_arm(x, v, y, hover_z):
     """(arm, intercept x): the arm that can be over the block's line ahead of it in time (its own side first)."""
-    first = "left" if x + v * 2.0 < 0 else "right"
-    for arm in (first, "right" if first == "left" else "left"):
+    first = arm_for((x + v * 2.0, y))
+    for arm in (first, other_arm(first)):
         x_i = x + v * (motion_s(arm, (x + v * 2.0, y, hover_z)) + DESCENT_S + CLOSE_LAG_S + SPARE_S)
         lo, hi = REACH_X[arm]
         if lo <= x_i <= hi:

@@ -21,15 +21,17 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
         --llm replay:examples/cells/pick_matching_picture.py
 """
 
-# %% helpers: colours, both arms, reading top faces
+# %% helpers: colours, both arms, reading top faces, picking up
 # include: lib/colour_objects.py
-# include: lib/two_arms.py
-# include: lib/wrist_views_dual_arm.py
+# include: lib/grasp_orientations.py
+# include: lib/camera_plane.py
+# include: lib/dual_arm.py
+# include: lib/wrist_views.py
 # include: lib/top_faces.py
 # include: lib/picture_blocks.py
+# include: lib/pick_up.py
 
-import time
-
+TABLE_Z = measure_table()
 print(robo.task.instruction)
 
 
@@ -37,62 +39,19 @@ print(robo.task.instruction)
 park()
 _, card = card_glyph()
 blocks = blocks_seen()
-ranking = sorted(blocks, key=lambda c: -best_overlap(card, blocks[c][1]))
-for colour in ranking:
-    print(f"{colour} block: overlap {best_overlap(card, blocks[colour][1]):.2f} with the card")
+ranking = ranked_by_picture(card, blocks)
 
 
 # %% grasp it from above with the arm on its side, lift 15 cm; on a miss back off, look again and retry
-def judged_done(wait_s=10.0):
-    """robo.done, given up to wait_s to come true (on a real robot a person judges the lift)."""
-    deadline = time.monotonic() + wait_s
-    while not robo.done and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return robo.done
-
-
-def try_pick(target, arm):
-    """One grasp attempt with one arm: 'lifted', 'unplanned' (nothing moved), 'missed' or 'wrong' (lifted, not
-    solved)."""
-    x, y, top_z = target.world_xyz
-    grasp_z = top_z - min(target.height_m / 2, 0.02)
-    quat = grasp_quat(robo.state().arm(arm), target.footprint_xy)
-    above = robo.move_to(arm, (x, y, top_z + 0.08), quat, gripper=robo.OPEN)
-    print(f"{arm} above the {colour} block: {above}")
-    if not above.planned:
-        return "unplanned"
-    print("down:", robo.move_to(arm, (x, y, grasp_z)))
-    grip = robo.grasp(arm)
-    print("grasp:", grip)
-    time.sleep(0.5)  # the grip settles before the lift
-    if not grip.holding and not robo.done:
-        print("missed: open and back off")
-        robo.release(arm)
-        robo.move_to(arm, (x, y, top_z + 0.08))
-        return "missed"
-    hx, hy, _ = HOME_POS[arm]
-    for lift_xyz in ((x, y, grasp_z + 0.15), (x, y, grasp_z + 0.12), ((x + hx) / 2, (y + hy) / 2, grasp_z + 0.15)):
-        lift = robo.move_to(arm, lift_xyz)
-        print(f"lift to {np.round(lift_xyz, 3)}:", lift)
-        if lift.planned:
-            break
-    if judged_done():
-        return "lifted"
-    print("lifted, but the task is not solved (not the matching block): put it back down")
-    robo.move_to(arm, (x, y, grasp_z + 0.01))
-    robo.release(arm)
-    robo.move_to(arm, (x, y, top_z + 0.08))
-    return "wrong"
-
-
-def pick(colour):
-    """Up to two grasps of the block of that colour: True once the task is solved, False to try the next block."""
+def pick_matching(colour):
+    """Up to two attempts to pick up the block of that colour: True once the task is solved, False to try the next
+    block."""
     target = blocks[colour][0]
     for _attempt in range(2):
-        arms = ["left", "right"] if target.world_xyz[0] < 0 else ["right", "left"]
-        outcome = try_pick(target, arms[0])
+        arm = arm_for(target.world_xyz)
+        outcome = pick_up(target, arm, f"{colour} block")
         if outcome == "unplanned":
-            outcome = try_pick(target, arms[1])
+            outcome = pick_up(target, other_arm(arm), f"{colour} block")
         if outcome == "lifted" or robo.done:
             return True
         park()
@@ -105,6 +64,6 @@ def pick(colour):
 
 
 for colour in ranking:  # the best match first; the next one if lifting it does not solve the task
-    if robo.done or pick(colour):
+    if robo.done or pick_matching(colour):
         break
 print("done:", robo.done, "steps left:", robo.steps_left)

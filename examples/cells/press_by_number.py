@@ -19,11 +19,14 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: both arms, the table's height, reading the top faces of caps
 # include: lib/colour_objects.py
-# include: lib/two_arms.py
+# include: lib/grasp_orientations.py
+# include: lib/camera_plane.py
+# include: lib/dual_arm.py
+# include: lib/wrist_views.py
 # include: lib/top_faces.py
 
-words = robo.task.instruction.lower().replace(".", "").split()
-NUMBER = next(word for word in words if word.isdigit())
+TABLE_Z = measure_table()
+NUMBER = next(word for word in instruction_words() if word.isdigit())
 CAP_HEIGHTS = (0.01, 0.04)  # what a cap's top may plausibly measure above the table [m]
 GUESS_TOP = 0.02
 FINGER_REACH_M = 0.02  # the closed fingertips reach this far below the grasp point
@@ -76,16 +79,13 @@ print("chosen:", None if cap is None else np.round(cap["centre"], 3), "sure:", s
 # %% not sure: look at the candidates from above with a wrist camera
 def wrist_read(xy):
     """The caps the wrist camera of the arm on that side sees from about 20 cm above a table point."""
-    arm = "left" if xy[0] < 0 else "right"
-    for height in (0.2, 0.17, 0.14):
-        back = 0.465 * (height + 0.054) - 0.045  # the wrist camera's view centre is this far behind the grasp point
-        view = robo.move_to(arm, (xy[0], xy[1] + back, TABLE_Z + height), HOME_QUAT[arm])
-        print(f"{arm} wrist {height:.2f} m over {np.round(xy, 3)}: {view}")
-        if view.planned:
-            found = caps_in(f"{arm}_wrist")
-            park((arm,))
-            return found
-    return []
+    arm = arm_for(xy)
+    camera = view_from_above(arm, xy, (0.2, 0.17, 0.14))
+    if camera is None:
+        return []
+    found = caps_in(camera)
+    park(arm)
+    return found
 
 
 if not sure:
@@ -102,12 +102,12 @@ if not sure:
 
 # %% press it: gripper closed over the cap's centre, then down in small steps until the press counts
 x, y = cap["centre"]
-arm = "left" if x < 0 else "right"
+arm = arm_for((x, y))
 top = cap["top"]
 above = robo.move_to(arm, (x, y, top + 0.06), HOME_QUAT[arm], gripper=robo.CLOSED)
 print(f"{arm} above the cap:", above)
 if not above.planned:
-    arm = "right" if arm == "left" else "left"
+    arm = other_arm(arm)
     print(f"{arm} above the cap:", robo.move_to(arm, (x, y, top + 0.06), HOME_QUAT[arm], gripper=robo.CLOSED))
 print("down to the cap:", robo.move_to(arm, (x, y, top + FINGER_REACH_M + 0.01)))
 for depth in np.arange(0.004, 0.021, 0.004):

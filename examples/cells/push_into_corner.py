@@ -21,11 +21,14 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: colours, both arms, faces measured from depth
 # include: lib/colour_objects.py
-# include: lib/two_arms.py
+# include: lib/colour_tops.py
+# include: lib/grasp_orientations.py
+# include: lib/dual_arm.py
 # include: lib/depth_faces.py
 
-words = robo.task.instruction.lower().replace(".", "").split()
-block_colour, fence_colour = [word for word in words if word in COLOUR_HSV][:2]
+TABLE_Z = measure_table()
+
+block_colour, fence_colour = colours_named()[:2]
 PUSH_Z = TABLE_Z + 0.025  # the grasp point; the closed fingertips 5 mm above the table
 SAFE_Z = TABLE_Z + 0.1
 BEHIND_M = 0.055  # start this far behind the block's centre
@@ -61,7 +64,7 @@ print("block:", block, "\nfence:", fence)
 half = block.size[1] / 2
 vertex, a1, a2, thick = corner_frame(fence)
 spot = vertex + a1 * (thick[0] + half) + a2 * (thick[1] + half)  # the block's centre against both walls
-arm = "left" if spot[0] < 0 else "right"
+arm = arm_for(spot)
 print("spot:", np.round(spot, 4), "arm:", arm)
 
 
@@ -93,7 +96,7 @@ def stroke(xy, axis, i):
 
 
 def measure():
-    park((arm,))
+    park(arm)
     now = top_face(block_colour)
     print("block now:", now)
     return None if now is None else now.centre

@@ -17,24 +17,17 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
     robodojo run --task push_to_pad --seed 0 --agent code_cell --llm replay:examples/cells/push_to_pad.py
 """
 
-# %% helpers: colours, finding objects, orientations as quaternions
+# %% helpers: colours, finding objects, both arms, orientations as quaternions
 # include: lib/colour_tops.py
-
-
-def on_plane(camera, rows, cols, z):
-    """World points seen at pixels (rows, cols) of a camera, on the horizontal plane at height z (Nx3)."""
-    info = robo.camera(camera)
-    pixels = np.stack([np.asarray(cols, float), np.asarray(rows, float), np.ones(len(rows))])
-    rays = info.T_world_cam[:3, :3] @ (np.linalg.inv(info.K) @ pixels)
-    origin = info.T_world_cam[:3, 3]
-    return (origin[:, None] + rays * (z - origin[2]) / rays[2]).T
-
+# include: lib/grasp_orientations.py
+# include: lib/camera_plane.py
+# include: lib/dual_arm.py
 
 CAMERAS = ("head", "left_wrist", "right_wrist")
-table_z = robo.table_height().z
-block_colour, pad_colour = [w for w in robo.task.instruction.lower().replace(".", "").split() if w in COLOURS][:2]
+TABLE_Z = measure_table()
+block_colour, pad_colour = [w for w in robo.task.instruction.lower().replace(".", "").split() if w in LIT_TOPS][:2]
 print("instruction:", robo.task.instruction)
-print(f"block: {block_colour}, pad: {pad_colour}; table at z = {table_z:.3f}")
+print(f"block: {block_colour}, pad: {pad_colour}; table at z = {TABLE_Z:.3f}")
 
 
 # %% find the block and the pad
@@ -42,8 +35,8 @@ def find_block(cameras=CAMERAS):
     """(x, y, top_z) of the block's top face, from the first camera that measures it, or None."""
     for camera in cameras:
         rgb = robo.image(camera)
-        for blob in colour_blobs(rgb, block_colour)[:2]:
-            pixel = top_face_pixel(rgb, blob)
+        for blob in lit_top_blobs(rgb, block_colour)[:2]:
+            pixel = lit_top_pixel(rgb, blob)
             for second in [c for c in CAMERAS if c != camera] + [None]:
                 try:
                     seg = robo.segment(pixel, camera, second_view=second)
@@ -52,17 +45,17 @@ def find_block(cameras=CAMERAS):
                 if seg.found and seg.height_m > 0.03 and not seg.touches_border:
                     return np.array(seg.world_xyz)
             rows, cols = np.nonzero(blob)  # cut off or unmeasurable: the centre of its blob at half height
-            return np.append(on_plane(camera, rows, cols, table_z + 0.025).mean(axis=0)[:2], table_z + 0.05)
+            return np.append(on_plane(camera, rows, cols, TABLE_Z + 0.025).mean(axis=0)[:2], TABLE_Z + 0.05)
     return None
 
 
 def find_pad(cameras=CAMERAS):
     """(x, y) of the pad's centre: its blob on the table plane (the centre of its outline's rectangle), or None."""
     for camera in cameras:
-        blobs = colour_blobs(robo.image(camera), pad_colour)
+        blobs = lit_top_blobs(robo.image(camera), pad_colour)
         if blobs:
             rows, cols = np.nonzero(blobs[0])
-            points = on_plane(camera, rows, cols, table_z)[:, :2].astype(np.float32)
+            points = on_plane(camera, rows, cols, TABLE_Z)[:, :2].astype(np.float32)
             (cx, cy), size, _ = cv2.minAreaRect(points)
             print(f"  pad in {camera}: {len(rows)} px, outline {size[0]:.3f} x {size[1]:.3f} m")
             return np.array([cx, cy])
@@ -74,25 +67,20 @@ pad = find_pad()
 print("block:", block, " pad:", pad)
 
 # %% push in strokes towards the pad centre, re-measuring the block after each stroke
-PUSH_Z = table_z + 0.025  # fingertips 5 mm above the table
-SAFE_Z = table_z + 0.10
+PUSH_Z = TABLE_Z + 0.025  # fingertips 5 mm above the table
+SAFE_Z = TABLE_Z + 0.10
 STROKES_M = (0.15, 0.10, 0.06, 0.03)  # stroke lengths to try, longest first (a long one may be out of reach)
 BEHIND_M = 0.065  # start this far behind the block's centre (half a yawed block, half the fingers, a gap)
 CONTACT_M = 0.04  # the gripper's centre stays this far behind the block's centre while it pushes
-# Arm bases (robot description) and home grasp points. With the fingers down, an arm reaches the table only with the
-# fingers opening within about 60 deg of the direction 90 deg left of the line from its base to the target (the
-# wrist turns at most 115 deg from its home angle); the closed fingers are symmetric, so either sign is fine.
-BASE = {"left": np.array([-0.3, -0.45]), "right": np.array([0.3, -0.45])}
-HOME = {arm: np.array(robo.state().arm(arm).tcp_pos) for arm in ("left", "right")}
 
 
 def push_quat(arm, points, direction):
-    """The closed-gripper orientation for a push along `direction` that the arm's wrist reaches best at `points`."""
+    """The closed-gripper orientation for a push along `direction` that the arm's wrist reaches best at `points`.
+    With the fingers down, an arm reaches the table only with the fingers opening within about 60 deg of its
+    preferred opening (the wrist turns at most 115 deg from its home angle); the closed fingers are symmetric, so
+    either sign is fine."""
     across, along = np.array([-direction[1], direction[0]]), np.array(direction)
-    preferred = []
-    for p in points:
-        a = math.atan2(p[1] - BASE[arm][1], p[0] - BASE[arm][0]) + math.pi / 2
-        preferred.append(np.array([math.cos(a), math.sin(a)]))
+    preferred = [preferred_opening(arm, p) for p in points]
     best = max((across, -across, along, -along), key=lambda v: min(np.dot(v, u) for u in preferred))
     return quat_from_axes((best[0], best[1], 0.0), DOWN)
 
@@ -102,8 +90,8 @@ def clear(arm):
     here = robo.state().arm(arm).tcp_pos
     if here[2] < SAFE_Z - 0.01:
         print(f"  {arm} up:", robo.move_to(arm, (here[0], here[1], SAFE_Z)))
-    if np.linalg.norm(robo.state().arm(arm).tcp_pos - HOME[arm]) > 0.02:
-        print(f"  {arm} home:", robo.move_to(arm, HOME[arm]))
+    if np.linalg.norm(robo.state().arm(arm).tcp_pos - HOME_POS[arm]) > 0.02:
+        print(f"  {arm} home:", robo.move_to(arm, HOME_POS[arm]))
 
 
 def stroke_from_here(arm, direction, dist):
@@ -130,7 +118,7 @@ for stroke in range(14):
     if moved is None:
         start = block[:2] - direction * BEHIND_M
         end = block[:2] + direction * (min(STROKES_M[0], dist) - CONTACT_M)
-        for arm in sorted(("left", "right"), key=lambda a: np.linalg.norm(BASE[a] - (start + end) / 2)):
+        for arm in sorted(("left", "right"), key=lambda a: np.linalg.norm(BASE_XY[a] - (start + end) / 2)):
             for other in ("left", "right"):
                 if other != arm:
                     clear(other)
@@ -138,7 +126,7 @@ for stroke in range(14):
             if here[2] < SAFE_Z - 0.01:
                 print(f"  {arm} up:", robo.move_to(arm, (here[0], here[1], SAFE_Z)))
             quat = push_quat(arm, (start, end), direction)
-            for z in (SAFE_Z, table_z + 0.075):  # far from the base the arm reaches only lower down
+            for z in (SAFE_Z, TABLE_Z + 0.075):  # far from the base the arm reaches only lower down
                 above = robo.move_to(arm, (start[0], start[1], z), quat, gripper=robo.CLOSED)
                 print(f"  {arm} above the start at z {z:.3f}:", above)
                 if above.planned:

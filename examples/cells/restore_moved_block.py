@@ -25,13 +25,14 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: find blocks by colour, pick and place with either arm (nothing moves in this cell)
 # include: lib/colour_objects.py
-# include: lib/wrist_views_dual_arm.py
-# include: lib/pick_place_dual_arm.py
+# include: lib/grasp_orientations.py
+# include: lib/dual_arm.py
+# include: lib/wrist_views.py
+# include: lib/pick_place.py
+# include: lib/relay.py
 
-words = robo.task.instruction.lower().replace(".", "").replace(",", "").replace(":", "").split()
-COLOURS = list(dict.fromkeys(word for word in words if word in COLOUR_HSV))[:3]
-HOME_QUAT = {arm: robo.state().arm(arm).tcp_quat for arm in ("left", "right")}
-TABLE_Z = robo.table_height().z
+COLOURS = list(dict.fromkeys(colours_named()))[:3]
+TABLE_Z = measure_table()
 BLOCK = {"heights": (0.02, 0.06)}  # plausible measured heights of a 4 cm block standing on the table
 # Spots in the middle of the table that both arms reach (|x| <= 6 cm).
 MIDDLE_SPOTS = [(x, round(-0.12 - 0.02 * i, 2)) for x in (0.0, -0.03, 0.03, -0.06, 0.06) for i in range(12)]
@@ -96,28 +97,6 @@ print("moved block:", MOVED, "; its place:", START.get(MOVED))
 
 
 # %% move helpers
-def pick_either(colour, seg):
-    """Pick the block with the arm on its side, else the other; (arm, below) or (None, None)."""
-    arm = arm_for(seg.world_xyz)
-    for a in (arm, other_arm(arm)):
-        step_aside(other_arm(a))
-        outcome, below = pick(seg, a, TABLE_Z + 0.11, colour, opening=0.85)
-        if outcome == "held":
-            return a, below
-        if outcome != "unplanned":
-            return None, None
-    return None, None
-
-
-def where(colour):
-    """The block's segment now (head camera, else both arms parked and every camera)."""
-    seg, _ = find(colour, ("head",), BLOCK["heights"])
-    if seg is None:
-        park()
-        seg = locate(colour, **BLOCK)
-    return seg
-
-
 def spots_in_middle(seg):
     """Middle spots clear of everything standing on the table but the moved block (``seg``, where it stood when it
     was picked): those 6.5 cm clear (else 5.5 cm), nearest its place first; else the three roomiest."""
@@ -136,28 +115,11 @@ def spots_in_middle(seg):
 def move_block(colour, seg, goal):
     """Carry the block onto ``goal`` (x, y), via a spot in the middle when its arm cannot reach the goal; the arm
     that set it down last, or None."""
-    arm, below = pick_either(colour, seg)
-    if arm is None:
-        return None
-    carry = TABLE_Z + 0.085 + below
-    if put_down(arm, [goal], TABLE_Z, below, carry_z=carry) is not None:
-        return arm
-    spots = spots_in_middle(seg)
-    print(f"  {arm} cannot reach {np.round(goal, 3)}: set the {colour} block down in the middle, at one of {spots}")
-    if put_down(arm, spots, TABLE_Z, below, carry_z=carry) is None:
-        print("  nowhere: back where it was")
-        put_down(arm, [seg.world_xyz[:2]], TABLE_Z, below, carry_z=carry)
-        return None
-    step_aside(arm)
-    seg = where(colour)
-    if seg is None:
-        return None
-    arm = other_arm(arm)
-    step_aside(other_arm(arm))
-    outcome, below = pick(seg, arm, TABLE_Z + 0.11, colour, opening=0.85)
-    if outcome != "held":
-        return None
-    return arm if put_down(arm, [goal], TABLE_Z, below, carry_z=carry) is not None else None
+
+    def place(arm, below):
+        return put_down(arm, [goal], TABLE_Z, below, carry_z=TABLE_Z + 0.085 + below) is not None
+
+    return relay(colour, seg, place, spots_in_middle(seg), TABLE_Z + 0.11, 0.085, BLOCK["heights"], squared=False)
 
 
 # %% put the moved block back where it stood; check with the head camera and correct
@@ -174,7 +136,7 @@ if MOVED is not None and START[MOVED] is not None and NOW[MOVED] is not None:
         if robo.done:
             break
         park()
-        seg = where(MOVED)
+        seg = locate_again(MOVED, BLOCK["heights"])
         if seg is None:
             break
         error = goal - np.array(seg.world_xyz[:2])

@@ -20,13 +20,16 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: find blocks and squares by colour, pick and place with either arm
 # include: lib/colour_objects.py
-# include: lib/wrist_views_dual_arm.py
-# include: lib/pick_place_dual_arm.py
+# include: lib/grasp_orientations.py
+# include: lib/camera_plane.py
+# include: lib/dual_arm.py
+# include: lib/wrist_views.py
+# include: lib/pick_place.py
+# include: lib/relay.py
+# include: lib/flat_squares.py
 
-words = robo.task.instruction.lower().replace(".", "").replace(",", "").split()
-COLOURS = [word for word in words if word in COLOUR_HSV][:3]
-HOME_QUAT = {arm: robo.state().arm(arm).tcp_quat for arm in ("left", "right")}
-TABLE_Z = robo.table_height().z
+TABLE_Z = measure_table()
+COLOURS = colours_named()[:3]
 BLOCK = {"heights": (0.015, 0.06)}
 SQUARE_M = 0.10  # the squares' side
 # Spots in the middle of the table that both arms reach, nearest the middle first.
@@ -37,63 +40,25 @@ MIDDLE_SPOTS = sorted(
 print(robo.task.instruction, "-> colours", COLOURS, "; table at", round(TABLE_Z, 4))
 
 
-def on_table(camera, rows, cols):
-    """World points (x, y) seen at pixels (rows, cols) of a camera, on the table plane."""
-    info = robo.camera(camera)
-    pixels = np.stack([np.asarray(cols, float), np.asarray(rows, float), np.ones(len(rows))])
-    rays = info.T_world_cam[:3, :3] @ (np.linalg.inv(info.K) @ pixels)
-    origin = info.T_world_cam[:3, 3]
-    return (origin[:, None] + rays * (TABLE_Z + 0.001 - origin[2]) / rays[2]).T[:, :2]
-
-
-def square_in(camera, colour, block_xy=None):
-    """(centre (x, y), whole) of the square of that colour seen by a camera, or (None, False): the largest blob that
-    is not the block (its pixels put on the table plane centred away from ``block_xy`` and spanning more than 3.5
-    cm); whole is True when it spans a square's 10 cm both ways and does not touch the image border."""
-    rgb = robo.image(camera)
-    for blob in colour_blobs(rgb, colour)[:4]:
-        rows, cols = np.nonzero(blob)
-        points = on_table(camera, rows, cols).astype(np.float32)
-        (cx, cy), (w, h), _ = cv2.minAreaRect(points)
-        if max(w, h) < 0.035 or (block_xy is not None and math.dist((cx, cy), block_xy) < 0.05 and min(w, h) < 0.07):
-            continue
-        border = rows.min() == 0 or cols.min() == 0 or rows.max() == rgb.shape[0] - 1 or cols.max() == rgb.shape[1] - 1
-        whole = not border and min(w, h) > SQUARE_M - 0.012 and max(w, h) < SQUARE_M + 0.03
-        print(f"  {colour} square in {camera}: centre ({cx:.3f}, {cy:.3f}), {w:.3f} x {h:.3f} m, whole={whole}")
-        return (float(cx), float(cy)), whole
-    return None, False
-
-
-def find_square(colour):
-    """The square's centre (x, y): from the head camera, else (cut off or partly hidden there) from above with the
-    wrist camera of the arm on its side."""
+def find_square_of(colour):
+    """The centre (x, y) of the square of that colour (lib/flat_squares.py), not its block."""
     block = blocks.get(colour)
-    block_xy = None if block is None else tuple(block.world_xyz[:2])
-    centre, whole = square_in("head", colour, block_xy)
-    if centre is None or whole:
-        return centre
-    arm = arm_for(centre)
-    for height in (0.25, 0.22, 0.19):
-        back = 0.465 * (height + 0.054) - 0.045  # the wrist camera's view centre is this far behind the grasp point
-        view = robo.move_to(arm, (centre[0], centre[1] + back, TABLE_Z + height), HOME_QUAT[arm])
-        print(f"  {arm} wrist {height:.2f} m over the {colour} square: {view}")
-        if view.planned:
-            closer, _ = square_in(f"{arm}_wrist", colour, block_xy)
-            park(arm)
-            return closer if closer is not None else centre
-    return centre
+    return find_square(colour, SQUARE_M, None if block is None else tuple(block.world_xyz[:2]))
 
 
 # %% find the blocks and the squares
 park()
 blocks = {colour: locate(colour, **BLOCK) for colour in COLOURS}
-squares = {colour: find_square(colour) for colour in COLOURS}
+squares = {colour: find_square_of(colour) for colour in COLOURS}
 for colour in COLOURS:
     seg, square = blocks[colour], squares[colour]
     print(f"{colour}: block {None if seg is None else np.round(seg.world_xyz, 3)}, square {square}")
 
 
 # %% carry each block to its square (through the middle when its arm cannot reach the square)
+CLEAR_Z = TABLE_Z + 0.065  # carry the underside over the other blocks
+
+
 def spot_in_middle(colour):
     """A free table point in the middle: away from the other blocks and from every square but this block's own."""
     others = [np.array(s.world_xyz[:2]) for c, s in blocks.items() if c != colour and s is not None]
@@ -107,47 +72,15 @@ def spot_in_middle(colour):
     return max(MIDDLE_SPOTS, key=lambda p: (room(p) >= 0, -math.hypot(p[0], p[1] + 0.22) if room(p) >= 0 else room(p)))
 
 
-def targets(square, arm):
-    """The square's centre, then points 2.5 cm nearer the arm's side (the block's centre stays inside)."""
-    x, y = square
-    inward = 0.025 if arm == "left" else -0.025
-    return [(x, y), (x - inward, y), (x - inward, y - 0.025)]
-
-
 def move_block(colour, seg):
     """Pick the block with the arm on its side and set it down on its square, via the middle if that arm cannot
     reach the square; the arm that set it down last, or None."""
-    square = squares[colour]
-    arm = arm_for(seg.world_xyz)
-    step_aside(other_arm(arm))
-    clear = TABLE_Z + 0.065  # carry the underside over the other blocks
-    outcome, below = pick(seg, arm, clear + 0.03, colour, opening=0.85)
-    if outcome == "unplanned":
-        arm = other_arm(arm)
-        step_aside(other_arm(arm))
-        outcome, below = pick(seg, arm, clear + 0.03, colour, opening=0.85)
-    if outcome != "held":
-        return None
-    if put_down(arm, targets(square, arm), TABLE_Z, below, square_quat(arm), carry_z=clear + below) is not None:
-        return arm
-    spot = spot_in_middle(colour)
-    print(f"  {arm} cannot reach the {colour} square: set it down in the middle at {spot}")
-    if put_down(arm, [spot], TABLE_Z, below, square_quat(arm), carry_z=clear + below) is None:
-        return None
-    step_aside(arm)
-    seg, _ = find(colour, ("head",), BLOCK["heights"])
-    if seg is None:
-        park()
-        seg = locate(colour, **BLOCK)
-        if seg is None:
-            return None
-    blocks[colour] = seg
-    arm = other_arm(arm)
-    outcome, below = pick(seg, arm, clear + 0.03, colour, opening=0.85)
-    if outcome != "held":
-        return None
-    placed = put_down(arm, targets(square, arm), TABLE_Z, below, square_quat(arm), carry_z=clear + below)
-    return arm if placed is not None else None
+
+    def place(arm, below):
+        points = set_down_points([squares[colour]], arm)
+        return put_down(arm, points, TABLE_Z, below, square_quat(arm), carry_z=CLEAR_Z + below) is not None
+
+    return relay(colour, seg, place, [spot_in_middle(colour)], CLEAR_Z + 0.03, CLEAR_Z - TABLE_Z, BLOCK["heights"])
 
 
 def on_square(colour):

@@ -24,14 +24,15 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: find objects by colour, pick and place with either arm
 # include: lib/colour_objects.py
-# include: lib/wrist_views_dual_arm.py
-# include: lib/pick_place_dual_arm.py
+# include: lib/grasp_orientations.py
+# include: lib/dual_arm.py
+# include: lib/wrist_views.py
+# include: lib/pick_place.py
+# include: lib/relay.py
 
-words = robo.task.instruction.lower().replace(".", "").replace(",", "").replace(":", "").split()
-named = [word for word in words if word in COLOUR_HSV]
+TABLE_Z = measure_table()
+named = colours_named()
 OBJECT_COLOURS, BLOCK_BOWL, CYLINDER_BOWL = named[:-2], named[-2], named[-1]
-HOME_QUAT = {arm: robo.state().arm(arm).tcp_quat for arm in ("left", "right")}
-TABLE_Z = robo.table_height().z
 BOWL_HEIGHT_M = 0.04  # the bowls' rim above the table (measured tops come out ~1 cm low: the click lands inside)
 BOWL_INNER_M = 0.054  # inside radius
 OBJECT = {"heights": (0.015, 0.08)}
@@ -137,30 +138,12 @@ def middle_spot(colour):
 def into_bowl(colour, seg, point):
     """Pick the object and drop it into its bowl at ``point`` (through a spot in the middle, to the other arm, when
     the picking arm cannot carry it there); the arm that dropped it, or None."""
-    arm = arm_for(seg.world_xyz)
-    step_aside(other_arm(arm))
-    outcome, below = pick(seg, arm, CLEAR_Z + 0.03, colour, opening=0.85)
-    if outcome == "unplanned":
-        arm = other_arm(arm)
-        step_aside(other_arm(arm))
-        outcome, below = pick(seg, arm, CLEAR_Z + 0.03, colour, opening=0.85)
-    if outcome != "held":
-        return None
-    if drop(arm, point, below):
-        return arm
-    spot = middle_spot(colour)
-    print(f"  {arm} cannot reach the bowl: set the {colour} object down at {spot} for the other arm")
-    if put_down(arm, [spot], TABLE_Z, below, carry_z=CLEAR_Z + below) is None:
-        return None
-    step_aside(arm)
-    seg, _ = find(colour, ("head",), OBJECT["heights"])
-    if seg is None:
-        return None
-    arm = other_arm(arm)
-    outcome, below = pick(seg, arm, CLEAR_Z + 0.03, colour, opening=0.85)
-    if outcome == "held" and drop(arm, point, below):
-        return arm
-    return None
+
+    def place(arm, below):
+        return drop(arm, point, below)
+
+    carry_m = CLEAR_Z - TABLE_Z
+    return relay(colour, seg, place, [middle_spot(colour)], CLEAR_Z + 0.03, carry_m, OBJECT["heights"], squared=False)
 
 
 def outside(colour, bowl_colour):

@@ -22,16 +22,17 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: the ball's colour and direction, seeing it in the head camera
 # include: lib/colour_objects.py
+# include: lib/grasp_orientations.py
+# include: lib/dual_arm.py
 
-words = robo.task.instruction.lower().replace(".", "").replace(",", "").replace(":", "").split()
+words = instruction_words()
 colour = next(word for word in words if word in COLOUR_HSV)
 direction = 1.0 if "right" in words else -1.0  # the side it rolls towards: +x is the right arm's side
-table_z = robo.table_height().z
+TABLE_Z = measure_table()
 BALL_R = 0.025
 LANE_Y = (-0.32, -0.10)  # where a rolling ball can be seen (its lane band, with a margin)
-HOME_QUAT = {arm: robo.state().arm(arm).tcp_quat for arm in ("left", "right")}
 print(robo.task.instruction)
-print(f"-> a {colour} ball rolling towards {'+' if direction > 0 else '-'}x; table at z = {table_z:.3f}")
+print(f"-> a {colour} ball rolling towards {'+' if direction > 0 else '-'}x; table at z = {TABLE_Z:.3f}")
 
 
 def see_ball(near=None):
@@ -40,7 +41,7 @@ def see_ball(near=None):
     t = robo.state().time_s
     for blob in colour_blobs(rgb, colour)[:6]:
         rows, cols = np.nonzero(blob)
-        hit = robo.back_project(rows.mean(), cols.mean(), "head", plane_z=table_z + BALL_R)
+        hit = robo.back_project(rows.mean(), cols.mean(), "head", plane_z=TABLE_Z + BALL_R)
         if not hit.found:
             continue
         xy = np.array(hit.xyz[:2])
@@ -80,8 +81,8 @@ if not 0.04 < vx * direction < 0.25:
 
 # %% put the closed gripper down in its path, well ahead of it, and hold still until it rests
 arm = "right" if direction > 0 else "left"  # the arm on the side the ball rolls towards
-ABOVE_Z = table_z + 0.185
-WALL_Z = table_z + BALL_R  # the grasp point at the ball's centre height: the fingertips ~5 mm above the table
+ABOVE_Z = TABLE_Z + 0.185
+WALL_Z = TABLE_Z + BALL_R  # the grasp point at the ball's centre height: the fingertips ~5 mm above the table
 ARM_SPEED = 0.1  # m/s, a conservative speed of move_to's straight lines
 here = np.array(robo.state().arm(arm).tcp_pos)
 ball_x = p1[0] + vx * (robo.state().time_s - t1)

@@ -21,28 +21,14 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: find blocks by colour, pick and place with either arm
 # include: lib/colour_objects.py
-# include: lib/wrist_views_dual_arm.py
-# include: lib/pick_place_dual_arm.py
+# include: lib/grasp_orientations.py
+# include: lib/dual_arm.py
+# include: lib/wrist_views.py
+# include: lib/pick_place.py
+# include: lib/relay.py
 
-words = robo.task.instruction.lower().replace(".", "").replace(",", "").replace(":", "").split()
-COLOURS = [word for word in words if word in COLOUR_HSV][:2]
-HOME_QUAT = {arm: robo.state().arm(arm).tcp_quat for arm in ("left", "right")}
-
-
-def measure_table():
-    """The table's height [m] from the cameras; when the view from home does not agree (too little texture seen),
-    both arms move out to the table's sides, 5 cm higher, and the cameras measure again."""
-    table = robo.table_height()
-    if not table.found:
-        print("table not measured from home:", table.reason[:100], "...")
-        for arm, x in (("left", -0.45), ("right", 0.45)):
-            z = robo.state().arm(arm).tcp_pos[2] + 0.05
-            print(f"  {arm} out:", robo.move_to(arm, (x, -0.2, z), HOME_QUAT[arm]))
-        table = robo.table_height()
-    return table.z
-
-
-TABLE_Z = measure_table()
+COLOURS = colours_named()[:2]
+TABLE_Z = measure_table()  # when the view from home does not agree (too little texture seen), the arms park first
 BLOCK = {"heights": (0.015, 0.06)}
 # Spots in the middle of the table that both arms reach, nearest the middle first.
 MIDDLE_SPOTS = sorted(
@@ -73,60 +59,16 @@ def spots_in_middle(avoid, clearance, max_x=0.15):
     return good or [max(spots, key=room)]
 
 
-def targets(goals, arm):
-    """Each goal point, then points 2.5 cm nearer the arm's side (still well inside a 9 cm square)."""
-    inward = 0.025 if arm == "left" else -0.025
-    return [p for x, y in goals for p in ((x, y), (x - inward, y), (x - inward, y - 0.025))]
-
-
-def pick_either(colour, seg):
-    """Pick the block with the arm on its side, else the other; (arm, below) or (None, None)."""
-    arm = arm_for(seg.world_xyz)
-    for a in (arm, other_arm(arm)):
-        step_aside(other_arm(a))
-        outcome, below = pick(seg, a, TABLE_Z + 0.095, colour, opening=0.85)
-        if outcome == "held":
-            return a, below
-        if outcome != "unplanned":
-            return None, None
-    return None, None
-
-
 def move_block(colour, seg, goals, avoid):
-    """Carry the block onto the first reachable of ``goals`` (x, y), via a spot in the middle (both arms reach it)
-    away from ``avoid`` when its arm cannot reach them; the arm that set it down last, or None."""
-    arm, below = pick_either(colour, seg)
-    if arm is None:
-        return None
-    carry = TABLE_Z + 0.065 + below
-    if put_down(arm, targets(goals, arm), TABLE_Z, below, square_quat(arm), carry_z=carry) is not None:
-        return arm
+    """Carry the block onto the first reachable of ``goals`` (x, y), via a spot in the middle (|x| <= 5 cm, both arms
+    reach it) away from ``avoid`` when its arm cannot reach them; the arm that set it down last, or None."""
+
+    def place(arm, below):
+        points = set_down_points(goals, arm)
+        return put_down(arm, points, TABLE_Z, below, square_quat(arm), carry_z=TABLE_Z + 0.065 + below) is not None
+
     spots = spots_in_middle(avoid + list(goals), 0.08, max_x=0.05)
-    print(f"  {arm} cannot reach {np.round(goals, 3)}: set the {colour} block down in the middle, at one of {spots}")
-    if put_down(arm, spots, TABLE_Z, below, square_quat(arm), carry_z=carry) is None:
-        print("  nowhere: back where it was")
-        put_down(arm, [seg.world_xyz[:2]], TABLE_Z, below, carry_z=carry)
-        return None
-    step_aside(arm)
-    seg = where(colour)
-    if seg is None:
-        return None
-    arm = other_arm(arm)
-    step_aside(other_arm(arm))
-    outcome, below = pick(seg, arm, TABLE_Z + 0.095, colour, opening=0.85)
-    if outcome != "held":
-        return None
-    placed = put_down(arm, targets(goals, arm), TABLE_Z, below, square_quat(arm), carry_z=carry)
-    return arm if placed is not None else None
-
-
-def where(colour):
-    """The block's segment now (head camera, else both arms parked and every camera)."""
-    seg, _ = find(colour, ("head",), BLOCK["heights"])
-    if seg is None:
-        park()
-        seg = locate(colour, **BLOCK)
-    return seg
+    return relay(colour, seg, place, spots, TABLE_Z + 0.095, 0.065, BLOCK["heights"])
 
 
 def move_checked(colour, goals, avoid, tolerance=0.03):
@@ -141,7 +83,7 @@ def move_checked(colour, goals, avoid, tolerance=0.03):
         if robo.done:
             return True
         step_aside(arm or arm_for(seg.world_xyz))
-        seg = where(colour)
+        seg = locate_again(colour, BLOCK["heights"])
         blocks[colour] = seg
         if seg is not None and min(math.dist(seg.world_xyz[:2], g) for g in goals) < tolerance:
             return True
@@ -154,7 +96,7 @@ first, second = COLOURS
 if START[first] is not None and START[second] is not None:
     # Aside: off both squares, on the first block's side of the middle (its arm reaches it), nearest where it goes
     # last, so that the middle stays free for a block passed from one arm to the other.
-    side = -1 if arm_for(START[first]) == "left" else 1
+    side = SIDE[arm_for(START[first])]
     spots = [p for p in spots_in_middle([START[first], START[second]], 0.11) if p[0] * side >= -0.05]
     spots.sort(key=lambda p: math.dist(p, START[second]))
     print("aside at one of", spots[:4], ":", move_checked(first, spots[:4], [START[first], START[second]]))

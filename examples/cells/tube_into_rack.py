@@ -20,11 +20,16 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 
 # %% helpers: colours, both arms, faces measured from depth
 # include: lib/colour_objects.py
-# include: lib/two_arms.py
+# include: lib/colour_tops.py
+# include: lib/grasp_orientations.py
+# include: lib/dual_arm.py
+# include: lib/pick_place.py
 # include: lib/depth_faces.py
 
-words = robo.task.instruction.lower().replace(".", "").replace(",", "").replace("(", " ").split()
-cap_colour, rack_colour = [word for word in words if word in COLOUR_HSV][:2]
+TABLE_Z = measure_table()
+
+words = instruction_words()
+cap_colour, rack_colour = colours_named()[:2]
 hole_number = int(words[words.index("hole") + 1])
 PITCH = 0.035  # hole to hole along the rack (the recipe)
 TUBE_LENGTH = 0.10
@@ -39,7 +44,7 @@ cap = top_face(cap_colour)
 print("rack:", rack, "\ncap:", cap)
 row = rack.axis if rack.axis[0] > 0 else -rack.axis  # along the row of holes, left to right
 target = rack.centre + (hole_number - 3) * PITCH * row
-arm = "left" if rack.centre[0] < 0 else "right"
+arm = arm_for(rack.centre)
 across = np.array([-row[1], row[0]])
 below_grasp = TUBE_LENGTH - GRASP_BELOW_TOP  # from the grasp point down to the tube's bottom
 carry_z = rack.z + 0.012 + below_grasp
@@ -53,19 +58,8 @@ print(f"arm {arm}, target hole at {np.round(target, 4)}, rack top {rack.z:.4f}")
 # %% take the tube out of its hole
 def pick_tube(xy, top_z):
     """Grasp the tube by its upper end and lift it until its bottom clears the rack; True if held."""
-    for _direction, quat in opening_pair(arm, xy, across):
-        above = robo.move_to(arm, (xy[0], xy[1], top_z + 0.05), quat, gripper=robo.OPEN)
-        print(f"{arm} above the tube: {above}")
-        if above.planned:
-            break
-    else:
-        return False
-    print("down:", robo.move_to(arm, (xy[0], xy[1], top_z - GRASP_BELOW_TOP)))
-    grip = robo.grasp(arm)
-    print("grasp:", grip)
-    if not grip.holding:
-        robo.release(arm)
-        print("missed; back off:", robo.move_to(arm, (xy[0], xy[1], top_z + 0.05)))
+    quats = [quat for _direction, quat in opening_pair(arm, xy, across)]
+    if grasp_at(arm, (xy[0], xy[1], top_z - GRASP_BELOW_TOP), quats, top_z + 0.05) != "held":
         return False
     print("lift:", robo.move_to(arm, (xy[0], xy[1], carry_z)))
     return True

@@ -1,8 +1,8 @@
-"""Finding objects by colour in the camera images, and turning the gripper to grasp them (robo API only).
+"""Finding objects by colour in the camera images (robo API only): colour masks and blobs, clicks on a blob's top
+face, robo.segment of the first blob that measures as a whole upright object, and a blob's lit (top) part.
 
-Included by the scripted cells of general_pickup, stack_blocks, bowl_on_plate and fr3_pick_cube: a line
-``# include: lib/colour_objects.py`` in a cell stands for this file's text, so the replayed model sends it as code.
-Uses the cell namespace's ``robo``, ``np`` and ``math``.
+Included first by most scripted cells: a line ``# include: lib/colour_objects.py`` in a cell stands for this file's
+text, so the replayed model sends it as code. Uses the cell namespace's ``robo`` and ``np``.
 """
 
 import cv2
@@ -84,18 +84,20 @@ def find(colour, cameras=("head",), heights=(0.015, 0.1)):
     return None, hints
 
 
-def turn_quat(quat, angle):
-    """A fingers-down orientation turned by ``angle`` [rad] about the approach axis (the vertical)."""
-    w, x, y, z = quat
-    c, s = math.cos(angle / 2), math.sin(angle / 2)
-    return (c * w - s * z, c * x - s * y, c * y + s * x, c * z + s * w)
+def bright_part(rgb, blob):
+    """The lit part of a blob (the brighter of two brightness classes, Otsu's split): an object's top face."""
+    value = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV_FULL)[..., 2]
+    inside = value[blob].reshape(-1, 1)
+    threshold, _ = cv2.threshold(inside, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
+    return blob & (value > threshold)
 
 
-def grasp_quat(arm_state, footprint):
-    """The current grasp orientation turned about the vertical so the fingers close across the footprint's faces."""
-    edges = np.roll(footprint, -1, axis=0) - footprint
-    longest = edges[int(np.argmax(np.linalg.norm(edges, axis=1)))]
-    yaw = (math.atan2(longest[1], longest[0]) + math.pi / 4) % (math.pi / 2) - math.pi / 4
-    w, x, y, z = arm_state.tcp_quat
-    finger_yaw = math.atan2(1 - 2 * (x * x + z * z), 2 * (x * y - w * z))  # the TCP y axis: fingers open along it
-    return turn_quat(arm_state.tcp_quat, (yaw - finger_yaw + math.pi / 4) % (math.pi / 2) - math.pi / 4)
+def instruction_words():
+    """The words of the episode's instruction, lower case, without punctuation."""
+    text = robo.task.instruction.lower().replace(".", "").replace(",", "").replace(":", "")
+    return text.replace("(", " ").replace(")", " ").split()
+
+
+def colours_named():
+    """The colour words of the instruction, in order."""
+    return [word for word in instruction_words() if word in COLOUR_HSV]

@@ -1,7 +1,8 @@
-"""Finding coloured blocks by their lit top faces, and grasp orientations from axes (robo API only).
+"""Finding coloured blocks by their lit top faces (robo API only): the colours as the lit faces render, masks and
+blobs of them, and a pixel on a blob's top face.
 
-Included by the scripted cells of handover and push_to_pad (``# include: lib/colour_tops.py`` in a cell stands for
-this file's code). Uses the cell namespace's ``robo``, ``np`` and ``math``.
+Included by the scripted cells of handover and push_to_pad, and by lib/depth_faces.py's users (``# include:
+lib/colour_tops.py`` in a cell stands for this file's code). Uses the cell namespace's ``np``.
 """
 
 import cv2
@@ -9,7 +10,7 @@ import cv2
 # Hue [deg] of each colour's lit top face in the cameras, hue tolerance [deg], minimum saturation and value (0..1).
 # Measured on the images: the wooden table is hue ~32, saturation ~0.38 (so orange needs a high saturation, and a
 # high value to tell it from brown); pink tops render pale (saturation ~0.3) and bluish (hue 300..335).
-COLOURS = {
+LIT_TOPS = {
     "red": (0, 12, 0.5, 0.3),
     "orange": (36, 8, 0.6, 0.8),
     "yellow": (60, 10, 0.5, 0.3),
@@ -21,19 +22,23 @@ COLOURS = {
 }
 
 
-def colour_blobs(rgb, colour, max_fraction=0.3):
-    """Connected regions of the colour, largest first."""
-    hue, tol, min_sat, min_val = COLOURS[colour]
+def lit_top_mask(rgb, colour):
+    """Pixels of a colour's lit top face (bool)."""
+    hue, tol, min_sat, min_val = LIT_TOPS[colour]
     hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV_FULL).astype(float)
     hue_diff = np.abs((hsv[..., 0] * 360 / 256 - hue + 180) % 360 - 180)
-    match = (hue_diff < tol) & (hsv[..., 1] > min_sat * 255) & (hsv[..., 2] > min_val * 255)
-    n, labels, stats, _ = cv2.connectedComponentsWithStats(match.astype(np.uint8))
+    return (hue_diff < tol) & (hsv[..., 1] > min_sat * 255) & (hsv[..., 2] > min_val * 255)
+
+
+def lit_top_blobs(rgb, colour, max_fraction=0.3):
+    """Connected regions of a colour's lit top faces, largest first, none larger than max_fraction of the image."""
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(lit_top_mask(rgb, colour).astype(np.uint8))
     order = sorted(range(1, n), key=lambda i: -stats[i, cv2.CC_STAT_AREA])
     max_area = max_fraction * rgb.shape[0] * rgb.shape[1]
     return [labels == i for i in order if 30 <= stats[i, cv2.CC_STAT_AREA] <= max_area]
 
 
-def top_face_pixel(rgb, blob):
+def lit_top_pixel(rgb, blob):
     """A pixel near the middle of the blob's brightest (top) face."""
     rows, cols = np.nonzero(blob)
     upper = rows <= np.median(rows)
@@ -43,26 +48,3 @@ def top_face_pixel(rgb, blob):
     r, c = np.median(rows[bright]), np.median(cols[bright])
     k = int(np.argmin((rows[bright] - r) ** 2 + (cols[bright] - c) ** 2))
     return int(rows[bright][k]), int(cols[bright][k])
-
-
-def quat_from_axes(opening, approach):
-    """TCP quaternion (w, x, y, z) whose y axis is `opening` (fingers open along it) and z axis is `approach`."""
-    z = np.asarray(approach, float) / np.linalg.norm(approach)
-    y = np.asarray(opening, float) - np.dot(opening, z) * z
-    y /= np.linalg.norm(y)
-    R = np.column_stack([np.cross(y, z), y, z])
-    w = math.sqrt(max(1e-12, 1 + R[0, 0] + R[1, 1] + R[2, 2])) / 2
-    if w > 0.1:
-        return (w, (R[2, 1] - R[1, 2]) / (4 * w), (R[0, 2] - R[2, 0]) / (4 * w), (R[1, 0] - R[0, 1]) / (4 * w))
-    i = int(np.argmax(np.diag(R)))
-    j, k = (i + 1) % 3, (i + 2) % 3
-    s = math.sqrt(max(1e-12, 1 + R[i, i] - R[j, j] - R[k, k])) * 2
-    q = [0.0, 0.0, 0.0, 0.0]
-    q[0] = (R[k, j] - R[j, k]) / s
-    q[1 + i] = s / 4
-    q[1 + j] = (R[j, i] + R[i, j]) / s
-    q[1 + k] = (R[k, i] + R[i, k]) / s
-    return tuple(q)
-
-
-DOWN = (0.0, 0.0, -1.0)

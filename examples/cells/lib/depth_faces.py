@@ -1,33 +1,17 @@
 """Measuring an object's top face from a camera's depth (robo.world_map) and the colour mask, and choosing a
 fingers-down orientation along a face's sides that the arm's wrist reaches (dual ARX X5, robo API only).
 
-Included after lib/colour_objects.py and lib/two_arms.py by the scripted cells of block_into_slot and peg_in_hole
-(they need ``colour_mask``, ``TABLE_Z``, ``preferred_opening`` and ``quat_from_axes``). The depth
+Included after lib/colour_objects.py, lib/colour_tops.py, lib/grasp_orientations.py and lib/dual_arm.py by the
+scripted cells of block_into_slot, peg_in_hole, push_into_corner, mug_on_coaster and tube_into_rack (they need
+``colour_mask``, ``lit_top_mask``, ``quat_from_axes``, ``preferred_opening`` and the cell's ``TABLE_Z``). The depth
 gives every pixel's world point, so a face's outline is measured to about a millimetre, which a pocket 2 mm wider
 than its block a side needs.
 """
 
-# The lit top faces' colours (as in lib/colour_tops.py): hue [deg], hue tolerance [deg], minimum saturation and
-# value (0..1). colour_mask's bands catch the shaded sides; a pale lit top (orange, yellow) can fall outside them.
-LIT_TOPS = {
-    "red": (0, 12, 0.5, 0.3),
-    "orange": (36, 8, 0.6, 0.8),
-    "yellow": (60, 10, 0.5, 0.3),
-    "green": (127, 12, 0.4, 0.3),
-    "cyan": (182, 12, 0.4, 0.3),
-    "blue": (225, 12, 0.4, 0.3),
-    "purple": (276, 12, 0.4, 0.3),
-    "pink": (318, 20, 0.18, 0.7),
-}
-
-
 def object_blobs(rgb, colour, min_px=25):
-    """Connected regions of a colour on lit or shaded faces (bool masks), largest first."""
-    hue, tol, min_sat, min_val = LIT_TOPS[colour]
-    hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV_FULL).astype(float)
-    hue_diff = np.abs((hsv[..., 0] * 360 / 256 - hue + 180) % 360 - 180)
-    lit = (hue_diff < tol) & (hsv[..., 1] > min_sat * 255) & (hsv[..., 2] > min_val * 255)
-    mask = (colour_mask(rgb, colour) > 0) | lit
+    """Connected regions of a colour on lit or shaded faces (bool masks), largest first: lib/colour_objects.py's
+    bands catch the shaded sides, lib/colour_tops.py's a pale lit top (orange, yellow) that can fall outside them."""
+    mask = (colour_mask(rgb, colour) > 0) | lit_top_mask(rgb, colour)
     n, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8))
     order = sorted(range(1, n), key=lambda i: -stats[i, cv2.CC_STAT_AREA])
     return [labels == i for i in order if stats[i, cv2.CC_STAT_AREA] >= min_px]

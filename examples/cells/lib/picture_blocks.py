@@ -1,17 +1,17 @@
 """Reading pictures: the flat white card's and every coloured block's top face (robo API only).
 
-Included after lib/colour_objects.py, lib/two_arms.py, lib/wrist_views_dual_arm.py and lib/top_faces.py by the
-scripted cells of pick_matching_picture and match_tile. ``card_glyph`` reads the card: the light blob that makes a
-square of a card's size on the table between the parked arms (the arms' silver links are light blobs too, of a
-card's size in the head camera) and shows a picture. ``blocks_seen`` reads, for every task colour, the first blob of
-that colour whose top face shows a picture (the cluttered variant adds plain blocks in the task's colours): each
-blob is measured with robo.segment in the head camera (clicked around its face's middle too, which may lie inside
-a ring), or from above with the wrist camera of the arm on its side, and its top face read in the camera that
-measured it. ``find_near`` finds a block again where it was seen.
+Included after lib/colour_objects.py, lib/camera_plane.py, lib/dual_arm.py, lib/wrist_views.py and lib/top_faces.py by
+the scripted cells of pick_matching_picture and match_tile. ``card_glyph`` reads the card: the light blob that makes a
+square of a card's size on the table between the parked arms (the arms' silver links are light blobs too, of a card's
+size in the head camera) and shows a picture. ``blocks_seen`` reads, for every task colour, the first blob of that
+colour whose top face shows a picture (the cluttered variant adds plain blocks in the task's colours): each blob is
+measured with robo.segment in the head camera (clicked around its face's middle too, which may lie inside a ring), or
+from above with the wrist camera of the arm on its side, and its top face read in the camera that measured it.
+``ranked_by_picture`` orders them by how well they match the card; ``find_near`` finds a block again where it was seen.
 """
 
 CARD_SIDES = (0.05, 0.12)  # what the card's side may plausibly measure [m]
-CARD_MAX_X = 0.36  # the card lies between the parked arms (x = +-0.45)
+CARD_MAX_X = min(abs(PARK_POS[arm][0]) for arm in ARMS) - 0.09  # the card lies between the parked arms (0.36 m)
 BLOCK = {"heights": (0.02, 0.08)}
 
 
@@ -130,3 +130,12 @@ def find_near(colour, xy, heights=BLOCK["heights"], within=0.06):
         if seg is not None and math.dist(seg.world_xyz[:2], xy[:2]) <= within:
             near.append(seg)
     return min(near, key=lambda seg: math.dist(seg.world_xyz[:2], xy[:2]), default=None)
+
+
+def ranked_by_picture(card, blocks):
+    """The colours of ``blocks`` (colour -> (segment, glyph)), the best match for the card's picture (a glyph) first:
+    the pictures compared turned by each quarter turn (lib/top_faces.py's best_overlap)."""
+    ranking = sorted(blocks, key=lambda c: -best_overlap(card, blocks[c][1]))
+    for colour in ranking:
+        print(f"{colour}: overlap {best_overlap(card, blocks[colour][1]):.2f} with the card's picture")
+    return ranking

@@ -1,6 +1,7 @@
 """Reading what the top face of a flat square object shows (a digit, a picture), robo API only.
 
-Included by the scripted cells of press_by_number and pick_matching_picture, after lib/two_arms.py (``on_plane``).
+Included by the scripted cells of press_by_number, pick_matching_picture and match_tile, after lib/camera_plane.py
+(``on_plane``).
 A square top face seen by a camera is resampled onto a grid of world points on its plane (a view from straight
 above, aligned with the face's edges), the dark glyph on it is cut out (Otsu's threshold) and scaled to a fixed
 box, and glyphs are compared by their overlap (IoU). Digits are read against templates the cell draws itself with

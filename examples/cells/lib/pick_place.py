@@ -1,86 +1,26 @@
-"""Pick and place with either arm of the dual ARX X5 (robo API only): grasp an upright object from above, carry it,
-set it down or drop it, turn a held object square to the world axes, and keep the idle arm out of the way.
+"""Pick and place with one arm (robo API only): grasp an upright object from above (or at a given point), carry it,
+set it down, and choose a free spot.
 
-Included after lib/colour_objects.py and lib/wrist_views_dual_arm.py by the scripted cells of build_tower,
-sort_by_color and sort_into_bowls; needs ``HOME_QUAT`` (arm -> the home grasp orientation) and ``TABLE_Z`` (the
-measured table height) defined by the including cell before it is called.
+Included after the robot's own file (lib/dual_arm.py or lib/fr3_arm.py: ``ABOVE_M`` and ``grasp_depth``, how a
+gripper grasps) and lib/grasp_orientations.py by the scripted cells that move objects; uses the cell's ``TABLE_Z``.
 """
 
-PAD_REACH_M = 0.02  # the finger pads reach this far below the grasp point (they span -2 cm .. +3.8 cm around it)
-ABOVE_M = 0.05  # hover this far above an object's top before going down to grasp it
-
-
-def arm_for(xy):
-    """The arm on a table point's side (each arm reaches only a little past the middle)."""
-    return "left" if xy[0] < 0 else "right"
-
-
-def other_arm(arm):
-    return "right" if arm == "left" else "left"
-
-
-def finger_yaw(quat):
-    """Direction [rad] in the table plane that a fingers-down grasp's fingers open along (the TCP y axis)."""
-    w, x, y, z = quat
-    return math.atan2(1 - 2 * (x * x + z * z), 2 * (x * y - w * z))
-
-
-def square_quat(arm):
-    """The arm's current fingers-down orientation turned (at most 45 deg) so the fingers open along a world axis: a
-    held block then has its faces square to x and y."""
-    quat = robo.state().arm(arm).tcp_quat
-    yaw = finger_yaw(quat)
-    return turn_quat(quat, -((yaw + math.pi / 4) % (math.pi / 2) - math.pi / 4))
-
-
-def home_square_quat(arm):
-    """The home orientation turned to the nearest world axis (the orientation an arm reaches best, squared)."""
-    quat = HOME_QUAT[arm]
-    yaw = finger_yaw(quat)
-    return turn_quat(quat, -((yaw + math.pi / 4) % (math.pi / 2) - math.pi / 4))
-
-
-def park(arm=None):
-    """Move an arm (or both) out to its side of the table, where the head camera sees past it."""
-    for a, x in (("left", -0.45), ("right", 0.45)):
-        if arm not in (None, a):
-            continue
-        here = robo.state().arm(a).tcp_pos
-        if abs(here[0] - x) < 0.02 and abs(here[1] + 0.2) < 0.02:
-            continue
-        if here[2] < TABLE_Z + 0.1:
-            print(f"  {a} up:", robo.move_to(a, (here[0], here[1], TABLE_Z + 0.12)))
-        print(f"  park {a}:", robo.move_to(a, (x, -0.2, TABLE_Z + 0.185), HOME_QUAT[a]))
-
-
-def step_aside(arm):
-    """Lift an arm and move it over its own side of the table, clear of the middle (cheaper than parking)."""
-    here = robo.state().arm(arm).tcp_pos
-    x = -0.25 if arm == "left" else 0.25
-    if (here[0] <= x + 0.01 if arm == "left" else here[0] >= x - 0.01) and here[2] > TABLE_Z + 0.1:
-        return
-    print(f"  {arm} aside:", robo.move_to(arm, (x, here[1], max(here[2], TABLE_Z + 0.14))))
-
-
-def grasp_depth(height):
-    """How far below an object's top to put the grasp point: the pads' lower edge at the object's underside when it
-    is short, at most half way down a tall one."""
-    return float(min(max(height - PAD_REACH_M, 0.008), max(height / 2, 0.02)))
+MIN_GRASP_Z_M = 0.012  # the grasp point never goes lower above the table than this
+LIFT_AWAY_M = 0.04  # the hand rises this far after letting go
 
 
 def pick(seg, arm, clear_z, label="object", opening=None):
     """Grasp an upright object (a Segment) from above with one arm and lift the grasp point to clear_z.
 
-    ``opening``: how far to open the fingers on the way down (default robo.OPEN, ~8.8 cm between the pads; less keeps
-    the fingers off close neighbours).
+    ``opening``: how far to open the fingers on the way down (default robo.OPEN; less keeps the fingers off close
+    neighbours).
 
     Returns ('held', the grasp point's height above the object's underside), ('unplanned', None) when the arm
     cannot reach it (nothing moved, or it backed off), or ('missed', None). When something blocks the fingers on
     the way down (a neighbour), it backs up and tries again with the fingers turned 90 degrees."""
     x, y, top_z = seg.world_xyz
     height = seg.height_m
-    depth = grasp_depth(height)
-    grasp_z = max(top_z - depth, TABLE_Z + 0.012)
+    grasp_z = max(top_z - grasp_depth(height), TABLE_Z + MIN_GRASP_Z_M)
     quat = grasp_quat(robo.state().arm(arm), seg.footprint_xy)
     for turn in (0.0, math.pi / 2):
         gripper = robo.OPEN if opening is None else opening
@@ -110,6 +50,35 @@ def pick(seg, arm, clear_z, label="object", opening=None):
     return "held", grasp_z - (top_z - height)
 
 
+def grasp_at(arm, xyz, quats, hover_z, down_tries=(0.0,)):
+    """Grasp at a point: hover over it at hover_z with the fingers open, in the first of the orientations ``quats``
+    the arm reaches, go straight down to it and close. ``down_tries``: heights [m] added to the point's, tried in
+    turn until the descent is planned (at the edge of its reach a wrist goes a little less low).
+
+    Returns 'held', 'unplanned' (no hover pose reached: nothing moved) or 'missed' (not held: the gripper opened and
+    backed off up to hover_z). The hand stays at the grasp point when held: the caller lifts."""
+    x, y, z = xyz
+    for quat in quats:
+        above = robo.move_to(arm, (x, y, hover_z), quat, gripper=robo.OPEN)
+        print(f"  {arm} above {np.round((x, y), 3)}: {above}")
+        if above.planned:
+            break
+    else:
+        return "unplanned"
+    for dz in down_tries:
+        down = robo.move_to(arm, (x, y, z + dz))
+        print("  down:", down)
+        if down.planned:
+            break
+    grip = robo.grasp(arm)
+    print("  grasp:", grip)
+    if not grip.holding:
+        robo.release(arm)
+        print("  missed; back off:", robo.move_to(arm, (x, y, hover_z)))
+        return "missed"
+    return "held"
+
+
 def carry_over(arm, xys, z, quat=None):
     """Carry what the arm holds over the first reachable of the table points ``xys``, the grasp point at height z
     (first up to z where it is, then across); the point it reached, or None (nothing planned)."""
@@ -135,7 +104,7 @@ def put_down(arm, xys, surface_z, below, quat=None, gap=0.003, carry_z=None):
     print("  lower:", robo.move_to(arm, (xy[0], xy[1], rest_z)))
     print("  release:", robo.release(arm))
     if not robo.done:
-        print("  lift away:", robo.move_to(arm, (xy[0], xy[1], rest_z + 0.04)))
+        print("  lift away:", robo.move_to(arm, (xy[0], xy[1], rest_z + LIFT_AWAY_M)))
     return xy
 
 
