@@ -22,6 +22,7 @@ from robodojo.agents.text_limits import (
     load_text_limits,
     quote,
 )
+from robodojo.agents.tool_calls import ToolCallError
 from robodojo.errors import ConfigError
 
 LIMITS = TextLimits(
@@ -125,7 +126,7 @@ def test_config_file_loads_and_is_validated(tmp_path: Path) -> None:
 )
 def test_hostile_json_is_refused_not_raised(validate, name) -> None:
     for arguments in ('{"targets": {"left_z": ' + "1" * 5000 + "}}", "[" * 100_000 + "]" * 100_000):
-        with pytest.raises(eef_tools.ToolCallError if name == "move_eef" else cell_tools.ToolCallError) as info:
+        with pytest.raises(ToolCallError) as info:
             validate(ToolCall("c", name, arguments), LIMITS)
         assert "not valid JSON" in str(info.value) and len(str(info.value)) < 400
 
@@ -138,16 +139,16 @@ def test_model_sent_names_in_errors_are_bounded() -> None:
         with pytest.raises(Exception, match="unexpected argument") as extra:
             validate(ToolCall("c", name, json.dumps({"targets": {}, "code": "", "k\x00" * 10**5: 1})), LIMITS)
         assert len(str(extra.value)) < 300 and "\x00" not in str(extra.value)
-    with pytest.raises(eef_tools.ToolCallError, match="'targets' has a name of 100000 characters"):
+    with pytest.raises(ToolCallError, match="'targets' has a name of 100000 characters"):
         eef_tools.validate_tool_call(ToolCall("c", "move_eef", json.dumps({"targets": {"y" * 10**5: 1}})), LIMITS)
 
 
 def test_a_repeated_target_or_argument_is_refused_not_the_last_one_kept() -> None:
     repeated = '{"targets": {"left_z": 0.8, "left_x": -0.3, "left_z": 0.9}}'
-    with pytest.raises(eef_tools.ToolCallError) as info:
+    with pytest.raises(ToolCallError) as info:
         eef_tools.validate_tool_call(ToolCall("c", "move_eef", repeated), LIMITS)
     assert str(info.value) == "dimension 'left_z' is named more than once; name each dimension once; nothing moved"
-    with pytest.raises(eef_tools.ToolCallError, match="argument 'note' of move_eef is given more than once"):
+    with pytest.raises(ToolCallError, match="argument 'note' of move_eef is given more than once"):
         eef_tools.validate_tool_call(ToolCall("c", "move_eef", '{"targets": {}, "note": "a", "note": "b"}'), LIMITS)
     nested = '{"targets": {"left_z": 0.8}, "note": "{\\"a\\": 1, \\"a\\": 2}"}'  # repeats inside a string are text
     valid = eef_tools.validate_tool_call(ToolCall("c", "move_eef", nested), LIMITS)

@@ -6,14 +6,11 @@ cleaned and cut (:mod:`robodojo.agents.text_limits`).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from robodojo.agents.llm.types import ToolCall
-from robodojo.agents.text_limits import CleanText, CodeTooLongError, TextLimits, check_code, clean_text, quote
-from robodojo.errors import InvalidCommandError
+from robodojo.agents.text_limits import CodeTooLongError, TextLimits, check_code, clean_text, quote
+from robodojo.agents.tool_calls import ToolCallError, ValidCall, decode_arguments
 
 PYTHON, FINISH = "python", "finish"
 FINISH_STATUSES = ("success", "failure")
@@ -76,27 +73,11 @@ def tool_schemas(limits: TextLimits, images: str = "all") -> list[dict[str, Any]
     ]
 
 
-class ToolCallError(InvalidCommandError):
-    """A malformed tool call; nothing ran."""
-
-
-@dataclass(frozen=True)
-class ValidCall:
-    name: str
-    arguments: dict[str, Any]  #: as used: the summary cleaned and cut, the code as sent
-    cleaned: Mapping[str, CleanText] = field(default_factory=dict)  #: free-text arguments that were changed
-
-
 def validate_tool_call(call: ToolCall, limits: TextLimits) -> ValidCall:
     """Check one call against ``limits``; raises ToolCallError with the text to return to the model."""
     if call.name not in (PYTHON, FINISH):
         raise ToolCallError(f"unknown tool {quote(call.name)}; the tools are python and finish; nothing ran")
-    try:
-        # strict=False: raw control characters (a newline typed into the code string) are what the model meant;
-        # local servers' grammars emit them, and refusing them would only make the model resend the same cell.
-        args = json.loads(call.arguments or "{}", strict=False)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, integers of > 4300 digits, nesting too deep
-        raise ToolCallError(f"arguments of {call.name} are not valid JSON ({exc}); nothing ran") from None
+    args = decode_arguments(call)
     if not isinstance(args, dict):
         raise ToolCallError(f"arguments of {call.name} must be a JSON object; nothing ran")
     if call.name == PYTHON:

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from robodojo.agents.llm.types import ToolCall, ToolSchema
-from robodojo.agents.text_limits import CleanText, TextLimits, clean_text, quote
-from robodojo.errors import InvalidCommandError
+from robodojo.agents.text_limits import TextLimits, clean_text, quote
+from robodojo.agents.tool_calls import ToolCallError, ValidCall
 from robodojo.motion.rejection import DuplicateDimension, render_rejection
 from robodojo.text import cut_name
 
@@ -63,20 +62,6 @@ _CONSEQUENCE = {MOVE_EEF: "nothing moved", GIVE_UP: "the episode continues"}
 # Free-text argument -> the TextLimits field that bounds it.
 _FREE_TEXT = {"note": "max_note_chars", "reason": "max_reason_chars", "hindsight": "max_reason_chars"}
 MAX_DIMENSION_NAME_CHARS = 40  # longer target names are refused here (the longest real one is 15 characters)
-
-
-class ToolCallError(InvalidCommandError):
-    """A malformed tool call; nothing was executed."""
-
-
-@dataclass(frozen=True)
-class ValidCall:
-    """A tool call whose envelope passed validation."""
-
-    id: str
-    name: str
-    arguments: Mapping[str, Any]  #: as used: free text cleaned and cut
-    cleaned: Mapping[str, CleanText] = field(default_factory=dict)  #: free-text arguments that were changed
 
 
 class _RepeatedKey(dict):
@@ -245,4 +230,4 @@ def validate_tool_call(call: ToolCall, limits: TextLimits) -> ValidCall:
             arguments[key] = text.text
             if text.changed:
                 cleaned[key] = text
-    return ValidCall(id=call.id, name=call.name, arguments=arguments, cleaned=cleaned)
+    return ValidCall(call.name, arguments, cleaned)

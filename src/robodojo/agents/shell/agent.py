@@ -9,7 +9,6 @@ the episode record with its turn (robo_calls.jsonl).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -19,7 +18,6 @@ import cv2
 import numpy as np
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
-from robodojo.agents.code_cell.tools import ToolCallError, ValidCall
 from robodojo.agents.context_budget import ContextBudget
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.client import image_part
@@ -30,6 +28,7 @@ from robodojo.agents.shell.sandbox import sandbox_boundary
 from robodojo.agents.shell.settings import ShellSettings, load_shell_settings
 from robodojo.agents.shell.workspace import ShellWorkspace
 from robodojo.agents.text_limits import TextLimits, default_text_limits, quote
+from robodojo.agents.tool_calls import ToolCallError, ValidCall, decode_arguments
 
 SHELL, VIEW_IMAGE = "shell", "view_image"
 NO_TOOL_CALL_TEXT = "Your reply called no tool; call exactly one tool per turn (shell or view_image); nothing ran"
@@ -67,10 +66,7 @@ def validate_shell_call(call: ToolCall, limits: TextLimits, max_command_chars: i
     expected = {SHELL: "command", VIEW_IMAGE: "path"}
     if call.name not in expected:
         raise ToolCallError(f"unknown tool {quote(call.name)}; the tools are shell and view_image; nothing ran")
-    try:
-        args = json.loads(call.arguments or "{}", strict=False)
-    except (ValueError, RecursionError) as exc:
-        raise ToolCallError(f"arguments of {call.name} are not valid JSON ({exc}); nothing ran") from None
+    args = decode_arguments(call)
     key = expected[call.name]
     if not isinstance(args, dict) or not isinstance(args.get(key), str) or not args[key].strip():
         raise ToolCallError(f"{call.name} needs {quote(key)}, a non-empty string; nothing ran")
