@@ -56,15 +56,15 @@ from _common import cpu_model, mark, nproc, table, write_figures
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.base import EpisodeContext
 from robodojo.agents.code_cell.agent import CodeCellAgent
-from robodojo.agents.code_cell.api_reference import (
+from robodojo.agents.code_cell.kernel import Kernel
+from robodojo.agents.llm.client import open_llm
+from robodojo.agents.robo.api import Robo
+from robodojo.agents.robo.reference import (
     ROBO_CONSTANTS,
     call_robo,
     robo_api_methods,
     robo_api_properties,
 )
-from robodojo.agents.code_cell.kernel import Kernel
-from robodojo.agents.code_cell.robo import Robo
-from robodojo.agents.llm.client import open_llm
 from robodojo.episodes import EpisodeSpec, WorldHost, episode_context, run_episode
 from robodojo.episodes.record import is_record, read_turns
 from robodojo.errors import ConfigError

@@ -1,4 +1,4 @@
-"""The robo call log (robodojo.agents.code_cell.call_log): JSON-safe summaries, and one record per call."""
+"""The robo call log (robodojo.agents.robo.call_log): JSON-safe summaries, and one record per call."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from robodojo.agents.code_cell import results as R
-from robodojo.agents.code_cell.call_log import MAX_ITEMS, MAX_STRING_CHARS, RoboCallLog, summarize
 from robodojo.agents.code_cell.kernel import EpisodeOver
+from robodojo.agents.robo import results as R
+from robodojo.agents.robo.call_log import MAX_ITEMS, MAX_STRING_CHARS, RoboCallLog, summarize
 
 
 def test_summaries_keep_numbers_exact_and_shrink_what_is_large():

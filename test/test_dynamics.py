@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from robodojo.agents.code_cell.robo import Robo
+from robodojo.agents.robo.api import Robo
 from robodojo.episodes import episode_context
 from robodojo.sim.tasks import get_task
 from robodojo.sim.tasks.base import belt_region

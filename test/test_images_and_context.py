@@ -12,13 +12,13 @@ import pytest
 
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.code_cell.agent import CodeCellAgent
-from robodojo.agents.code_cell.api_reference import robo_api_reference
 from robodojo.agents.code_cell.kernel import load_kernel_config
 from robodojo.agents.context_budget import ContextBudget, head_cameras
 from robodojo.agents.llm.types import ChatReply, LlmError, ToolCall, Usage
 from robodojo.agents.move_eef import MoveEefConfig, Probes
 from robodojo.agents.move_eef.agent import MoveEefAgent, parse_move_eef_config
 from robodojo.agents.move_eef.prompts import Embodiment
+from robodojo.agents.robo.reference import robo_api_reference
 from robodojo.episodes import episode_context
 from robodojo.episodes.factory import make_agent
 from robodojo.errors import ConfigError

@@ -126,7 +126,7 @@ def test_the_floor_checker_sees_function_level_imports(tmp_path):
     module.write_text("def f():\n    from robodojo.sim.world import EmbeddedWorld\n    import rclpy\n")
     assert _imports(module) == [(2, "robodojo.sim.world"), (3, "rclpy")]
     assert _target_floor("robodojo.sim.world") == "sim" and _target_floor("numpy") is None
-    assert _floor_of(Path("agents/code_cell/robo.py")) == "agents" and _floor_of(Path("__init__.py")) == ""
+    assert _floor_of(Path("agents/robo/api.py")) == "agents" and _floor_of(Path("__init__.py")) == ""
 
 
 def test_agents_get_no_path_to_the_simulator(dual_world):

@@ -1,4 +1,4 @@
-"""The robo API (robodojo.agents.code_cell.robo, .api_reference, .flange) on a real embedded world, motion server
+"""The robo API (robodojo.agents.robo.api, .reference, .flange) on a real embedded world, motion server
 and episode context.
 
 Privileged state is used only to choose test inputs and to check answers; the scripted pick at the end uses robo
@@ -17,16 +17,16 @@ import cv2
 import numpy as np
 import pytest
 
-from robodojo.agents.code_cell import results as R
-from robodojo.agents.code_cell.api_reference import (
+from robodojo.agents.robo import results as R
+from robodojo.agents.robo.api import Robo
+from robodojo.agents.robo.flange import flange_to_tcp
+from robodojo.agents.robo.reference import (
     call_robo,
     check_documented,
     robo_api_methods,
     robo_api_properties,
     robo_api_reference,
 )
-from robodojo.agents.code_cell.flange import flange_to_tcp
-from robodojo.agents.code_cell.robo import Robo
 from robodojo.episodes import episode_context
 from robodojo.perception.camera import CameraModel
 from robodojo.sim.world import EmbeddedWorld
@@ -55,7 +55,7 @@ def head_pixel(world: EmbeddedWorld, xyz) -> tuple[float, float]:
 def test_results_import_without_simulator_or_motion():
     code = (
         "import sys, pickle\n"
-        "import robodojo.agents.code_cell.results as r\n"
+        "import robodojo.agents.robo.results as r\n"
         "bad = [m for m in sys.modules if m == 'mujoco' or m.startswith(('robodojo.sim', 'robodojo.motion', "
         "'robodojo.robots', 'mujoco.'))]\n"
         "assert not bad, bad\n"

@@ -331,7 +331,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
 
 def _cmd_api(args: argparse.Namespace) -> int:
-    from robodojo.agents.code_cell.api_reference import robo_api_reference
+    from robodojo.agents.robo.reference import robo_api_reference
 
     print(robo_api_reference(args.robot))
     return 0

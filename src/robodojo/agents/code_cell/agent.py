@@ -1,12 +1,12 @@
 """The code-cell agent (seed 000, PyRUA-Lean): the model writes Python cells against ``robo``.
 
 Each turn is one LLM call. A python(code) call runs the cell in the sandboxed kernel (a separate process that reaches
-the robot only through RPC to this process, where :class:`~robodojo.agents.code_cell.robo.Robo` executes it); the
+the robot only through RPC to this process, where :class:`~robodojo.agents.robo.api.Robo` executes it); the
 tool result is only what the cell printed, its last expression's repr, its traceback, and a notice if a limit was hit;
 images queued with robo.show() follow as a user message (``images``: all cameras, only the head camera, or none:
 then robo.show is not part of the API and no text promises pictures; robo.image() still serves code). finish(status,
 summary) ends the episode. Every robo call a
-cell makes is logged (:mod:`robodojo.agents.code_cell.call_log`) and handed to the record with its turn.
+cell makes is logged (:mod:`robodojo.agents.robo.call_log`) and handed to the record with its turn.
 """
 
 from __future__ import annotations
@@ -14,7 +14,16 @@ from __future__ import annotations
 from typing import Any
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
-from robodojo.agents.code_cell.api_reference import (
+from robodojo.agents.code_cell.kernel import CellResult, EpisodeOver, Kernel, KernelLimits
+from robodojo.agents.code_cell.prompts import goal_message, system_message
+from robodojo.agents.code_cell.tools import FINISH, tool_schemas, validate_tool_call
+from robodojo.agents.context_budget import ContextBudget, check_images, head_cameras
+from robodojo.agents.conversation import Conversation
+from robodojo.agents.llm.client import image_part
+from robodojo.agents.llm.types import ChatReply, Message
+from robodojo.agents.robo.api import Robo
+from robodojo.agents.robo.call_log import RoboCallLog
+from robodojo.agents.robo.reference import (
     PICTURE_METHODS,
     ROBO_CONSTANTS,
     call_robo,
@@ -22,21 +31,12 @@ from robodojo.agents.code_cell.api_reference import (
     robo_api_properties,
     robo_api_reference,
 )
-from robodojo.agents.code_cell.call_log import RoboCallLog
-from robodojo.agents.code_cell.kernel import CellResult, EpisodeOver, Kernel, KernelLimits
-from robodojo.agents.code_cell.prompts import goal_message, system_message
-from robodojo.agents.code_cell.robo import Robo
-from robodojo.agents.code_cell.tools import FINISH, tool_schemas, validate_tool_call
-from robodojo.agents.context_budget import ContextBudget, check_images, head_cameras
-from robodojo.agents.conversation import Conversation
-from robodojo.agents.llm.client import image_part
-from robodojo.agents.llm.types import ChatReply, Message
 from robodojo.agents.text_limits import TextLimits, default_text_limits
 
 NO_TOOL_CALL_TEXT = "Your reply called no tool; call exactly one tool per turn (python or finish); nothing ran"
 SEVERAL_TOOL_CALLS_TEXT = "Your reply called {n} tools; call exactly one tool per turn; none was run"
 NO_OUTPUT_TEXT = "(the cell printed nothing and ended without a value)"
-ROBO_RESULT_MODULES = ("robodojo.agents.code_cell.results",)  # loaded before the first cell, health-checked after each
+ROBO_RESULT_MODULES = ("robodojo.agents.robo.results",)  # loaded before the first cell, health-checked after each
 IMAGE_HORIZON = 2  # turns whose robo.show() images stay in the context
 MOTION_METHODS = ("move_to", "grasp", "release", "home")  # robo calls that end the cell once no env steps are left
 JPEG_QUALITY = 85

@@ -1,7 +1,7 @@
 """The shell harness's base commands (seed 003, section 3.1): argv in, one JSON-ready record out.
 
-``move``, ``rotate``, ``point``, ``gripper``, ``home``, ``wait``, ``obs``, ``status`` and ``done``, over the code-cell
-agent's robo API (:class:`robodojo.agents.code_cell.robo.Robo`: the same motion server, planner and perception). The
+``move``, ``rotate``, ``point``, ``gripper``, ``home``, ``wait``, ``obs``, ``status`` and ``done``, over the robo
+API (:class:`robodojo.agents.robo.api.Robo`: the same motion server, planner and perception as code cells). The
 harness translates and never decides: it checks the command line and the bounds (at most ``max_translation_m`` per
 axis, ``max_rotation_deg`` per axis), plans, executes, and reports what happened. A command line that is not
 understood, a bound exceeded or a target the planner refuses produces ``ok: false`` with the reason, and nothing moves.
@@ -25,8 +25,8 @@ import numpy as np
 from robo_shell import CAMERAS_FILE, STATE_FILE
 from robo_shell.protocol import BASE_COMMANDS
 from robodojo.agents.base import EpisodeContext
-from robodojo.agents.code_cell.results import MoveResult
-from robodojo.agents.code_cell.robo import Robo
+from robodojo.agents.robo.api import Robo
+from robodojo.agents.robo.results import MoveResult
 from robodojo.agents.shell import host_files
 from robodojo.agents.shell.settings import CommandLimits
 from robodojo.errors import RobodojoError

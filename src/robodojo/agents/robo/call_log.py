@@ -1,8 +1,9 @@
-"""The robo call log: every call a code cell makes on ``robo``, as the episode record keeps it (robo_calls.jsonl).
+"""The robo call log: every call made on ``robo``, as the episode record keeps it (robo_calls.jsonl).
 
-The code-cell agent runs each call the kernel forwards (a method, or an attribute read such as ``robo.done``) through
-:meth:`RoboCallLog.run`, which times it and keeps one :class:`RoboCall`: the method, its arguments and its result (or
-the error it raised) as JSON-safe summaries, and its duration. The agent drains the log into each turn's record.
+The caller (the code-cell agent, for each call its kernel forwards: a method, or an attribute read such as
+``robo.done``) runs it through :meth:`RoboCallLog.run`, which times it and keeps one :class:`RoboCall`: the method,
+its arguments and its result (or the error it raised) as JSON-safe summaries, and its duration. The caller drains the
+log into each turn's record.
 
 Summaries keep numbers exact and small arrays whole, so a cell can be replayed and debugged call by call; larger
 arrays (images, masks, world maps) become a shape and dtype (a mask also its area), long strings keep head and tail
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from robodojo.agents.code_cell.results import SMALL_ARRAY_SIZE
+from robodojo.agents.robo.results import SMALL_ARRAY_SIZE
 from robodojo.text import trim_text
 
 MAX_STRING_CHARS = 400  # longer strings keep head and tail around an omission marker

@@ -1,9 +1,10 @@
-"""The robo API: the robot object a code cell drives (seed 000, PyRUA-Lean; DESIGN.md section 5).
+"""The robo API: the robot object agents drive (seed 000, PyRUA-Lean; DESIGN.md section 5).
 
-This is the parent side. It runs in the agent's process on an :class:`EpisodeContext` (the agent-side backend, the
-motion server and the benchmark's done signal, nothing privileged) and is called by the sandboxed kernel over RPC
-(:func:`robodojo.agents.code_cell.api_reference.call_robo`), or directly in tests. Each public method is one
-capability and returns a frozen result from :mod:`robodojo.agents.code_cell.results`.
+It runs in the agent's process on an :class:`EpisodeContext` (the agent-side backend, the motion server and the
+benchmark's done signal, nothing privileged). Code cells call it from their sandboxed kernel over RPC
+(:func:`robodojo.agents.robo.reference.call_robo`), the shell harness's base commands
+(:mod:`robodojo.agents.shell.commands`) call it directly, and so do tests. Each public method is one capability and
+returns a frozen result from :mod:`robodojo.agents.robo.results`.
 
 Errors: misuse (wrong types, unknown arm or camera names, targets outside the workspace bounds, pixels outside the
 image) raises a short TypeError or ValueError that quotes the bad value and lists the valid ones; nothing moves. The
@@ -11,7 +12,7 @@ motion arguments (arm, xyz, quat, gripper) are checked by the motion targets' ru
 whose rejections become these errors. Outcomes on the robot's side (unreachable targets, motions that stop short,
 nothing found in an image) are result fields with a ``reason``; a refused motion's reason is its rejection's text.
 
-The docstrings are the API reference the model reads (:mod:`robodojo.agents.code_cell.api_reference`); every parameter
+The docstrings are the API reference the model reads (:mod:`robodojo.agents.robo.reference`); every parameter
 of every public method must be documented under ``Args:``, which is checked when that module is imported.
 """
 
@@ -26,8 +27,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robodojo.agents.base import EpisodeContext
-from robodojo.agents.code_cell.flange import flange_to_tcp
-from robodojo.agents.code_cell.results import (
+from robodojo.agents.robo.flange import flange_to_tcp
+from robodojo.agents.robo.results import (
     ArmState,
     CameraInfo,
     MoveResult,

@@ -1,7 +1,7 @@
-"""The result types of the robo API: what a code cell gets back from every robo call.
+"""The result types of the robo API: what every robo call returns (to a code cell, the shell harness, a test).
 
-Frozen dataclasses with plain fields (floats, tuples, strings, numpy arrays). The kernel process unpickles them, so
-this module imports only the standard library and numpy: never mujoco, robodojo.sim, robodojo.motion or
+Frozen dataclasses with plain fields (floats, tuples, strings, numpy arrays). The code-cell kernel process unpickles
+them, so this module imports only the standard library and numpy: never mujoco, robodojo.sim, robodojo.motion or
 robodojo.robots (a test checks it).
 
 Conventions, stated once: world frame x across the table (the left arm at negative x), y away from the robot, z up;

@@ -1,4 +1,4 @@
-"""The robo API as the model sees it: generated from :class:`~robodojo.agents.code_cell.robo.Robo`'s signatures and
+"""The robo API as the model sees it: generated from :class:`~robodojo.agents.robo.api.Robo`'s signatures and
 docstrings, checked, and dispatched.
 
 - :func:`check_documented`: every public method and property has a docstring, and every parameter of every method is
@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from robodojo.agents.code_cell.flange import flange_to_tcp
-from robodojo.agents.code_cell.results import RESULT_TYPES
-from robodojo.agents.code_cell.robo import CLOSED, OPEN, Robo
 from robodojo.agents.context_budget import head_cameras
+from robodojo.agents.robo.api import CLOSED, OPEN, Robo
+from robodojo.agents.robo.flange import flange_to_tcp
+from robodojo.agents.robo.results import RESULT_TYPES
 from robodojo.motion.targets import dimension_bounds
 from robodojo.robots.config import RobotConfig, load_robot_config
 
