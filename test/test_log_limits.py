@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from robodojo.log_limits import LogDecision, RepeatLimiter
+from robodojo.log_limits import LogDecision, RefusalLog, RepeatLimiter
 
 
 class Clock:
@@ -93,3 +93,20 @@ def test_threads_sharing_a_limiter_lose_no_count():
         t.join()
     clock.now += 5.0
     assert limiter.check("k").suppressed == 4000
+
+
+def test_refusals_differing_only_in_their_numbers_are_one_kind_and_summarised_once_the_flood_stops():
+    clock = Clock()
+    log = RefusalLog("nothing moves", RepeatLimiter(window_s=5.0, clock=clock))
+    first = log.refused("left arm", "joint 3 at 2.5 rad is beyond its limit 2.0")
+    assert first == "left arm trajectory refused, nothing moves: joint 3 at 2.5 rad is beyond its limit 2.0"
+    assert log.refused("left arm", "joint 3 at 2.7 rad is beyond its limit 2.0") is None  # a repeat, counted
+    assert log.refused("left arm", "the message could not be read") is not None  # another kind
+    assert log.refused("right arm", "joint 3 at 2.5 rad is beyond its limit 2.0") is not None  # another controller
+    assert log.summaries() == []
+    clock.now += 6.0
+    assert log.summaries() == [
+        "left arm: 1 more trajectories refused in the last 6.0 s "
+        "(each with its reason on the controller's trajectory_status topic)"
+    ]
+    assert log.summaries() == []

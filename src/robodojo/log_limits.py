@@ -13,6 +13,7 @@ safe: callbacks of a multi-threaded executor may share one limiter.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -118,3 +119,33 @@ class RepeatLimiter:
         self._kinds[key] = _Kind(logged_s=now)
         while len(self._kinds) > self.max_keys:
             self._kinds.popitem(last=False)
+
+
+#: Refusals whose reasons agree this far (numbers aside) are one kind: a flood's repeats differ in their numbers only.
+REFUSAL_KIND_CHARS = 80
+_NUMBER = re.compile(r"[-+]?\d[\d.]*(?:e[-+]?\d+)?")
+
+
+class RefusalLog:
+    """The log lines of a controller's refused trajectories: one line per kind of refusal per window, and a summary
+    of the repeats held back once a flood stops (``consequence``, e.g. "nothing moves", ends each line)."""
+
+    def __init__(self, consequence: str, limiter: RepeatLimiter | None = None) -> None:
+        self.consequence = consequence
+        self.limiter = limiter or RepeatLimiter()
+
+    def refused(self, what: str, reason: object) -> str | None:
+        """The line to log for one refusal of ``what`` ("left arm"), or None when it is a repeat being counted."""
+        kind = _NUMBER.sub("#", str(reason))[:REFUSAL_KIND_CHARS]
+        return self.limiter.message((what, kind), f"{what} trajectory refused, {self.consequence}: {reason}")
+
+    def summaries(self) -> list[str]:
+        """A line for each kind whose repeats no later line reported (the flood stopped)."""
+        lines = []
+        for key, decision in self.limiter.due():
+            what = key[0] if isinstance(key, tuple) else key
+            lines.append(
+                f"{what}: {decision.suppressed} more trajectories refused in the last {decision.since_s:.1f} s "
+                "(each with its reason on the controller's trajectory_status topic)"
+            )
+        return lines

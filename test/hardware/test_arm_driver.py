@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from conftest import HOME_RAD, FrankySim
 
-from robodojo.control.trajectory_controller import Lease, TrajectoryState
+from robodojo.control.trajectory_controller import ControllerNames, Lease, TrajectoryState
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import InvalidCommandError
-from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
+from robodojo.hardware.arm_driver import ArmDriver
 from robodojo.hardware.franka import FrankaArm
 from robodojo.hardware.settings import load_fr3_settings
 

@@ -18,9 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_trajectory_guard import LOWER, NAMES, UPPER, _broken, _steps
 
+from robodojo.control.trajectory_controller import ControllerNames
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import InvalidCommandError
-from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
+from robodojo.hardware.arm_driver import ArmDriver
 from robodojo.hardware.franka import SEGMENT_ACCEL_FRACTION, FrankaArm
 from robodojo.hardware.settings import load_fr3_settings
 

@@ -39,8 +39,9 @@ pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip insta
 from fr3_logged_sim import JointLog, read_log
 from test_franka import q_of, smooth
 
+from robodojo.control.trajectory_controller import ControllerNames
 from robodojo.errors import InvalidCommandError
-from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
+from robodojo.hardware.arm_driver import ArmDriver
 from robodojo.hardware.franka import FrankaArm
 from robodojo.hardware.settings import load_fr3_settings
 

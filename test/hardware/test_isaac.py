@@ -13,10 +13,10 @@ import time
 import numpy as np
 import pytest
 
-from robodojo.control.trajectory_controller import Lease, TrajectoryState
+from robodojo.control.trajectory_controller import ControllerNames, Lease, TrajectoryState
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError, InvalidCommandError
-from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
+from robodojo.hardware.arm_driver import ArmDriver
 from robodojo.hardware.isaac import IsaacArticulation
 from robodojo.hardware.settings import load_isaac_settings
 from robodojo.robots.urdf import load_urdf

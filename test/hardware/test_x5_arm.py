@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from conftest import EMULATED_SILENT_AFTER_S, X5Bus, fifo_threads, may_use_fifo
 
-from robodojo.control.trajectory_controller import TrajectoryState, ends_the_robot
+from robodojo.control.trajectory_controller import ControllerNames, TrajectoryState, ends_the_robot
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import ContactLostError, HardwareError
-from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
+from robodojo.hardware.arm_driver import ArmDriver
 from robodojo.hardware.arx5 import Arx5Arm
 from robodojo.hardware.settings import load_arx5_settings
 from robodojo.hardware.x5_bus.frames import MitCommand

@@ -18,9 +18,10 @@ from conftest import EMULATED_SILENT_AFTER_S, start_x5_bus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from robodojo.control.trajectory_controller import ControllerNames
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import InvalidCommandError
-from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
+from robodojo.hardware.arm_driver import ArmDriver
 from robodojo.hardware.arx5 import Arx5Arm
 from robodojo.hardware.settings import load_arx5_settings
 from robodojo.hardware.x5_bus.frames import EC_RANGES, MitCommand

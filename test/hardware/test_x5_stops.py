@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from conftest import EMULATED_FOLLOWING_ERROR_RAD, EMULATED_SILENT_AFTER_S, X5Bus
 
-from robodojo.control.trajectory_controller import TrajectoryState
+from robodojo.control.trajectory_controller import ControllerNames, TrajectoryState
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.errors import InvalidCommandError
-from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
+from robodojo.hardware.arm_driver import ArmDriver
 from robodojo.hardware.arx5 import Arx5Arm
 from robodojo.hardware.settings import load_arx5_settings
 from robodojo.hardware.x5_bus.frames import DAMIAO_RANGES, MitCommand

@@ -57,6 +57,14 @@ def ends_the_robot(state: int, reason: str) -> bool:
     return state in (TrajectoryState.STOPPED, TrajectoryState.REFUSED) and reason.startswith((LOST_CONTACT, ARM_FAULT))
 
 
+@dataclass(frozen=True)
+class ControllerNames:
+    """The two controllers of an arm, as named on the graph (nodes.topics): they name its reports."""
+
+    arm: str
+    gripper: str
+
+
 class TrajectoryState(IntEnum):
     """A trajectory's fate; the values are TrajectoryStatus.msg's constants."""
 

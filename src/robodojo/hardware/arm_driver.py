@@ -27,6 +27,7 @@ from typing import NoReturn
 import numpy as np
 
 from robodojo.control.trajectory_controller import (
+    ControllerNames,
     Lease,
     TrajectoryController,
     TrajectoryReport,
@@ -43,14 +44,6 @@ from robodojo.hardware.trajectory_guard import CheckedTrajectory, TrajectoryRefu
 GRIPPER_DEADBAND_M = 0.001
 #: close() waits this long for a gripper move in progress (a driver's way out stays below ros2 launch's 5 s).
 GRIPPER_STOP_S = 0.5
-
-
-@dataclass(frozen=True)
-class ControllerNames:
-    """The two controllers of an arm, as named on the graph (nodes.topics)."""
-
-    arm: str
-    gripper: str
 
 
 @dataclass(frozen=True)

@@ -36,18 +36,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from agent_bringup.msg import TrajectoryLease, TrajectoryStatus
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from robodojo.control.pacing import Pacer
 from robodojo.control.trajectory_controller import Lease, TrajectoryReport
 from robodojo.errors import ConfigError, ContactLostError, HardwareError, InvalidCommandError
 from robodojo.hardware.adapter import ArmAdapter, JointReading
-from robodojo.hardware.arm_driver import ArmDriver, ControllerNames
-from robodojo.log_limits import RepeatLimiter
+from robodojo.hardware.arm_driver import ArmDriver
+from robodojo.log_limits import RefusalLog
 from robodojo.nodes import convert, topics
 from robodojo.nodes.operator_services import ESTOP, RELEASE, OperatorServices
 from robodojo.nodes.runtime import GraphNode
@@ -88,8 +89,7 @@ def driven_arm(
 ) -> DrivenArm:
     """An arm with its controllers named as on the graph (nodes.topics); ``clock`` is the robot's time [s] that
     trajectory stamps are on (the system clock for real arms)."""
-    names = ControllerNames(topics.arm_controller_name(name), topics.gripper_controller_name(name))
-    driver = ArmDriver(adapter, names, clock=clock)
+    driver = ArmDriver(adapter, topics.controller_names(name), clock=clock)
     joints = (*adapter.settings.joint_names, driver.gripper_joint)
     return DrivenArm(name, adapter, driver, hardware_id, joint_names=joints)
 
@@ -107,7 +107,7 @@ class ArmDriverNode(GraphNode):
         super().__init__(node_name)
         self.node_name = node_name
         self.arms: list[DrivenArm] = []
-        self._log_limit = RepeatLimiter()
+        self._refusals = RefusalLog("nothing sent")
         self._running = True
         self._threads: list[threading.Thread] = []
         self.operator: OperatorServices | None = None
@@ -117,9 +117,9 @@ class ArmDriverNode(GraphNode):
         """Connect ``arm``'s adapter (ContactLostError/HardwareError when it does not answer)."""
         arm.adapter.connect()
 
-    def diagnostic_values(self, arm: DrivenArm) -> list[KeyValue]:
-        """Adapter-specific /diagnostics values for ``arm``."""
-        return []
+    def diagnostic_values(self, arm: DrivenArm) -> dict[str, object]:
+        """Adapter-specific /diagnostics values for ``arm`` (key: value, written with str())."""
+        return {}
 
     def stamp_s(self) -> float:
         """The robot's time now, for every stamp this node publishes: the system clock here."""
@@ -202,9 +202,9 @@ class ArmDriverNode(GraphNode):
     def _state_loop(self) -> None:
         """/joint_states at the configured rate with every arm whose state is known (or, without
         :attr:`wall_clock_loops`, only each arm's contact checked at that rate)."""
-        period = 1.0 / self.state_rate_hz
+        pacer = Pacer(1.0 / self.state_rate_hz)  # far behind (a loaded machine): keeps the period, drops the backlog
         gripper_every = max(1, round(self.state_rate_hz / self.gripper_rate_hz))
-        next_t, n = time.monotonic(), 0
+        n = 0
         while self._running:
             if self.wall_clock_loops:
                 self.publish_joint_states(refresh_gripper=n % gripper_every == 0)
@@ -212,12 +212,7 @@ class ArmDriverNode(GraphNode):
                 for arm in self.arms:
                     self._read(arm, refresh_gripper=False)
             n += 1
-            next_t += period
-            delay = next_t - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            elif delay < -5 * period:  # far behind (a loaded machine): keep the period, drop the backlog
-                next_t = time.monotonic()
+            pacer.wait()
 
     def publish_joint_states(self, *, refresh_gripper: bool) -> None:
         """One /joint_states message with every arm whose state is known, stamped :meth:`stamp_s`."""
@@ -270,9 +265,9 @@ class ArmDriverNode(GraphNode):
 
     def _control_loop(self) -> None:
         """The controllers' tick (the robot config's control period): books, lease lapses, reports."""
-        dt = self.arms[0].driver.dt_s
+        pacer = Pacer(self.arms[0].driver.dt_s)
         status_period = 1.0 / self.status_rate_hz
-        next_t, next_status = time.monotonic(), 0.0
+        next_status = 0.0
         while self._running:
             try:
                 reports: list[TrajectoryReport] = []
@@ -284,19 +279,15 @@ class ArmDriverNode(GraphNode):
                     next_status = time.monotonic() + status_period
                     reports += [r for arm in self.arms for r in arm.driver.status_reports() if r.holding]
                     self._publish_diagnostics()
-                    self._log_repeats()
+                    for line in self._refusals.summaries():
+                        self.get_logger().error(line)
                 for report in reports:
                     self._publish_report(report)
             except Exception as exc:  # the loop is the robot's controller: log and go on
                 if not self.context.ok():
                     return
                 self.get_logger().error(f"control tick failed: {type(exc).__name__}: {exc}")
-            next_t += dt
-            delay = next_t - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            elif delay < -5 * dt:
-                next_t = time.monotonic()
+            pacer.wait()
 
     # -- commands -------------------------------------------------------------------------------------------------
     def _submit(self, arm: DrivenArm, kind: str, msg: JointTrajectory) -> None:
@@ -312,7 +303,7 @@ class ArmDriverNode(GraphNode):
                 driver.submit_gripper(cmd)
         except InvalidCommandError as exc:
             what = f"{arm.name} {kind}"
-            line = self._log_limit.message((what, str(exc)[:60]), f"{what} trajectory refused, nothing sent: {exc}")
+            line = self._refusals.refused(what, exc)
             if line is not None:
                 self.get_logger().error(line)
         finally:
@@ -351,31 +342,20 @@ class ArmDriverNode(GraphNode):
     # -- publishing -----------------------------------------------------------------------------------------------
     def _publish_report(self, report: TrajectoryReport) -> None:
         self.status_pubs[report.controller].publish(
-            TrajectoryStatus(
-                header=convert.header(self.stamp_s(), ""), controller=report.controller,
-                start=convert.time_msg(report.start_s), state=int(report.state), points_played=report.points_played,
-                points=report.points, holding=report.holding, reason=report.reason,
-            )
-        )  # fmt: skip
+            convert.trajectory_status_msg(TrajectoryStatus, report, self.stamp_s())
+        )
 
     def _publish_diagnostics(self) -> None:
-        self.diagnostics_pub.publish(
-            DiagnosticArray(header=convert.header(self.stamp_s(), ""), status=[self._diagnostic(a) for a in self.arms])
-        )
+        self.diagnostics_pub.publish(convert.diagnostic_array(self.stamp_s(), [self._diagnostic(a) for a in self.arms]))
 
     def _diagnostic(self, arm: DrivenArm) -> DiagnosticStatus:
         status = arm.adapter.status
         latency = arm.driver.latency
-        values = [
-            KeyValue(key="arm_status", value=status.status),
-            KeyValue(key="estop", value=arm.driver.estopped or "released"),
-        ]
+        values: dict[str, object] = {"arm_status": status.status, "estop": arm.driver.estopped or "released"}
         if latency is not None:
-            values += [
-                KeyValue(key="received_to_sdk_ms", value=f"{latency.received_to_sdk_ms:.3f}"),
-                KeyValue(key="stamp_to_sdk_ms", value=f"{latency.stamp_to_sdk_ms:.3f}"),
-            ]
-        values += self.diagnostic_values(arm)
+            values["received_to_sdk_ms"] = f"{latency.received_to_sdk_ms:.3f}"
+            values["stamp_to_sdk_ms"] = f"{latency.stamp_to_sdk_ms:.3f}"
+        values.update(self.diagnostic_values(arm))
         if not arm.contact.is_set():
             level, message = DiagnosticStatus.ERROR, f"lost contact: {arm.contact_detail}"
         elif arm.fault or status.status == "error":  # a fault: nothing moves until an operator releases it
@@ -384,18 +364,7 @@ class ArmDriverNode(GraphNode):
             level, message = DiagnosticStatus.WARN, arm.driver.estopped or status.detail
         else:
             level, message = DiagnosticStatus.OK, status.status
-        return DiagnosticStatus(
-            level=level, name=f"{self.node_name}: {arm.name}", message=message, hardware_id=arm.hardware_id,
-            values=values,
-        )  # fmt: skip
-
-    def _log_repeats(self) -> None:
-        for key, decision in self._log_limit.due():
-            what = key[0] if isinstance(key, tuple) else key
-            self.get_logger().error(
-                f"{what}: {decision.suppressed} more trajectories refused in the last {decision.since_s:.1f} s "
-                "(each with its reason on the controller's trajectory_status topic)"
-            )
+        return convert.diagnostic_status(level, f"{self.node_name}: {arm.name}", message, arm.hardware_id, values)
 
     def close(self) -> None:
         """Stop every arm (each holds where it stops), then the threads, then each adapter's shutdown sequence, all

@@ -12,7 +12,6 @@ import functools
 import sys
 import threading
 
-from diagnostic_msgs.msg import KeyValue
 from std_srvs.srv import Trigger
 
 from robodojo.hardware.arx5 import Arx5Arm
@@ -73,17 +72,17 @@ class Arx5DriverNode(ArmDriverNode):
         else:
             self.get_logger().error(f"{arm}: the SDK says: {message}")
 
-    def diagnostic_values(self, arm: DrivenArm) -> list[KeyValue]:
+    def diagnostic_values(self, arm: DrivenArm) -> dict[str, object]:
         adapter = arm.adapter
         assert isinstance(adapter, Arx5Arm)
-        values = [KeyValue(key="interface", value=adapter.interface)]
+        values: dict[str, object] = {"interface": adapter.interface}
         if adapter.sdk_log:
             level, message = adapter.sdk_log[-1]
-            values.append(KeyValue(key="sdk_last", value=f"{level}: {message}"))
+            values["sdk_last"] = f"{level}: {message}"
         health = adapter.last_health
         if health is not None and health.commands_quiet_s is not None:
             quiet_ms, gap_s = health.commands_quiet_s * 1e3, health.longest_command_gap_s
-            values.append(KeyValue(key="sdk_commands", value=f"last {quiet_ms:.0f} ms ago, longest gap {gap_s:.2f} s"))
+            values["sdk_commands"] = f"last {quiet_ms:.0f} ms ago, longest gap {gap_s:.2f} s"
         if health is not None:
             for motor in health.motors:
                 state = "never answered" if motor.silent_s is None else f"last answer {motor.silent_s * 1e3:.0f} ms ago"
@@ -91,7 +90,7 @@ class Arx5DriverNode(ArmDriverNode):
                     state += f", {motor.fault}"
                 if motor.temperature_c is not None:
                     state += f", {motor.temperature_c:.0f} degC"
-                values.append(KeyValue(key=f"motor{motor.motor_id}_{motor.name}", value=state))
+                values[f"motor{motor.motor_id}_{motor.name}"] = state
         return values
 
 

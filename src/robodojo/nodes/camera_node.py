@@ -23,8 +23,7 @@ import time
 from typing import Any
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import PoseStamped
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from numpy.typing import NDArray
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
@@ -32,6 +31,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
 from robodojo.errors import ConfigError
 from robodojo.geometry import transform
 from robodojo.nodes import convert, topics
+from robodojo.nodes.camera_topics import CameraTopics
 from robodojo.nodes.parameters import CameraNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import GraphNode, run_node
@@ -87,9 +87,7 @@ class CameraNode(GraphNode):
         check_output_aspect(file_intrinsics, settings)
         self.stream = CameraStream(file_intrinsics, settings)
         name = self.camera.name
-        self.image_pub = self.create_publisher(Image, topics.camera_image(name), 10)
-        self.info_pub = self.create_publisher(CameraInfo, topics.camera_info(name), 10)
-        self.pose_pub = self.create_publisher(PoseStamped, topics.camera_pose(name), 10)
+        self.out = CameraTopics(self, name, self.camera.frame, 10)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         self.kinematics: ArmKinematics | None = None
         self.joints: JointPositions | None = None
@@ -104,9 +102,9 @@ class CameraNode(GraphNode):
         kind = TRANSPORTS[params.input_transport]
         self.decode = convert.image_rgb if kind is Image else convert.compressed_rgb
         self.input = self.create_subscription(kind, params.input_topic, self._on_frame, input_qos)
-        if self.input.topic_name == self.image_pub.topic_name:
+        if self.input.topic_name == self.out.image.topic_name:
             # the node would feed its own output back to itself
-            raise ConfigError(f"parameter 'input_topic' resolves to the output topic {self.image_pub.topic_name}")
+            raise ConfigError(f"parameter 'input_topic' resolves to the output topic {self.out.image.topic_name}")
         source = "the calibration file"
         if params.intrinsics == "driver":
             info_topic = params.camera_info_topic or camera_info_topic_of(params.input_topic, params.input_transport)
@@ -155,17 +153,8 @@ class CameraNode(GraphNode):
         if cam.arm is not None:
             T_world_tcp = self._tcp_pose(cam.arm, convert.seconds(msg.header.stamp))
         frame = self.stream.frame(self.decode(msg))
-        t_s, stamp = convert.seconds(msg.header.stamp), msg.header.stamp
-        T_world_cam = cam.T_world_cam(T_world_tcp)
-        pose = convert.pose_stamped(T_world_cam, t_s, topics.WORLD_FRAME)
-        info = convert.camera_info_msg(frame.calibration(T_world_cam), t_s, cam.frame)
-        image = convert.image_msg(frame.rgb, t_s, cam.frame)
-        for out in (pose, info, image):
-            out.header.stamp = stamp  # exact: the float seconds above would round nanoseconds
-        # Pose and calibration first, so a consumer holding the image can already look up both for its stamp.
-        self.pose_pub.publish(pose)
-        self.info_pub.publish(info)
-        self.image_pub.publish(image)
+        t_s = convert.seconds(msg.header.stamp)
+        self.out.publish(frame.rgb, frame.calibration(cam.T_world_cam(T_world_tcp)), t_s, msg.header.stamp)
         self.stream.published()
 
     def _tcp_pose(self, arm: str, frame_stamp_s: float) -> NDArray[np.float64]:
@@ -189,18 +178,10 @@ class CameraNode(GraphNode):
             level, message = DiagnosticStatus.WARN, f"dropped {dropped} of {window.received} frames ({reasons})"
         else:
             level, message = DiagnosticStatus.OK, f"{window.published} frames published"
-        self.diagnostics_pub.publish(
-            DiagnosticArray(
-                header=convert.header(self.get_clock().now().nanoseconds * 1e-9, ""),
-                status=[
-                    DiagnosticStatus(
-                        level=level, name=f"{NODE_NAME}: {self.camera.name}", message=message,
-                        hardware_id=self.input.topic_name,
-                        values=[KeyValue(key=k, value=v) for k, v in window.values()],
-                    )
-                ],
-            )
-        )  # fmt: skip
+        status = convert.diagnostic_status(
+            level, f"{NODE_NAME}: {self.camera.name}", message, self.input.topic_name, dict(window.values())
+        )
+        self.diagnostics_pub.publish(convert.diagnostic_array(self.get_clock().now().nanoseconds * 1e-9, [status]))
 
 
 def main() -> int:

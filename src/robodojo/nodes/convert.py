@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 from numpy.typing import ArrayLike, NDArray
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
 from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from robodojo.control.trajectory_controller import TrajectoryReport
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform, wxyz_tuple, xyz_tuple
 from robodojo.motion.rejection import Refused, rejection_from_json, rejection_to_json
@@ -41,6 +43,30 @@ def duration_msg(t_s: float) -> Duration:
 
 def header(t_s: float, frame_id: str) -> Header:
     return Header(stamp=time_msg(t_s), frame_id=frame_id)
+
+
+# -- controllers and diagnostics ------------------------------------------------------------------------------------
+
+
+def trajectory_status_msg(status_type, report: TrajectoryReport, t_s: float):
+    """A controller's report on one trajectory, stamped ``t_s``; ``status_type`` is agent_bringup.msg.TrajectoryStatus
+    (the package's own interfaces are built by colcon, so this module, loaded without them, does not import them)."""
+    return status_type(
+        header=header(t_s, ""), controller=report.controller, start=time_msg(report.start_s), state=int(report.state),
+        points_played=report.points_played, points=report.points, holding=report.holding, reason=report.reason,
+    )  # fmt: skip
+
+
+def diagnostic_status(
+    level: bytes, name: str, message: str, hardware_id: str, values: Mapping[str, object] | None = None
+) -> DiagnosticStatus:
+    """One /diagnostics entry; ``level`` is DiagnosticStatus.OK, WARN or ERROR, values are written with str()."""
+    pairs = [KeyValue(key=k, value=str(v)) for k, v in (values or {}).items()]
+    return DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id, values=pairs)
+
+
+def diagnostic_array(t_s: float, statuses: Sequence[DiagnosticStatus]) -> DiagnosticArray:
+    return DiagnosticArray(header=header(t_s, ""), status=list(statuses))
 
 
 # -- images and calibration -----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from numpy.typing import NDArray
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
@@ -117,19 +117,10 @@ class DeviceCameraNode(GraphNode):
         else:
             level, message = DiagnosticStatus.OK, f"{frames} frames"
         fields = ("frames", "opens", "open_failures", "read_failures", "ends", "callback_errors")
-        values = [KeyValue(key=f, value=str(getattr(stats, f) - getattr(before, f))) for f in fields]
-        values += [KeyValue(key=f"total_{f}", value=str(getattr(stats, f))) for f in ("frames", "opens", "ends")]
-        self.diagnostics_pub.publish(
-            DiagnosticArray(
-                header=convert.header(self._now_s(), ""),
-                status=[
-                    DiagnosticStatus(
-                        level=level, name=f"{NODE_NAME}: {self.frame_id}", message=message,
-                        hardware_id=self.source_text, values=values,
-                    )
-                ],
-            )
-        )  # fmt: skip
+        values = {f: getattr(stats, f) - getattr(before, f) for f in fields}
+        values.update({f"total_{f}": getattr(stats, f) for f in ("frames", "opens", "ends")})
+        status = convert.diagnostic_status(level, f"{NODE_NAME}: {self.frame_id}", message, self.source_text, values)
+        self.diagnostics_pub.publish(convert.diagnostic_array(self._now_s(), [status]))
 
     def close(self) -> None:
         if not self.capture.stop():

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import sys
 
-from diagnostic_msgs.msg import KeyValue
-
 from robodojo.hardware.franka import FrankaArm
 from robodojo.hardware.settings import load_fr3_settings
 from robodojo.nodes.arm_driver_node import ArmDriverNode, DrivenArm, check_robot, driven_arm
@@ -44,8 +42,8 @@ class Fr3DriverNode(ArmDriverNode):
         assert isinstance(arm.adapter, FrankaArm)
         arm.adapter.connect(self.ip)
 
-    def diagnostic_values(self, arm: DrivenArm) -> list[KeyValue]:
-        return [KeyValue(key="robot_ip", value=self.ip)]
+    def diagnostic_values(self, arm: DrivenArm) -> dict[str, object]:
+        return {"robot_ip": self.ip}
 
 
 def main() -> int:

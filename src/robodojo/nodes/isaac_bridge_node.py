@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import sys
 
-from diagnostic_msgs.msg import KeyValue
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
@@ -85,14 +84,14 @@ class IsaacBridgeNode(ArmDriverNode):
         assert isinstance(arm.adapter, IsaacArm)
         return arm.adapter.finger_position_m()
 
-    def diagnostic_values(self, arm: DrivenArm) -> list[KeyValue]:
+    def diagnostic_values(self, arm: DrivenArm) -> dict[str, object]:
         assert isinstance(arm.adapter, IsaacArm)
         age = self.articulation.age_s()
-        return [
-            KeyValue(key="simulation_time_s", value=f"{self.articulation.now_s():.3f}"),
-            KeyValue(key="joint_state_age_s", value="never" if age == float("inf") else f"{age:.3f}"),
-            KeyValue(key="trajectories_played", value=str(arm.adapter.sent_trajectories)),
-        ]
+        return {
+            "simulation_time_s": f"{self.articulation.now_s():.3f}",
+            "joint_state_age_s": "never" if age == float("inf") else f"{age:.3f}",
+            "trajectories_played": arm.adapter.sent_trajectories,
+        }
 
     # -- Isaac's side ---------------------------------------------------------------------------------------------
     def _on_isaac_state(self, msg: JointState) -> None:

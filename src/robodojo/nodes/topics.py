@@ -6,6 +6,8 @@ take the simulator's place.
 
 from __future__ import annotations
 
+from robodojo.control.trajectory_controller import ControllerNames
+
 # What a robot gives is named once, on the foundations floor, where the episode record (episode.mcap) uses it too.
 from robodojo.robots.topic_names import CLOCK as CLOCK
 from robodojo.robots.topic_names import ISAAC_JOINT_COMMAND as ISAAC_JOINT_COMMAND
@@ -36,6 +38,11 @@ def arm_controller_name(arm: str) -> str:
 
 def gripper_controller_name(arm: str) -> str:
     return f"{arm}_gripper_controller"
+
+
+def controller_names(arm: str) -> ControllerNames:
+    """``arm``'s two controllers as named on the graph (they name its trajectory reports)."""
+    return ControllerNames(arm_controller_name(arm), gripper_controller_name(arm))
 
 
 def arm_controller(arm: str) -> str:
