@@ -34,6 +34,7 @@ ROBOT = load_robot_config("dual_arx_x5")
 DT = ROBOT.control_dt_s
 START_S = 90.0  # eight processes starting on a shared, loaded 2-core machine
 POS_TOLERANCE_MM = 5.0
+FROZEN_QUIET_S = 0.5  # no joint states from the fake for this long: it is frozen and its last state has arrived
 
 
 class Isaac:
@@ -105,6 +106,12 @@ def isaac_graph(module_graph) -> Iterator[tuple[object, Isaac, gc.Recorder]]:
 
 def _fake_q(rec: gc.Recorder) -> dict[str, float]:
     return gc.joints(rec.last(topics.ISAAC_JOINT_STATES))
+
+
+def _quiet_for(rec: gc.Recorder, topic: str) -> float:
+    """How long ago the last message of ``topic`` arrived [s]."""
+    with rec.lock:
+        return time.monotonic() - rec.messages[topic][-1][0]
 
 
 def _reports(rec: gc.Recorder, controller: str) -> list:
@@ -249,7 +256,6 @@ def test_freezing_isaac_is_lost_contact_the_trajectory_stops_and_nothing_moves_a
     joint = left.joints[0]
     graph.wait(lambda: _fake_q(rec)[joint] > q0[0] + 0.05, 20, "the slow move to start in the fake")
     isaac.signal(signal.SIGSTOP)
-    frozen_at = _fake_q(rec)[joint]
     try:
         graph.wait(
             lambda: any(
@@ -266,6 +272,10 @@ def test_freezing_isaac_is_lost_contact_the_trajectory_stops_and_nothing_moves_a
             10,
             "/diagnostics to say lost contact",
         )
+        # Where the frozen fake stands: its last joint states, once this client has read all it sent (on a loaded
+        # machine the client's queue can hold half a second of them when the SIGSTOP lands).
+        graph.wait(lambda: _quiet_for(rec, topics.ISAAC_JOINT_STATES) > FROZEN_QUIET_S, 10, "the fake to fall silent")
+        frozen_at = _fake_q(rec)[joint]
     finally:
         isaac.signal(signal.SIGCONT)
     ends = _reports(rec, "left_arm_controller")[reports_before:]

@@ -70,10 +70,10 @@ def test_sim_and_motion_server_exit_0_on_one_or_two_sigints_or_sigterm(graph, si
     "times",
     [
         1,
-        pytest.param(2, marks=pytest.mark.skip(
+        pytest.param(2, marks=pytest.mark.skipif(
+            not os.environ.get("ROBODOJO_TWO_SIGINT_DRILL"),
             reason="in full test/ros runs two SIGINTs 50 ms apart have ended the episode backend_lost instead of "
-            "interrupted (2 of the last 4 full runs; 9 of 9 alone); cause not found yet (issue 33's note): lift this "
-            "mark to run it"
+            "interrupted (2 of 4 full runs; 9 of 9 alone); cause not found yet: ROBODOJO_TWO_SIGINT_DRILL=1 runs it"
         )),
     ],
 )  # fmt: skip
@@ -93,7 +93,8 @@ def test_agent_node_interrupted_mid_episode_exits_0_with_a_complete_interrupted_
     (folder,) = out.iterdir()
     assert all((folder / name).is_file() for name in RECORD_FILES), sorted(p.name for p in folder.iterdir())
     metrics = json.loads((folder / "metrics.json").read_text())
-    assert metrics["end_reason"] == "interrupted" and not metrics["success"], metrics
+    ended = f"{metrics['end_reason']}: {metrics.get('error')}\nmotion server:\n{motion.output()[-3000:]}"
+    assert metrics["end_reason"] == "interrupted" and not metrics["success"], ended
     assert "shutting down" in metrics["error"] and "ended by interrupted" in log
     recorded = [json.loads(line) for line in (folder / "turns.jsonl").read_text().splitlines()]
     assert metrics["llm_calls"] == len(recorded) < 4  # the replay solves it in 4 turns: it was stopped partway
