@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -44,6 +45,12 @@ from robodojo.sim.world import EmbeddedWorld
 SUCCESS_TARGET = 0.80  # per task and variant (issue 17, issue 35)
 DEFAULT_SEEDS = 20
 LAST_LINE_CHARS = 300  # of a failed episode's last cell output line kept in the results
+# A kernel that does not start says nothing about the cells: in a long run on a busy machine it happened to every
+# episode after some point (all kernels of that process, while a new process started them), so the run starts itself
+# again (the results file resumes it), at most RESTARTS_MAX times in a row without an episode that ran.
+KERNEL_NOT_STARTED = "the kernel process did not start"
+RESTARTS_ENV = "MEASURE_CELLS_RESTARTS"
+RESTARTS_MAX = 3
 
 
 def cells_files(cells_dir: Path, tasks: list[str] | None) -> dict[str, Path]:
@@ -133,6 +140,9 @@ def run_grid(files: dict[str, Path], variants: list[str], seeds: list[int], resu
                 wins = 0
                 for seed in todo:
                     row = run_one(world, path, task, variant, seed, keep)
+                    if row["end_reason"] == "crashed" and KERNEL_NOT_STARTED in row["last_line"]:
+                        restart(row)
+                    os.environ[RESTARTS_ENV] = "0"
                     wins += row["success"]
                     with results.open("a", encoding="utf-8") as f:
                         f.write(json.dumps(row) + "\n")
@@ -143,6 +153,18 @@ def run_grid(files: dict[str, Path], variants: list[str], seeds: list[int], resu
     finally:
         for world in worlds.values():
             world.close()
+
+
+def restart(row: dict[str, Any]) -> None:
+    """Run this script again in a fresh process (exec: the same pid, arguments and results file)."""
+    restarts = int(os.environ.get(RESTARTS_ENV, "0")) + 1
+    print(f"  {row['task']} {row['variant']} seed {row['seed']}: {row['last_line']}", flush=True)
+    if restarts > RESTARTS_MAX:
+        raise SystemExit(f"kernels do not start even in a fresh process ({RESTARTS_MAX} restarts): stopping")
+    print(f"  starting again in a fresh process (restart {restarts})", flush=True)
+    os.environ[RESTARTS_ENV] = str(restarts)
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, *sys.argv])
 
 
 def tally(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[int, int]]:

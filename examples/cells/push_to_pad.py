@@ -18,6 +18,8 @@ Run them as an episode with the code-cell agent (each `# %%` cell is one python 
 """
 
 # %% helpers: colours, finding objects, both arms, orientations as quaternions
+import types
+
 # include: lib/colour_tops.py
 # include: lib/grasp_orientations.py
 # include: lib/camera_plane.py
@@ -72,6 +74,24 @@ SAFE_Z = TABLE_Z + 0.10
 STROKES_M = (0.15, 0.10, 0.06, 0.03)  # stroke lengths to try, longest first (a long one may be out of reach)
 BEHIND_M = 0.065  # start this far behind the block's centre (half a yawed block, half the fingers, a gap)
 CONTACT_M = 0.04  # the gripper's centre stays this far behind the block's centre while it pushes
+PAST_MIDDLE_M = 0.06  # a pusher's grasp point ends a stroke at most this far past the middle (x = 0) of the table:
+# further over, at the edge of its reach, the wrist turns on the way and the fingers slide past the block
+LIFTS_Z = (SAFE_Z, TABLE_Z + 0.075, TABLE_Z + 0.065)  # lifting off the table, lower where the arm cannot reach higher
+came_from = {}  # arm -> where its last stroke started (the path back along the stroke is clear)
+
+
+def move(arm, xyz, quat=None, **kwargs):
+    """robo.move_to, with a refused command taken as a result: after a push the arm may lag its last target, and a
+    plan from there can ask a joint to jump faster than it may (InvalidCommandError, a ValueError; nothing moved):
+    it settles a moment and tries once more. A MoveResult, or an object with planned False."""
+    for _attempt in range(2):
+        try:
+            return robo.move_to(arm, xyz, quat, **kwargs)
+        except ValueError as exc:
+            print(f"  {arm}: the move was refused ({exc}); let the arm settle")
+            robo.wait(0.3)
+            refused = str(exc)
+    return types.SimpleNamespace(planned=False, reached=False, reason=refused)
 
 
 def push_quat(arm, points, direction):
@@ -85,22 +105,56 @@ def push_quat(arm, points, direction):
     return quat_from_axes((best[0], best[1], 0.0), DOWN)
 
 
+def lift(arm):
+    """Lift the arm's hand off the table, straight up (lower where it cannot reach that high); where it cannot lift
+    at all (far over, at the edge of its reach), it first goes back along its last stroke. False if it stays low."""
+    for attempt in range(2):
+        here = robo.state().arm(arm).tcp_pos
+        if here[2] >= LIFTS_Z[-1] - 0.005:
+            return True
+        for z in LIFTS_Z:
+            up = move(arm, (here[0], here[1], z))
+            print(f"  {arm} up to z {z:.3f}:", up)
+            if up.planned:
+                return True
+        if attempt == 0 and arm in came_from:
+            back = came_from[arm]
+            print(f"  {arm} back along its stroke:", move(arm, (back[0], back[1], here[2])))
+    return False
+
+
 def clear(arm):
-    """Lift an arm and send it home, out of the other arm's way."""
-    here = robo.state().arm(arm).tcp_pos
-    if here[2] < SAFE_Z - 0.01:
-        print(f"  {arm} up:", robo.move_to(arm, (here[0], here[1], SAFE_Z)))
+    """Lift an arm and send it home, out of the other arm's way (an arm that cannot lift stays: going home low over
+    the table would sweep the block along)."""
+    if not lift(arm):
+        print(f"  {arm} cannot lift: it stays where it is")
+        return
     if np.linalg.norm(robo.state().arm(arm).tcp_pos - HOME_POS[arm]) > 0.02:
-        print(f"  {arm} home:", robo.move_to(arm, HOME_POS[arm]))
+        print(f"  {arm} home:", move(arm, HOME_POS[arm]))
+
+
+def stroke_length(arm, direction, length):
+    """The stroke shortened so the grasp point stays at most PAST_MIDDLE_M past the table's middle."""
+    goal = block[:2] + direction * (length - CONTACT_M)
+    over = -SIDE[arm] * goal[0] - PAST_MIDDLE_M  # how far the goal lies beyond that line
+    if over > 0 and SIDE[arm] * direction[0] < 0:
+        length -= over / abs(direction[0])
+    return length
 
 
 def stroke_from_here(arm, direction, dist):
-    """Push along the line from where the gripper is; the longest stroke the arm can plan."""
+    """Push along the line from where the gripper is; the longest stroke the arm can plan (None when none is, or
+    the block is already at the arm's limit past the middle)."""
+    result = None
     for length in STROKES_M:
-        goal = block[:2] + direction * (min(length, dist) - CONTACT_M)
-        result = robo.move_to(arm, (goal[0], goal[1], PUSH_Z))
+        length = stroke_length(arm, direction, min(length, dist))
+        if length < 0.02:
+            print(f"  {arm}: the block is at the edge of its side of the table")
+            return None
+        goal = block[:2] + direction * (length - CONTACT_M)
+        result = move(arm, (goal[0], goal[1], PUSH_Z))
         if result.planned:
-            print(f"  {arm} push {min(length, dist):.2f} m:", result)
+            print(f"  {arm} push {length:.2f} m:", result)
             return result
     print(f"  {arm}: no stroke along this line can be planned ({result.reason})")
     return None
@@ -122,23 +176,25 @@ for stroke in range(14):
             for other in ("left", "right"):
                 if other != arm:
                     clear(other)
-            here = robo.state().arm(arm).tcp_pos
-            if here[2] < SAFE_Z - 0.01:
-                print(f"  {arm} up:", robo.move_to(arm, (here[0], here[1], SAFE_Z)))
+            if stroke_length(arm, direction, min(STROKES_M[0], dist)) < 0.02:
+                continue  # the block is at the edge of this arm's side of the table
+            if not lift(arm):
+                continue
             quat = push_quat(arm, (start, end), direction)
             for z in (SAFE_Z, TABLE_Z + 0.075):  # far from the base the arm reaches only lower down
-                above = robo.move_to(arm, (start[0], start[1], z), quat, gripper=robo.CLOSED)
+                above = move(arm, (start[0], start[1], z), quat, gripper=robo.CLOSED)
                 print(f"  {arm} above the start at z {z:.3f}:", above)
                 if above.planned:
                     break
             if not above.planned:
                 continue
-            print(f"  {arm} down:", robo.move_to(arm, (start[0], start[1], PUSH_Z)))
+            print(f"  {arm} down:", move(arm, (start[0], start[1], PUSH_Z)))
+            came_from[arm] = start
             moved = stroke_from_here(arm, direction, dist)
             if moved is not None:
                 pusher = arm
                 break
-            print(f"  {arm} up again:", robo.move_to(arm, (start[0], start[1], z)))
+            print(f"  {arm} up again:", move(arm, (start[0], start[1], z)))
     if moved is None:
         print("  no arm can push along this line")
         break
@@ -148,7 +204,7 @@ for stroke in range(14):
     new = find_block()
     if new is None:  # the pushing arm hides it: back off upwards, then out of the way, looking each time
         back = tcp - direction * 0.04
-        print("  block not seen; backing off:", robo.move_to(pusher, (back[0], back[1], SAFE_Z)))
+        print("  block not seen; backing off:", move(pusher, (back[0], back[1], SAFE_Z)))
         new = find_block()
     if new is None:
         clear(pusher)
