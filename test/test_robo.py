@@ -359,7 +359,7 @@ def test_world_map_from_depth(robo: Robo, dual_world: EmbeddedWorld):
 
 
 class _NoDepthBackend:
-    """A backend whose observe() has no depth option (a real robot without RGB-D)."""
+    """A backend whose observe() has no depth option (a real robot without RGB-D): asking it for depth would fail."""
 
     def __init__(self, world: EmbeddedWorld) -> None:
         self._world = world
@@ -373,12 +373,19 @@ class _NoDepthBackend:
         return self._world.steps_left
 
 
-def test_world_map_without_depth(robo: Robo, dual_world: EmbeddedWorld):
+def test_world_map_follows_the_declared_depth_capability(robo: Robo, dual_world: EmbeddedWorld):
+    """Depth is declared by the episode context (the embedded world's has it), not probed by calling observe."""
     import dataclasses
 
-    ctx = dataclasses.replace(robo._ctx, backend=_NoDepthBackend(dual_world))
+    assert robo._ctx.has_depth
+    ctx = dataclasses.replace(robo._ctx, backend=_NoDepthBackend(dual_world), has_depth=False)
     wm = Robo(ctx).world_map("head")
     assert not wm.ok and wm.xyz is None and "has no depth" in wm.reason
+    undeclared = dataclasses.replace(robo._ctx, has_depth=False)  # the cameras could give depth; it is not declared
+    assert not Robo(undeclared).world_map("head").ok
+    misdeclared = dataclasses.replace(ctx, has_depth=True)  # a wrong declaration fails loudly, not as "no depth"
+    with pytest.raises(TypeError, match="depth"):
+        Robo(misdeclared).world_map("head")
 
 
 # -- the API reference -----------------------------------------------------------------------------------------------

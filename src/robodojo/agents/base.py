@@ -30,6 +30,9 @@ class EpisodeContext:
     motion: Motion  # the in-process MotionServer, or the MoveEef action client on the ROS graph
     is_success: Callable[[], bool]  # the benchmark's own done signal (motion stops early on success)
     llm_call_budget: int
+    #: the backend's cameras give depth images (``backend.observe(cameras, depth=True)``): declared by whoever builds
+    #: the context (the embedded world's do; the ROS graph's topic view and real cameras without RGB-D do not)
+    has_depth: bool = False
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ def episode_context(world: EmbeddedWorld, *, llm_call_budget: int = DEFAULT_LLM_
         motion=MotionServer(backend),
         is_success=world.privileged().success,
         llm_call_budget=llm_call_budget,
+        has_depth=True,  # AgentSideBackend.observe(depth=True): the embedded world renders depth for every camera
     )
 
 

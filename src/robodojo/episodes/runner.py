@@ -64,7 +64,7 @@ class _ObservedBackend:
 
     def observe(self, cameras: Iterable[str] | None = None, **options: Any) -> Observation:
         """The backend's observation; ``options`` (the embedded world's ``depth``) pass through, and a backend without
-        them raises its TypeError as before (the robo API relies on it)."""
+        them raises its TypeError as before (the episode context says whether the backend takes ``depth``)."""
         observe: Callable[..., Observation] = self.__backend.observe
         obs = observe(cameras, **options)
         self.__seen(obs)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -447,11 +447,10 @@ class Robo:
             depth: use back_project, triangulate or segment instead.
         """
         camera = self._check_camera(camera)
-        try:
-            obs = self._ctx.backend.observe(cameras=[camera], depth=True)  # type: ignore[call-arg]
-        except TypeError:  # a backend without depth support
+        if not self._ctx.has_depth:  # the episode declares whether its backend's cameras give depth
             return WorldMap(ok=False, reason=f"camera {camera!r} has no depth: use back_project or triangulate")
-        frame = obs.camera(camera)
+        observe: Callable[..., Observation] = self._ctx.backend.observe  # depth=True: beyond the RobotBackend protocol
+        frame = observe(cameras=[camera], depth=True).camera(camera)
         wm = pgeom.world_map(self._model(frame), frame.depth_m)
         if not wm.ok:
             return WorldMap(ok=False, reason=wm.reason)
