@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from robodojo.agents.code_cell.kernel import EpisodeOver
+from robodojo.agents.code_cell.cell_protocol import EpisodeOver
 from robodojo.agents.robo import results as R
 from robodojo.agents.robo.call_log import MAX_ITEMS, MAX_STRING_CHARS, RoboCallLog, summarize
 

@@ -12,7 +12,8 @@ import pytest
 
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.code_cell.agent import NO_TOOL_CALL_TEXT, CodeCellAgent, cell_result_text
-from robodojo.agents.code_cell.kernel import CellResult, load_kernel_config
+from robodojo.agents.code_cell.cell_protocol import CellResult
+from robodojo.agents.code_cell.kernel_config import load_kernel_config
 from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
 from robodojo.agents.robo.reference import robo_api_methods
 from robodojo.episodes import episode_context

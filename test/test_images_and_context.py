@@ -12,7 +12,7 @@ import pytest
 
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.code_cell.agent import CodeCellAgent
-from robodojo.agents.code_cell.kernel import load_kernel_config
+from robodojo.agents.code_cell.kernel_config import load_kernel_config
 from robodojo.agents.context_budget import ContextBudget, head_cameras
 from robodojo.agents.llm.types import ChatReply, LlmError, ToolCall, Usage
 from robodojo.agents.move_eef import MoveEefConfig, Probes

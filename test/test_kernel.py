@@ -17,15 +17,11 @@ import numpy as np
 import pytest
 
 from robodojo import PACKAGE_ROOT
-from robodojo.agents.code_cell.kernel import (
-    CellResult,
-    EpisodeOver,
-    Kernel,
-    KernelLimits,
-    _loads_from_child,
-    load_kernel_config,
-)
+from robodojo.agents.code_cell.cell_protocol import CellResult, EpisodeOver
+from robodojo.agents.code_cell.kernel import Kernel
+from robodojo.agents.code_cell.kernel_config import KernelLimits, load_kernel_config
 from robodojo.agents.code_cell.kernel_main import BoundedCapture
+from robodojo.agents.code_cell.kernel_unpickle import loads_from_child
 from robodojo.errors import ConfigError, InvalidCommandError
 from robodojo.observation import ArmState
 from robodojo.text import trim_text
@@ -536,11 +532,11 @@ def test_parent_unpickles_only_plain_data() -> None:
             return (os.system, ("true",))
 
     plain = (np.arange(5.0), np.float32(2.5), {1, 2}, frozenset({3}), 1j, slice(1, 2), "text", b"bytes", None)
-    loaded = _loads_from_child(pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL))
+    loaded = loads_from_child(pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL))
     assert np.array_equal(loaded[0], plain[0]) and loaded[1:] == plain[1:]
     for forged in (HugeArray(), Shell(), ArmState("left", (), (), (0, 0, 0), (1, 0, 0, 0), 1.0)):
         with pytest.raises(pickle.UnpicklingError):
-            _loads_from_child(pickle.dumps(forged, protocol=pickle.HIGHEST_PROTOCOL))
+            loads_from_child(pickle.dumps(forged, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def test_confinement_reported(kernel: Kernel) -> None:

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from robodojo.agents.code_cell.kernel import Kernel, KernelContainment, KernelError, load_kernel_config
+from robodojo.agents.code_cell.kernel import Kernel
+from robodojo.agents.code_cell.kernel_config import KernelContainment, load_kernel_config
+from robodojo.agents.code_cell.kernel_process import KernelError
 from robodojo.agents.code_cell.task_limit import (
     TaskLimit,
     TaskLimitError,
@@ -101,8 +103,8 @@ def test_a_kernel_at_its_cap_does_not_starve_another(kernels: tuple[Kernel, Kern
     if ROOT:
         assert a.confinement["uid"] != 0 and b.confinement["uid"] != 0
     held, other = _fill_both(a, b)
-    assert held == MAX_TASKS - a._baseline_tasks  # enforced: the cap, not the 240 attempts, stopped it
-    assert other == MAX_TASKS - b._baseline_tasks  # and b still had all of its own
+    assert held == MAX_TASKS - a._process.baseline_tasks  # enforced: the cap, not the 240 attempts, stopped it
+    assert other == MAX_TASKS - b._process.baseline_tasks  # and b still had all of its own
 
 
 @pytest.mark.skipif(not ROOT, reason="as root the shared user is 'nobody'; otherwise it is this user, with other work")
@@ -111,7 +113,8 @@ def test_the_shared_user_last_resort_starves_the_other_kernel() -> None:
     with _kernel(**SHARED_USER) as a, _kernel(**SHARED_USER) as b:
         assert a._tasks.mechanism == "shared user" and not a._tasks.per_kernel
         held, other = _fill_both(a, b)
-    assert held <= MAX_TASKS - a._baseline_tasks - b._baseline_tasks and other == 0
+        baselines = a._process.baseline_tasks + b._process.baseline_tasks
+    assert held <= MAX_TASKS - baselines and other == 0
 
 
 def test_the_machine_reports_its_mechanism() -> None:

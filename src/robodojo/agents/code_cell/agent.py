@@ -14,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
-from robodojo.agents.code_cell.kernel import CellResult, EpisodeOver, Kernel, KernelLimits
+from robodojo.agents.code_cell.cell_protocol import CellResult, EpisodeOver
+from robodojo.agents.code_cell.kernel import Kernel
+from robodojo.agents.code_cell.kernel_config import KernelLimits
 from robodojo.agents.code_cell.prompts import goal_message, system_message
 from robodojo.agents.code_cell.tools import FINISH, tool_schemas, validate_tool_call
 from robodojo.agents.context_budget import ContextBudget, check_images, head_cameras
