@@ -511,15 +511,6 @@ def test_robo_from_a_thread_after_its_cell_ended(kernel: Kernel) -> None:
     assert_usable(kernel)
 
 
-def test_restart_resets_namespace(kernel: Kernel) -> None:
-    run(kernel, "kept = 1")
-    old_pid = kernel.pid
-    kernel.restart()
-    assert kernel.pid != old_pid
-    assert "NameError" in run(kernel, "kept").error
-    assert_usable(kernel)
-
-
 def test_parent_unpickles_only_plain_data() -> None:
     core = getattr(np, "_core", None) or np.core
 

@@ -177,13 +177,6 @@ class Kernel:
         if self._running() is None:
             self._spawn()
 
-    def restart(self) -> None:
-        """Kill the kernel and start a fresh one: an empty namespace (robo, np and math only)."""
-        with self._lock:
-            self._kill()
-            self._reset_pending = None
-            self.start()
-
     def close(self) -> None:
         """Stop the kernel (asking first, then SIGKILL) and remove the scratch folder if the kernel made it."""
         with self._lock:

@@ -249,9 +249,6 @@ class PlaneHit(_Result):
     reason: str = ""
 
 
-Point3 = PlaneHit
-
-
 @dataclass(frozen=True, repr=False)
 class Triangulated(_Result):
     """One world point seen at given pixels in two or more camera views.
