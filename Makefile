@@ -5,11 +5,6 @@ SHELL := /bin/bash
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PYTEST_ARGS ?=
-# The graph suites start real node processes and hold them to rates and deadlines: they run one test at a time, alone.
-# Everything else runs on every core (pytest-xdist; TEST_JOBS=0 runs it in this process).
-GRAPH_TESTS := test/hardware test/launch test/ros
-TEST_JOBS ?= auto
 COLCON_ARGS ?=
 
 # MuJoCo's GL backend (egl, osmesa, glfw): passed through only when you set it; never forced here.
@@ -21,7 +16,7 @@ endif
 
 help:
 	@echo "make setup   Debian packages, .venv, project (editable) and ROS 2 wheels (scripts/setup_env.sh)"
-	@echo "make test    pytest over test/: the unit tests on every core, then the graph suites (PYTEST_ARGS='-k foo' narrows)"
+	@echo "make test    pytest over test/ in timed stages (scripts/run_tests.sh; PYTEST_ARGS='-k foo' narrows)"
 	@echo "make demo    robodojo demo --out out/demo"
 	@echo "make graph   the ROS 2 graph (simulator, motion server, agent nodes) as processes: robodojo graph"
 	@echo "make bench   run every benchmarks/*.py"
@@ -35,16 +30,10 @@ help:
 setup:
 	@bash scripts/setup_env.sh
 
-# pytest's exit code 5 is "no test selected": a PYTEST_ARGS -k that matches nothing in one of the runs. A pytest run
-# per graph suite: their conftest modules share a name, and one run given all three folders imports only the last one.
+# The stages, their order and what runs beside what: scripts/run_tests.sh (PYTEST_ARGS, TEST_JOBS, ROS_JOBS pass
+# through the environment).
 test: setup
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup test $(addprefix --ignore=,$(GRAPH_TESTS)) $(PYTEST_ARGS) \
-	  || [ $$? -eq 5 ]
-	failed=""; for suite in $(GRAPH_TESTS); do \
-	  echo "$(PY) -m pytest -q $$suite $(PYTEST_ARGS)"; \
-	  $(PY) -m pytest -q $$suite $(PYTEST_ARGS) || [ $$? -eq 5 ] || failed="$$failed $$suite"; \
-	done; \
-	if [ -n "$$failed" ]; then echo "failed:$$failed" >&2; exit 1; fi
+	@PY=$(PY) bash scripts/run_tests.sh
 
 demo: setup
 	$(VENV)/bin/robodojo demo --out out/demo

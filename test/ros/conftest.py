@@ -32,6 +32,13 @@ pytestmark = pytest.mark.ros
 T = TypeVar("T")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each file's tests on one worker, in order (make test: -n 2 --dist loadgroup): a module's graph is started
+    once, and the files' graphs, each in a ROS domain of its own, run beside each other."""
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(item.path.name))
+
+
 @pytest.fixture(scope="session")
 def ros_install(tmp_path_factory) -> Path:
     """Build the interfaces (or skip with the reason) and make them importable in this process."""
