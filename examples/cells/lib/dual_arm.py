@@ -2,8 +2,8 @@
 arms out of the head camera's view or stepping one aside, the table's height, the fingers-down orientations a wrist
 reaches and how deep a gripper grasps.
 
-Included by every dual-arm scripted cell in its first cell, after lib/grasp_orientations.py. The robot's facts are read from robo when this file runs, with the arms at home
-(before anything moves):
+Included by every dual-arm scripted cell in its first cell, after lib/grasp_orientations.py. The robot's facts are
+read from robo when this file runs, with the arms at home (before anything moves):
   * HOME_POS, HOME_QUAT: each arm's home grasp point and orientation (fingers down, opening along x): robo.state().
   * WRIST_CAMERA: each wrist camera's offset from the grasp point and its viewing direction at home: robo.camera().
     With the home orientation they tell where the camera looks from a grasp point at any height (lib/wrist_views.py).
