@@ -20,7 +20,8 @@ the added time (MCAP minus baseline, medians), episode.mcap's size per turn, and
 three-camera render (``EmbeddedWorld.observe``), which every recorded frame already paid for.
 
 Run: ``make bench`` or ``.venv/bin/python benchmarks/mcap_record.py [--turns 30] [--layouts 5] [--repeats 3]
-[--json out.json]``. On a 2-core CPU the default takes about 10 s.
+[--smoke] [--json out.json]``. On a 2-core CPU the default takes about 10 s; ``--smoke`` (2 turns over 1 layout,
+1 round; the test suite runs it) a few seconds.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ DEFAULT_LAYOUTS = 5
 DEFAULT_REPEATS = 3
 JPEG_QUALITY = 85  # what the move_eef agent sends (config/agents/move_eef.yaml)
 RENDERS_TIMED = 10
+SMOKE_SIZES = (2, 1, 1)  # --smoke: turns, layouts, repeats
 STEPS_PER_TURN = 20  # env steps a turn's motion takes (the replayed general_pickup moves take 12 to 24)
 BASELINE, SHIPPED, ZSTD = "recorder, no MCAP", "with MCAP (as shipped)", "with MCAP, zstd chunks"
 VARIANTS = {BASELINE: None, SHIPPED: mcap_record.COMPRESSION, ZSTD: CompressionType.ZSTD}
@@ -156,8 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=DEFAULT_TURNS, help="turns per recorded episode")
     parser.add_argument("--layouts", type=int, default=DEFAULT_LAYOUTS, help="distinct scenes the turns cycle through")
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="rounds of every variant")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.turns, args.layouts, args.repeats = SMOKE_SIZES
     t_all = time.perf_counter()
 
     backend = select_gl_backend()

@@ -21,7 +21,8 @@ During the loops both arms sway gently about their home pose (joints 1-3, +-0.15
 the grippers open and close, so the solver has moving bodies to handle rather than a scene at rest.
 
 Run: ``make bench`` (every benchmark) or
-``.venv/bin/python benchmarks/sim.py [--seconds 10] [--task general_pickup] [--json out.json]``.
+``.venv/bin/python benchmarks/sim.py [--seconds 10] [--task general_pickup] [--smoke] [--json out.json]``;
+``--smoke`` runs every part at its smallest (0.2 s simulated, 2 render samples; the test suite runs it).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ MIN_BASELINE_STEPS = 5
 SWAY_RAD = 0.15
 SWAY_PERIOD_S = 4.0
 SWAY_JOINTS = 3
+SMOKE_SIZES = (0.2, 2, 1.0)  # --smoke: simulated seconds per loop, render samples, baseline budget [s]
 
 Command = tuple[dict[str, np.ndarray], dict[str, float]]
 
@@ -206,8 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--baseline-budget", type=float, default=25.0, help="wall seconds the slow baseline loop may take (default 25)"
     )
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.seconds, args.samples, args.baseline_budget = SMOKE_SIZES
 
     t_all = time.perf_counter()
     backend = select_gl_backend()

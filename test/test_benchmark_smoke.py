@@ -1,0 +1,40 @@
+"""Every in-process benchmark's ``--smoke`` run (each part at its smallest, a few seconds) exits cleanly and prints
+every part, so a benchmark cannot rot unnoticed (issue 35). The parts are checked by their headers and figure names,
+never by their values: no timing is asserted. benchmarks/motion.py has its own test (test_motion_benchmark.py); the
+benchmarks that start ROS graphs are tested in test/hardware and test/ros."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from robodojo import PACKAGE_ROOT
+
+SMOKE_TIMEOUT_S = 300.0  # a smoke run takes seconds; the margin is for a loaded 2-core machine
+
+# benchmark -> text every smoke run prints (a part's header or a figure's name)
+PARTS: dict[str, tuple[str, ...]] = {
+    "mcap_record": ("per-turn write time", "record_observation", "record_turn", "episode.mcap per turn", "for scale"),
+    "sim": ("physics alone", "control loop", "full loop", "baseline full loop", "fast / baseline", "render time per"),
+}
+
+
+def _case(name: str):
+    # a group of its own per benchmark: make test's `--dist loadgroup` spreads them over the workers
+    return pytest.param(name, id=name, marks=pytest.mark.xdist_group(f"benchmark_smoke_{name}"))
+
+
+@pytest.mark.parametrize("name", [_case(name) for name in PARTS])
+def test_the_benchmark_smoke_run_prints_every_part(name):
+    script = PACKAGE_ROOT / "benchmarks" / f"{name}.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--smoke"], capture_output=True, text=True, timeout=SMOKE_TIMEOUT_S,
+        cwd=PACKAGE_ROOT,
+    )  # fmt: skip
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-4000:]
+    assert "Traceback" not in text, text[-4000:]
+    for part in PARTS[name]:
+        assert part in out.stdout, f"{name}: {part!r} missing:\n{text[-4000:]}"
