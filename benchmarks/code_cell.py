@@ -34,6 +34,8 @@ Run: ``make bench`` (every benchmark) or
 ``.venv/bin/python benchmarks/code_cell.py [--seeds 20] [--tasks a,b] [--quick] [--json out.json]``. On a 2-core
 CPU the round trip takes about 5 s and the cells about 20-30 s per task by default (40 episodes), 4-6 s per task with
 ``--quick`` (6 episodes): with the general_pickup and handover cells, about 70 s and 14 s.
+``--smoke`` runs every part at its smallest (2 empty cells, one robo.state() cell, 2 image calls, the general_pickup
+cells at seed 0 in every variant; the test suite runs it): about 10 s.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ ROUND_TRIP_TASK = "general_pickup"
 WARMUP_CELLS = 20
 STATE_CALLS = 100
 IMAGE_CALLS = 50
+SMOKE_SIZES = (1, "general_pickup", 2, 1, 2)  # --smoke: seeds, tasks, empty cells, state cells, image calls
 
 EMPTY_CELL_TARGET_MS = 5.0
 CALL_OVERHEAD_TARGET_MS = 1.0
@@ -129,7 +132,7 @@ def timed_calls_in_process(fn: Any, n: int) -> list[float]:
     return times
 
 
-def bench_round_trip(n_cells: int, reps: int) -> dict[str, Any]:
+def bench_round_trip(n_cells: int, reps: int, image_calls: int = IMAGE_CALLS) -> dict[str, Any]:
     world = EmbeddedWorld(get_task(ROUND_TRIP_TASK).robot)
     try:
         robo = Robo(reset_context(world, ROUND_TRIP_TASK, 0))
@@ -155,8 +158,8 @@ def bench_round_trip(n_cells: int, reps: int) -> dict[str, Any]:
                 state_kernel += times
                 cell_walls.append(wall)
                 state_local += timed_calls_in_process(robo.state, STATE_CALLS)
-            image_kernel, image_wall = timed_calls_in_kernel(kernel, "image('head')", IMAGE_CALLS)
-            image_local = timed_calls_in_process(lambda: robo.image("head"), IMAGE_CALLS)
+            image_kernel, image_wall = timed_calls_in_kernel(kernel, "image('head')", image_calls)
+            image_local = timed_calls_in_process(lambda: robo.image("head"), image_calls)
     finally:
         world.close()
     sk, sl = stats_ms(state_kernel), stats_ms(state_local)
@@ -175,7 +178,7 @@ def bench_round_trip(n_cells: int, reps: int) -> dict[str, Any]:
             "cell_wall_ms_median": float(np.median(cell_walls)) * 1e3,
         },
         "image_head": {
-            "calls": IMAGE_CALLS,
+            "calls": image_calls,
             "bytes": 640 * 480 * 3,
             "kernel": stats_ms(image_kernel),
             "in_process": stats_ms(image_local),
@@ -305,21 +308,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cells", type=int, help="empty cells timed (default 500; 200 with --quick)")
     parser.add_argument("--reps", type=int, help="robo.state() cells of 100 calls (default 10; 3 with --quick)")
     parser.add_argument("--quick", action="store_true", help="fewer samples: a run of well under 2 minutes")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    image_calls = IMAGE_CALLS
+    if args.smoke:
+        args.seeds, smoke_tasks, args.cells, args.reps, image_calls = SMOKE_SIZES
+        args.tasks = args.tasks or smoke_tasks
     n_seeds = args.seeds or (3 if args.quick else 20)
     n_cells = max(args.cells or (200 if args.quick else 500), 1)
     reps = max(args.reps or (3 if args.quick else 10), 1)
     files, notes = cells_files(args.tasks)
 
     t_all = time.perf_counter()
-    print(f"robodojo code-cell benchmark{' (quick)' if args.quick else ''}")
+    print(f"robodojo code-cell benchmark{' (smoke)' if args.smoke else ' (quick)' if args.quick else ''}")
     print(f"  machine  : {nproc()} CPUs (nproc), {cpu_model()}; Python {platform.python_version()}")
     print(f"  versions : mujoco {mujoco.__version__}, numpy {np.__version__}")
     print(flush=True)
 
     # -- 1
-    rt = bench_round_trip(n_cells, reps)
+    rt = bench_round_trip(n_cells, reps, image_calls)
     c = rt["confinement"]
     print(
         f"kernel round trip (Kernel + Robo over an EmbeddedWorld {ROUND_TRIP_TASK} episode; kernel confinement: "

@@ -15,7 +15,9 @@ source meshes). One world per setting on ``--task`` (default fr3_pick_cube, robo
 3. Full loop (``world.step()`` with a gentle sway, then ``world.observe()`` of every camera) for ``--steps`` control
    steps, primitives and the configured fraction alternating in blocks of 10 steps: real-time factor (target >= 1.5).
 
-Run: ``.venv/bin/python benchmarks/robot_meshes.py [--fractions 0.05 0.1 0.2 1] [--rounds 60] [--json out.json]``.
+Run: ``.venv/bin/python benchmarks/robot_meshes.py [--fractions 0.05 0.1 0.2 1] [--rounds 60] [--smoke]
+[--json out.json]``. ``--smoke`` runs every part at its smallest (the fraction 0.1 only, 2 rounds, 4 steps; the test
+suite runs it).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ RGB_TARGET_MS = 15.0
 RTF_TARGET = 1.5
 WARMUP_ROUNDS = 5
 LOOP_BLOCK_STEPS = 10
+SMOKE_SIZES = ([0.1], 2, 4)  # --smoke: fractions, rounds, full-loop steps
 PRIMITIVES = "primitives"
 
 
@@ -66,8 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.05, 0.1, 0.2, 1.0])
     parser.add_argument("--rounds", type=int, default=60, help="images per camera and setting (default 60)")
     parser.add_argument("--steps", type=int, default=200, help="control steps per full-loop setting (default 200)")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.fractions, args.rounds, args.steps = SMOKE_SIZES
 
     base = load_sim_settings()
     configured = base.render.mesh_face_fraction

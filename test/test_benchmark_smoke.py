@@ -17,7 +17,26 @@ SMOKE_TIMEOUT_S = 300.0  # a smoke run takes seconds; the margin is for a loaded
 # benchmark -> text every smoke run prints (a part's header or a figure's name)
 PARTS: dict[str, tuple[str, ...]] = {
     "mcap_record": ("per-turn write time", "record_observation", "record_turn", "episode.mcap per turn", "for scale"),
+    "code_cell": (
+        "kernel round trip",
+        "empty cell",
+        "robo.state() in the kernel",
+        "robo.image('head') in the kernel",
+        "scripted cells",
+        "general_pickup randomized",
+        "all targets met",
+    ),
+    "robot_meshes": ("1. Scene", "mesh triangles", "2. RGB per image", "3. Full loop", "configured"),
     "sim": ("physics alone", "control loop", "full loop", "baseline full loop", "fast / baseline", "render time per"),
+    "tasks": (
+        "1. the suite",
+        "per axis",
+        "2. the heaviest scene",
+        "step + observe",
+        "RGB head",
+        "3. scripted cells",
+        "general_pickup randomized",
+    ),
 }
 
 
