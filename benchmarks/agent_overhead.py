@@ -53,8 +53,9 @@ world (``EmbeddedWorld('dual_arx_x5')``, 3 cameras of 640x480):
    every 5th turn of both curves, both totals over the episode and their ratio.
 
 Run: ``make bench`` (every benchmark) or
-``.venv/bin/python benchmarks/agent_overhead.py [--seeds 5] [--turns 30] [--quick] [--json out.json]``. On a 2-core
-CPU the default takes about 15 s, ``--quick`` about 9 s.
+``.venv/bin/python benchmarks/agent_overhead.py [--seeds 5] [--turns 30] [--quick] [--smoke] [--json out.json]``. On
+a 2-core CPU the default takes about 15 s, ``--quick`` about 9 s; ``--smoke`` (1 seed, 3 turns: every part at its
+smallest; the test suite runs it) a few seconds.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ OVERHEAD_TARGET_MS = 30.0
 DEFAULT_SEEDS = 5
 QUICK_SEEDS = 2
 DEFAULT_TURNS = 30
+SMOKE_SIZES = (1, 3)  # --smoke: seeds, turns (3: the image horizon of 2 is passed)
 SHIFT_M = 0.03  # the scripted moves: right grasp point x, home and home + 3 cm, alternately
 CURVE_EVERY = 5
 
@@ -436,8 +438,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=DEFAULT_TURNS, help=f"turns per episode (default {DEFAULT_TURNS})")
     parser.add_argument("--task", default="general_pickup")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_SEEDS} seeds (about 9 s)")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.seeds, args.turns = SMOKE_SIZES
     n_seeds = args.seeds or (QUICK_SEEDS if args.quick else DEFAULT_SEEDS)
     if n_seeds < 1 or args.turns < 2:
         parser.error("--seeds must be at least 1 and --turns at least 2")

@@ -20,8 +20,10 @@ started by spawn, each running ``run_job`` in one or more threads), with ``time.
 4. The report for 1,000 episodes: ``write_report`` over 1,000 stored rows whose records are copies of the episodes of
    1. (folders copied, so every episode page has a real record to read).
 
-Run: ``make bench`` or ``.venv/bin/python benchmarks/campaign.py [--quick] [--json out.json]``; about 6 minutes on a
-2-core CPU, ``--quick`` (fewer episodes, a 1 s delay) about 2.
+Run: ``make bench`` or ``.venv/bin/python benchmarks/campaign.py [--quick] [--smoke] [--json out.json]``; about 6
+minutes on a 2-core CPU, ``--quick`` (fewer episodes, a 1 s delay) about 2. ``--smoke`` runs every part at its smallest
+(1 episode per replay run and baseline, 2 remote episodes, a 0.1 s delay, a report of 2 episodes; the test suite runs
+it).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 SAMPLE_S = 0.2
 CONCURRENT_WORKERS = 2
 CONCURRENT_PER_WORKER = (8, 16)  # 8: robodojo eval's default with a remote LLM
+SMOKE_SIZES = (1, 1, 2, 0.1, 2)  # --smoke: episodes, baseline episodes, remote episodes, delay [s], report episodes
 
 
 class _Quiet(CampaignProgress):
@@ -124,10 +127,13 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=2.0, help="seconds the emulated remote model takes per call")
     parser.add_argument("--report-episodes", type=int, default=1000)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if args.quick:
         args.episodes, args.baseline_episodes, args.remote_episodes, args.delay = 4, 4, 32, 1.0
+    if args.smoke:
+        args.episodes, args.baseline_episodes, args.remote_episodes, args.delay, args.report_episodes = SMOKE_SIZES
     print(f"CPU: {cpu_model()} ({nproc()} cores); mujoco {version('mujoco')}, ray {version('ray')}")
     figures: dict = {}
     with tempfile.TemporaryDirectory(prefix="campaign_bench_") as tmp:

@@ -54,8 +54,9 @@ Per layout, in one process with ``time.perf_counter`` around every perception ca
 A final table lists every target with its measured value and PASS/FAIL.
 
 Run: ``make bench`` (every benchmark) or
-``.venv/bin/python benchmarks/perception.py [--seeds 20] [--seed 0] [--quick] [--json out.json]``. On a 2-core CPU
-the default (200 layouts) takes about 2.5 minutes, ``--quick`` (40 layouts) about 30 s.
+``.venv/bin/python benchmarks/perception.py [--seeds 20] [--seed 0] [--quick] [--smoke] [--json out.json]``. On a
+2-core CPU the default (200 layouts) takes about 2.5 minutes, ``--quick`` (40 layouts) about 30 s, ``--smoke`` (seed 0
+of each task in one variant, the variants taken in turn: 5 layouts; the test suite runs it) about 5 s.
 """
 
 from __future__ import annotations
@@ -682,8 +683,11 @@ def main(argv: list[str] | None = None) -> int:
                         "with --quick)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="seed of the pixel sampling (default 0)")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_SEEDS} seeds per task and variant (about 30 s)")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.seeds = 1
     n_seeds = args.seeds or (QUICK_SEEDS if args.quick else DEFAULT_SEEDS)
 
     t_all = time.perf_counter()
@@ -691,10 +695,12 @@ def main(argv: list[str] | None = None) -> int:
     world = EmbeddedWorld(ROBOT)
     cams = ", ".join(f"{c.name} {c.width}x{c.height}" for c in world.robot.cameras)
     layouts = [(t, v, s) for t in TASKS for v in VARIANTS for s in range(n_seeds)]
+    if args.smoke:  # every task and every variant once
+        layouts = [(t, list(VARIANTS)[i % len(VARIANTS)], 0) for i, t in enumerate(TASKS)]
+    grid = "one per task, variants in turn" if args.smoke else f"{len(VARIANTS)} variants x seeds 0-{n_seeds - 1}"
     print(
         f"robodojo perception benchmark: robot {ROBOT}, {len(layouts)} layouts ({len(TASKS)} tasks x "
-        f"{len(VARIANTS)} variants x seeds 0-{n_seeds - 1}), sampling seed {args.seed}"
-        + (" (quick)" if args.quick else "")
+        f"{grid}), sampling seed {args.seed}" + (" (smoke)" if args.smoke else " (quick)" if args.quick else "")
     )
     print(f"  machine  : {nproc()} CPUs (nproc), {cpu_model()}; Python {platform.python_version()}")
     print(
@@ -728,6 +734,7 @@ def main(argv: list[str] | None = None) -> int:
     print("1. table height by plane sweep (measure_table_height, 3 cameras of one observation per layout)")
     rows = []
     groups = [((t, v), [r for r in tab if r["task"] == t and r["variant"] == v]) for t in TASKS for v in VARIANTS]
+    groups = [(key, recs) for key, recs in groups if recs]  # --smoke leaves some out
     for (t, v), recs in [*groups, (("all", ""), tab)]:
         err = spread([r["error_mm"] for r in recs if r["found"]])
         ms = stats_ms([r["ms"] / 1e3 for r in recs])

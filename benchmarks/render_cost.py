@@ -26,7 +26,9 @@ baseline's median, so a drifting machine load moves both together.
 8. GL backend: EGL vs OSMesa, each in a child process (``MUJOCO_GL``), where both can create a context.
 
 Run: ``.venv/bin/python benchmarks/render_cost.py [--task sort_into_bowls] [--variant cluttered] [--samples 60]
-[--json out.json]``. About 3-4 minutes with the defaults on a 2-core machine.
+[--smoke] [--json out.json]``. About 3-4 minutes with the defaults on a 2-core machine; ``--smoke`` runs every part at
+its smallest (general_pickup standard, 2 images per cell after 1 warm-up, 2 control steps per full-loop row; the test
+suite runs it).
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ SHADOW_SIZES = (512, 1024, 2048)
 LP_THREADS = ("1", "2", None)
 CHILD_MARK = "RENDER_COST_CHILD "
 CHILD_TIMEOUT_S = 180.0
+SMOKE_SIZES = (2, 1, 2)  # --smoke: images per camera and setting, warm-up images, control steps per full-loop row
+SMOKE_SCENE = ("general_pickup", "standard")  # --smoke: task, variant (a light scene: many worlds are built)
 
 Extra = Callable[[mujoco.MjSpec], None]
 
@@ -147,16 +151,16 @@ def make_world(args: argparse.Namespace, settings: SimSettings, extras: Sequence
 
 
 def time_rgb(
-    renderers: dict[str, tuple[CameraRenderer, int]], data: mujoco.MjData, samples: int
+    renderers: dict[str, tuple[CameraRenderer, int]], data: mujoco.MjData, samples: int, warmup: int = WARMUP_IMAGES
 ) -> dict[str, dict[str, float]]:
     """Median / p95 ms of ``CameraRenderer.rgb`` per camera, cameras interleaved as observe() renders them."""
     times: dict[str, list[float]] = {name: [] for name in renderers}
-    for i in range(WARMUP_IMAGES + samples):
+    for i in range(warmup + samples):
         for name, (renderer, cid) in renderers.items():
             t0 = time.perf_counter()
             renderer.rgb(data, cid)
             dt = time.perf_counter() - t0
-            if i >= WARMUP_IMAGES:
+            if i >= warmup:
                 times[name].append(dt)
     return {name: stats_ms(ts) for name, ts in times.items()}
 
@@ -176,7 +180,7 @@ def measure(
     world = make_world(args, settings, extras)
     try:
         renderers = world_renderers(world, cameras)
-        figures = time_rgb(renderers, world.data, args.samples)
+        figures = time_rgb(renderers, world.data, args.samples, args.warmup)
         first = next(iter(renderers.values()))[0]
         assert first._scene is not None
         return {"cams": figures, "scene_ngeom": first._scene.ngeom, "model_ngeom": world.model.ngeom}
@@ -184,7 +188,9 @@ def measure(
         world.close()
 
 
-def measure_split(world: EmbeddedWorld, cameras: Sequence[str], samples: int) -> dict[str, dict[str, dict]]:
+def measure_split(
+    world: EmbeddedWorld, cameras: Sequence[str], samples: int, warmup: int = WARMUP_IMAGES
+) -> dict[str, dict[str, dict]]:
     """Per camera: each stage of CameraRenderer.rgb timed on its own (glFinish after mjr_render), and the total."""
     from OpenGL import GL
 
@@ -199,7 +205,7 @@ def measure_split(world: EmbeddedWorld, cameras: Sequence[str], samples: int) ->
         stages: dict[str, list[float]] = {k: [] for k in ("updateScene", "render", "readPixels", "flip", "sum")}
         totals: list[float] = []
         empty: list[float] = []  # mjr_render of a scene with no geoms: the fixed cost of a frame
-        for i in range(WARMUP_IMAGES + samples):
+        for i in range(warmup + samples):
             renderer._gl.make_current()
             camera.fixedcamid = cid
             t0 = time.perf_counter()
@@ -220,7 +226,7 @@ def measure_split(world: EmbeddedWorld, cameras: Sequence[str], samples: int) ->
             mujoco.mjr_render(rect, scene, context)
             GL.glFinish()
             t7 = time.perf_counter()
-            if i >= WARMUP_IMAGES:
+            if i >= warmup:
                 for key, dt in zip(stages, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0), strict=True):
                     stages[key].append(dt)
                 totals.append(t5 - t4)
@@ -236,13 +242,14 @@ def measure_resolution(args: argparse.Namespace, settings: SimSettings) -> dict[
     out: dict[str, dict] = {}
     try:
         native = world.robot.camera(CAMERAS[0])
-        out[f"{native.width}x{native.height}"] = time_rgb(world_renderers(world, CAMERAS), world.data, args.samples)
+        renderers = world_renderers(world, CAMERAS)
+        out[f"{native.width}x{native.height}"] = time_rgb(renderers, world.data, args.samples, args.warmup)
         for w, h in ((320, 240), (160, 120)):
             renderer = CameraRenderer(w, h, settings.render)
             renderer.bind(world.model)
             try:
                 renderers = {name: (renderer, world.camera_ids[name]) for name in CAMERAS}
-                out[f"{w}x{h}"] = time_rgb(renderers, world.data, args.samples)
+                out[f"{w}x{h}"] = time_rgb(renderers, world.data, args.samples, args.warmup)
             finally:
                 renderer.close()
     finally:
@@ -283,7 +290,7 @@ def measure_cameras_per_step(args: argparse.Namespace, settings: SimSettings) ->
 def child_main(args: argparse.Namespace) -> int:
     settings = load_sim_settings()
     world = make_world(args, settings)
-    figures = time_rgb(world_renderers(world, CAMERAS), world.data, args.samples)
+    figures = time_rgb(world_renderers(world, CAMERAS), world.data, args.samples, args.warmup)
     result = {
         "cams": figures,
         "backend": select_gl_backend(),
@@ -305,7 +312,7 @@ def run_child(args: argparse.Namespace, backend: str, lp_threads: str | None) ->
         str(Path(__file__).resolve()),
         "--child",
         *("--task", args.task, "--variant", args.variant, "--robot", args.robot),
-        *("--seed", str(args.seed), "--samples", str(args.samples)),
+        *("--seed", str(args.seed), "--samples", str(args.samples), "--warmup", str(args.warmup)),
     ]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
@@ -355,9 +362,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--samples", type=int, default=60, help="images per camera and setting (default 60)")
     parser.add_argument("--steps", type=int, default=100, help="control steps per full-loop row (default 100)")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--warmup", type=int, default=WARMUP_IMAGES, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.samples, args.warmup, args.steps = SMOKE_SIZES
+        args.task, args.variant = SMOKE_SCENE
     if args.child:
         return child_main(args)
 
@@ -377,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  GL      : {backend} ({gl_string}); LP_NUM_THREADS={os.environ.get('LP_NUM_THREADS', 'unset')}")
     print(
         f"  render  : MSAA {render.msaa_samples}, shadows {render.shadows}, table {render.table_texture}; "
-        f"{args.samples} images per cell after {WARMUP_IMAGES} warm-up; cameras {', '.join(CAMERAS)} 640x480 RGB"
+        f"{args.samples} images per cell after {args.warmup} warm-up; cameras {', '.join(CAMERAS)} 640x480 RGB"
     )
     print(flush=True)
     figures: dict = {
@@ -391,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     # 1. split
-    split = measure_split(world, world.robot.camera_names, args.samples)
+    split = measure_split(world, world.robot.camera_names, args.samples, args.warmup)
     world.close()
     figures["split"] = split
     print("1. one RGB image, by stage [ms] (glFinish after mjr_render, so render holds the rasterisation)")

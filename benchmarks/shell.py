@@ -25,7 +25,9 @@ with the real bubblewrap sandbox and command route (robodojo.agents.shell.worksp
    round diagnoses and fixes the grab tool), the round's wall time, and the delivery check on its own (loading and
    testing the task's tools in the sandbox), median of ``--checks`` runs (5; 2 with ``--quick``).
 
-Run: ``make bench`` (every benchmark) or ``.venv/bin/python benchmarks/shell.py [--quick] [--json out.json]``.
+Run: ``make bench`` (every benchmark) or ``.venv/bin/python benchmarks/shell.py [--quick] [--smoke] [--json out.json]``.
+``--smoke`` runs every part at its smallest (2 commands, 1 refresh, 2 shell calls, a 1 MB flood, 1 check; the test
+suite runs it).
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ from robodojo.episodes.evolve import EvolvePlan, run_evolve
 from robodojo.sim.world import EmbeddedWorld
 
 EXAMPLE = PACKAGE_ROOT / "examples" / "shell" / "evolve"
+MIN_SHELL_CALLS = 10  # shell tool calls timed, at least (part 4)
+MIN_BESIDE_SILENT = 20  # robo status round trips beside the silent clients, at least (part 6)
+SMOKE_SIZES = (2, 1, 1, 1)  # --smoke: commands, obs refreshes, checks, flood [MB]; the minimums above become 2
 
 
 def percentiles(values_ms: list[float]) -> tuple[float, float]:
@@ -144,10 +149,15 @@ def main() -> int:
     parser.add_argument("--checks", type=int, default=5)
     parser.add_argument("--flood-mb", type=int, default=200, help="output flood size (20 with --quick)")
     parser.add_argument("--quick", action="store_true", help="fewer samples (50 commands, 5 obs, 2 checks, 20 MB)")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    min_shell_calls, min_beside_silent = MIN_SHELL_CALLS, MIN_BESIDE_SILENT
     if args.quick:
         args.commands, args.obs, args.checks, args.flood_mb = 50, 5, 2, 20
+    if args.smoke:
+        args.commands, args.obs, args.checks, args.flood_mb = SMOKE_SIZES
+        min_shell_calls = min_beside_silent = 2
     print(f"machine: {cpu_model()}, {nproc()} cores, Python {platform.python_version()}")
     settings = load_shell_settings()
     world = EmbeddedWorld("dual_arx_x5")
@@ -163,12 +173,12 @@ def main() -> int:
             direct, service = in_process_calls(ws, args.commands)
             obs = timed_loop(ws, "robo obs", args.obs)
             shell_calls = []
-            for _ in range(max(10, args.obs)):
+            for _ in range(max(min_shell_calls, args.obs)):
                 t = time.perf_counter()
                 ws.run("true", timeout_s=60)
                 shell_calls.append((time.perf_counter() - t) * 1e3)
             flood = output_flood(ws, args.flood_mb)
-            beside_silent = status_beside_silent_clients(ws, max(20, args.commands // 4))
+            beside_silent = status_beside_silent_clients(ws, max(min_beside_silent, args.commands // 4))
         finally:
             ws.close()
     cell = code_cell_calls(world, args.commands)
