@@ -210,9 +210,11 @@ class SimNode(GraphNode):
                 self._run_calls()
                 self._take_trajectories()
                 problem = sim.step(self._publish_joint_state)
-                if problem is not None:
-                    log = self.get_logger().error if problem.error else self.get_logger().warning
-                    log(f"{problem.text}: trajectories stopped, arms hold")
+                # Two call sites: rclpy's logger refuses a second severity from one line.
+                if problem is not None and problem.error:
+                    self.get_logger().error(f"{problem.text}: trajectories stopped, arms hold")
+                elif problem is not None:
+                    self.get_logger().warning(f"{problem.text}: trajectories stopped, arms hold")
                 now = sim.now_s
                 self._publish_tcp(now)
                 for report in sim.reports(holding_too=now >= next_status):
