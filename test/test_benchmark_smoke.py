@@ -1,7 +1,7 @@
 """Every in-process benchmark's ``--smoke`` run (each part at its smallest: seconds, campaign.py's spawned workers about
 half a minute) exits cleanly and prints every part, so a benchmark cannot rot unnoticed (issue 35). The parts are
-checked by their headers and figure names, never by their values: no timing is asserted. benchmarks/motion.py has its
-own test (test_motion_benchmark.py); the smoke runs that start ROS graphs or franky-sim are tested in test/hardware
+checked by their headers and figure names, never by their values: no timing is asserted (motion.py once failed on a
+renamed setting and nothing noticed). The smoke runs that start ROS graphs or franky-sim are tested in test/hardware
 and test/ros (flood.py, hardware.py, ros_graph.py and sim_graph_loop.py have no smoke mode yet)."""
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ PARTS: dict[str, tuple[str, ...]] = {
         "worker peak with 1 episode",
         "report for 2 episodes",
     ),
+    "motion": ("30 cm", "two-arm", "mink", "arrival"),
     "mcap_record": ("per-turn write time", "record_observation", "record_turn", "episode.mcap per turn", "for scale"),
     "code_cell": (
         "kernel round trip",
