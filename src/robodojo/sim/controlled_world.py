@@ -177,14 +177,13 @@ class ControlledWorld:
         raise InvalidCommandError(reason)
 
     def submit(self, arm: str, kind: str, cmd: TrajectoryCommand) -> None:
-        """Hand a trajectory to its controller; it starts from what the arm is commanded now. A refusal raises
-        RobodojoError (and is in the controller's reports); nothing moves."""
+        """Hand a trajectory to its controller (after :meth:`check_sizes`, which the node calls before converting the
+        message's points); it starts from what the arm is commanded now. A refusal raises RobodojoError (and is in
+        the controller's reports); nothing moves."""
         w = self.world
         ids = w.arm_ctrl_ids[arm] if kind == ARM else [w.gripper_ctrl_ids[arm]]
         commanded = w.data.ctrl[ids]
-        controller = self.controller(arm, kind)
-        controller.check_sizes(cmd.joint_names, len(cmd.positions), self.control_dt_s, cmd.start_s)
-        controller.submit(cmd, self.now_s, commanded, self.control_dt_s)
+        self.controller(arm, kind).submit(cmd, self.now_s, commanded, self.control_dt_s)
 
     def renew(self, lease: Lease) -> None:
         for arm_controllers in self.controllers.values():
