@@ -63,6 +63,8 @@ SHUTDOWN_DETAIL = "the motion server is shutting down"
 #: shutting down) and its report; with the result's flush it stays within runtime.CLOSE_DEADLINE_S, below the 5 s
 #: ros2 launch gives a node between SIGINT and SIGTERM.
 SHUTDOWN_IDLE_S = SHUTDOWN_CONFIRM_S + 1.0
+#: The goal's execute callback, the stop service, a home move, and one per input (joint states, status, reports).
+EXECUTOR_THREADS = 6
 RESULT_FLUSH_S = 0.3  # after the last goal's execute callback returns, the executor sends its result: give it time
 STOP_ANSWER_MARGIN_S = 2.0  # the stop service waits for the confirmation and this much more (planning, the report)
 CANCEL_DETAIL = "the goal was cancelled"
@@ -103,11 +105,18 @@ class MotionServerNode(GraphNode):
         self.trajectory_board = TrajectoryBoard()
         self._log_limit = RepeatLimiter()
 
-        inputs = MutuallyExclusiveCallbackGroup()
-        self.create_subscription(JointState, topics.JOINT_STATES, self.state.on_joint_state, 50, callback_group=inputs)
+        # One group per input, each behind its own lock: in a shared mutually exclusive group, rclpy's executor
+        # hands the group to the first ready subscription of each wait, so a backlog of joint states (a loaded
+        # machine) once held the controllers' reports back past report_timeout_s (docs/ros-graph.md).
         self.create_subscription(
-            EpisodeStatus, topics.EPISODE_STATUS, self.state.on_status, LATCHED_QOS, callback_group=inputs
-        )
+            JointState, topics.JOINT_STATES, self.state.on_joint_state, 50,
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )  # fmt: skip
+        self.create_subscription(
+            EpisodeStatus, topics.EPISODE_STATUS, self.state.on_status, LATCHED_QOS,
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )  # fmt: skip
+        reports = MutuallyExclusiveCallbackGroup()
         self.arm_pubs = {
             a: self.create_publisher(JointTrajectory, topics.arm_controller(a), 10) for a in self.robot.arm_names
         }
@@ -118,7 +127,7 @@ class MotionServerNode(GraphNode):
             for controller in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm)):
                 self.create_subscription(
                     TrajectoryStatus, topics.trajectory_status(controller), self.trajectory_board.on_status, 50,
-                    callback_group=inputs,
+                    callback_group=reports,
                 )  # fmt: skip
         self.lease_pub = self.create_publisher(TrajectoryLease, topics.MOTION_LEASE, 10)
         self.path_pub = self.create_publisher(MarkerArray, topics.PLANNED_PATH, LATCHED_QOS)
@@ -369,7 +378,7 @@ class MotionServerNode(GraphNode):
 
 
 def main() -> int:
-    return run_node(MotionServerNode, NODE_NAME)
+    return run_node(MotionServerNode, NODE_NAME, threads=EXECUTOR_THREADS)
 
 
 if __name__ == "__main__":
