@@ -66,6 +66,12 @@ TASK = "general_pickup"
 CAMERA = "head"
 CAMERA_HZ = 25.0
 CONTROL_DT_S = 0.04
+#: The parts of a goal's overhead, from its feedback (points played): their JSON keys and row labels.
+PHASES = {
+    "before_motion_ms": "before the first point (plan, start lead)",
+    "during_motion_ms": "while playing (beyond the points' time)",
+    "after_motion_ms": "after the last point (arrival, result)",
+}
 STARTUP_TIMEOUT_S = 60.0  # node processes up and publishing (the wheels' .pth restarts every process once)
 SERVER_TIMEOUT_S = 30.0
 GOAL_TIMEOUT_S = 30.0
@@ -344,7 +350,12 @@ def send_goal(client: Client, action_client, dims: dict[str, float]) -> dict:
     goal = MoveEef.Goal(mode=MoveEef.Goal.MOVE_EEF, names=list(dims), values=[float(v) for v in dims.values()])
     goal.note = "benchmarks/ros_graph.py"
     wall0 = time.time_ns()
-    sending = Pending(client, lambda: action_client.send_goal_async(goal))
+    played_at: dict[int, float] = {}  # points played -> perf_counter time of the first feedback saying so
+
+    def on_feedback(msg) -> None:
+        played_at.setdefault(msg.feedback.waypoints_played, time.perf_counter())
+
+    sending = Pending(client, lambda: action_client.send_goal_async(goal, feedback_callback=on_feedback))
     if not sending.wait(GOAL_TIMEOUT_S):
         raise GraphDown(f"no response to a MoveEef goal within 30 s; nodes in the domain: {client.others()}")
     t0, t_acc = sending.sent_s, sending.done_s
@@ -359,6 +370,12 @@ def send_goal(client: Client, action_client, dims: dict[str, float]) -> dict:
     wall1 = time.time_ns()
     result = result_future.result().result
     round_trip = t1 - t0
+    # Where the overhead goes: before the first point plays (goal transport, planning, the start lead), while it
+    # plays (wall time beyond the points' duration), after the last point (arrival check, the result's transport).
+    played = [n for n in played_at if n > 0]
+    first_s = played_at[min(played)] - CONTROL_DT_S if played else math.nan  # a point's report comes a tick in
+    last_s = played_at[max(played)] if played else math.nan
+    steps = max(played, default=0)
     return {
         "rejected_by_server": False,
         "accepted": result.accepted,
@@ -370,6 +387,9 @@ def send_goal(client: Client, action_client, dims: dict[str, float]) -> dict:
         "goal_response_ms": (t_acc - t0) * 1e3,
         "round_trip_ms": round_trip * 1e3,
         "overhead_ms": (round_trip - result.duration_s) * 1e3,
+        "before_motion_ms": (first_s - t0) * 1e3,
+        "during_motion_ms": (last_s - first_s - steps * CONTROL_DT_S) * 1e3,
+        "after_motion_ms": (t1 - last_s) * 1e3,
         "pos_error_mm": max((a.pos_error_mm for a in result.arms), default=math.nan),
         "wall0_ns": wall0,
         "wall1_ns": wall1,
@@ -677,6 +697,7 @@ def run(args: argparse.Namespace, n_goals: int, window_s: float, log_dir: Path) 
         g_rt = stats([r["round_trip_ms"] for r in ok])
         g_oh = stats([r["overhead_ms"] for r in ok])
         g_resp = stats([r["goal_response_ms"] for r in ok])
+        phases = {k: stats([r[k] for r in ok]) for k in PHASES}
         g_dur = stats([r["duration_s"] * 1e3 for r in ok])
         g_err = stats([r["pos_error_mm"] for r in ok])
 
@@ -701,11 +722,15 @@ def run(args: argparse.Namespace, n_goals: int, window_s: float, log_dir: Path) 
             f"   graph: {len(ok)}/{len(graph_records)} completed ({resets} episode resets); in process: "
             f"{len(ip_ok)}/{len(ip)} completed ({inproc['resets']} resets, {inproc_s:.1f} s with world set-up)"
         )
-        rows = [
+        rows: list[tuple[str, ...]] = [
             ("graph: round trip send_goal -> result", f1(g_rt["median"]), f1(g_rt["p95"]), f1(g_rt["max"])),
             ("graph: trajectory duration_s (real time)", f1(g_dur["median"]), f1(g_dur["p95"]), f1(g_dur["max"])),
             ("graph: overhead = round trip - duration_s", f1(g_oh["median"]), f1(g_oh["p95"]), f1(g_oh["max"])),
             ("graph: goal accepted (send -> response)", f1(g_resp["median"]), f1(g_resp["p95"]), f1(g_resp["max"])),
+            *(
+                (f"graph: overhead {label}", *(f1(phases[k][q]) for q in ("median", "p95", "max")))
+                for k, label in PHASES.items()
+            ),
             ("in process: server.plan()", f2(i_plan["median"]), f2(i_plan["p95"]), f2(i_plan["max"])),
             ("in process: move_eef() (plan + sim steps)", f2(i_move["median"]), f2(i_move["p95"]), f2(i_move["max"])),
             ("in process: trajectory duration (sim time)", f1(i_dur["median"]), f1(i_dur["p95"]), f1(i_dur["max"])),
@@ -749,6 +774,7 @@ def run(args: argparse.Namespace, n_goals: int, window_s: float, log_dir: Path) 
                 "round_trip_ms": g_rt,
                 "duration_ms": g_dur,
                 "overhead_ms": g_oh,
+                **phases,
                 "goal_response_ms": g_resp,
                 "pos_error_mm": g_err,
                 "warmup": warmup,
