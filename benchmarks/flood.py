@@ -37,10 +37,11 @@ Then the ratios flood / baseline. A good simulator node refuses a bad message at
 while: its flood figures stay near its baseline and its log grows by a few lines. Whether the arm moved during the
 flood (it must not) is printed as the largest joint change seen.
 
-Run: ``.venv/bin/python benchmarks/flood.py [--quick] [--json out.json]``. The default takes about 55 s (12 s phases
-after a start-up of 10-20 s), ``--quick`` about 30 s (5 s phases). To measure another checkout's simulator, put its
-src/ first on PYTHONPATH: the node process and this client both import robodojo from there. The machine's load
-(printed in the header) moves the figures; compare runs on the same machine.
+Run: ``.venv/bin/python benchmarks/flood.py [--quick] [--smoke] [--json out.json]``. The default takes about 55 s (12 s
+phases after a start-up of 10-20 s), ``--quick`` about 30 s (5 s phases), ``--smoke`` (every part at its smallest: 1.5 s
+phases, a shorter settling; the test suite runs it) about 10 s, most of it the node's start-up. To measure another
+checkout's simulator, put its src/ first on PYTHONPATH: the node process and this client both import robodojo from
+there. The machine's load (printed in the header) moves the figures; compare runs on the same machine.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ ARM = "left"
 CONTROL_DT_S = 0.04
 STARTUP_TIMEOUT_S = 60.0
 SETTLE_S = 1.0  # after start-up, before the baseline: first renders and late discovery pass
+DRAIN_S = 0.5  # after the flood, before the recovery: what was queued in the simulator is not the recovery's
+PHASE_S = {"default": 12.0, "quick": 5.0, "smoke": 1.5}  # length of each phase [s] by run size
+SMOKE_SETTLE_S = (0.3, 0.2)  # --smoke: SETTLE_S and DRAIN_S
 LONG_POINTS = 10_000
 LONG_NAME_CHARS = 10_000
 JUMP_RAD = 1.0
@@ -249,6 +253,7 @@ def ratio(a: float, b: float) -> float:
 # -- main ------------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace, phase_s: float, log_dir: Path) -> dict:
     t_all = time.perf_counter()
+    settle_s, drain_s = SMOKE_SETTLE_S if args.smoke else (SETTLE_S, DRAIN_S)
     domain_id = args.domain_id if args.domain_id is not None else 60 + os.getpid() % 30
     build_s = build(log_dir)
     client, domain_id, skipped = free_domain(domain_id, "single", fixed=args.domain_id is not None)
@@ -261,7 +266,8 @@ def run(args: argparse.Namespace, phase_s: float, log_dir: Path) -> dict:
     robot = load_robot_config(ROBOT)
     arm = robot.arm(ARM)
     load0 = os.getloadavg()
-    print(f"robodojo flood benchmark: {ROBOT}, malformed trajectories on {topics.arm_controller(ARM)}")
+    smoke = " (smoke: every part at its smallest)" if args.smoke else ""
+    print(f"robodojo flood benchmark{smoke}: {ROBOT}, malformed trajectories on {topics.arm_controller(ARM)}")
     print(
         f"  machine  : {nproc()} CPUs (nproc), {cpu_model()}; Python {platform.python_version()}; "
         f"load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}"
@@ -313,7 +319,7 @@ def run(args: argparse.Namespace, phase_s: float, log_dir: Path) -> dict:
             + ", ".join(f"{k} {n / 1e3:.1f} kB" for k, n in figures["message_bytes"].items()),
             flush=True,
         )
-        time.sleep(SETTLE_S)
+        time.sleep(settle_s)
         log_path, pid = sim.log_path, sim.proc.pid
 
         def mark() -> Mark:
@@ -329,7 +335,7 @@ def run(args: argparse.Namespace, phase_s: float, log_dir: Path) -> dict:
         time.sleep(phase_s)
         flood.stop()
         bounds["flood"] = (flooding, mark())
-        time.sleep(0.5)  # what was queued in the simulator when the flood stopped is not the recovery's
+        time.sleep(drain_s)  # what was queued in the simulator when the flood stopped is not the recovery's
         recovery = mark()
         time.sleep(phase_s)
         bounds["recovery"] = (recovery, mark())
@@ -405,10 +411,13 @@ def run(args: argparse.Namespace, phase_s: float, log_dir: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--phase", type=float, help="length of each phase [s] (default 12; 5 with --quick)")
+    parser.add_argument(
+        "--phase", type=float, help="length of each phase [s] (default 12; 5 with --quick, 1.5 with --smoke)"
+    )
     parser.add_argument("--rate", type=float, default=100.0, help="flood rate [Hz] (default 100)")
     parser.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default 60 + pid %% 30)")
     parser.add_argument("--quick", action="store_true", help="shorter phases: a run of about 30 s")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument(
         "--kinds",
         type=lambda v: v.split(","),
@@ -416,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
-    phase_s = args.phase or (5.0 if args.quick else 12.0)
+    phase_s = args.phase or PHASE_S["smoke" if args.smoke else "quick" if args.quick else "default"]
     try:
         log_dir = Path(tempfile.mkdtemp(prefix="flood_bench_"))
         figures = run(args, phase_s, log_dir)

@@ -15,8 +15,9 @@ What is measured (franky-sim started here on its own loopback address, killed at
 4. Joint-state reads on a fixed-rate loop at the configured state rate for 3 s: achieved rate, period jitter (p95 of
    the deviation from the period) and the median cost of one read.
 
-Run: ``.venv/bin/python benchmarks/hardware.py [--samples 30] [--move-s 3.0]``; ``--robot dual_arx_x5`` runs
-``benchmarks/x5.py`` instead (its options pass through). The same layer on the ROS 2 graph
+Run: ``.venv/bin/python benchmarks/hardware.py [--samples 30] [--move-s 3.0] [--host 127.0.0.5] [--smoke]``; ``--smoke``
+runs every part at its smallest (2 samples, a 1 s move, 1 s of reads, a 1 s cosine move; the test suite runs it).
+``--robot dual_arx_x5`` runs ``benchmarks/x5.py`` instead (its options pass through). The same layer on the ROS 2 graph
 (fr3_driver_node: its joint-state rate and stamp jitter, trajectory message to SDK, and MoveEef overhead on the FR3 path
 against the simulated one in one run) is ``benchmarks/fr3_graph.py``. The ARX X5's figures (the real SDK against the
 project's bus emulator: bus command rate, trajectory message to first bus frame, arx5_driver_node's /joint_states, and
@@ -46,20 +47,30 @@ FCI_PORT = 1337
 MOVE_M = 0.3
 STATE_PERIOD_S = 0.01
 SETTLE_S = 0.5
+STATE_READS_S = 3.0  # wall seconds of part 4's fixed-rate reads
+PLAYBACK_S = 2.0  # duration of part 3's cosine move
+PLAYBACK_PEAK_RAD = 0.3  # part 3's largest joint amplitude: its planned peak speed is this x pi / (2 x duration)
+SMOKE_SIZES = (2, 1.0, 1.0, 1.0)  # --smoke: samples, move [s], state reads [s], playback move [s]
 
 
-def start_sim() -> subprocess.Popen[bytes]:
+def _serving(host: str) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, FCI_PORT)) == 0
+
+
+def start_sim(host: str) -> subprocess.Popen[bytes]:
+    if _serving(host):  # another franky-sim: this benchmark would measure (and move) that one
+        raise SystemExit(f"something already serves {host}:{FCI_PORT}; stop it or pass another --host")
     exe = Path(sys.executable).with_name("franky-sim")
     cmd = [str(exe) if exe.exists() else (shutil.which("franky-sim") or "franky-sim")]
     proc = subprocess.Popen(
-        [*cmd, "-s", "mujoco", "--hostname", HOST], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [*cmd, "-s", "mujoco", "--hostname", host], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline:
-        with socket.socket() as s:
-            s.settimeout(0.2)
-            if s.connect_ex((HOST, FCI_PORT)) == 0:
-                return proc
+        if _serving(host):
+            return proc
         time.sleep(0.1)
     proc.kill()
     raise SystemExit("franky-sim did not start")
@@ -104,7 +115,7 @@ def state_reads(arm: FrankaArm, seconds: float) -> tuple[float, float, float]:
     return (len(stamps) - 1) / (stamps[-1] - stamps[0]), jitter_ms, float(np.median(reads))
 
 
-def compare_playback(arm: FrankaArm, duration_s: float = 2.0) -> list[tuple[str, float, float, float, float, float]]:
+def compare_playback(arm: FrankaArm, duration_s: float) -> list[tuple[str, float, float, float, float, float]]:
     """The same cosine move (0.2-0.3 rad per joint over ``duration_s``, a point per control period) played as one
     waypoint motion with pass-through velocities (what FrankaArm.play does) and as a sequence of JointMotions paced
     by this process's clock. Per way: (name, duration on the robot's clock [s], largest joint error against the plan
@@ -114,6 +125,7 @@ def compare_playback(arm: FrankaArm, duration_s: float = 2.0) -> list[tuple[str,
 
     dt = arm.guard.dt_s
     amplitude = np.array([0.3, 0.2, 0.2, 0.3, 0.3, 0.3, 0.3])
+    assert amplitude.max() == PLAYBACK_PEAK_RAD
     rows = []
     for name in ("waypoint motion", "JointMotion sequence"):
         q0 = np.array(arm.joint_state().positions_rad)
@@ -197,31 +209,37 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--move-s", type=float, default=3.0)
+    parser.add_argument("--host", default=HOST, help="loopback address franky-sim serves (default %(default)s)")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     args, rest = parser.parse_known_args()
+    reads_s, playback_s = STATE_READS_S, PLAYBACK_S
+    if args.smoke:
+        args.samples, args.move_s, reads_s, playback_s = SMOKE_SIZES
     if args.robot == "dual_arx_x5":
         x5 = Path(__file__).with_name("x5.py")
-        os.execv(sys.executable, [sys.executable, str(x5), "--move-s", str(args.move_s), *rest])
+        smoke = ["--smoke"] if args.smoke else []
+        os.execv(sys.executable, [sys.executable, str(x5), "--move-s", str(args.move_s), *smoke, *rest])
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    sim = start_sim()
+    sim = start_sim(args.host)
     arm = FrankaArm(load_fr3_settings())
     try:
-        arm.connect(HOST)
+        arm.connect(args.host)
         ms = latency(arm, args.samples)
         print(
             f"trajectory -> first SDK command: median {np.median(ms):.2f} ms, p95 {np.percentile(ms, 95):.2f} ms "
             f"({args.samples} trajectories of 25 points, guard + waypoint motion + franky move)"
         )
-        hz, jitter_ms, read_ms = state_reads(arm, 3.0)
+        hz, jitter_ms, read_ms = state_reads(arm, reads_s)
         print(
             f"joint state at {arm.settings.state_rate_hz:g} Hz: achieved {hz:.1f} Hz, period jitter p95 "
             f"{jitter_ms:.2f} ms, one read median {read_ms:.3f} ms"
         )
-        for name, robot_s, late, worst, peak, end in compare_playback(arm):
+        for name, robot_s, late, worst, peak, end in compare_playback(arm, playback_s):
             print(
-                f"2 s cosine move as {name}: {robot_s:.2f} s on the robot's clock, error against the plan in time "
-                f"{late:.4f} rad, off the planned path max {worst:.4f} rad, peak speed {peak:.2f} rad/s "
-                f"(planned 0.24), end {end:.4f} rad after settling"
+                f"{playback_s:g} s cosine move as {name}: {robot_s:.2f} s on the robot's clock, error against the "
+                f"plan in time {late:.4f} rad, off the planned path max {worst:.4f} rad, peak speed {peak:.2f} rad/s "
+                f"(planned {PLAYBACK_PEAK_RAD * np.pi / (2 * playback_s):.2f}), end {end:.4f} rad after settling"
             )
         worst_mm, end_mm, travelled_m = tracking(arm, args.move_s)
         print(

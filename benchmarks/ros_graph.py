@@ -28,10 +28,12 @@ What is measured:
    between consecutive messages while goals run, and while idle (part 1): median, p5, p95, max, standard deviation
    (the jitter) and how many exceed 1.5 x 40 ms.
 
-Run: ``.venv/bin/python benchmarks/ros_graph.py [--quick] [--json out.json]``. The default run takes about 60-70 s
-(10 s image window, 20 goals), ``--quick`` about 35 s (4 s, 6 goals). The machine has 2 cores that the simulator
-(physics and three renders at 25 Hz), the motion server and this client share, and other engineers may be running
-graph tests on other domains at the same time: the figures vary with the load printed in the header.
+Run: ``.venv/bin/python benchmarks/ros_graph.py [--quick] [--smoke] [--json out.json]``. The default run takes about
+60-70 s (10 s image window, 20 goals), ``--quick`` about 35 s (4 s, 6 goals), ``--smoke`` (every part at its smallest: a
+1 s window, 2 goals after the warm-up, a shorter settling; the test suite runs it) about 12 s, most of it start-up. The
+machine has 2 cores that the simulator (physics and three renders at 25 Hz), the motion server and this client share,
+and other engineers may be running graph tests on other domains at the same time: the figures vary with the load printed
+in the header.
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ SERVER_TIMEOUT_S = 30.0
 GOAL_TIMEOUT_S = 30.0
 RESET_BELOW_STEPS = 80  # reset the episode (both worlds) before a goal when fewer env steps are left
 LATE_FACTOR = 1.5
+SETTLE_S = 1.0  # after start-up, before part 1: past the first renders and the discovery of late readers
+SIZES = {"default": (20, 10.0, SETTLE_S), "quick": (6, 4.0, SETTLE_S), "smoke": (2, 1.0, 0.3)}  # goals, window, settle
 DOMAIN_PROBE_S = 1.5  # listen this long for foreign nodes before using a domain
 DOMAIN_TRIES = 5
 STILL_MOVING_MM = 2.0  # a TCP that moves more than this after its goal's result had not arrived
@@ -498,7 +502,7 @@ def build(log_dir: Path) -> float:
     return time.perf_counter() - t0
 
 
-def run(args: argparse.Namespace, n_goals: int, window_s: float, log_dir: Path) -> dict:
+def run(args: argparse.Namespace, n_goals: int, window_s: float, settle_s: float, log_dir: Path) -> dict:
     t_all = time.perf_counter()
     domain_id = args.domain_id if args.domain_id is not None else 60 + os.getpid() % 30
     build_s = build(log_dir)
@@ -519,7 +523,8 @@ def run(args: argparse.Namespace, n_goals: int, window_s: float, log_dir: Path) 
     slices = int(node_defaults("sim_node")["joint_state_slices"])
     load0 = os.getloadavg()
 
-    print(f"robodojo ROS graph benchmark: {ROBOT}, {TASK} seed 0{' (quick)' if args.quick else ''}")
+    size = " (smoke)" if args.smoke else " (quick)" if args.quick else ""
+    print(f"robodojo ROS graph benchmark: {ROBOT}, {TASK} seed 0{size}")
     print(
         f"  machine  : {nproc()} CPUs (nproc), {cpu_model()}; Python {platform.python_version()}; "
         f"load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}"
@@ -597,7 +602,7 @@ def run(args: argparse.Namespace, n_goals: int, window_s: float, log_dir: Path) 
         )
         print(flush=True)
         figures["graph_up_s"] = up_s
-        time.sleep(1.0)  # past the start-up transient (first renders, discovery of late readers)
+        time.sleep(settle_s)  # past the start-up transient (first renders, discovery of late readers)
 
         # -- 1. image latency, robot idle
         w0 = time.time_ns()
@@ -822,8 +827,10 @@ def run(args: argparse.Namespace, n_goals: int, window_s: float, log_dir: Path) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--goals", type=int, help="MoveEef goals measured (default 20; 6 with --quick)")
-    parser.add_argument("--window", type=float, help="image latency window [s] (default 10; 4 with --quick)")
+    parser.add_argument("--goals", type=int, help="MoveEef goals measured (default 20; 6 with --quick, 2 with --smoke)")
+    parser.add_argument(
+        "--window", type=float, help="image latency window [s] (default 10; 4 with --quick, 1 with --smoke)"
+    )
     parser.add_argument(
         "--executor",
         choices=("single", "multi"),
@@ -832,13 +839,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default 60 + pid %% 30)")
     parser.add_argument("--quick", action="store_true", help="fewer samples: a run of about 35 s")
+    parser.add_argument("--smoke", action="store_true", help="every part at its smallest (make test runs it)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
-    n_goals = args.goals or (6 if args.quick else 20)
-    window_s = args.window or (4.0 if args.quick else 10.0)
+    goals, window, settle_s = SIZES["smoke" if args.smoke else "quick" if args.quick else "default"]
+    n_goals, window_s = args.goals or goals, args.window or window
     try:
         log_dir = Path(tempfile.mkdtemp(prefix="ros_graph_bench_"))
-        figures = run(args, n_goals, window_s, log_dir)
+        figures = run(args, n_goals, window_s, settle_s, log_dir)
     except GraphDown as exc:
         print(f"ros_graph benchmark: the graph did not come up or failed: {exc}", file=sys.stderr)
         return 1
