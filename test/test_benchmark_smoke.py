@@ -2,7 +2,7 @@
 half a minute) exits cleanly and prints every part, so a benchmark cannot rot unnoticed (issue 35). The parts are
 checked by their headers and figure names, never by their values: no timing is asserted (motion.py once failed on a
 renamed setting and nothing noticed). The smoke runs that start ROS graphs or franky-sim are tested in test/hardware
-and test/ros (flood.py, hardware.py, ros_graph.py and sim_graph_loop.py have no smoke mode yet)."""
+(fr3_graph.py, hardware.py, x5.py) and test/ros (cameras.py, flood.py, lost_arm.py, ros_graph.py)."""
 
 from __future__ import annotations
 
@@ -84,6 +84,17 @@ PARTS: dict[str, tuple[str, ...]] = {
         "repair loop, replayed",
     ),
     "sim": ("physics alone", "control loop", "full loop", "baseline full loop", "fast / baseline", "render time per"),
+    "sim_graph_loop": (
+        "physics alone",
+        "GIL: a pure-Python counter thread",
+        "mjr_render + mjr_readPixels",
+        "img/s per camera",
+        "serial  unpaced",
+        "worker  unpaced",
+        "serial  real time",
+        "worker  real time",
+        "worker / serial (same process)",
+    ),
     "tasks": (
         "1. the suite",
         "per axis",
