@@ -22,6 +22,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PY="${PY:-.venv/bin/python}"
 eval "EXTRA=(${PYTEST_ARGS:-})"  # quoted as on a command line: PYTEST_ARGS="-k 'a and b'"
+EXTRA+=(--durations=10 --durations-min=5)  # each stage names its slowest tests: where the time goes
 LOGS=out/test-logs
 mkdir -p "$LOGS"
 GRAPH_SUITES=(test/hardware test/launch test/ros)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from robodojo.episodes.operated import OperatedEpisode, episode_text
+from robodojo.episodes.operated import OperatedEpisode, SceneConfirmation, episode_text
 from robodojo.errors import ConfigError, InvalidCommandError, UnknownNameError
 from robodojo.robots.config import load_robot_config
 from robodojo.sim.tasks import get_task
@@ -89,3 +89,35 @@ def test_an_impossible_verdict_is_refused_and_changes_nothing(success, score):
 
 def test_each_episode_has_its_own_id():
     assert _episode().episode_id != _episode().episode_id
+
+
+def test_the_status_topic_s_state_says_the_budget_and_the_verdict_as_they_are():
+    episode = _episode(limit=10)
+    episode.on_report("arm_arm_controller", 1.0, 4)
+    state = episode.state()
+    assert (state.episode_id, state.task, state.steps_used, state.step_limit, state.steps_left) == (
+        episode.episode_id, "fr3_pick_cube", 4, 10, 6,
+    )  # fmt: skip
+    assert (state.success, state.score) == (False, 0.0)
+    verdict = episode.judge(False, 0.5, "held it, dropped it")
+    assert (episode.state().success, episode.state().score) == (False, 0.5)
+    assert verdict.text("abc") == "episode abc: no success, score 0.5 (held it, dropped it)"
+    assert episode.judge(True, math.nan, "").text("abc") == "episode abc: success, score 1"
+
+
+def test_a_scene_confirmation_counts_only_while_a_reset_waits_for_it():
+    import threading
+
+    scene = SceneConfirmation()
+    assert not scene.confirm()  # nobody waits: nothing to confirm, and nothing kept for a later wait
+    prompts: list[float] = []
+    assert not scene.wait(0.05, lambda: prompts.append(0.0), prompt_period_s=0.02)
+    assert len(prompts) >= 2 and not scene.waiting  # prompted at once and again; timed out
+    outcome: list[bool] = []
+    waiter = threading.Thread(target=lambda: outcome.append(scene.wait(600.0, lambda: None, 600.0)), daemon=True)
+    waiter.start()
+    while not scene.waiting:
+        waiter.join(0.01)
+    assert scene.confirm()
+    waiter.join(60.0)
+    assert outcome == [True] and not scene.waiting

@@ -187,3 +187,13 @@ def test_a_start_a_hair_past_a_joint_limit_is_planned_from_the_limit_and_one_far
             np.testing.assert_allclose(q[-1], home)
         else:
             assert "outside the joint limits" in plan.reason or "leaves the joint limits" in plan.reason
+
+
+def test_planners_are_chosen_by_name_and_an_unknown_name_lists_the_choices():
+    from robodojo.errors import ConfigError
+    from robodojo.motion.planners import make_planner
+
+    robot = load_robot_config("fr3")
+    assert isinstance(make_planner("native", robot, robot.control_dt_s), NativePlanner)
+    with pytest.raises(ConfigError, match="must be native or moveit, got 'rrt'"):
+        make_planner("rrt", robot, robot.control_dt_s)

@@ -80,3 +80,35 @@ def test_a_speed_is_never_read_across_a_silence(built_interfaces):
     assert state.speed_of_rad_s(["arm"]) == math.inf
     state.on_joint_state(_fr3_state(10.72, 0.1051))
     assert state.speed_of_rad_s(["arm"]) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_wait_for_news_ends_with_the_news_that_came_after_its_mark_even_before_it_began(built_interfaces):
+    """The motion server's follow loop waits on news (joint states, reports, stops), never sleeps: news that came
+    while it looked (after its mark, before its wait) ends the wait at once; a wait without news times out."""
+    import threading
+
+    from agent_bringup.msg import TrajectoryStatus
+
+    from robodojo.nodes.controller_topics import RobotState, TrajectoryBoard
+
+    state = RobotState(DUAL, ArmKinematics(DUAL))
+    board = TrajectoryBoard(on_change=state.wake)
+
+    def waiter(mark: int) -> threading.Thread:
+        thread = threading.Thread(target=state.wait_for_news, args=(mark, 600.0), daemon=True)
+        thread.start()
+        return thread
+
+    mark = state.news_mark()
+    state.on_joint_state(joint_state("left", "right"))  # arrives between the mark and the wait
+    early = waiter(mark)
+    early.join(60.0)
+    assert not early.is_alive()  # a notification missed would keep it waiting for 600 s
+
+    late = waiter(state.news_mark())
+    late.join(0.2)
+    assert late.is_alive()  # nothing new yet: still waiting
+    board.on_status(TrajectoryStatus(controller="left_arm_controller"))  # a controller's report wakes it
+    late.join(60.0)
+    assert not late.is_alive()
+    state.wait_for_news(state.news_mark(), timeout_s=0.01)  # no news: returns at its timeout

@@ -63,6 +63,23 @@ class ArmState:
 
 
 @dataclass(frozen=True)
+class EpisodeState:
+    """What the episode status topic says: the episode, its budget and its verdict so far."""
+
+    episode_id: str
+    task: str
+    variant: str
+    seed: int
+    instruction: str
+    recipe: str
+    steps_used: int
+    step_limit: int
+    steps_left: int
+    success: bool
+    score: float
+
+
+@dataclass(frozen=True)
 class Observation:
     """Everything an agent may see at one control step."""
 

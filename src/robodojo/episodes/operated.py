@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from robodojo.control.trajectory_controller import trajectory_key
 from robodojo.errors import ConfigError, InvalidCommandError
+from robodojo.observation import EpisodeState
 from robodojo.robots.config import RobotConfig
 from robodojo.sim.tasks import get_task
 
@@ -57,6 +60,42 @@ class Verdict:
     success: bool
     score: float
     note: str
+
+    def text(self, episode_id: str) -> str:
+        """One line for the log and /episode/verdict."""
+        outcome = "success" if self.success else "no success"
+        return f"episode {episode_id}: {outcome}, score {self.score:g}" + (f" ({self.note})" if self.note else "")
+
+
+class SceneConfirmation:
+    """A reset's wait for the operator to say the scene is set up again (``robodojo judge --ready``)."""
+
+    def __init__(self) -> None:
+        self._confirmed = threading.Event()
+        self.waiting = False  #: a reset waits now (the task's own check pauses meanwhile)
+
+    def confirm(self) -> bool:
+        """The operator's confirmation; whether a reset was waiting for it (and now goes on)."""
+        if self.waiting:
+            self._confirmed.set()
+        return self.waiting
+
+    def wait(self, timeout_s: float, prompt: Callable[[], None], prompt_period_s: float) -> bool:
+        """Wait up to ``timeout_s`` [s] for :meth:`confirm`, calling ``prompt`` now and every ``prompt_period_s``;
+        whether it came."""
+        self._confirmed.clear()
+        self.waiting = True
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                prompt()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                if self._confirmed.wait(min(prompt_period_s, left)):
+                    return True
+        finally:
+            self.waiting = False
 
 
 class OperatedEpisode:
@@ -116,6 +155,14 @@ class OperatedEpisode:
             raise InvalidCommandError(f"a successful episode scores 1.0, got {score}")
         self.verdict = Verdict(success, score, note)
         return self.verdict
+
+    def state(self) -> EpisodeState:
+        """What the episode status topic says of this episode now."""
+        text, steps = self.text, self.steps_used
+        return EpisodeState(
+            self.episode_id, text.task, text.variant, text.seed, text.instruction, text.recipe, steps,
+            text.step_limit, max(0, text.step_limit - steps), self.success, self.score,
+        )  # fmt: skip
 
     @property
     def success(self) -> bool:

@@ -3,44 +3,33 @@ out (the MotionServer's backend and trajectory executor on a ROS graph)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
+from agent_bringup.action import MoveEef
 from agent_bringup.msg import EpisodeStatus, TrajectoryStatus
+from rclpy.impl.rcutils_logger import RcutilsLogger
 from sensor_msgs.msg import JointState
 
-from robodojo.control.trajectory_controller import TrajectoryState, ends_the_robot, trajectory_key
+from robodojo.control.trajectory_controller import TrajectoryState, trajectory_key
 from robodojo.errors import BackendLostError, InvalidCommandError
-from robodojo.motion.plan import Plan
-from robodojo.motion.report import PlayOutcome, StopReason
-from robodojo.motion.server import ProgressCallback, SuccessCheck
+from robodojo.motion.rejection import Refused
+from robodojo.motion.report import MoveReport
+from robodojo.motion.server import MotionServer, ProgressCallback, SuccessCheck
 from robodojo.nodes import convert, topics
+from robodojo.nodes.controller_commands import ControllerCommands
+from robodojo.nodes.parameters import MotionServerParams
 from robodojo.observation import Observation
 from robodojo.robots.arm_state import arm_state_from_joints
 from robodojo.robots.config import RobotConfig
 from robodojo.robots.ik import ArmKinematics
 from robodojo.robots.joint_state import JointPositions
 
-if TYPE_CHECKING:
-    from robodojo.nodes.motion_server_node import MotionServerNode
-
 UNLIMITED_STEPS = 2**31 - 1  # no episode status (a real robot outside a benchmark): no step budget
-POLL_S = 0.005
-START_ATTEMPTS = 2  # sends of one trajectory before the controllers count as gone
-STOP_RESEND_S = 0.25  # while a stop is unconfirmed, it is sent again this often (wall clock)
-#: An arm whose joint states stopped this much longer than joint_state_timeout_s is not waited for: its holding is
-#: unknown, and the goal is answered (with the default 0.5 s timeout: 0.8 s after its last joint state, within the
-#: 1 s an agent waits at most for a lost arm's answer). A pause shorter than this is still confirmed.
-SILENT_GRACE_S = 0.3
-#: Once the node shuts down, a stop's confirmation waits at most this long (ros2 launch's SIGTERM comes 5 s after its
-#: SIGINT, and the node has more to do on its way out).
-SHUTDOWN_CONFIRM_S = 1.5
-ARRIVAL_TOLERANCE_RAD = 0.01  # servo lag at the end of a well-timed trajectory is far below this
 #: Two joint states further apart than this [s, their stamps] give no speed (unknown until the next pair): joint
 #: states come at 100-125 Hz, and a gap means a silent robot that may have stood still and then moved on.
 SPEED_GAP_S = 0.1
@@ -62,13 +51,26 @@ class RobotState:
         self._previous: dict[str, tuple[float, np.ndarray]] = {}
         self._speeds: dict[str, float] = {}
         self.lock = threading.Lock()
-        #: Notified on every joint state and episode status (and by :meth:`wake`): wait on it, never sleep-poll.
+        #: Notified on every joint state, episode status and controller report (and by :meth:`wake`): wait on it,
+        #: never sleep-poll.
         self.changed = threading.Condition()
+        self._news = 0  # how many notifications: a wait from a mark taken before a look never misses what came between
 
     def wake(self) -> None:
-        """Wake whoever waits on :attr:`changed` (a shutdown: a wait's predicate may now be true)."""
+        """Wake whoever waits on :attr:`changed` (news arrived, a stop, a shutdown: a wait's predicate may now hold)."""
         with self.changed:
+            self._news += 1
             self.changed.notify_all()
+
+    def news_mark(self) -> int:
+        """A mark for :meth:`wait_for_news`: take it before looking at the state."""
+        with self.changed:
+            return self._news
+
+    def wait_for_news(self, mark: int, timeout_s: float) -> None:
+        """Wait until something was notified after ``mark`` was taken, or ``timeout_s`` [s] passed."""
+        with self.changed:
+            self.changed.wait_for(lambda: self._news != mark, timeout=timeout_s)
 
     def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` [s] until ``predicate()`` holds, looking at each joint state and status as it
@@ -136,6 +138,32 @@ class RobotState:
         the other arm's keep coming; a plan from them would start where the arm no longer stands."""
         return max(self.arm_ages_s().values())
 
+    def wait_fresh(self, timeout_s: float, status_stale_s: float, wait_s: float, give_up: Callable[[], bool]) -> None:
+        """Wait up to ``wait_s`` [s] for joint states newer than ``timeout_s`` and an episode status newer than
+        ``status_stale_s`` (none yet, or a robot that restarted: discovery takes a few seconds), or ``give_up()``."""
+
+        def stale() -> bool:
+            return self.age_s() > timeout_s or self.status_age_s() > status_stale_s
+
+        if stale():
+            self.wait_until(lambda: not stale() or give_up(), wait_s)
+
+    def require_fresh(self, timeout_s: float) -> None:
+        """Raise BackendLostError, with what is missing, unless every arm's joints are newer than ``timeout_s``."""
+        if self.age_s() > timeout_s:
+            raise BackendLostError(
+                f"no joint states on {topics.JOINT_STATES} for {self.stale_text(timeout_s)}: is the robot (simulator "
+                "node or driver) running, and every arm answering?"
+            )
+
+    def success_check(self) -> SuccessCheck | None:
+        """Whether the episode running now has succeeded (None: no episode status, no success signal)."""
+        status = self.status
+        if status is None:
+            return None
+        episode = status.episode_id
+        return lambda: bool(self.status and self.status.episode_id == episode and self.status.success)
+
     def stale_text(self, timeout_s: float) -> str:
         """What is older than ``timeout_s``, for a message: ``1.30 s (the left arm's)``; a one-arm robot's without
         the arm's name (the FR3's arm is called "arm")."""
@@ -165,10 +193,48 @@ class RobotState:
         )
 
 
+def run_goal(
+    server: MotionServer, goal: MoveEef.Goal, success: SuccessCheck | None, on_progress: ProgressCallback | None
+) -> MoveReport:
+    """A MoveEef goal (its mode and fields) as a call of the library's MotionServer."""
+    if goal.mode == MoveEef.Goal.MOVE_EEF:
+        return server.move_eef_pairs(goal.names, goal.values, is_success=success, on_progress=on_progress)
+    if goal.mode == MoveEef.Goal.MOVE_TO:
+        p, q = goal.position, goal.orientation
+        return server.move_to(
+            goal.arm, (p.x, p.y, p.z), (q.w, q.x, q.y, q.z) if goal.use_orientation else None,
+            goal.gripper if goal.use_gripper else None, is_success=success, on_progress=on_progress,
+        )  # fmt: skip
+    if goal.mode == MoveEef.Goal.HOME:
+        return server.home(is_success=success, on_progress=on_progress)
+    return MoveReport.rejected(Refused(f"unknown mode {goal.mode}; use MOVE_EEF (0), MOVE_TO (1) or HOME (2)"))
+
+
+class MotionNode(Protocol):
+    """What the motion server's backend and executor use of their node (motion_server_node.MotionServerNode)."""
+
+    robot: RobotConfig
+    control_dt_s: float
+    params: MotionServerParams
+    state: RobotState
+    trajectory_board: TrajectoryBoard
+    commands: ControllerCommands
+    motion_episode_bound: bool  #: whether the running motion ends with its episode
+    stop_detail: str  #: why the running motion was told to stop
+    shutdown_started_s: float  #: monotonic; inf until the node shuts down
+
+    @property
+    def shutting_down(self) -> bool: ...
+
+    def log_motion_error(self, text: str) -> None: ...
+
+    def get_logger(self) -> RcutilsLogger: ...
+
+
 class ControllerTopicsBackend:
     """The RobotBackend the MotionServer sees on the graph: state from topics, hold by stopping the controllers."""
 
-    def __init__(self, node: MotionServerNode) -> None:
+    def __init__(self, node: MotionNode) -> None:
         self.node = node
         self.robot = node.robot
 
@@ -190,13 +256,14 @@ class ControllerTopicsBackend:
         raise InvalidCommandError("on the graph, plans play through the trajectory controllers, not single steps")
 
     def hold(self) -> None:
-        self.node.send_stop()
+        self.node.commands.send_stop()
 
 
 class TrajectoryBoard:
     """The controllers' latest report on each trajectory, by controller and trajectory start (TrajectoryStatus.msg)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_change: Callable[[], None] = lambda: None) -> None:
+        self._on_change = on_change  # called after each report: whoever follows a trajectory looks again
         self._reports: dict[tuple[str, int], TrajectoryStatus] = {}
         self._holding: dict[str, tuple[bool, float]] = {}  # controller -> (holding, wall time received)
         self.lock = threading.Lock()
@@ -211,6 +278,7 @@ class TrajectoryBoard:
             if latest is None or latest.state == TrajectoryState.PLAYING:
                 self._reports[key] = msg
             self._holding[msg.controller] = (msg.holding, time.monotonic())
+        self._on_change()
 
     def reports(self, controllers: list[str], start_s: float) -> dict[str, TrajectoryStatus]:
         key = trajectory_key(start_s)
@@ -223,244 +291,3 @@ class TrajectoryBoard:
             return all(
                 (entry := self._holding.get(c)) is not None and entry[0] and entry[1] > since_s for c in controllers
             )
-
-
-def _controllers_of(arms: Iterable[str]) -> list[str]:
-    """Each arm's arm and gripper controllers."""
-    return [c for arm in arms for c in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm))]
-
-
-_ENDED_WORDS = {
-    TrajectoryState.STOPPED: "stopped",
-    TrajectoryState.REPLACED: "replaced",
-    TrajectoryState.EXPIRED: "dropped",  # its lease lapsed: the reason says how
-    TrajectoryState.REFUSED: "refused",
-}
-
-
-class ControllerExecutor:
-    """Plays a plan through the joint_trajectory_controller topics, leased, and follows it by the controllers'
-    reports of what they played; whatever ends it early, the arms are seen holding before it returns."""
-
-    def __init__(self, node: MotionServerNode) -> None:
-        self.node = node
-
-    def play(
-        self,
-        plan: Plan,
-        points: int,
-        stop: threading.Event,
-        is_success: SuccessCheck | None,
-        on_progress: ProgressCallback | None,
-    ) -> PlayOutcome:
-        node, state, dt = self.node, self.node.state, plan.dt_s
-        status = state.status
-        episode = status.episode_id if status and node.motion_episode_bound else None
-        controllers = _controllers_of(plan.trajectories)
-        outcome: PlayOutcome | None = None
-        for attempt in range(1, START_ATTEMPTS + 1):
-            # Start on the controllers' tick grid, far enough ahead that every arm's trajectory arrives in time.
-            start = math.ceil((state.stamp_s + node.params.start_lead_s) / dt - 1e-6) * dt
-            node.send_lease(start)  # before the trajectories: a controller knows it is leased before it plays
-            node.send_plan(plan, points, start)
-            outcome = self._follow(plan, points, start, controllers, episode, stop, is_success, on_progress)
-            if outcome is not None and outcome.refusal and attempt > 1:
-                # The unreported first send may have played (its reports lost): not "nothing moved", a cut motion
-                outcome = PlayOutcome(0, StopReason.ABORTED, f"sent again unreported, {outcome.detail}", holding=False)
-            if outcome is not None:
-                break
-            node.send_stop()  # in order behind the lost trajectory on each topic: should it still arrive, it stops
-            if attempt < START_ATTEMPTS:
-                node.get_logger().warning("the controllers did not report the trajectory; sending it again")
-        if outcome is None:
-            outcome = PlayOutcome(0, StopReason.BACKEND_LOST, "the controllers never reported the trajectory")
-        if outcome.reason is not StopReason.COMPLETED:
-            outcome = self._hold(outcome, self._answering(controllers, start), list(plan.trajectories))
-        books_unsure = outcome.reason is StopReason.BACKEND_LOST or attempt > 1  # lost reports, a resend
-        if books_unsure and not outcome.refusal:  # the books may have stopped short of the robot
-            outcome = self._measured_progress(plan, points, outcome)
-        return outcome
-
-    def _measured_progress(self, plan: Plan, points: int, outcome: PlayOutcome) -> PlayOutcome:
-        """A lost motion's books may be behind the robot (its reports stopped with the joint states, or came late):
-        the points played are then those the measured joints show, and the detail says so. Not for a motion that
-        something else cut (a third party's trajectory moves the arm along another path)."""
-        state = self.node.state
-        measured = plan.points_reached({arm: state.arm_q(arm) for arm in plan.trajectories}, points)
-        if measured is None or measured <= outcome.played:
-            return outcome
-        note = (
-            f"the measured joints show {measured} of {points} points played (the controllers reported {outcome.played})"
-        )
-        detail = f"{outcome.detail}; {note}" if outcome.detail else note
-        return dataclasses.replace(outcome, played=measured, detail=detail)
-
-    def _answering(self, controllers: list[str], start: float) -> list[str]:
-        """``controllers`` less those of arms whose driver ended the trajectory for the robot (a fault, lost
-        contact): that driver stops or has lost the arm itself, and will not report it holding."""
-        reports = self.node.trajectory_board.reports(controllers, start)
-        gone = [
-            arm
-            for arm in self.node.robot.arm_names
-            if (r := reports.get(topics.arm_controller_name(arm))) is not None and ends_the_robot(r.state, r.reason)
-        ]
-        dropped = set(_controllers_of(gone))
-        return [c for c in controllers if c not in dropped]
-
-    def _follow(
-        self,
-        plan: Plan,
-        points: int,
-        start: float,
-        controllers: list[str],
-        episode: str | None,
-        stop: threading.Event,
-        is_success: SuccessCheck | None,
-        on_progress: ProgressCallback | None,
-    ) -> PlayOutcome | None:
-        """Follow one sent trajectory to its end, renewing its lease; None: no controller ever reported it."""
-        node, state, dt = self.node, self.node.state, plan.dt_s
-        board = node.trajectory_board
-        arms = [topics.arm_controller_name(arm) for arm in plan.trajectories]
-        end = start + points * dt
-        leased_at = time.monotonic()
-        looked_at = time.monotonic()
-        frozen_s, judge_after = 0.0, -math.inf
-        while True:
-            # This loop is the lease's heartbeat: a gap in it longer than the lease's timeout means this process was
-            # frozen (SIGSTOP, a swapped-out machine), and the controllers dropped the trajectory for that. The joint
-            # states queued meanwhile are read first: silence is judged only from what arrives after the wake-up.
-            gap = time.monotonic() - looked_at
-            looked_at = time.monotonic()
-            if gap > node.params.lease_timeout_s:
-                frozen_s = max(frozen_s, gap)
-                judge_after = looked_at + node.params.joint_state_timeout_s
-            if time.monotonic() - leased_at >= node.params.lease_period_s:
-                node.send_lease(start)
-                leased_at = time.monotonic()
-            now = state.stamp_s
-            reports = board.reports(controllers, start)
-            played = min((reports[a].points_played if a in reports else 0) for a in arms)
-            if on_progress is not None:
-                on_progress(played, points)
-            ended = [r for r in reports.values() if r.state not in (TrajectoryState.PLAYING, TrajectoryState.FINISHED)]
-            frozen = f"; the motion server itself was frozen for {frozen_s:.2f} s" if frozen_s else ""
-            if ended:
-                r = ended[0]
-                status = state.status
-                if r.state == TrajectoryState.STOPPED and episode is not None and status and status.steps_left == 0:
-                    return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, r.reason)
-                refused = r.state == TrajectoryState.REFUSED and not any(x.points_played for x in reports.values())
-                if refused:  # nothing played: the robot said no; lost to its commander if for contact or a fault
-                    node.log_motion_error(f"motion refused: {r.controller}: {r.reason}")
-                    reason = StopReason.BACKEND_LOST if ends_the_robot(r.state, r.reason) else StopReason.REFUSED
-                    return PlayOutcome(
-                        0, reason, f"{r.controller} refused the trajectory: {r.reason}", holding=False,
-                        refusal=f"{r.controller}: {r.reason}",
-                    )  # fmt: skip
-                if ends_the_robot(r.state, r.reason):  # a real arm's driver: lost contact or a fault
-                    why = f"{r.controller} after {r.points_played} of {r.points} points: {r.reason}{frozen}"
-                    node.log_motion_error(f"motion ended: {why}")
-                    return PlayOutcome(played, StopReason.BACKEND_LOST, why, holding=False)
-                why = (
-                    f"{r.controller} {_ENDED_WORDS.get(TrajectoryState(r.state), 'ended')} the trajectory after "
-                    f"{r.points_played} of {r.points} points: {r.reason}{frozen}"
-                )
-                node.log_motion_error(f"motion aborted: {why}")
-                return PlayOutcome(played, StopReason.ABORTED, why, holding=False)
-            finished = len(reports) == len(controllers) and all(
-                r.state == TrajectoryState.FINISHED for r in reports.values()
-            )
-            if finished and (self._arrived(plan, points) or now >= end + node.params.arrival_wait_s):
-                return PlayOutcome(points, StopReason.COMPLETED)
-            if stop.is_set() or node.shutting_down:  # shutting down: also a stop that came before this motion began
-                return PlayOutcome(played, StopReason.STOPPED, node.stop_detail, holding=False)
-            status = state.status
-            within = time.monotonic() - looked_at  # a freeze in the middle of this pass (publishing feedback, say)
-            if within > node.params.lease_timeout_s:
-                frozen_s = max(frozen_s, within)
-                judge_after = time.monotonic() + node.params.joint_state_timeout_s
-            lost = state.age_s() > node.params.joint_state_timeout_s and time.monotonic() > judge_after
-            if lost or (episode is not None and (status is None or status.episode_id != episode)):
-                why = (
-                    f"no joint states for {state.stale_text(node.params.joint_state_timeout_s)}"
-                    if lost
-                    else f"the episode changed from {episode} to {status.episode_id if status else None}"
-                )
-                node.log_motion_error(f"motion ended after {played} of {points} points: {why}")
-                return PlayOutcome(played, StopReason.BACKEND_LOST, why, holding=False)
-            if is_success is not None and is_success():
-                return PlayOutcome(played, StopReason.TASK_SUCCESS, holding=False)
-            if episode is not None and status is not None and status.steps_left == 0:  # unbound: no budget
-                return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, holding=False)
-            if not reports and now >= start + node.params.report_timeout_s:
-                return None
-            time.sleep(POLL_S)
-
-    def _hold(self, outcome: PlayOutcome, controllers: list[str], arms: list[str]) -> PlayOutcome:
-        """Command the stop until ``controllers`` report holding and the joint states show ``arms`` still; the outcome
-        says whether that was seen (None: unknown).
-
-        Unknown, answered without waiting for the confirmation timeout: an arm whose driver ended the motion for the
-        robot (lost contact, a fault: no controller of it left in ``controllers``), and an arm whose joint states
-        stopped for longer than joint_state_timeout_s plus :data:`SILENT_GRACE_S` (a killed driver, a silent
-        motor). The others are still confirmed; a stop that is not seen within stop_confirm_timeout_s (or
-        :data:`SHUTDOWN_CONFIRM_S` once the node shuts down) is reported as not confirmed.
-        """
-        node, state = self.node, self.node.state
-        params = node.params
-        confirming = [arm for arm in arms if any(c in controllers for c in _controllers_of([arm]))]
-        unknown = [arm for arm in arms if arm not in confirming]
-        first_sent = time.monotonic()
-        deadline = first_sent + params.stop_confirm_timeout_s
-        silent_after_s = params.joint_state_timeout_s + SILENT_GRACE_S
-        sent_at = -math.inf
-        while True:
-            now = time.monotonic()
-            if node.shutting_down:
-                deadline = min(deadline, node.shutdown_started_s + SHUTDOWN_CONFIRM_S)
-            if now - sent_at >= STOP_RESEND_S:
-                node.send_stop()
-                sent_at = now
-            ages = state.arm_ages_s()
-            silent = [arm for arm in confirming if ages[arm] > silent_after_s]
-            live = [arm for arm in confirming if arm not in silent]
-            confirmed = (
-                node.trajectory_board.holding_since(_controllers_of(live), first_sent)
-                and all(ages[arm] < now - first_sent for arm in live)  # joint states from after the stop
-                and state.speed_of_rad_s(live) <= params.hold_speed_rad_s
-            )
-            if confirmed or not live or now >= deadline:
-                break
-            time.sleep(POLL_S)
-        unknown += silent
-        notes = []
-        if unknown:
-            ages = state.arm_ages_s()
-            notes.append(
-                "whether the " + " and ".join(f"{arm} arm" for arm in unknown) + " holds is unknown: "
-                + "; ".join(
-                    f"no joint states from the {arm} arm for {ages[arm]:.2f} s" if ages[arm] > silent_after_s
-                    else "its driver ended the motion for the robot" for arm in unknown
-                )
-            )  # fmt: skip
-        if live and not confirmed:
-            why = (
-                f"stop not confirmed within {min(params.stop_confirm_timeout_s, now - first_sent):.1f} s: the robot "
-                "does not answer"
-            )
-            node.log_motion_error(why)
-            notes.append(why)
-        holding: bool | None = None if unknown else confirmed
-        detail = "; ".join([outcome.detail, *notes]) if outcome.detail else "; ".join(notes)
-        return dataclasses.replace(outcome, detail=detail, holding=holding)
-
-    def _arrived(self, plan: Plan, points: int) -> bool:
-        """Every arm within ARRIVAL_TOLERANCE_RAD of its last point: servo lag after the last point played."""
-        joints = self.node.state.joints
-        with self.node.state.lock:
-            for arm, traj in plan.trajectories.items():
-                q = joints.arm_q(arm)
-                if q is None or np.max(np.abs(q - traj.positions_rad[points])) > ARRIVAL_TOLERANCE_RAD:
-                    return False
-        return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
@@ -19,10 +20,11 @@ from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform, wxyz_tuple, xyz_tuple
 from robodojo.motion.rejection import Refused, rejection_from_json, rejection_to_json
 from robodojo.motion.report import ArmReport, MoveReport, StopReason
-from robodojo.observation import CameraCalibration
+from robodojo.observation import CameraCalibration, EpisodeState
 from robodojo.perception import camera_stream
 from robodojo.perception.frame_intrinsics import Intrinsics
 from robodojo.perception.image_formats import compressed_to_rgb, raw_to_rgb
+from robodojo.robots.topic_names import WORLD_FRAME
 
 # -- time ---------------------------------------------------------------------------------------------------------
 
@@ -55,6 +57,13 @@ def trajectory_status_msg(status_type, report: TrajectoryReport, t_s: float):
         header=header(t_s, ""), controller=report.controller, start=time_msg(report.start_s), state=int(report.state),
         points_played=report.points_played, points=report.points, holding=report.holding, reason=report.reason,
     )  # fmt: skip
+
+
+def episode_status_msg(status_type, state: EpisodeState, robot: str, t_s: float):
+    """The episode's state, stamped ``t_s``; ``status_type`` is agent_bringup.msg.EpisodeStatus (see
+    :func:`trajectory_status_msg`)."""
+    values = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+    return status_type(header=header(t_s, WORLD_FRAME), robot=robot, **values)
 
 
 def diagnostic_status(

@@ -33,12 +33,13 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robodojo.episodes.observed import HeldAndLiftedCheck
-from robodojo.episodes.operated import EpisodeText, OperatedEpisode, episode_text
+from robodojo.episodes.operated import EpisodeText, OperatedEpisode, SceneConfirmation, episode_text
 from robodojo.errors import RobodojoError
 from robodojo.nodes import convert, topics
 from robodojo.nodes.parameters import EpisodeNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
+from robodojo.observation import EpisodeState
 from robodojo.robots.config import load_robot_config
 from robodojo.sim.tasks import get_task
 
@@ -58,10 +59,9 @@ class EpisodeNode(GraphNode):
         self.params = p
         self.robot = load_robot_config(p.robot)
         self.episode = OperatedEpisode(self._text(p.task, p.variant, p.seed))
-        self._ready = threading.Event()
-        self._waiting_for_ready = False
+        self.scene = SceneConfirmation()
         self._budget_stopped = ""  # the episode whose controllers were stopped for its budget
-        self._last_key: tuple | None = None
+        self._last_state: EpisodeState | None = None
         self._lock = threading.Lock()
 
         self.status_pub = self.create_publisher(EpisodeStatus, topics.EPISODE_STATUS, LATCHED_QOS)
@@ -121,7 +121,7 @@ class EpisodeNode(GraphNode):
 
     def _on_joint_state(self, msg: JointState) -> None:
         check, episode = self.check, self.episode
-        if check is None or episode.verdict is not None or self._waiting_for_ready:
+        if check is None or episode.verdict is not None or self.scene.waiting:
             return
         if not check.on_joint_state(dict(zip(msg.name, msg.position, strict=False))):
             return
@@ -154,14 +154,12 @@ class EpisodeNode(GraphNode):
             response.message = f"episode {request.episode_id} is over; the running one is {episode.episode_id}"
             return response
         if request.kind == JudgeEpisode.Request.READY:
-            response.accepted = self._waiting_for_ready
+            response.accepted = self.scene.confirm()
             response.message = (
                 "the scene is ready: the new episode starts"
-                if self._waiting_for_ready
+                if response.accepted
                 else "no reset is waiting for the scene; nothing to confirm"
             )
-            if self._waiting_for_ready:
-                self._ready.set()
             return response
         if request.kind != JudgeEpisode.Request.VERDICT:
             response.accepted, response.message = False, f"unknown kind {request.kind}: VERDICT (0) or READY (1)"
@@ -171,10 +169,7 @@ class EpisodeNode(GraphNode):
         except RobodojoError as exc:
             response.accepted, response.message = False, str(exc)
             return response
-        text = (
-            f"episode {episode.episode_id}: {'success' if verdict.success else 'no success'}, score "
-            f"{verdict.score:g}" + (f" ({verdict.note})" if verdict.note else "")
-        )
+        text = verdict.text(episode.episode_id)
         self.get_logger().info(f"operator's verdict: {text}")
         self.verdict_pub.publish(String(data=text))
         self._publish(force=True)
@@ -236,42 +231,25 @@ class EpisodeNode(GraphNode):
 
     def _wait_for_operator(self, text: EpisodeText) -> str:
         """Ask the operator to put the scene back; "" once confirmed, else why not."""
-        self._ready.clear()
-        self._waiting_for_ready = True
-        deadline = time.monotonic() + self.params.reset_timeout_s
-        try:
-            while not self._ready.is_set():
-                self.get_logger().warning(
-                    f"operator: set up the scene for {text.task!r} ({text.instruction!r}), then run "
-                    "`robodojo judge --ready`"
-                )
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return f"the operator did not confirm the scene within {self.params.reset_timeout_s:g} s"
-                self._ready.wait(min(PROMPT_PERIOD_S, left))
+
+        def prompt() -> None:
+            self.get_logger().warning(
+                f"operator: set up the scene for {text.task!r} ({text.instruction!r}), then run "
+                "`robodojo judge --ready`"
+            )
+
+        if self.scene.wait(self.params.reset_timeout_s, prompt, PROMPT_PERIOD_S):
             return ""
-        finally:
-            self._waiting_for_ready = False
+        return f"the operator did not confirm the scene within {self.params.reset_timeout_s:g} s"
 
     # -- status ---------------------------------------------------------------------------------------------------
     def _publish(self, *, force: bool) -> None:
-        episode = self.episode
-        text = episode.text
-        steps = episode.steps_used
-        key = (episode.episode_id, steps, episode.success, episode.score)
+        state = self.episode.state()
         with self._lock:
-            if not force and key == self._last_key:
+            if not force and state == self._last_state:
                 return
-            self._last_key = key
-            self.status_pub.publish(
-                EpisodeStatus(
-                    header=convert.header(time.time(), topics.WORLD_FRAME), episode_id=episode.episode_id,
-                    robot=self.robot.name, task=text.task, variant=text.variant, seed=text.seed,
-                    instruction=text.instruction, recipe=text.recipe, steps_used=steps, step_limit=text.step_limit,
-                    steps_left=max(0, text.step_limit - steps), success=episode.success,
-                    score=float(episode.score) if math.isfinite(episode.score) else 0.0,
-                )
-            )  # fmt: skip
+            self._last_state = state
+            self.status_pub.publish(convert.episode_status_msg(EpisodeStatus, state, self.robot.name, time.time()))
 
 
 def main() -> int:

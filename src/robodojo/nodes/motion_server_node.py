@@ -13,52 +13,42 @@ import math
 import sys
 import time
 
-import numpy as np
 from agent_bringup.action import MoveEef
-from agent_bringup.msg import ArmArrival, EpisodeStatus, TrajectoryLease, TrajectoryStatus
-from geometry_msgs.msg import Point
+from agent_bringup.msg import ArmArrival, EpisodeStatus, TrajectoryStatus
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
-from std_msgs.msg import ColorRGBA
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory
-from visualization_msgs.msg import Marker, MarkerArray
 
-from robodojo.errors import BackendLostError, ConfigError
+from robodojo.errors import BackendLostError
 from robodojo.log_limits import RepeatLimiter
 from robodojo.motion.gate import MotionGate
-from robodojo.motion.plan import Plan
-from robodojo.motion.planner import NativePlanner, Planner
+from robodojo.motion.planners import make_planner
 from robodojo.motion.rejection import BackendLost, Refused
 from robodojo.motion.report import SUCCEEDING, MoveReport, StopReason
-from robodojo.motion.server import MotionServer, ProgressCallback, SuccessCheck
-from robodojo.motion.settings import load_motion_settings
+from robodojo.motion.server import MotionServer, ProgressCallback
 from robodojo.nodes import convert, topics
+from robodojo.nodes.controller_commands import ControllerCommands
+from robodojo.nodes.controller_executor import SHUTDOWN_CONFIRM_S, SHUTDOWN_DETAIL, ControllerExecutor
 from robodojo.nodes.controller_topics import (
-    POLL_S,
-    SHUTDOWN_CONFIRM_S,
-    ControllerExecutor,
     ControllerTopicsBackend,
     RobotState,
     TrajectoryBoard,
+    run_goal,
 )
 from robodojo.nodes.parameters import MotionServerParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import CLOSE_DEADLINE_S, LATCHED_QOS, GraphNode, run_node
-from robodojo.robots.config import RobotConfig, load_robot_config
+from robodojo.robots.config import load_robot_config
 from robodojo.robots.ik import ArmKinematics
 
 NODE_NAME = "motion_server_node"
-CONTROLLER_WAIT_S = 3.0  # how long a goal waits for discovery to match a (re)started controller's subscription
 STATUS_STALE_S = 1.5  # three missed heartbeats of the simulator's 2 Hz episode status
 STATE_WAIT_S = 4.0  # a goal that finds no fresh joint states waits this long for them (discovery) before refusing
-PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=0.1, a=0.9))
 # Goal, cancel and result requests queue this deep: a burst of goals is answered (busy ones aborted with the reason),
 # never dropped by a full service queue (rclpy's default keeps 10).
 REQUEST_QOS = QoSProfile(depth=1000)
-SHUTDOWN_DETAIL = "the motion server is shutting down"
 #: close() waits this long for the running goal to end: its stop's confirmation (bounded by SHUTDOWN_CONFIRM_S once
 #: shutting down) and its report; with the result's flush it stays within runtime.CLOSE_DEADLINE_S, below the 5 s
 #: ros2 launch gives a node between SIGINT and SIGTERM.
@@ -75,16 +65,6 @@ BUSY_TEXT = (
 )
 
 
-def make_planner(name: str, robot: RobotConfig, dt_s: float) -> Planner:
-    if name == "native":
-        return NativePlanner(robot, dt_s, load_motion_settings())
-    if name == "moveit":
-        from robodojo.motion.moveit_planner import MoveItPlanner  # needs moveit_py (a ROS 2 install with MoveIt)
-
-        return MoveItPlanner(robot, dt_s, load_motion_settings())
-    raise ConfigError(f"parameter 'planner' must be native or moveit, got {name!r}")
-
-
 class MotionServerNode(GraphNode):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
@@ -93,7 +73,6 @@ class MotionServerNode(GraphNode):
         self.robot = load_robot_config(p.robot)
         self.control_dt_s = self.robot.control_dt_s
         self.state = RobotState(self.robot, ArmKinematics(self.robot))
-        self._path_kinematics = ArmKinematics(self.robot)  # the action thread's own (MjData is not thread-safe)
         self.planner = make_planner(p.planner, self.robot, self.control_dt_s)
         self._server: MotionServer | None = None  # made at the first goal: it reads the grippers' state
         self._episode_id: str | None = None
@@ -102,7 +81,7 @@ class MotionServerNode(GraphNode):
         self.shutdown_started_s = math.inf  # monotonic; set by close()
         self.close_timeout_s = CLOSE_DEADLINE_S
         self.stop_detail = ""  # why the running motion was told to stop (cancel, stop service, shutdown)
-        self.trajectory_board = TrajectoryBoard()
+        self.trajectory_board = TrajectoryBoard(on_change=self.state.wake)
         self._log_limit = RepeatLimiter()
 
         # One group per input, each behind its own lock: in a shared mutually exclusive group, rclpy's executor
@@ -117,20 +96,15 @@ class MotionServerNode(GraphNode):
             callback_group=MutuallyExclusiveCallbackGroup(),
         )  # fmt: skip
         reports = MutuallyExclusiveCallbackGroup()
-        self.arm_pubs = {
-            a: self.create_publisher(JointTrajectory, topics.arm_controller(a), 10) for a in self.robot.arm_names
-        }
-        self.gripper_pubs = {
-            a: self.create_publisher(JointTrajectory, topics.gripper_controller(a), 10) for a in self.robot.arm_names
-        }
+        self.commands = ControllerCommands(
+            self, self.robot, lease_timeout_s=p.lease_timeout_s, path_markers=p.planned_path_markers
+        )
         for arm in self.robot.arm_names:
             for controller in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm)):
                 self.create_subscription(
                     TrajectoryStatus, topics.trajectory_status(controller), self.trajectory_board.on_status, 50,
                     callback_group=reports,
                 )  # fmt: skip
-        self.lease_pub = self.create_publisher(TrajectoryLease, topics.MOTION_LEASE, 10)
-        self.path_pub = self.create_publisher(MarkerArray, topics.PLANNED_PATH, LATCHED_QOS)
         actions = ReentrantCallbackGroup()
         # Results are kept for minutes (result_timeout_s), not rclpy's 900 s: each kept goal slows rclpy by ~0.2 ms.
         self.action_server = ActionServer(
@@ -144,70 +118,11 @@ class MotionServerNode(GraphNode):
         self.create_service(Trigger, topics.STOP, self._on_stop, callback_group=MutuallyExclusiveCallbackGroup())
         self.get_logger().info(f"{self.robot.name}: MoveEef on {topics.MOVE_EEF}, planner {p.planner}")
 
-    # -- talking to the controllers ------------------------------------------------------------------------------
-    def send_plan(self, plan: Plan, points: int, start_s: float) -> None:
-        """Publish each moving arm's and gripper's trajectory, once every one of them has a controller listening.
-
-        A trajectory published before discovery has matched the controller's subscription (a robot that just
-        (re)started) would be lost, and the arm would not move: better to refuse the goal and say why.
-        """
-        publishers = [p for arm in plan.trajectories for p in (self.arm_pubs[arm], self.gripper_pubs[arm])]
-        deadline = time.monotonic() + CONTROLLER_WAIT_S
-        while silent := [p.topic_name for p in publishers if p.get_subscription_count() == 0]:
-            if self.shutting_down:
-                raise BackendLostError(SHUTDOWN_DETAIL)
-            if time.monotonic() > deadline:
-                raise BackendLostError(f"no controller subscribes to {', '.join(silent)}: is the robot running?")
-            time.sleep(POLL_S)
-        for arm, traj in plan.trajectories.items():
-            config = self.robot.arm(arm)
-            self.arm_pubs[arm].publish(
-                convert.joint_trajectory_msg(traj.joint_names, traj.positions_rad[1 : points + 1], plan.dt_s, start_s)
-            )
-            grip_m = traj.gripper[1 : points + 1, None] * config.gripper_max_m
-            self.gripper_pubs[arm].publish(
-                convert.joint_trajectory_msg((config.gripper_joint,), grip_m, plan.dt_s, start_s)
-            )
-        if self.params.planned_path_markers:
-            self.path_pub.publish(self._path_markers(plan, points, start_s))
-
-    def send_lease(self, start_s: float) -> None:
-        """Renew the lease of the trajectories starting at ``start_s`` (TrajectoryLease.msg)."""
-        self.lease_pub.publish(
-            TrajectoryLease(
-                sent=convert.time_msg(time.time()),
-                start=convert.time_msg(start_s),
-                timeout_s=self.params.lease_timeout_s,
-            )
-        )
-
     def log_motion_error(self, text: str) -> None:
         """An error line about a motion; the same kind repeated in a burst is summarised, not repeated."""
         line = self._log_limit.message(text.split(":", 1)[0], text)
         if line is not None:
             self.get_logger().error(line)
-
-    def send_stop(self) -> None:
-        """An empty trajectory on every controller: they stop and hold where they are."""
-        for arm in self.robot.arms:
-            self.arm_pubs[arm.name].publish(convert.joint_trajectory_msg(arm.joints, np.zeros((0, 0)), 0.0, 0.0))
-            self.gripper_pubs[arm.name].publish(
-                convert.joint_trajectory_msg((arm.gripper_joint,), np.zeros((0, 0)), 0.0, 0.0)
-            )
-
-    def _path_markers(self, plan: Plan, points: int, start_s: float) -> MarkerArray:
-        markers = []
-        for i, (arm, traj) in enumerate(plan.trajectories.items()):
-            line = Marker(header=convert.header(start_s, topics.WORLD_FRAME), ns="planned_path", id=i)
-            line.type, line.action = Marker.LINE_STRIP, Marker.ADD
-            line.pose.orientation.w = 1.0
-            line.scale.x = 0.005
-            line.color = PATH_COLORS[i % len(PATH_COLORS)]
-            for q in traj.positions_rad[: points + 1]:
-                pos, _ = self._path_kinematics.tcp_pose(arm, q)
-                line.points.append(Point(x=float(pos[0]), y=float(pos[1]), z=float(pos[2])))
-            markers.append(line)
-        return MarkerArray(markers=markers)
 
     # -- the action ------------------------------------------------------------------------------------------------
     def _on_goal(self, goal: MoveEef.Goal) -> GoalResponse:
@@ -235,15 +150,9 @@ class MotionServerNode(GraphNode):
         self.stop_detail = detail
         if self._server is not None:
             self._server.stop()
+            self.state.wake()  # the running motion looks at its stop now, not at the next joint state
         else:
-            self.send_stop()
-
-    def _success_check(self) -> SuccessCheck | None:
-        status = self.state.status
-        if status is None:
-            return None
-        episode = status.episode_id
-        return lambda: bool(self.state.status and self.state.status.episode_id == episode and self.state.status.success)
+            self.commands.send_stop()
 
     def _run(
         self, goal: MoveEef.Goal, on_progress: ProgressCallback | None, *, episode_bound: bool = True
@@ -252,31 +161,13 @@ class MotionServerNode(GraphNode):
         ``episode_bound``: the motion ends when the episode changes or succeeds (False: it ignores the episode)."""
         self.stop_detail = ""  # a stop's reason from before this motion is not its own
         timeout = self.params.joint_state_timeout_s
-
-        def stale() -> bool:  # no fresh joint states, or a status from before the robot restarted
-            return self.state.age_s() > timeout or self.state.status_age_s() > STATUS_STALE_S
-
-        if stale():  # none yet, or a robot that restarted: allow for discovery (a few seconds)
-            self.state.wait_until(lambda: not stale() or self.shutting_down, STATE_WAIT_S)
-        success = self._success_check() if episode_bound else None
+        # none yet, or a robot that restarted: allow for discovery (a few seconds)
+        self.state.wait_fresh(timeout, STATUS_STALE_S, STATE_WAIT_S, give_up=lambda: self.shutting_down)
+        success = self.state.success_check() if episode_bound else None
         self.motion_episode_bound = episode_bound  # read by ControllerExecutor.play; one motion at a time (gate)
         try:
-            if self.state.age_s() > timeout:
-                raise BackendLostError(
-                    f"no joint states on {topics.JOINT_STATES} for {self.state.stale_text(timeout)}: is the robot "
-                    "(simulator node or driver) running, and every arm answering?"
-                )
-            if goal.mode == MoveEef.Goal.MOVE_EEF:
-                return self.server.move_eef_pairs(goal.names, goal.values, is_success=success, on_progress=on_progress)
-            if goal.mode == MoveEef.Goal.MOVE_TO:
-                p, q = goal.position, goal.orientation
-                return self.server.move_to(
-                    goal.arm, (p.x, p.y, p.z), (q.w, q.x, q.y, q.z) if goal.use_orientation else None,
-                    goal.gripper if goal.use_gripper else None, is_success=success, on_progress=on_progress,
-                )  # fmt: skip
-            if goal.mode == MoveEef.Goal.HOME:
-                return self.server.home(is_success=success, on_progress=on_progress)
-            return MoveReport.rejected(Refused(f"unknown mode {goal.mode}; use MOVE_EEF (0), MOVE_TO (1) or HOME (2)"))
+            self.state.require_fresh(timeout)
+            return run_goal(self.server, goal, success, on_progress)
         except BackendLostError as exc:
             return MoveReport.rejected(BackendLost(str(exc)))
 

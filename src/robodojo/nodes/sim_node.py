@@ -4,8 +4,8 @@ Publishes /clock (simulation time; other nodes run with use_sim_time), /joint_st
 (100 Hz), each arm's grasp-point pose, every camera's CameraInfo and optical-frame pose at camera_rate_hz with its
 image when someone subscribes to it (an image nobody reads is not rendered), and the episode status. Accepts joint
 trajectories on the joint_trajectory_controller topics of each arm and gripper and plays them one point per 25 Hz
-control step; each step that plays a point uses one step of the episode's budget, time between motions does not. The
-/episode/reset service starts a new episode.
+control step (robodojo.sim.sim_loop: the loop, its thread and pacing); each step that plays a point uses one step of
+the episode's budget, time between motions does not. The /episode/reset service starts a new episode.
 
 Images are rendered by a worker thread from scenes the loop captures (robodojo.sim.render_worker): a slow render
 lowers the camera rate, never the control rate; an image, its CameraInfo and its pose carry the stamp of the captured
@@ -14,14 +14,7 @@ instant and are published together. /diagnostics reports the images rendered and
 
 from __future__ import annotations
 
-import queue
 import sys
-import threading
-import time
-import traceback
-from collections.abc import Callable
-from concurrent.futures import Future
-from dataclasses import fields
 
 from agent_bringup.msg import EpisodeStatus, TrajectoryLease, TrajectoryStatus
 from agent_bringup.srv import ResetEpisode
@@ -33,8 +26,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
-from robodojo.control.pacing import Pacer, RateMeter
-from robodojo.control.trajectory_controller import Lease
+from robodojo.control.trajectory_controller import Lease, TrajectoryReport
 from robodojo.errors import RobodojoError
 from robodojo.geometry import matrix_from_quat, transform
 from robodojo.log_limits import RefusalLog
@@ -43,18 +35,17 @@ from robodojo.nodes.camera_topics import CameraTopics
 from robodojo.nodes.parameters import SimNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
-from robodojo.sim.controlled_world import ARM, GRIPPER, ControlledWorld, EpisodeState
+from robodojo.observation import EpisodeState
+from robodojo.sim.controlled_world import ARM, GRIPPER, ControlledWorld, StepProblem
 from robodojo.sim.render_worker import RenderedFrame, RenderWorker, camera_shots
+from robodojo.sim.sim_loop import RealTimeFactor, SimLoop, SimRates
 from robodojo.text import quote
 
 NODE_NAME = "sim_node"
 STATE_QOS = QoSProfile(depth=10)
 IMAGE_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
 REPORT_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)  # every end reaches its commander
-RTF_WINDOW_S = 1.0  # wall time over which the real-time factor is measured and reported on /diagnostics
-RTF_WARN_RATIO = 0.9  # below this fraction of real_time_factor, the diagnostic is a warning
 RENDER_ERROR_LOG_PERIOD_S = 10.0  # a failing camera logs at most one line per this period
-SETUP_POLL_S = 0.01  # the loop thread waits this long between looks for its setup call
 
 
 class SimNode(GraphNode):
@@ -62,25 +53,19 @@ class SimNode(GraphNode):
         super().__init__(NODE_NAME)
         p = declare_parameters(self, SimNodeParams)
         self.params = p
-        # The world lives in the loop thread, and so does its GL context (EGL contexts are bound to the thread that
-        # made them current; a reset's first observation renders there). Camera images have a GL context of their
-        # own, in the render worker's thread.
-        self._calls: queue.Queue[tuple[Callable[[], object], Future]] = queue.Queue()
-        self._trajectories: queue.Queue[tuple[str, str, JointTrajectory | str] | TrajectoryLease] = queue.Queue()
-        self._running = True
         self._refusals = RefusalLog("nothing moves")
-        self._thread = threading.Thread(target=self._loop, name="sim_loop", daemon=True)
-        started: Future = Future()
-        self._thread.start()
-        self._calls.put((lambda: self._setup(p), started))
-        started.result()  # re-raises a bad robot, task or seed here, so the node exits with the message
+        # The world, its publishers and its loop's outputs are made in the loop thread (the world's GL context is
+        # bound to it); camera images have a GL context of their own, in the render worker's thread. A bad robot,
+        # task or seed is raised here, so the node exits with the message.
+        rates = SimRates(p.real_time_factor, p.camera_rate_hz, p.status_rate_hz)
+        self.loop = SimLoop(lambda: self._setup(p), self, rates)
         self.create_service(ResetEpisode, topics.EPISODE_RESET, self._on_reset)
         self.get_logger().info(
             f"{self.robot.name}: task {p.task} ({p.variant}, seed {p.seed}), "
             f"real-time factor {p.real_time_factor}, cameras at {p.camera_rate_hz} Hz"
         )
 
-    def _setup(self, p: SimNodeParams) -> None:
+    def _setup(self, p: SimNodeParams) -> ControlledWorld:
         """Build the world, its controllers and publishers (in the loop thread)."""
         self.sim = ControlledWorld(
             p.robot, p.task, p.variant, p.seed, topics.controller_names, joint_state_slices=p.joint_state_slices
@@ -96,7 +81,7 @@ class SimNode(GraphNode):
             for kind, topic in ((ARM, topics.arm_controller(arm.name)), (GRIPPER, topics.gripper_controller(arm.name))):
                 # raw: an oversized message is refused on its byte count, before rclpy builds its Python objects
                 self.create_subscription(JointTrajectory, topic, self._on_trajectory(arm.name, kind), 10, raw=True)
-        self.create_subscription(TrajectoryLease, topics.MOTION_LEASE, self._trajectories.put, 10)
+        self.create_subscription(TrajectoryLease, topics.MOTION_LEASE, self._on_lease, 10)
 
         self.clock_pub = self.create_publisher(Clock, topics.CLOCK, STATE_QOS)
         self.joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, STATE_QOS)
@@ -109,6 +94,8 @@ class SimNode(GraphNode):
         self.render_worker = RenderWorker(
             self.world.settings.render, self._publish_frame, self._on_render_error, name="sim_render"
         )
+        self._render_stats0 = self.render_worker.stats
+        return self.sim
 
     # -- episode ------------------------------------------------------------------------------------------------
     def _on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
@@ -116,10 +103,8 @@ class SimNode(GraphNode):
             self.sim.reset(request.task, request.variant, request.seed)
             self._publish_status(force=True)
 
-        done: Future = Future()
-        self._calls.put((reset, done))
         try:
-            done.result()
+            self.loop.call(reset)
         except RobodojoError as exc:
             response.success, response.message = False, str(exc)
             self.get_logger().error(f"reset refused, the episode goes on: {exc}")
@@ -137,26 +122,21 @@ class SimNode(GraphNode):
         def callback(data: bytes) -> None:
             if len(data) > max_bytes:
                 why = f"the message is {len(data) / 1e3:.0f} kB; at most {max_bytes / 1e3:.0f} kB is accepted"
-                self._trajectories.put((arm, kind, why))
+                self.loop.post(lambda: self._submit(arm, kind, why))
                 return
             try:
                 msg = deserialize_message(data, JointTrajectory)
             except Exception as exc:  # a malformed CDR payload: refused like any bad trajectory
-                self._trajectories.put((arm, kind, f"the message could not be read: {quote(str(exc))}"))
+                why = f"the message could not be read: {quote(str(exc))}"
+                self.loop.post(lambda: self._submit(arm, kind, why))
                 return
-            self._trajectories.put((arm, kind, msg))
+            self.loop.post(lambda: self._submit(arm, kind, msg))
 
         return callback
 
-    def _take_trajectories(self) -> None:
-        """Hand the trajectories and leases that arrived since the last tick to their controllers (in the loop
-        thread, so a busy loop never keeps a callback waiting for the lock)."""
-        while not self._trajectories.empty():
-            item = self._trajectories.get_nowait()
-            if isinstance(item, TrajectoryLease):
-                self.sim.renew(Lease(convert.seconds(item.start), convert.seconds(item.sent), item.timeout_s))
-            else:
-                self._submit(*item)
+    def _on_lease(self, msg: TrajectoryLease) -> None:
+        lease = Lease(convert.seconds(msg.start), convert.seconds(msg.sent), msg.timeout_s)
+        self.loop.post(lambda: self.sim.renew(lease))
 
     def _submit(self, arm: str, kind: str, msg: JointTrajectory | str) -> None:
         """Hand a trajectory to its controller; a refusal is reported on its status topic and logged, repeats of it
@@ -183,105 +163,19 @@ class SimNode(GraphNode):
         elif cmd.positions:
             self.get_logger().info(f"{what}: {len(cmd.positions)} points from t={cmd.start_s:.3f} s (now {now:.3f} s)")
 
-    # -- the real-time loop -------------------------------------------------------------------------------------
-    def _run_calls(self) -> None:
-        """Run what other threads asked of the world (setup, resets), passing results or errors back."""
-        while not self._calls.empty():
-            fn, future = self._calls.get_nowait()
-            try:
-                future.set_result(fn())
-            except BaseException as exc:
-                future.set_exception(exc)
-
-    def _loop(self) -> None:
-        while self._running and not hasattr(self, "render_worker"):
-            self._run_calls()  # setup first; it may fail, and then the node ends
-            time.sleep(SETUP_POLL_S)
-        sim = self.sim
-        camera_period = 1.0 / self.params.camera_rate_hz
-        status_period = 1.0 / self.params.status_rate_hz
-        now = sim.now_s
-        pacer = Pacer(sim.control_dt_s, start_s=now, time_scale=self.params.real_time_factor)
-        rtf = RateMeter(RTF_WINDOW_S, now)
-        next_camera, next_status = now, now
-        self._render_stats0 = self.render_worker.stats
-        while self._running:
-            try:
-                self._run_calls()
-                self._take_trajectories()
-                problem = sim.step(self._publish_joint_state)
-                # Two call sites: rclpy's logger refuses a second severity from one line.
-                if problem is not None and problem.error:
-                    self.get_logger().error(f"{problem.text}: trajectories stopped, arms hold")
-                elif problem is not None:
-                    self.get_logger().warning(f"{problem.text}: trajectories stopped, arms hold")
-                now = sim.now_s
-                self._publish_tcp(now)
-                for report in sim.reports(holding_too=now >= next_status):
-                    self.status_pubs[report.controller].publish(
-                        convert.trajectory_status_msg(TrajectoryStatus, report, now)
-                    )
-                self._publish_status(force=now >= next_status)
-                if now >= next_status:
-                    next_status = now + status_period
-                measured = rtf.update(now)
-                if measured is not None:
-                    self._publish_real_time_factor(measured, self.params.real_time_factor)
-                    for line in self._refusals.summaries():
-                        self.get_logger().error(line)
-                if now + 1e-9 >= next_camera:
-                    self._publish_cameras(now)
-                    next_camera += camera_period
-                    if next_camera < now:  # fell behind: skip rather than burst
-                        next_camera = now + camera_period
-            except Exception:  # the loop is the robot: log and go on, unless shutting down
-                if not self.context.ok():
-                    return
-                self.get_logger().error(f"simulation step failed:\n{traceback.format_exc()}")
-                now = sim.now_s
-            pacer.wait(now)  # more than a few steps late: it runs slower than real time instead of catching up
-
-    # -- publishing ---------------------------------------------------------------------------------------------
-    def _publish_real_time_factor(self, measured: float, target: float) -> None:
-        """The real-time factor over the last RTF_WINDOW_S on /diagnostics; a slow simulator keeps simulated time
-        consistent (it runs slower rather than skipping steps) and says so here."""
-        slow = measured < RTF_WARN_RATIO * target
-        if slow:
-            self.get_logger().warning(
-                f"simulating at {measured:.2f}x real time (target {target:g}x): the machine is too busy; simulated "
-                "time stays consistent, motions take longer in wall time",
-                throttle_duration_sec=30.0,
-            )
-        status = convert.diagnostic_status(
-            DiagnosticStatus.WARN if slow else DiagnosticStatus.OK,
-            f"{NODE_NAME}: real-time factor",
-            f"running at {measured:.2f}x real time" + (f" (target {target:g}x)" if slow else ""),
-            self.robot.name,
-            {"real_time_factor": f"{measured:.3f}", "target": f"{target:g}", **self._camera_figures()},
-        )
-        self.diagnostics_pub.publish(convert.diagnostic_array(self.sim.now_s, [status]))
-
-    def _camera_figures(self) -> dict[str, int]:
-        """Images rendered and captures dropped (the render worker could not keep up) since the last report."""
-        stats, before = self.render_worker.stats, self._render_stats0
-        self._render_stats0 = stats
-        return {
-            "camera_images": stats.images - before.images,
-            "camera_captures_dropped": stats.dropped - before.dropped,
-        }
-
-    def _publish_joint_state(self) -> None:
+    # -- the loop's outputs (SimOutputs, in the loop thread) ------------------------------------------------------
+    def joint_state(self) -> None:
         t = self.sim.now_s
         self.clock_pub.publish(Clock(clock=convert.time_msg(t)))
         self.joint_pub.publish(convert.joint_state_msg(*self.sim.joint_state(), t))
 
-    def _publish_tcp(self, t: float) -> None:
-        for arm in self.robot.arm_names:
-            s = self.world.arm_state(arm)
-            T = transform(matrix_from_quat(s.tcp_quat_wxyz), s.tcp_pos_m)
-            self.tcp_pubs[arm].publish(convert.pose_stamped(T, t, topics.WORLD_FRAME))
+    def control_step(self, t_s: float, reports: list[TrajectoryReport], status_due: bool) -> None:
+        self._publish_tcp(t_s)
+        for report in reports:
+            self.status_pubs[report.controller].publish(convert.trajectory_status_msg(TrajectoryStatus, report, t_s))
+        self._publish_status(force=status_due)
 
-    def _publish_cameras(self, t: float) -> None:
+    def cameras(self, t_s: float) -> None:
         """Capture the cameras someone reads images of, for the render worker (it publishes their image, info and
         pose together when the image is ready); publish the others' info and pose now."""
         watched = []
@@ -289,8 +183,47 @@ class SimNode(GraphNode):
             if out.watched:  # an image nobody reads is not rendered
                 watched.append(name)
             else:
-                out.publish_calibration(self.world.calibration(name), t)
-        self.render_worker.capture(self.world.model, self.world.data, t, camera_shots(self.world, watched))
+                out.publish_calibration(self.world.calibration(name), t_s)
+        self.render_worker.capture(self.world.model, self.world.data, t_s, camera_shots(self.world, watched))
+
+    def step_problem(self, problem: StepProblem) -> None:
+        # Two call sites: rclpy's logger refuses a second severity from one line.
+        if problem.error:
+            self.get_logger().error(f"{problem.text}: trajectories stopped, arms hold")
+        else:
+            self.get_logger().warning(f"{problem.text}: trajectories stopped, arms hold")
+
+    def loop_error(self, text: str) -> bool:
+        if not self.context.ok():  # shutting down: the publishers are going away
+            return False
+        self.get_logger().error(f"simulation step failed:\n{text}")
+        return True
+
+    def real_time_factor(self, rtf: RealTimeFactor) -> None:
+        """The real-time factor over the last window on /diagnostics, with the cameras' figures; a slow simulator
+        keeps simulated time consistent (it runs slower rather than skipping steps) and says so. The refusals of the
+        window are summarised here too."""
+        if rtf.slow:
+            self.get_logger().warning(
+                f"simulating at {rtf.measured:.2f}x real time (target {rtf.target:g}x): the machine is too busy; "
+                "simulated time stays consistent, motions take longer in wall time",
+                throttle_duration_sec=30.0,
+            )
+        stats, before = self.render_worker.stats, self._render_stats0
+        self._render_stats0 = stats
+        values = {"real_time_factor": f"{rtf.measured:.3f}", "target": f"{rtf.target:g}", **stats.since(before)}
+        level = DiagnosticStatus.WARN if rtf.slow else DiagnosticStatus.OK
+        status = convert.diagnostic_status(level, f"{NODE_NAME}: real-time factor", rtf.text, self.robot.name, values)
+        self.diagnostics_pub.publish(convert.diagnostic_array(self.sim.now_s, [status]))
+        for line in self._refusals.summaries():
+            self.get_logger().error(line)
+
+    # -- publishing ---------------------------------------------------------------------------------------------
+    def _publish_tcp(self, t: float) -> None:
+        for arm in self.robot.arm_names:
+            s = self.world.arm_state(arm)
+            T = transform(matrix_from_quat(s.tcp_quat_wxyz), s.tcp_pos_m)
+            self.tcp_pubs[arm].publish(convert.pose_stamped(T, t, topics.WORLD_FRAME))
 
     def _publish_frame(self, rendered: RenderedFrame) -> None:
         """One rendered image with the CameraInfo and pose of its captured instant (in the render worker's thread)."""
@@ -307,20 +240,14 @@ class SimNode(GraphNode):
         if not force and state == self._last_status:
             return
         self._last_status = state
-        self.status_pub.publish(
-            EpisodeStatus(
-                header=convert.header(self.sim.now_s, topics.WORLD_FRAME), robot=self.robot.name,
-                **{f.name: getattr(state, f.name) for f in fields(EpisodeState)},
-            )
-        )  # fmt: skip
+        self.status_pub.publish(convert.episode_status_msg(EpisodeStatus, state, self.robot.name, self.sim.now_s))
 
     def close(self) -> None:
-        self._running = False
-        self._thread.join(timeout=2.0)  # one control tick, normally; the node's way out stays below launch's 5 s
-        if hasattr(self, "render_worker") and not self.render_worker.close():
+        if not self.loop.close():
+            self.get_logger().warning("the simulation loop was still in a step at close")
+        if not self.render_worker.close():
             self.get_logger().warning("the render worker was still publishing an image at close")
-        if hasattr(self, "sim"):
-            self.sim.close()
+        self.sim.close()
 
 
 def main() -> int:

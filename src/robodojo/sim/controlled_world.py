@@ -25,6 +25,7 @@ from robodojo.control.trajectory_controller import (
 )
 from robodojo.control.trajectory_player import JointLimit, TrajectoryCommand, TrajectoryPlayer
 from robodojo.errors import ConfigError, InvalidCommandError, RobodojoError
+from robodojo.observation import EpisodeState
 from robodojo.sim.world import VELOCITY_MARGIN, EmbeddedWorld
 
 ARM, GRIPPER = "arm", "gripper"  # the two controller kinds of each arm
@@ -42,23 +43,6 @@ class ArmControllers:
 
     def both(self) -> tuple[TrajectoryController, TrajectoryController]:
         return self.joints, self.gripper
-
-
-@dataclass(frozen=True)
-class EpisodeState:
-    """What the episode status topic says: the episode, its budget and its verdict so far."""
-
-    episode_id: str
-    task: str
-    variant: str
-    seed: int
-    instruction: str
-    recipe: str
-    steps_used: int
-    step_limit: int
-    steps_left: int
-    success: bool
-    score: float
 
 
 @dataclass(frozen=True)

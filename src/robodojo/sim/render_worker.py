@@ -89,6 +89,10 @@ class RenderStats:
     dropped: int
     images: int
 
+    def since(self, before: RenderStats) -> dict[str, int]:
+        """Images rendered and captures dropped (the worker could not keep up) since ``before``, for /diagnostics."""
+        return {"camera_images": self.images - before.images, "camera_captures_dropped": self.dropped - before.dropped}
+
 
 @dataclass
 class _Slot:
