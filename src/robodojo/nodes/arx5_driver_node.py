@@ -14,9 +14,11 @@ import threading
 
 from std_srvs.srv import Trigger
 
+from robodojo.hardware.arm_service import DrivenArm, ServiceRates, check_robot, driven_arm
 from robodojo.hardware.arx5 import Arx5Arm
 from robodojo.hardware.settings import load_arx5_settings
-from robodojo.nodes.arm_driver_node import ESTOP, ArmDriverNode, DrivenArm, check_robot, driven_arm
+from robodojo.nodes import topics
+from robodojo.nodes.arm_driver_node import ESTOP, ArmDriverNode
 from robodojo.nodes.parameters import Arx5DriverParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import run_node
@@ -39,11 +41,10 @@ class Arx5DriverNode(ArmDriverNode):
         for arm_settings in self.settings.arms:
             name = arm_settings.arm
             adapter = Arx5Arm(arm_settings, on_sdk_log=functools.partial(self._sdk_logged, name))
-            arms.append(driven_arm(name, adapter, f"arx_x5@{arm_settings.interface}"))
+            arms.append(driven_arm(name, adapter, f"arx_x5@{arm_settings.interface}", topics.controller_names(name)))
         self.start(
-            arms, state_rate_hz=self.settings.state_rate_hz, status_rate_hz=p.status_rate_hz,
-            gripper_rate_hz=p.gripper_rate_hz, reconnect_period_s=p.reconnect_period_s,
-        )  # fmt: skip
+            arms, ServiceRates(self.settings.state_rate_hz, p.status_rate_hz, p.gripper_rate_hz, p.reconnect_period_s)
+        )
         interfaces = ", ".join(f"{a.arm} on {a.interface}" for a in self.settings.arms)
         first = self.settings.arms[0]
         self.get_logger().info(

@@ -27,12 +27,10 @@ from robodojo.observation import Observation
 from robodojo.robots.arm_state import arm_state_from_joints
 from robodojo.robots.config import RobotConfig
 from robodojo.robots.ik import ArmKinematics
+from robodojo.robots.joint_speed import JointSpeedWindow
 from robodojo.robots.joint_state import JointPositions
 
 UNLIMITED_STEPS = 2**31 - 1  # no episode status (a real robot outside a benchmark): no step budget
-#: Two joint states further apart than this [s, their stamps] give no speed (unknown until the next pair): joint
-#: states come at 100-125 Hz, and a gap means a silent robot that may have stood still and then moved on.
-SPEED_GAP_S = 0.1
 
 
 class RobotState:
@@ -46,10 +44,7 @@ class RobotState:
         self.received_s = -math.inf  # wall (monotonic) time it arrived
         self.status: EpisodeStatus | None = None
         self.status_received_s = -math.inf
-        # The fastest arm joint between the last two joint states (from positions and stamps, which every driver
-        # publishes; velocity fields are optional): how the server sees that the arms hold still.
-        self._previous: dict[str, tuple[float, np.ndarray]] = {}
-        self._speeds: dict[str, float] = {}
+        self._speeds: dict[str, JointSpeedWindow] = {}  # how the server sees that the arms hold still
         self.lock = threading.Lock()
         #: Notified on every joint state, episode status and controller report (and by :meth:`wake`): wait on it,
         #: never sleep-poll.
@@ -94,24 +89,20 @@ class RobotState:
                 q = self.joints.arm_q(arm)
                 if q is None:
                     continue
-                before = self._previous.get(arm)
-                if before is not None and stamp > before[0]:
-                    gap_s = stamp - before[0]
-                    # Across a silence the robot may have stood still (a stalled simulator's clock, a frozen driver)
-                    # and move on after: positions a gap apart say nothing of its speed now.
-                    moved = float(np.max(np.abs(q - before[1]))) / gap_s if gap_s <= SPEED_GAP_S else math.inf
-                    self._speeds[arm] = moved
-                self._previous[arm] = (stamp, q.copy())
+                self._speeds.setdefault(arm, JointSpeedWindow()).add(stamp, q)
 
     @property
     def arm_speed_rad_s(self) -> float:
-        """The fastest arm joint between the last two joint states (inf until every arm has two)."""
+        """The fastest arm joint over the last speed window (inf until every arm's joint states span one)."""
         return self.speed_of_rad_s(self.robot.arm_names)
 
     def speed_of_rad_s(self, arms: Iterable[str]) -> float:
-        """The fastest joint of ``arms`` between their last two joint states (inf until each has two; 0 for none)."""
+        """The fastest joint of ``arms`` over the last speed window (robots.joint_speed; inf until each arm's joint
+        states span one; 0 for no arm)."""
         with self.lock:
-            return max((self._speeds.get(arm, math.inf) for arm in arms), default=0.0)
+            return max(
+                (w.speed_rad_s if (w := self._speeds.get(arm)) is not None else math.inf for arm in arms), default=0.0
+            )
 
     def arm_q(self, arm: str) -> np.ndarray | None:
         """``arm``'s latest joint angles (None before the first)."""

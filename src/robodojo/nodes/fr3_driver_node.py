@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import sys
 
+from robodojo.hardware.arm_service import DrivenArm, ServiceRates, check_robot, driven_arm
 from robodojo.hardware.franka import FrankaArm
 from robodojo.hardware.settings import load_fr3_settings
-from robodojo.nodes.arm_driver_node import ArmDriverNode, DrivenArm, check_robot, driven_arm
+from robodojo.nodes import topics
+from robodojo.nodes.arm_driver_node import ArmDriverNode
 from robodojo.nodes.parameters import Fr3DriverParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import run_node
@@ -27,11 +29,11 @@ class Fr3DriverNode(ArmDriverNode):
         check_robot(p.robot, settings.robot.name)
         self.ip = p.robot_ip or settings.robot_ip
         self.settings = settings.for_address(self.ip)  # a real arm's safety settings, or a refusal in one line
+        arm = self.settings.arm
         self.start(
-            [driven_arm(self.settings.arm, FrankaArm(self.settings), f"fr3@{self.ip}")],
-            state_rate_hz=self.settings.state_rate_hz, status_rate_hz=p.status_rate_hz,
-            gripper_rate_hz=p.gripper_rate_hz, reconnect_period_s=p.reconnect_period_s,
-        )  # fmt: skip
+            [driven_arm(arm, FrankaArm(self.settings), f"fr3@{self.ip}", topics.controller_names(arm))],
+            ServiceRates(self.settings.state_rate_hz, p.status_rate_hz, p.gripper_rate_hz, p.reconnect_period_s),
+        )
         self.get_logger().info(
             f"FR3 at {self.ip} ({self.settings.realtime_config} real-time, dynamics factor "
             f"{self.settings.relative_dynamics_factor:g}): joint states at {self.settings.state_rate_hz:g} Hz, "

@@ -26,11 +26,12 @@ import sys
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
+from robodojo.hardware.arm_service import DrivenArm, ServiceRates, driven_arm
 from robodojo.hardware.isaac import IsaacArm, IsaacArticulation
 from robodojo.hardware.settings import load_isaac_settings
 from robodojo.log_limits import RepeatLimiter
 from robodojo.nodes import convert, topics
-from robodojo.nodes.arm_driver_node import ArmDriverNode, DrivenArm, driven_arm
+from robodojo.nodes.arm_driver_node import ArmDriverNode
 from robodojo.nodes.parameters import IsaacBridgeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import run_node
@@ -56,14 +57,17 @@ class IsaacBridgeNode(ArmDriverNode):
         self._bad_states = RepeatLimiter()
         self.command_pub = self.create_publisher(JointState, topics.ISAAC_JOINT_COMMAND, COMMAND_QOS)
         arms = [
-            driven_arm(name, self.articulation.arm(name), f"isaac_sim:{name}", clock=self.articulation.now_s)
+            driven_arm(
+                name,
+                self.articulation.arm(name),
+                f"isaac_sim:{name}",
+                topics.controller_names(name),
+                clock=self.articulation.now_s,
+            )
             for name in self.settings.robot.arm_names
         ]
         check_hz = self.settings.arms[0].state_rate_hz
-        self.start(
-            arms, state_rate_hz=check_hz, status_rate_hz=p.status_rate_hz, gripper_rate_hz=check_hz,
-            reconnect_period_s=p.reconnect_period_s,
-        )  # fmt: skip
+        self.start(arms, ServiceRates(check_hz, p.status_rate_hz, check_hz, p.reconnect_period_s))
         self.create_subscription(JointState, topics.ISAAC_JOINT_STATES, self._on_isaac_state, ISAAC_STATE_QOS)
         self.get_logger().info(
             f"{self.settings.robot.name} in Isaac Sim: {topics.ISAAC_JOINT_STATES} -> {topics.JOINT_STATES}, "
@@ -108,7 +112,8 @@ class IsaacBridgeNode(ArmDriverNode):
         self.publish_joint_states(refresh_gripper=True)
         if not ticks:
             return
-        self.control_tick()
+        if self.service is not None:  # started in __init__; None only before
+            self.service.control_tick()
         names, positions = self.articulation.command(ticks)
         if names:
             self.command_pub.publish(JointState(header=convert.header(stamp_s, ""), name=names, position=positions))
