@@ -8,7 +8,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from agent_bringup.action import MoveEef
 from agent_bringup.msg import EpisodeStatus
@@ -27,16 +27,12 @@ from robodojo.motion.report import MoveReport, StopReason
 from robodojo.motion.targets import TargetError, arm_pose_target
 from robodojo.nodes import convert, topics
 from robodojo.nodes.parameters import AgentNodeParams
-from robodojo.nodes.runtime import call_in_executor
+from robodojo.nodes.runtime import GraphNode, SpunNode, call_in_executor
 from robodojo.observation import CameraFrame, Observation
 from robodojo.robots.arm_state import arm_state_from_joints
 from robodojo.robots.config import RobotConfig
 from robodojo.robots.ik import ArmKinematics
 from robodojo.robots.joint_state import JointPositions
-
-if TYPE_CHECKING:
-    from robodojo.nodes.agent_node import AgentNode
-    from robodojo.nodes.runtime import GraphNode
 
 WAIT_POLL_S = 0.05  # how often a wait for a future looks at the interruption
 # How long a loss of the robot side waits for this node's own stop signal before it counts as a loss: on a terminal's
@@ -225,10 +221,23 @@ class TopicObservationBackend:
         raise InvalidCommandError("the agent cannot hold the arms itself; the motion server's stop service does")
 
 
+class AgentGraphNode(SpunNode, Protocol):
+    """What the graph's episode host and MoveEef client use of their node (agent_node.AgentNode, an rclpy node that
+    knows the episode status and whether it is shutting down)."""
+
+    params: AgentNodeParams
+    view: GraphView
+    interrupted: ShutdownNotice
+
+    def current_status(self, *, newer_than: str = "") -> EpisodeStatus: ...
+
+    def check_interrupted(self) -> None: ...
+
+
 class MoveEefClient:
     """The Motion interface over the MoveEef action: the same calls and MoveReports as the in-process server."""
 
-    def __init__(self, node: AgentNode, backend: TopicObservationBackend) -> None:
+    def __init__(self, node: AgentGraphNode, backend: TopicObservationBackend) -> None:
         self.node = node
         self.backend = backend
         self.robot = backend.robot
@@ -310,7 +319,7 @@ class MoveEefClient:
 class GraphEpisodeHost:
     """An episode run by the simulator node: reset through its service, followed through its status."""
 
-    def __init__(self, node: AgentNode, robot: RobotConfig) -> None:
+    def __init__(self, node: AgentGraphNode, robot: RobotConfig) -> None:
         self.node = node
         self.view = node.view
         self.robot = robot

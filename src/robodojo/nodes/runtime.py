@@ -24,7 +24,7 @@ import time
 import traceback
 from collections.abc import Callable
 from types import FrameType
-from typing import NoReturn, TypeVar
+from typing import NoReturn, Protocol, TypeVar
 
 import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
@@ -216,7 +216,16 @@ def _exit_under_a_callback(log: RcutilsLogger, waited_s: float, error: str | Non
     os._exit(1)
 
 
-def call_in_executor(node: Node, fn: Callable[[], T], timeout_s: float) -> T:
+class SpunNode(Protocol):
+    """A node as :func:`call_in_executor` sees it: the executor that spins it, and its name."""
+
+    @property
+    def executor(self) -> Executor | None: ...
+
+    def get_name(self) -> str: ...
+
+
+def call_in_executor(node: SpunNode, fn: Callable[[], T], timeout_s: float) -> T:
     """Run ``fn`` in the thread that spins ``node`` and return its result.
 
     rclpy 7.1's ActionClient records a goal or result request only after sending it, unlocked: sent from another
