@@ -9,7 +9,7 @@ import pytest
 
 from robodojo.control.trajectory_controller import ControllerNames, TrajectoryState
 from robodojo.control.trajectory_player import TrajectoryCommand
-from robodojo.errors import RobodojoError
+from robodojo.errors import BackendLostError, RobodojoError
 from robodojo.sim.controlled_world import ARM, ControlledWorld
 from robodojo.sim.sim_loop import RealTimeFactor, SimLoop, SimRates
 
@@ -149,3 +149,14 @@ def test_a_posted_trajectory_plays_and_its_reports_reach_the_outputs(running):
         played = [r.points_played for k, v in outputs.events if k == "control_step" for r in v[1]
                   if r.controller == "left_arm_controller" and r.state == TrajectoryState.PLAYING]  # fmt: skip
     assert played == sorted(played) and played[-1] <= 5
+
+
+def test_a_call_after_close_is_refused_not_left_waiting():
+    loop = SimLoop(build, Outputs(), SimRates(1.0, 25.0, 2.0))
+    try:
+        assert loop.call(lambda: 7) == 7
+    finally:
+        assert loop.close()
+        loop.sim.close()
+    with pytest.raises(BackendLostError, match="the simulation loop has stopped"):
+        loop.call(lambda: 7)

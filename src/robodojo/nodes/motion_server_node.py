@@ -31,12 +31,7 @@ from robodojo.motion.server import MotionServer, ProgressCallback
 from robodojo.nodes import convert, topics
 from robodojo.nodes.controller_commands import ControllerCommands
 from robodojo.nodes.controller_executor import SHUTDOWN_CONFIRM_S, SHUTDOWN_DETAIL, ControllerExecutor
-from robodojo.nodes.controller_topics import (
-    ControllerTopicsBackend,
-    RobotState,
-    TrajectoryBoard,
-    run_goal,
-)
+from robodojo.nodes.controller_topics import ControllerTopicsBackend, RobotState, TrajectoryBoard, run_goal
 from robodojo.nodes.parameters import MotionServerParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import CLOSE_DEADLINE_S, LATCHED_QOS, GraphNode, run_node

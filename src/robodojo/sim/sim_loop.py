@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 
 from robodojo.control.pacing import Pacer, RateMeter
 from robodojo.control.trajectory_controller import TrajectoryReport
+from robodojo.errors import BackendLostError
 from robodojo.sim.controlled_world import ControlledWorld, StepProblem
 
 T = TypeVar("T")
@@ -87,6 +88,7 @@ class SimLoop:
         self._outputs, self._rates = outputs, rates
         self._calls: queue.Queue[tuple[Callable[[], object], Future | None]] = queue.Queue()
         self._running = True
+        self._lock = threading.Lock()  # a call is queued only while the loop runs; close fails those left
         self.sim: ControlledWorld
         built: Future = Future()
         self._thread = threading.Thread(target=self._loop, args=(build, built), name="sim_loop", daemon=True)
@@ -94,20 +96,30 @@ class SimLoop:
         built.result()
 
     def call(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` in the loop thread before its next step and return its result (or raise its exception)."""
+        """Run ``fn`` in the loop thread before its next step and return its result (or raise its exception);
+        BackendLostError once the loop is closed (a call then would wait forever)."""
         done: Future = Future()
-        self._calls.put((fn, done))
+        with self._lock:
+            if not self._running:
+                raise BackendLostError("the simulation loop has stopped")
+            self._calls.put((fn, done))
         return done.result()
 
     def post(self, fn: Callable[[], object]) -> None:
         """Queue ``fn`` to run in the loop thread before its next step, in order with the other posts and calls;
-        what it raises is reported as a loop error."""
+        what it raises is reported as a loop error. Dropped once the loop is closed."""
         self._calls.put((fn, None))
 
     def close(self) -> bool:
-        """Stop the loop; whether its thread ended within JOIN_TIMEOUT_S."""
-        self._running = False
+        """Stop the loop and fail the calls still waiting; whether its thread ended within JOIN_TIMEOUT_S."""
+        with self._lock:
+            self._running = False
         self._thread.join(timeout=JOIN_TIMEOUT_S)
+        with self._lock:
+            while not self._calls.empty():
+                _, future = self._calls.get_nowait()
+                if future is not None:
+                    future.set_exception(BackendLostError("the simulation loop stopped before this call ran"))
         return not self._thread.is_alive()
 
     def _run_calls(self) -> None:
