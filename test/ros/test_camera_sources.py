@@ -161,7 +161,13 @@ def test_raw_encodings_and_sizes_come_out_rgb_at_the_agent_size_with_k_scaled(gr
     graph.wait(counted, DISCOVERY_S, "every kind of bad frame counted on /diagnostics")
     assert node.alive
     assert not inbox.stamped(topics.camera_image("head"), bad_stamp)
-    assert inbox.stamped(topics.camera_image("head"), good_stamp)  # good frames between bad ones still go through
+
+    def good_came() -> bool:  # good frames between bad ones still go through (on a loaded machine, after the counts)
+        pub.publish(good)
+        time.sleep(0.05)
+        return bool(inbox.stamped(topics.camera_image("head"), good_stamp))
+
+    graph.wait(good_came, DISCOVERY_S, "a good frame among the bad ones")
     text = node.output()
     assert "another aspect ratio than the calibration file (640x480)" in text and "'32FC1'" in text
     assert text.count("dropped a frame (data)") <= 2, text  # rate-limited: one line per reason per 5 s
