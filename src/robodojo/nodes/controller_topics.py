@@ -91,11 +91,6 @@ class RobotState:
                     continue
                 self._speeds.setdefault(arm, JointSpeedWindow()).add(stamp, q)
 
-    @property
-    def arm_speed_rad_s(self) -> float:
-        """The fastest arm joint over the last speed window (inf until every arm's joint states span one)."""
-        return self.speed_of_rad_s(self.robot.arm_names)
-
     def speed_of_rad_s(self, arms: Iterable[str]) -> float:
         """The fastest joint of ``arms`` over the last speed window (robots.joint_speed; inf until each arm's joint
         states span one; 0 for no arm)."""

@@ -107,8 +107,10 @@ class SimLoop:
 
     def post(self, fn: Callable[[], object]) -> None:
         """Queue ``fn`` to run in the loop thread before its next step, in order with the other posts and calls;
-        what it raises is reported as a loop error. Dropped once the loop is closed."""
-        self._calls.put((fn, None))
+        what it raises is reported as a loop error. Dropped once the loop is closed (nothing would run it)."""
+        with self._lock:
+            if self._running:
+                self._calls.put((fn, None))
 
     def close(self) -> bool:
         """Stop the loop and fail the calls still waiting; whether its thread ended within JOIN_TIMEOUT_S."""
