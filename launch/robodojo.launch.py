@@ -38,6 +38,14 @@ Backends (`sim`):
   `episode_node` runs the episode (instruction from the task or `instruction:=`, steps from the controllers' reports,
   success from the operator: `robodojo judge --success`), and a reset waits for `robodojo judge --ready`.
 
+Robot model and TF: robot_state_publisher publishes /robot_description and TF from the robot's scene URDF
+(config/robots/<robot>.yaml `scene_urdf`). With sim:=isaac or none, camera_node publishes /cameras/<camera>/pose from
+the calibration files (config/cameras/<robot>/<camera>.yaml), and the scene URDF's camera mounts are moved to the same
+poses (robodojo.perception.camera_mounts: a fixed camera's mount joint gives world -> optical frame = T_world_cam, a
+wrist camera's gives TCP -> optical frame = T_tcp_cam), so TF and RViz show the cameras where the agent is told they
+are; a camera without a file keeps its designed mount, and one log line says which is which. With sim:=mujoco,
+sim_node publishes its own cameras' poses and the URDF's designed mounts stay.
+
 Node parameters not given here keep their defaults from config/nodes.yaml. The default `llm` follows the agent: the
 replayed example of its kind for the task and seed (examples/); an explicit llm:= always wins. The defaults of task,
 sim, llm and use_sim_time, and the combinations refused, are robodojo.nodes.graph_choices (`robodojo graph` has the
@@ -72,6 +80,8 @@ from launch_ros.parameter_descriptions import ParameterValue
 
 from robodojo.nodes import graph_choices
 from robodojo.nodes.graph_choices import HARDWARE, REPLAY_EXAMPLES
+from robodojo.perception.camera_mounts import calibrated_scene_urdf
+from robodojo.robots.config import load_robot_config
 from robodojo.robots.meshes import urdf_with_resolved_meshes
 
 PACKAGE = "agent_bringup"
@@ -403,6 +413,28 @@ def _operated_episode_nodes(
     return nodes
 
 
+def _robot_description(share: str, config: dict, robot: str, sim: str) -> tuple[str, str]:
+    """robot_state_publisher's URDF and a log line on where its camera frames come from.
+
+    The scene URDF (urdf/<scene>.urdf, installed under share/). Where camera_node publishes /cameras/<camera>/pose
+    from the calibration files (sim:=isaac, none), each calibrated camera's mount joint is moved to the file's pose
+    (robodojo.perception.camera_mounts), so TF and RViz show what the agent is told; a camera without a file keeps its
+    designed mount. Under sim:=mujoco sim_node publishes its cameras' own poses: the scene URDF's mounts, as designed.
+    """
+    urdf_path = os.path.join(share, config["scene_urdf"])
+    with open(urdf_path, encoding="utf-8") as f:
+        text = f.read()
+    if graph_choices.camera_poses_from_calibration(sim):
+        calibrated = calibrated_scene_urdf(load_robot_config(robot), text)
+        text = calibrated.text
+        mounts = "robot_description, camera mounts: " + "; ".join(m.describe() for m in calibrated.mounts)
+    else:
+        mounts = f"robot_description: the designed camera mounts of {config['scene_urdf']} (sim_node's cameras)"
+    # ROS resolves package:// in an ament package's share folder; the FR3's visual meshes are in a Python package
+    # (franky-sim): they become absolute file:// paths here (primitives where it is not installed).
+    return urdf_with_resolved_meshes(text), mounts
+
+
 def _launch_setup(context, *args, **kwargs):
     share = get_package_share_directory(PACKAGE)
     robot = LaunchConfiguration("robot").perform(context)
@@ -420,15 +452,12 @@ def _launch_setup(context, *args, **kwargs):
     use_sim_time = graph_choices.sim_time(LaunchConfiguration("use_sim_time").perform(context), sim)
 
     config = _robot_config(share, robot)
-    urdf_path = os.path.join(share, config["scene_urdf"])  # urdf/<scene>.urdf, installed under share/
-    with open(urdf_path, encoding="utf-8") as f:
-        # ROS resolves package:// in an ament package's share folder; the FR3's visual meshes are in a Python
-        # package (franky-sim): they become absolute file:// paths here (primitives where it is not installed).
-        robot_description = urdf_with_resolved_meshes(f.read())
     cameras = list(config["cameras"])
 
     actions: list = []
     if _flag(context, "robot_state_publisher"):
+        robot_description, mounts = _robot_description(share, config, robot, sim)
+        actions.append(LogInfo(msg=mounts))
         actions.append(
             Node(
                 package="robot_state_publisher",

@@ -35,6 +35,20 @@ def rotation_from_rpy(rpy: ArrayLike) -> Matrix:
     )
 
 
+GIMBAL_LOCK_COS = 1e-12  # |cos(pitch)| below this: roll and yaw turn about one axis, roll is set to 0
+
+
+def rpy_from_rotation(R: ArrayLike) -> tuple[float, float, float]:
+    """The URDF roll-pitch-yaw [rad] of a 3x3 rotation (the inverse of :func:`rotation_from_rpy`): pitch in
+    [-pi/2, pi/2], roll and yaw in [-pi, pi]; at pitch +-pi/2 (gimbal lock) roll is 0 and yaw carries the turn."""
+    m = np.asarray(R, dtype=float)
+    cp = float(np.hypot(m[0, 0], m[1, 0]))
+    pitch = float(np.arctan2(-m[2, 0], cp))
+    if cp < GIMBAL_LOCK_COS:
+        return 0.0, pitch, float(np.arctan2(-m[0, 1], m[1, 1]))
+    return float(np.arctan2(m[2, 1], m[2, 2])), pitch, float(np.arctan2(m[1, 0], m[0, 0]))
+
+
 def rotation_about_axis(axis: ArrayLike, angle_rad: float) -> Matrix:
     """Rodrigues' formula for a rotation of ``angle_rad`` about the unit vector ``axis``."""
     k = np.asarray(axis, dtype=float)

@@ -9,6 +9,9 @@
 - ``llm``: empty means the replayed example of the agent's kind for the task and seed (examples/), refused with one
   line when there is none.
 - ``use_sim_time``: empty means true for a simulator (it publishes /clock), false for real hardware.
+- camera poses: under ``sim:=mujoco`` sim_node publishes /cameras/<camera>/pose from the simulator's own cameras (the
+  scene URDF's mounts); under ``isaac`` and ``none`` camera_node publishes them from the calibration files, and
+  robot_state_publisher's ``robot_description`` carries the same calibrated mounts (perception.camera_mounts).
 
 Every refusal is a :class:`~robodojo.errors.ConfigError` of one line naming the argument and what to give instead.
 """
@@ -73,6 +76,12 @@ def flag(name: str, text: str) -> bool:
 def sim_time(use_sim_time: str, backend_name: str) -> bool:
     """``use_sim_time`` as a flag; empty: whether the backend publishes /clock (a simulator)."""
     return flag("use_sim_time", use_sim_time) if use_sim_time.strip() else backend_name in SIMULATORS
+
+
+def camera_poses_from_calibration(backend_name: str) -> bool:
+    """Whether /cameras/<camera>/pose comes from the calibration files (camera_node) on ``backend_name``, so TF must
+    show the calibrated mounts too; False for the embedded simulator, whose sim_node publishes its cameras' poses."""
+    return backend_name != SIMULATORS[0]
 
 
 def llm_or_example(agent: str, llm: str, task: str, seed: int) -> str:
