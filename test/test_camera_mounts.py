@@ -14,7 +14,7 @@ import pytest
 import yaml
 from test_launch_file import _nodes, _parameters, _run_setup, stand_in_launch  # noqa: F401 (a fixture)
 
-from robodojo.errors import ConfigError
+from robodojo.errors import ConfigError, UnknownNameError
 from robodojo.geometry import (
     matrix_from_quat,
     rotation_about_axis,
@@ -202,6 +202,8 @@ def test_calibrations_that_do_not_fit_the_robot_are_refused(tmp_path):
     # a wrist file for the fixed head camera
     with pytest.raises(ConfigError, match="head"):
         load_calibrations(robot, {"head": default_calibration_path(robot.name, "left_wrist")})
+    with pytest.raises(UnknownNameError, match="available: head, left_wrist, right_wrist"):
+        load_calibrations(robot, {"wrist": default_calibration_path("fr3", "wrist")})
     fr3 = load_robot_config("fr3")
     with pytest.raises(ConfigError, match="no camera 'left_wrist'"):
         calibrated_urdf(robot.scene_urdf.read_text(), fr3, load_calibrations(robot))

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robodojo.errors import ConfigError
+from robodojo.errors import ConfigError, UnknownNameError
 from robodojo.geometry import Matrix, rotation_angle_between, rpy_from_rotation
 from robodojo.perception.mounted_camera import MountedCamera, default_calibration_path, load_mounted_camera
 from robodojo.robots.config import RobotConfig
@@ -78,7 +78,7 @@ class CalibratedUrdf:
         for m in self.mounts:
             if m.camera == camera:
                 return m
-        raise ConfigError(f"no camera {camera!r}; cameras: {', '.join(m.camera for m in self.mounts)}")
+        raise UnknownNameError("camera", camera, [m.camera for m in self.mounts])
 
     def describe(self) -> str:
         return "\n".join(m.describe() for m in self.mounts)
@@ -88,8 +88,11 @@ def load_calibrations(robot: RobotConfig, files: Mapping[str, str | Path] | None
     """Every camera of ``robot`` that has a calibration file: ``files[camera]`` when given, else
     config/cameras/<robot>/<camera>.yaml (what camera_node loads by default). A camera whose default file does not
     exist is left out (it keeps its designed mount); a file that exists but is invalid or describes another mount
-    raises ConfigError, as camera_node would refuse it."""
+    raises ConfigError, as camera_node would refuse it; a camera the robot does not have, UnknownNameError."""
     files = files or {}
+    for name in files:
+        if name not in robot.camera_names:
+            raise UnknownNameError("camera", name, robot.camera_names)
     cameras = {}
     for name in robot.camera_names:
         path = files.get(name) or default_calibration_path(robot.name, name)
