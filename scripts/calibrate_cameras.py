@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -42,6 +42,7 @@ import yaml
 from robodojo.config import load_yaml
 from robodojo.errors import RobodojoError
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, rotation_about_axis, rotation_angle_between, transform
+from robodojo.perception.calibrate.sim_board import BOARD_THICKNESS_M, PARKED_XYZ_M, board_scene_extra, body_from_board
 from robodojo.perception.calibration import (
     CharucoBoardSpec,
     Detection,
@@ -52,7 +53,7 @@ from robodojo.perception.calibration import (
     hand_eye,
     head_extrinsics,
 )
-from robodojo.perception.camera import CameraFile, CameraModel, camera_file_data, load_camera_file
+from robodojo.perception.camera import CameraFile, CameraModel, load_camera_file, write_camera_file
 from robodojo.perception.mounted_camera import calibration_dir
 from robodojo.robots.config import RobotConfig, load_robot_config
 
@@ -106,32 +107,6 @@ def pose_from_xyz_quat(xyz: Sequence[float], quat_wxyz: Sequence[float]) -> np.n
 def pose_to_xyz_quat(T: np.ndarray) -> list[float]:
     """x y z qw qx qy qz of a pose (the --board-pose arguments)."""
     return [*(float(v) for v in T[:3, 3]), *(float(v) for v in quat_from_matrix(T[:3, :3]))]
-
-
-def write_camera_file(
-    out_dir: Path,
-    model: CameraModel,
-    header: str,
-    *,
-    T_tcp_cam: np.ndarray | None = None,
-    arm: str | None = None,
-) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{model.name}.yaml"
-    data = _rounded(camera_file_data(model, T_tcp_cam=T_tcp_cam, arm=arm))
-    comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
-    path.write_text(comment + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120))
-    load_camera_file(path)  # what the rest of the system will do: fail here, not there
-    return path
-
-
-def _rounded(value, digits: int = 6):
-    """Floats rounded to ``digits`` decimals (micrometres, micro-pixels) for readable files."""
-    if isinstance(value, dict):
-        return {k: _rounded(v, digits) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_rounded(v, digits) for v in value]
-    return round(value, digits) if isinstance(value, float) else value
 
 
 def existing_file(out_dir: Path, camera: str) -> CameraFile | None:
@@ -294,8 +269,6 @@ def print_hand_eye(result) -> None:
 
 
 # -- the simulated calibration --------------------------------------------------------------------------------------
-BOARD_THICKNESS_M = 0.001
-PIXELS_PER_SQUARE = 100
 # DEFAULT_BOARD's squares are 20-30 px wide where a pixel covers this much of the table (0.6 m from a 58 deg camera);
 # a coarser view gets proportionally larger squares.
 HEAD_BOARD_M_PER_PX = 0.6 / 433.0
@@ -318,44 +291,7 @@ WRIST_VIEWS = [
 ]
 # What the sim check accepts (recovered vs true): the test's bounds.
 SIM_TOLERANCES = {"fx_pct": 0.5, "fy_pct": 0.5, "cx_px": 2.0, "cy_px": 2.0, "pos_mm": 5.0, "rot_deg": 1.0}
-PARKED = transform(None, [10.0, 10.0, -10.0])  # out of every camera's view, under the floor
-
-
-def board_scene_extra(name: str, board: CharucoBoardSpec) -> Callable[[mujoco.MjSpec], None]:
-    """A scene extra adding a mocap body ``name``: a thin box whose top face shows the board (half-square margin)."""
-    pixels_per_m = PIXELS_PER_SQUARE / board.square_m
-    margin_m = board.square_m / 2
-    rgb = np.repeat(board_image(board, pixels_per_m, margin_m)[:, :, None], 3, axis=2)
-    height_px, width_px = rgb.shape[:2]
-
-    def extra(spec: mujoco.MjSpec) -> None:
-        texture = spec.add_texture(
-            name=f"{name}_texture", type=mujoco.mjtTexture.mjTEXTURE_2D, width=width_px, height=height_px, nchannel=3
-        )
-        texture.data = rgb.tobytes()
-        material = spec.add_material(name=f"{name}_material")
-        material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = texture.name
-        body = spec.worldbody.add_body(name=name, mocap=True, pos=PARKED[:3, 3].tolist())
-        body.add_geom(
-            name=f"{name}_geom",
-            type=mujoco.mjtGeom.mjGEOM_BOX,
-            size=[width_px / pixels_per_m / 2, height_px / pixels_per_m / 2, BOARD_THICKNESS_M / 2],
-            material=material.name,
-            contype=0,
-            conaffinity=0,
-        )
-
-    return extra
-
-
-def body_from_board(board: CharucoBoardSpec) -> np.ndarray:
-    """T_body_board of a board_scene_extra body: the texture's row 0 lies along the box's +y edge of the top face.
-
-    The squares area is centred on the box (the margin is the same on every side).
-    """
-    width, height = board.size_m
-    origin = [-width / 2, height / 2, BOARD_THICKNESS_M / 2]
-    return transform(np.diag([1.0, -1.0, -1.0]), origin)
+PARKED = transform(None, PARKED_XYZ_M)
 
 
 def look_at(position: np.ndarray, target: np.ndarray, x_hint: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ SRC = PACKAGE_ROOT / "src" / "robodojo"
 FLOORS: dict[str, int] = {
     "nodes": 7,
     "cli": 7,
+    "calibrate": 7,  # robodojo calibrate: the graph client and the solving steps
     "demo": 7,
     "campaigns": 6,  # the eval grid, its workers, store and reports, over the episode runner
     "episodes": 5,

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from robodojo import calibrate
 from robodojo.errors import RobodojoError
 from robodojo.sim.variants import VARIANTS
 
@@ -590,6 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--out", default="out/compare", help="compare.json and episodes/ (default out/compare)")
     compare.set_defaults(func=_cmd_compare)
     _add_eval(sub)
+    calibrate.add_parser(sub)
     graph = sub.add_parser(
         "graph", help="run the ROS 2 graph (simulator, motion server, agent nodes) as processes, without ros2 launch"
     )

@@ -48,6 +48,9 @@ class SimNodeParams:
     )
     real_time_factor: float = parameter("simulated seconds per wall-clock second", positive=True)
     trajectory_lead_s: float = parameter("extra delay before a trajectory stamped 'now' (0) starts [s]")
+    calibration_board: bool = parameter(
+        "show the ChArUco board of config/calibration.yaml on the table (robodojo calibrate's rehearsal)"
+    )
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from robodojo.nodes.parameters import SimNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import LATCHED_QOS, GraphNode, run_node
 from robodojo.observation import EpisodeState
+from robodojo.perception.calibrate.sim_board import calibration_board
 from robodojo.sim.controlled_world import ARM, GRIPPER, ControlledWorld, StepProblem
 from robodojo.sim.render_worker import RenderedFrame, RenderWorker, camera_shots
 from robodojo.sim.sim_loop import RealTimeFactor, SimLoop, SimRates
@@ -67,9 +68,11 @@ class SimNode(GraphNode):
 
     def _setup(self, p: SimNodeParams) -> ControlledWorld:
         """Build the world, its controllers and publishers (in the loop thread)."""
+        extras = [calibration_board(p.robot)] if p.calibration_board else []
         self.sim = ControlledWorld(
-            p.robot, p.task, p.variant, p.seed, topics.controller_names, joint_state_slices=p.joint_state_slices
-        )
+            p.robot, p.task, p.variant, p.seed, topics.controller_names,
+            joint_state_slices=p.joint_state_slices, scene_extras=extras,
+        )  # fmt: skip
         self.world, self.robot = self.sim.world, self.sim.robot
         self._last_status: EpisodeState | None = None
         self.status_pubs = {}

@@ -363,9 +363,11 @@ def hand_eye_degeneracy(T_world_tcp: Sequence[ArrayLike]) -> str:
     return ""
 
 
-def _board_scatter(
+def board_scatter(
     T_world_tcp: Sequence[Matrix], T_cam_board: Sequence[Matrix], T_tcp_cam: Matrix
 ) -> tuple[Matrix, float, float]:
+    """The board's world pose each view implies (T_world_tcp @ T_tcp_cam @ T_cam_board): their mean, and their RMS
+    scatter about it [m], [deg]."""
     boards = [A @ T_tcp_cam @ B for A, B in zip(T_world_tcp, T_cam_board, strict=True)]
     positions = np.array([T[:3, 3] for T in boards])
     mean_pos = positions.mean(axis=0)
@@ -427,7 +429,7 @@ def hand_eye(
         if not (np.all(np.isfinite(R)) and np.all(np.isfinite(t))):
             continue
         T_tcp_cam = transform(R, np.asarray(t).ravel())
-        T_world_board, res_m, res_deg = _board_scatter(tcp, cam, T_tcp_cam)
+        T_world_board, res_m, res_deg = board_scatter(tcp, cam, T_tcp_cam)
         candidate = HandEyeResult(True, T_tcp_cam, "", name, T_world_board, res_m, res_deg)
         score = res_m + ROTATION_WEIGHT_M_PER_RAD * math.radians(res_deg)
         if best is None or score < best.residual_m + ROTATION_WEIGHT_M_PER_RAD * math.radians(best.residual_deg):

@@ -195,7 +195,7 @@ def load_camera_file(path: str | Path) -> CameraFile:
 
 
 def camera_file_data(model: CameraModel, *, T_tcp_cam: ArrayLike | None = None, arm: str | None = None) -> dict:
-    """The YAML mapping for a camera file (what scripts/calibrate_cameras.py writes)."""
+    """The YAML mapping for a camera file (what :func:`write_camera_file` writes)."""
     from robodojo.geometry import quat_from_matrix
 
     def pose(T: NDArray[np.float64]) -> dict:
@@ -219,3 +219,37 @@ def camera_file_data(model: CameraModel, *, T_tcp_cam: ArrayLike | None = None, 
         data["T_tcp_cam"] = pose(np.asarray(T_tcp_cam, dtype=float))
         data["arm"] = arm
     return data
+
+
+def _rounded(value: Any, digits: int = 6) -> Any:
+    """Floats rounded to ``digits`` decimals (micrometres, micro-pixels) for readable files."""
+    if isinstance(value, dict):
+        return {k: _rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v, digits) for v in value]
+    return round(value, digits) if isinstance(value, float) else value
+
+
+def write_camera_file(
+    out_dir: str | Path,
+    model: CameraModel,
+    header: str,
+    *,
+    T_tcp_cam: ArrayLike | None = None,
+    arm: str | None = None,
+    record: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write ``out_dir/<camera>.yaml`` (``header`` as comment lines; ``record``: how it was calibrated, kept under
+    ``calibration:``, e.g. the date and residuals) and read it back as camera_node will."""
+    import yaml
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{model.name}.yaml"
+    data = camera_file_data(model, T_tcp_cam=T_tcp_cam, arm=arm)
+    if record:
+        data["calibration"] = dict(record)
+    comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    path.write_text(comment + yaml.safe_dump(_rounded(data), sort_keys=False, default_flow_style=None, width=120))
+    load_camera_file(path)  # what the rest of the system will do: fail here, not there
+    return path

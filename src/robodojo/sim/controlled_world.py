@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import mujoco
 import numpy as np
 
 from robodojo.control.settings import TrajectoryLimits, load_trajectory_limits
@@ -76,8 +77,9 @@ class ControlledWorld:
         *,
         joint_state_slices: int = 1,
         trajectory_limits: TrajectoryLimits | None = None,
+        scene_extras: Sequence[Callable[[mujoco.MjSpec], None]] = (),
     ) -> None:
-        self.world = EmbeddedWorld(robot)
+        self.world = EmbeddedWorld(robot, scene_extras=scene_extras)
         self.robot = self.world.robot
         self.trajectory_limits = trajectory_limits or load_trajectory_limits()
         substeps = self.world.substeps

@@ -1,0 +1,106 @@
+"""`robodojo calibrate` rehearsed on the running MuJoCo graph: the real command-line process against sim_node (the
+board on its table) and the motion server, each a process of its own.
+
+The wrist camera is calibrated from calibration motions the command plans and sends through MoveEef (capture --move,
+hand-eye with intrinsics), the head camera from the board the calibrated wrist camera placed (no measured board
+pose; the board lies flat on the table: --board-flat), then `check` holds the cameras against each other. The files
+it writes are compared with the simulator's true cameras: within 2 mm and 0.3 deg (issue 34). The head is the chain's
+weak link: its pose comes through the board's, 1.3 m away, so a board tilted by 0.1 deg moves it by 2 mm; the flat
+board's known normal is what keeps it inside (measured: head 1.3 mm / 0.10 deg, wrist 0.5 mm / 0.13 deg).
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from robodojo.geometry import rotation_angle_between
+from robodojo.perception.calibrate.settings import load_calibration_settings
+from robodojo.perception.calibrate.sim_board import calibration_board_pose
+from robodojo.perception.camera import load_camera_file
+from robodojo.sim.world import EmbeddedWorld
+
+ROBOT = "fr3"
+MAX_POSITION_MM = 2.0
+MAX_ROTATION_DEG = 0.3
+STEP_TIMEOUT_S = 240.0
+
+
+def _calibrate(graph, *args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, "-m", "robodojo.cli", "calibrate", *args],
+        env=graph.env, cwd=graph.tmp_path, capture_output=True, text=True, timeout=STEP_TIMEOUT_S,
+    )  # fmt: skip
+    print(f"$ robodojo calibrate {' '.join(args)}\n{result.stdout}{result.stderr}")
+    return result
+
+
+def _truth(camera: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """The simulated camera's world pose, and for a wrist camera its true T_tcp_cam (the arm at home)."""
+    world = EmbeddedWorld(ROBOT)
+    try:
+        T_world_cam = np.asarray(world.calibration(camera).T_world_cam)
+        cfg = world.robot.camera(camera)
+        arm = next((a.name for a in world.robot.arms if a.wrist_camera_frame == cfg.frame), None)
+        if arm is None:
+            return T_world_cam, None
+        state = world.arm_state(arm)
+        from robodojo.geometry import matrix_from_quat, transform
+
+        T_world_tcp = transform(matrix_from_quat(state.tcp_quat_wxyz), state.tcp_pos_m)
+        return T_world_cam, np.linalg.inv(T_world_tcp) @ T_world_cam
+    finally:
+        world.close()
+
+
+def _errors(T: np.ndarray, T_true: np.ndarray) -> tuple[float, float]:
+    return (
+        1000 * float(np.linalg.norm(T[:3, 3] - T_true[:3, 3])),
+        math.degrees(rotation_angle_between(T[:3, :3], T_true[:3, :3])),
+    )
+
+
+def test_calibrate_from_the_running_graph_recovers_the_simulated_cameras(graph) -> None:
+    graph.start("sim_node", robot=ROBOT, task="fr3_pick_cube", seed=0, calibration_board=True, camera_rate_hz=10.0)
+    graph.start("motion_server_node", robot=ROBOT)
+    out = Path(graph.tmp_path) / "cameras"
+    board = calibration_board_pose(ROBOT)
+    w, h = load_calibration_settings().board.size_m
+    center = board[:3, :3] @ np.array([w / 2, h / 2, 0.0]) + board[:3, 3]
+
+    wrist = _calibrate(
+        graph, "capture", "--camera", "wrist", "--move", "--yes", "--look-at", *map(str, center),
+        "--out", "capture/wrist", "--timeout-s", "60",
+    )  # fmt: skip
+    assert wrist.returncode == 0, wrist.stdout + wrist.stderr
+    solved = _calibrate(graph, "hand-eye", "--capture", "capture/wrist", "--board-flat", "--out", str(out))
+    assert solved.returncode == 0, solved.stdout + solved.stderr
+
+    head = _calibrate(graph, "capture", "--camera", "head", "--views", "3", "--out", "capture/head")
+    assert head.returncode == 0, head.stdout + head.stderr
+    placed = _calibrate(
+        graph, "head", "--capture", "capture/head", "--board-from", "capture/wrist", "--board-flat", "--out", str(out)
+    )
+    assert placed.returncode == 0, placed.stdout + placed.stderr
+
+    T_world_head, _ = _truth("head")
+    head_file = load_camera_file(out / "head.yaml")
+    head_mm, head_deg = _errors(head_file.model.T_world_cam, T_world_head)
+    _, T_tcp_cam = _truth("wrist")
+    wrist_file = load_camera_file(out / "wrist.yaml")
+    assert wrist_file.T_tcp_cam is not None and T_tcp_cam is not None
+    wrist_mm, wrist_deg = _errors(wrist_file.T_tcp_cam, T_tcp_cam)
+    print(f"head {head_mm:.2f} mm {head_deg:.3f} deg; wrist {wrist_mm:.2f} mm {wrist_deg:.3f} deg")
+    assert wrist_mm <= MAX_POSITION_MM and wrist_deg <= MAX_ROTATION_DEG
+    assert head_mm <= MAX_POSITION_MM and head_deg <= MAX_ROTATION_DEG
+    assert "calibration" in (out / "wrist.yaml").read_text()  # the residuals and the date are kept
+
+    check = _calibrate(
+        graph, "check", "--calibration-dir", str(out), "--images", "check", "--look-at", *map(str, center), "--yes"
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert (Path(graph.tmp_path) / "check" / "check_head.png").is_file()
