@@ -36,6 +36,36 @@ def test_the_stop_signal_handler_marks_the_node_before_anything_polls(agent_grap
     assert node.stop_signaled and notice.is_set() and notice.wait(0.0)
 
 
+# The main thread blocked in a read (as a starved one is not scheduled): a SIGINT sent to the worker thread reaches
+# the process, but its Python handler cannot run until the main thread does. The worker must see it anyway.
+STARVED_MAIN_THREAD = """
+import os, signal, threading
+from robodojo.nodes.runtime import _StopFlag
+flag = _StopFlag("test")
+flag.install()
+release_r, release_w = os.pipe()
+def worker():
+    before = flag.arrived()
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+    print(f"before {before} received {flag.received} arrived {flag.arrived()}", flush=True)
+    os.write(release_w, b"x")
+threading.Thread(target=worker).start()
+os.read(release_r, 1)
+print(f"main received {flag.received}", flush=True)
+flag.ignore()
+"""
+
+
+def test_a_stop_signal_is_seen_before_a_starved_main_thread_runs_its_handler():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", STARVED_MAIN_THREAD], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "before False received 0 arrived True" in out.stdout, out.stdout + out.stderr
+    assert "main received 1" in out.stdout  # the handler ran once the main thread did
+
+
 def test_close_sets_the_notice_and_a_waiter_wakes_for_it(agent_graph):
     notice = agent_graph.ShutdownNotice(SimpleNamespace(stop_signaled=False))  # type: ignore[arg-type]
     assert not notice.wait(0.05)

@@ -1,9 +1,12 @@
 """Start, spin and stop a node the same way in every executable, as a node under ``ros2 launch`` should behave.
 
 Signals: rclpy is initialised without its own signal handlers. SIGINT and SIGTERM only set a flag that the main thread
-polls (and mark the node ``stop_signaled`` at once, for its worker threads); a further signal (a terminal's Ctrl-C
-reaches the whole process group and ros2 launch forwards another) logs one line and is otherwise ignored, so no
-KeyboardInterrupt can land in the middle of the shutdown.
+polls (and mark the node ``stop_signaled``, for its worker threads). ``stop_signaled`` is true from the instant the
+signal reaches the process, before the main thread has run its Python handler: Python's C-level handler writes the
+signal number to a wakeup pipe at delivery, and the node reads it (a main thread starved on a loaded machine runs
+the handler late, and a worker that saw the rest of the graph stop would take that for a lost robot). A further
+signal (a terminal's Ctrl-C reaches the whole process group and ros2 launch forwards another) logs one line and is
+otherwise ignored, so no KeyboardInterrupt can land in the middle of the shutdown.
 
 Shutdown, in order: ``node.close()`` runs while the executor is still spinning (in its own thread), so a node can
 finish work on the way out (receive joint states, send an action result, answer a service); close is given
@@ -49,15 +52,27 @@ EXECUTOR_STOP_S = 0.5
 SHUTDOWN_BUDGET_S = LAUNCH_SIGTERM_AFTER_S - 0.5
 POLL_S = 0.05  # how often the main thread looks at the stop flag (a signal handler must not take locks)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNAL_NUMBERS = frozenset(int(s) for s in STOP_SIGNALS)
 
 
 class GraphNode(Node):
     """A node that can end its own process (``finish``) and release resources on the way out (``close``)."""
 
     exit_code: int | None = None
-    #: True from the moment a stop signal arrives: run_node's handler sets it at once, while close runs only once the
-    #: main thread has polled the signal. A plain attribute, the one thing a signal handler may safely write.
-    stop_signaled: bool = False
+    _stop_marked: bool = False
+    _stop_arrived: Callable[[], bool] | None = None  # run_node's: reads the signal wakeup pipe
+
+    @property
+    def stop_signaled(self) -> bool:
+        """True from the moment a stop signal reached the process (close runs only once the main thread has polled
+        it). Set by the signal handler (a plain attribute write, the one thing a handler may safely do), and read
+        from the wakeup pipe before the handler has run."""
+        return self._stop_marked or (self._stop_arrived is not None and self._stop_arrived())
+
+    @stop_signaled.setter
+    def stop_signaled(self, value: bool) -> None:
+        self._stop_marked = value
+
     #: How long :meth:`close` may take; a node whose close waits on the robot (the motion server) sets its own.
     close_timeout_s: float = CLOSE_DEADLINE_S
 
@@ -88,16 +103,43 @@ class _StopFlag:
         self.received = 0
         #: The node to mark as stop_signaled, once it is built.
         self.node: GraphNode | None = None
+        self._wakeup: tuple[int, int] | None = None
+        self._arrived = False
 
     def install(self) -> None:
+        """Our handlers for SIGINT and SIGTERM, and the wakeup pipe (main thread only, as signal.signal is)."""
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
+        signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        self._wakeup = (read_fd, write_fd)
         for sig in STOP_SIGNALS:
             signal.signal(sig, self._on_signal)
+
+    def arrived(self) -> bool:
+        """Whether a stop signal reached the process, even one whose Python handler has not run yet (any thread)."""
+        if self._arrived or self.received:
+            return True
+        if self._wakeup is None:
+            return False
+        try:
+            numbers = os.read(self._wakeup[0], 64)
+        except (BlockingIOError, OSError):
+            return False
+        # Only ours come through the pipe (signals with a Python handler), but say which counts.
+        self._arrived = any(n in STOP_SIGNAL_NUMBERS for n in numbers)
+        return self._arrived
 
     def ignore(self) -> None:
         """Ignore further signals: at exit Python resets its own handlers to the default, and a late second SIGINT
         would then kill the process (exit -2) while it is already on its way out."""
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
+        wakeup, self._wakeup = self._wakeup, None
+        if wakeup is not None:
+            signal.set_wakeup_fd(-1)
+            for fd in wakeup:
+                os.close(fd)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.received += 1
@@ -177,6 +219,7 @@ def _run(factory: Callable[[], GraphNode], name: str, threads: int, stop: _StopF
         rclpy.try_shutdown()
         return 2
     stop.node = node
+    node._stop_arrived = stop.arrived
     node.stop_signaled = stop.received > 0  # a signal that came while the node was being built
     executor = SingleThreadedExecutor() if threads == 1 else MultiThreadedExecutor(num_threads=threads)
     executor.add_node(node)
