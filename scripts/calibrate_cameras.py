@@ -55,7 +55,7 @@ from robodojo.perception.calibration import (
 )
 from robodojo.perception.camera import CameraFile, CameraModel, load_camera_file, write_camera_file
 from robodojo.perception.mounted_camera import calibration_dir
-from robodojo.robots.config import RobotConfig, load_robot_config
+from robodojo.robots.config import load_robot_config
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 DEFAULT_BOARD = CharucoBoardSpec(7, 5, 0.04, 0.03, "DICT_4X4_50")
@@ -114,12 +114,6 @@ def existing_file(out_dir: Path, camera: str) -> CameraFile | None:
     return load_camera_file(path) if path.is_file() else None
 
 
-def wrist_arm(robot: RobotConfig, camera: str) -> str | None:
-    """The arm carrying ``camera``, or None for a fixed camera."""
-    frame = robot.camera(camera).frame
-    return next((a.name for a in robot.arms if frame == a.wrist_camera_frame), None)
-
-
 def print_intrinsics(result) -> None:
     K = result.K
     print(
@@ -159,7 +153,7 @@ def cmd_intrinsics(args: argparse.Namespace) -> int:
         model = model.with_pose(old.model.T_world_cam)
         path = write_camera_file(out, model, header, T_tcp_cam=old.T_tcp_cam, arm=old.arm)
     else:
-        arm = wrist_arm(robot, args.camera)
+        arm = robot.camera_arm(args.camera)
         path = write_camera_file(out, model, header, T_tcp_cam=np.eye(4) if arm else None, arm=arm)
         print(f"  note: the pose in {path} is a placeholder until `{'hand-eye' if arm else 'head'}` runs")
     print(f"  wrote {path}")
@@ -446,7 +440,7 @@ class SimCalibrationScene:
 
     def hand_eye_views(self, arm: str, board_name: str = "wrist_board") -> list[SimView]:
         """The board on the table seen from the arm's wrist camera at several arm poses (for hand-eye)."""
-        camera = next(c.name for c in self.robot.cameras if wrist_arm(self.robot, c.name) == arm)
+        camera = next(c.name for c in self.robot.cameras if self.robot.camera_arm(c.name) == arm)
         self.pose_arms()
         self._park_all()
         home = self.truth(camera)
@@ -624,7 +618,7 @@ def run_sim(robot_name: str, out: Path | None, save_images: Path | None = None) 
     all_ok = True
     try:
         for cfg in scene.robot.cameras:
-            camera, arm = cfg.name, wrist_arm(scene.robot, cfg.name)
+            camera, arm = cfg.name, scene.robot.camera_arm(cfg.name)
             header = SIM_HEADER.format(robot=robot_name, camera=camera)
             entry = report[camera] = {}
             print(f"{camera}:")

@@ -100,8 +100,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     settings = _settings(args)
     with CalibrationGraph(settings.capture, timeout_s=args.timeout_s) as graph:
         robot = graph.robot
-        camera_cfg = robot.camera(args.camera)
-        arm = next((a.name for a in robot.arms if a.wrist_camera_frame == camera_cfg.frame), None)
+        arm = robot.camera_arm(args.camera)
         folder = Path(args.out or f"out/calibration/{args.camera}")
         first = graph.snapshot(args.camera)
         calib = first.frame.calibration

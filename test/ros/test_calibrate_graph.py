@@ -44,8 +44,7 @@ def _truth(camera: str) -> tuple[np.ndarray, np.ndarray | None]:
     world = EmbeddedWorld(ROBOT)
     try:
         T_world_cam = np.asarray(world.calibration(camera).T_world_cam)
-        cfg = world.robot.camera(camera)
-        arm = next((a.name for a in world.robot.arms if a.wrist_camera_frame == cfg.frame), None)
+        arm = world.robot.camera_arm(camera)
         if arm is None:
             return T_world_cam, None
         state = world.arm_state(arm)

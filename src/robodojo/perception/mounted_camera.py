@@ -102,8 +102,7 @@ def load_mounted_camera(robot: RobotConfig, camera: str, calibration_file: str |
         file = load_camera_file(path)
     except ConfigError as exc:
         raise ConfigError(f"camera {camera!r}: {exc}") from None  # exc names the file
-    wrist_arms = {a.wrist_camera_frame: a.name for a in robot.arms}
-    carrier = wrist_arms.get(config.frame)
+    carrier = robot.camera_arm(camera)
     if file.is_wrist:
         if file.arm not in robot.arm_names:
             raise ConfigError(

@@ -123,6 +123,11 @@ class RobotConfig:
                 return cam
         raise UnknownNameError("camera", name, self.camera_names)
 
+    def camera_arm(self, name: str) -> str | None:
+        """The arm carrying camera ``name`` (its wrist camera), or None for a fixed camera."""
+        frame = self.camera(name).frame
+        return next((a.name for a in self.arms if a.wrist_camera_frame == frame), None)
+
     @property
     def arm_names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.arms)
