@@ -40,6 +40,7 @@ PARTS: dict[str, tuple[str, ...]] = {
         "report for 2 episodes",
     ),
     "motion": ("30 cm", "two-arm", "mink", "arrival"),
+    "calibration": ("hand-eye closed form", "refined flat / closed form", "board placed", "head from placed board"),
     "mcap_record": ("per-turn write time", "record_observation", "record_turn", "episode.mcap per turn", "for scale"),
     "code_cell": (
         "kernel round trip",

@@ -8,23 +8,20 @@ import dataclasses
 import math
 from pathlib import Path
 
-import mujoco
 import numpy as np
 import pytest
 import yaml
 
 from robodojo.errors import ConfigError
-from robodojo.geometry import matrix_from_quat, rotation_angle_between, transform
+from robodojo.geometry import rotation_angle_between, transform
 from robodojo.perception.calibrate.captures import CaptureWriter, read_capture
 from robodojo.perception.calibrate.check import check_cameras
+from robodojo.perception.calibrate.rehearsal import RenderedRig
 from robodojo.perception.calibrate.settings import load_calibration_settings, parse_calibration_settings
-from robodojo.perception.calibrate.sim_board import calibration_board, calibration_board_pose
+from robodojo.perception.calibrate.sim_board import calibration_board_pose
 from robodojo.perception.calibrate.solve import board_in_world, detect_views, solve_fixed, solve_hand_eye
 from robodojo.perception.calibrate.view_plan import look_at_view, plan_wrist_views
-from robodojo.perception.calibration import detect_charuco
-from robodojo.perception.camera import CameraFile, CameraModel, load_camera_file
-from robodojo.robots.ik import ArmKinematics
-from robodojo.sim.world import EmbeddedWorld
+from robodojo.perception.camera import CameraFile, load_camera_file
 
 SETTINGS = load_calibration_settings()
 WRIST = {"fr3": "wrist", "dual_arx_x5": "left_wrist"}
@@ -36,68 +33,15 @@ def _errors(T: np.ndarray, T_true: np.ndarray) -> tuple[float, float]:
     )
 
 
-def _board_center(robot: str) -> np.ndarray:
-    B = calibration_board_pose(robot)
-    w, h = SETTINGS.board.size_m
-    return B[:3, :3] @ np.array([w / 2, h / 2, 0.0]) + B[:3, 3]
-
-
-class Rig:
-    """The embedded world with the rehearsal board: arms teleported to joint angles, cameras rendered."""
-
-    def __init__(self, robot: str) -> None:
-        self.world = EmbeddedWorld(robot, scene_extras=[calibration_board(robot)])
-        self.robot = self.world.robot
-        self.kinematics = ArmKinematics(self.robot)
-
-    def pose_arm(self, arm: str, q: np.ndarray) -> None:
-        self.world.data.qpos[self.world.arm_qpos_adr[arm]] = q
-        mujoco.mj_forward(self.world.model, self.world.data)
-
-    def tcp(self) -> dict[str, np.ndarray]:
-        out = {}
-        for arm in self.robot.arm_names:
-            state = self.world.arm_state(arm)
-            out[arm] = transform(matrix_from_quat(state.tcp_quat_wxyz), state.tcp_pos_m)
-        return out
-
-    def joints(self) -> dict[str, float]:
-        return {
-            j: float(v)
-            for a in self.robot.arms
-            for j, v in zip(a.joints, self.world.arm_state(a.name).joint_positions_rad, strict=True)
-        }
-
-    def truth(self, camera: str) -> CameraModel:
-        return CameraModel.from_calibration(camera, self.world.calibration(camera))
-
-
 @pytest.fixture(scope="module", params=["fr3", "dual_arx_x5"])
 def wrist_capture(request, tmp_path_factory):
     """A hand-eye capture as `capture --move --look-at` takes it, rendered: (rig, capture, true T_tcp_cam)."""
     robot = request.param
-    rig = Rig(robot)
-    camera = WRIST[robot]
-    shipped = load_camera_file(Path(f"config/cameras/{robot}/{camera}.yaml"))
-    arm = shipped.arm
-    assert arm is not None and shipped.T_tcp_cam is not None
-    q_home = np.array(rig.robot.arm(arm).home_joints_rad)
-    motions = SETTINGS.motions
-    start = look_at_view(rig.robot, rig.kinematics, arm, q_home, shipped.T_tcp_cam, _board_center(robot),
-                         motions.look_distance_m, motions.look_elevations_deg)  # fmt: skip
-    assert not isinstance(start, str), start
-    plan = plan_wrist_views(rig.robot, rig.kinematics, arm, start.q_rad, shipped.T_tcp_cam, _board_center(robot),
-                            motions)  # fmt: skip
-    folder = tmp_path_factory.mktemp(f"{robot}_capture")
-    truth = rig.truth(camera)
-    writer = CaptureWriter(folder, robot, camera, arm, (truth.width, truth.height), truth.K)
-    for view in plan.views:
-        rig.pose_arm(arm, view.q_rad)
-        writer.add(rig.world.render(camera).rgb, 0.0, rig.joints(), rig.tcp())
-    T_tcp_cam_true = np.linalg.inv(rig.tcp()[arm]) @ rig.truth(camera).T_world_cam
-    rig.pose_arm(arm, q_home)
-    yield rig, read_capture(folder), T_tcp_cam_true
-    rig.world.close()
+    with RenderedRig(robot) as rig:
+        camera = WRIST[robot]
+        believed = load_camera_file(Path(f"config/cameras/{robot}/{camera}.yaml"))
+        rehearsal = rig.hand_eye_capture(camera, believed, tmp_path_factory.mktemp(f"{robot}_capture"))
+        yield rig, rehearsal.capture, rehearsal.T_tcp_cam_true
 
 
 def test_the_shipped_settings_load_and_bad_ones_say_where() -> None:
@@ -137,12 +81,11 @@ def test_a_capture_reads_back_what_was_written_and_nothing_outside_its_folder(tm
 
 
 def test_calibration_poses_stay_within_the_bounds_they_were_given() -> None:
-    robot = Rig("fr3")
-    try:
+    with RenderedRig("fr3") as robot:
         shipped = load_camera_file(Path("config/cameras/fr3/wrist.yaml"))
         assert shipped.T_tcp_cam is not None
         q = np.array(robot.robot.arm("arm").home_joints_rad)
-        center = _board_center("fr3")
+        center = robot.board_center
         start = look_at_view(robot.robot, robot.kinematics, "arm", q, shipped.T_tcp_cam, center, 0.4, (60.0, 89.0))
         assert not isinstance(start, str)
         plan = plan_wrist_views(robot.robot, robot.kinematics, "arm", start.q_rad, shipped.T_tcp_cam, center,
@@ -160,8 +103,6 @@ def test_calibration_poses_stay_within_the_bounds_they_were_given() -> None:
             "from the start" in reason for reason in tight_plan.skipped
         )
         assert all(np.linalg.norm(v.T_world_tcp[:3, 3] - pos) <= 0.01 for v in tight_plan.views)
-    finally:
-        robot.world.close()
 
 
 def test_hand_eye_and_the_board_it_places_match_the_simulated_truth(wrist_capture) -> None:
@@ -185,14 +126,15 @@ def test_a_fixed_camera_from_the_placed_board_and_check_finds_a_moved_camera(wri
     robot = capture.robot
     truth = rig.truth("head")
     head_file = load_camera_file(Path(f"config/cameras/{robot}/head.yaml"))
-    image = rig.world.render("head").rgb
-    detection = detect_charuco(image, SETTINGS.board)
+    wrist_model = load_camera_file(Path(f"config/cameras/{robot}/{capture.camera}.yaml")).model
+    wrist_detections = detect_views(capture, SETTINGS.board)
+    hand_eye = solve_hand_eye(capture, wrist_detections, wrist_model, board_flat=True)
+    placed = board_in_world(capture, wrist_detections, CameraFile(wrist_model, hand_eye.T_tcp_cam, capture.arm),
+                            board_flat=True)  # fmt: skip
+    head_capture = rig.fixed_capture("head", Path(capture.folder).parent / "head")
+    (detection,) = detect_views(head_capture, SETTINGS.board)
     assert detection.found
-    writer = CaptureWriter(Path(capture.folder).parent / "head", robot, "head", None, (truth.width, truth.height),
-                           truth.K)  # fmt: skip
-    writer.add(image, 0.0, rig.joints(), rig.tcp())
-    head_capture = read_capture(writer.folder)
-    result = solve_fixed(head_capture, [detection], head_file.model, calibration_board_pose(robot))
+    result = solve_fixed(head_capture, [detection], head_file.model, placed.T_world_board)
     mm, deg = _errors(result.T_world_cam, truth.T_world_cam)
     assert result.ok and mm < 2.0 and deg < 0.3, (mm, deg)
 

@@ -71,7 +71,12 @@ def _arm_of(capture: Capture) -> str:
 
 
 def solve_hand_eye(
-    capture: Capture, detections: Sequence[Detection], model: CameraModel, *, board_flat: bool = False
+    capture: Capture,
+    detections: Sequence[Detection],
+    model: CameraModel,
+    *,
+    board_flat: bool = False,
+    refine: bool = True,
 ) -> HandEyeResult:
     """T_tcp_cam from the views of a board fixed on the table, the arm at a different pose in each.
 
@@ -79,6 +84,7 @@ def solve_hand_eye(
     together over every detected corner of every view finishes it (the closed forms work on per-view board poses,
     whose depth is the least certain part; the corners' pixels are what was measured). ``board_flat``: the board
     lies face up on a level table, its normal the world's -z (a turn about the vertical and a position left free).
+    ``refine`` false: the closed form alone (the benchmark's baseline).
     """
     arm = _arm_of(capture)
     tcp, boards, used = [], [], []
@@ -89,7 +95,7 @@ def solve_hand_eye(
             boards.append(pose.T_cam_board)
             used.append(detection)
     start = hand_eye(tcp, boards)
-    if not start.ok:
+    if not start.ok or not refine:
         return start
     board = BoardFreedom(start.T_world_board, board_flat)
     x0 = np.concatenate([_pose_vector(start.T_tcp_cam), board.start])
