@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -189,21 +190,21 @@ def _capture_moving(
         _say("not moved")
         return 1
     taken = 0
-    try:
-        for i, view in enumerate(plan.views):
-            report = graph.move_tcp(arm, view.T_world_tcp)
-            if report.stop_reason.value not in MOVE_OK:
-                _say(f"  pose {i + 1}: {report.stop_reason.value} ({_why(report)}); stopping")
-                break
-            shot = graph.snapshot(args.camera)
-            writer.add(shot.frame.rgb, shot.stamp_s, shot.joints_rad, shot.T_world_tcp)
-            taken += 1
-            _say(f"  pose {i + 1}/{len(plan.views)}: view taken")
-    finally:
-        back = graph.move_tcp(arm, T_start)
-        _say(f"  back to the start: {back.stop_reason.value}")
+    for i, view in enumerate(plan.views):
+        report = graph.move_tcp(arm, view.T_world_tcp)
+        if report.stop_reason.value not in MOVE_OK:
+            # stopped, refused, lost: whatever stopped it decides what moves next, not this command
+            _say(f"  pose {i + 1}: {report.stop_reason.value} ({_why(report)}); the arm stays where it stopped")
+            _say(f"{taken} views in {writer.folder}")
+            return 1
+        shot = graph.snapshot(args.camera)
+        writer.add(shot.frame.rgb, shot.stamp_s, shot.joints_rad, shot.T_world_tcp)
+        taken += 1
+        _say(f"  pose {i + 1}/{len(plan.views)}: view taken")
+    back = graph.move_tcp(arm, T_start)
+    _say(f"  back to the start: {back.stop_reason.value}")
     _say(f"{taken} views in {writer.folder}")
-    return 0 if taken >= 4 else 1
+    return 0
 
 
 # -- solving ----------------------------------------------------------------------------------------------------------
@@ -407,7 +408,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--yes", action="store_true", help="do not ask before the first motion")
     p.add_argument("--look-at", nargs=3, type=float, metavar=("X", "Y", "Z"),
                    help="with --move: first look down at this world point (the board's rough centre) [m]")  # fmt: skip
-    p.set_defaults(func=cmd_capture)
+    p.set_defaults(func=_interruptible(cmd_capture))
 
     p = steps.add_parser("intrinsics", parents=[solving], help="intrinsics from a capture of the board at many tilts")
     p.set_defaults(func=cmd_intrinsics)
@@ -435,7 +436,22 @@ def add_parser(sub: Any) -> None:
         help="first turn the wrist cameras to look down at this world point (the board's rough centre)",
     )
     p.add_argument("--yes", action="store_true", help="do not ask before a motion")  # fmt: skip
-    p.set_defaults(func=cmd_check)
+    p.set_defaults(func=_interruptible(cmd_check))
+
+
+def _interruptible(func: Any) -> Any:
+    """Ctrl-C during a step: the graph client's exit cancels a running motion (the arm stops where it is, and
+    nothing moves it back); one line instead of a traceback, exit code 130."""
+
+    def run(args: argparse.Namespace) -> int:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill ends it as Ctrl-C does: motion cancelled
+        try:
+            return int(func(args))
+        except KeyboardInterrupt:
+            print("robodojo calibrate: interrupted; a running motion was cancelled", file=sys.stderr, flush=True)
+            return 130
+
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -103,3 +104,61 @@ def test_calibrate_from_the_running_graph_recovers_the_simulated_cameras(graph) 
     )
     assert check.returncode == 0, check.stdout + check.stderr
     assert (Path(graph.tmp_path) / "check" / "check_head.png").is_file()
+
+
+def test_ctrl_c_during_the_calibration_motions_stops_the_arm_where_it_is(graph) -> None:
+    """The operator's Ctrl-C mid-motion: the command cancels the running goal and exits 130 with one line; the arm
+    comes to rest and nothing moves it afterwards (no way back to the start)."""
+    import signal
+    import threading
+
+    from sensor_msgs.msg import JointState
+
+    from robodojo.nodes import topics
+
+    graph.start("sim_node", robot=ROBOT, task="fr3_pick_cube", seed=0, calibration_board=True, camera_rate_hz=10.0)
+    graph.start("motion_server_node", robot=ROBOT)
+    latest: dict[str, np.ndarray] = {}
+    lock = threading.Lock()
+
+    def on_joints(msg: JointState) -> None:
+        with lock:
+            latest["q"] = np.array(msg.position[:7])
+
+    graph.client.create_subscription(JointState, topics.JOINT_STATES, on_joints, 50)
+    board = calibration_board_pose(ROBOT)
+    w, h = load_calibration_settings().board.size_m
+    center = board[:3, :3] @ np.array([w / 2, h / 2, 0.0]) + board[:3, 3]
+    out = Path(graph.tmp_path) / "capture.out"
+    with out.open("w") as f:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "robodojo.cli", "calibrate", "capture", "--camera", "wrist", "--move", "--yes",
+             "--look-at", *map(str, center), "--out", "capture/wrist", "--timeout-s", "60"],
+            env=graph.env, cwd=graph.tmp_path, stdout=f, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        graph.wait(lambda: "pose 1/" in out.read_text() or proc.poll() is not None, 180, "the first view taken")
+        assert proc.poll() is None, out.read_text()
+
+        def moving() -> bool:
+            with lock:
+                before = latest["q"].copy()
+            time.sleep(0.1)
+            with lock:
+                return float(np.max(np.abs(latest["q"] - before))) > 1e-3
+
+        graph.wait(moving, 30, "the arm moving to the second pose")
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = out.read_text()
+    assert code == 130 and "interrupted; a running motion was cancelled" in text, text
+    assert "Traceback" not in text and "back to the start" not in text, text
+    graph.wait(lambda: not moving(), 10, "the arm at rest after the Ctrl-C")
+    with lock:
+        rest = latest["q"].copy()
+    time.sleep(3.0)  # nothing moves it afterwards
+    with lock:
+        assert float(np.max(np.abs(latest["q"] - rest))) < 2e-3
