@@ -13,6 +13,8 @@
         camera_topic:='/drivers/{camera}/image_raw'                      # other hardware, its own drivers
     ros2 launch agent_bringup robodojo.launch.py sim:=none hardware:=franka robot:=fr3 \\
         camera_sources:='head=/dev/video0;wrist=/dev/video2'             # cameras without a ROS driver
+    ros2 launch agent_bringup robodojo.launch.py sim:=none hardware:=franka robot:=fr3 \\
+        camera_inputs:=fr3_realsense_usb_cam                             # per camera: topic, transport, intrinsics
     ros2 launch agent_bringup robodojo.launch.py agent:=none rviz:=false  # the graph only (launch_testing does this)
     ros2 launch agent_bringup robodojo.launch.py robot_state_publisher:=false  # a driver publishes TF and the model
 
@@ -32,7 +34,10 @@ Backends (`sim`):
   to the driver's topic, `camera_topic` with {camera} replaced by the camera's name (default /<camera>/image_raw).
   A camera without a ROS driver is named in `camera_sources` (camera=source pairs separated by ';', a source being what
   OpenCV opens: /dev/video0, an rtsp:// URL, a GStreamer pipeline, a video file): a `device_camera_node` reads it and
-  publishes /<camera>/image_raw and camera_info, which that camera's camera_node reads.
+  publishes /<camera>/image_raw and camera_info, which that camera's camera_node reads. A rig's cameras written once
+  in a camera inputs file (`camera_inputs:=<name in config/camera_inputs/ or path>`, instead of `camera_topic` and
+  `camera_sources`) give each camera_node its topic, transport (raw or compressed), intrinsics source (the driver's
+  CameraInfo or the calibration file) and the agent's image size (robodojo.perception.camera_inputs).
   `hardware` picks this package's arm driver: franka starts `fr3_driver_node` (config/hardware/fr3.yaml, or
   `hardware_config:=`; `robot_ip:=` overrides its address); none expects your own drivers. With sim:=none,
   `episode_node` runs the episode (instruction from the task or `instruction:=`, steps from the controllers' reports,
@@ -87,6 +92,7 @@ from robodojo.robots.meshes import urdf_with_resolved_meshes
 PACKAGE = "agent_bringup"
 SIM_RESET_TIMEOUT_S = 30.0  # a simulator resets in seconds
 OPERATOR_RESET_TIMEOUT_S = 900.0  # a real scene is put back by hand
+CAMERA_TOPIC_DEFAULT = "/{camera}/image_raw"
 
 
 def _arguments() -> list[DeclareLaunchArgument]:
@@ -240,7 +246,7 @@ def _arguments() -> list[DeclareLaunchArgument]:
         ),
         DeclareLaunchArgument(
             "camera_topic",
-            default_value="/{camera}/image_raw",
+            default_value=CAMERA_TOPIC_DEFAULT,
             description="sim:=none only: each camera driver's raw image topic; {camera} is replaced by the camera name",
         ),
         DeclareLaunchArgument(
@@ -248,6 +254,12 @@ def _arguments() -> list[DeclareLaunchArgument]:
             default_value="",
             description="sim:=none only: cameras without a ROS driver, camera=source pairs separated by ';' "
             "(head=/dev/video0;wrist=rtsp://...): a device_camera_node per camera reads the source with OpenCV",
+        ),
+        DeclareLaunchArgument(
+            "camera_inputs",
+            default_value="",
+            description="sim:=none only: a camera inputs file (a name in config/camera_inputs/ or a path): each "
+            "camera's driver topic, transport, intrinsics source and agent image size; replaces camera_topic",
         ),
     ]
 
@@ -333,6 +345,19 @@ def _camera_sources(context, cameras: list[str]) -> dict[str, str]:
     return sources
 
 
+def _camera_inputs(context, robot: str, camera_topic: str, sources: dict[str, str]):
+    """``camera_inputs`` loaded for ``robot`` (robodojo.perception.camera_inputs), or None when not given; ValueError
+    when camera_topic or camera_sources come with it."""
+    name = LaunchConfiguration("camera_inputs").perform(context).strip()
+    if not name:
+        return None
+    if camera_topic != CAMERA_TOPIC_DEFAULT or sources:
+        raise ValueError("camera_inputs names every camera's input: give it without camera_topic and camera_sources")
+    from robodojo.perception.camera_inputs import load_camera_inputs
+
+    return load_camera_inputs(name, robot)
+
+
 def _operated_episode_nodes(
     context,
     robot: str,
@@ -342,10 +367,12 @@ def _operated_episode_nodes(
     use_sim_time: bool,
     camera_topic: str,
     camera_sources: dict[str, str] | None = None,
+    camera_inputs=None,
 ) -> list:
     """What a robot without sim_node needs beside its driver (sim:=none, sim:=isaac): episode_node for the episode,
-    tcp_state_publisher, and one camera_node per camera republishing ``camera_topic`` ({camera} replaced), or the
-    output of a device_camera_node for a camera in ``camera_sources``."""
+    tcp_state_publisher, and one camera_node per camera republishing ``camera_topic`` ({camera} replaced), the
+    output of a device_camera_node for a camera in ``camera_sources``, or its input in ``camera_inputs`` (a loaded
+    camera inputs file)."""
     camera_sources = camera_sources or {}
     variant = LaunchConfiguration("variant").perform(context)
     nodes = [
@@ -393,6 +420,10 @@ def _operated_episode_nodes(
     for camera in cameras:
         # a device_camera_node publishes /<camera>/image_raw (its default output_topic)
         input_topic = f"/{camera}/image_raw" if camera in camera_sources else camera_topic.replace("{camera}", camera)
+        from_file = {}  # camera_inputs: topic, transport, reliability, intrinsics source, agent size (over the above)
+        if camera_inputs is not None:
+            entry = camera_inputs.camera(camera).camera_node_parameters()
+            from_file = {k: _text(v) if isinstance(v, str) else v for k, v in entry.items()}
         nodes.append(
             Node(
                 package="agent_bringup",
@@ -406,7 +437,8 @@ def _operated_episode_nodes(
                         # the driver's raw image topic, republished under /cameras/<camera>/
                         "input_topic": _text(input_topic),
                         "use_sim_time": use_sim_time,
-                    }
+                    },
+                    from_file,
                 ],
             )
         )
@@ -559,7 +591,10 @@ def _launch_setup(context, *args, **kwargs):
                 RegisterEventHandler(OnProcessExit(target_action=driver, on_exit=_end_launch_on_exit(executable)))
             )
         sources = _camera_sources(context, cameras)
-        actions += _operated_episode_nodes(context, robot, task, cameras, seed, use_sim_time, camera_topic, sources)
+        inputs = _camera_inputs(context, robot, camera_topic, sources)
+        actions += _operated_episode_nodes(
+            context, robot, task, cameras, seed, use_sim_time, camera_topic, sources, inputs
+        )
 
     motion_server = Node(
         package="agent_bringup",

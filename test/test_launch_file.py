@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from robodojo.episodes.factory import AGENTS
+from robodojo.errors import ConfigError, RobodojoError
 from robodojo.nodes import topics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -462,6 +463,41 @@ def test_arx5_hardware_starts_the_dual_x5_driver_and_optionally_the_bus_emulator
     assert "robodojo.hardware.x5_bus" in cmd and "can0=" in cmd and "can1=" in cmd
     env = _nodes(emulated)["arx5_driver_node"].kwargs["additional_env"]
     assert "robodojo_can_shim" in env["LD_PRELOAD"] and env["ROBODOJO_CAN_SOCKET_DIR"] in cmd
+
+
+def test_camera_inputs_set_every_camera_node_as_the_file_says_and_graph_agrees(stand_in_launch):
+    """camera_inputs:=<name>: each camera_node gets the file's topic, transport, reliability, intrinsics source and
+    agent size (robodojo.perception.camera_inputs), as `robodojo graph`'s hardware graph does; with camera_topic or
+    camera_sources beside it, the launch refuses in one line."""
+    from robodojo.nodes.process_graph import graph_nodes
+    from robodojo.perception.camera_inputs import load_camera_inputs
+
+    name = "dual_arx_x5_realsense_usb_cam"
+    actions = _run_setup(stand_in_launch, sim="none", hardware="arx5", camera_inputs=name)
+    started = {
+        _parameters(a)["camera"]: _parameters(a)
+        for a in actions
+        if type(a).__name__ == "Node" and a.kwargs["executable"] == "camera_node"
+    }
+    inputs = load_camera_inputs(name, "dual_arx_x5")
+    expected = {c: inputs.camera_node_parameters(c) for c in _robot_yaml("dual_arx_x5")["cameras"]}
+    assert {c: {k: p[k] for k in expected[c]} for c, p in started.items()} == expected
+    assert started["right_wrist"]["input_transport"] == "compressed" and started["right_wrist"]["output_height"] == 360
+    graph = graph_nodes(
+        robot="dual_arx_x5", task="general_pickup", seed=0, variant="standard", agent="none", agent_params={},
+        hardware="arx5", camera_inputs=name,
+    )  # fmt: skip
+    assert {str(p["camera"]): p for node, p, _ in graph if node == "camera_node"} == expected
+    for wrong in ({"camera_topic": "/drv/{camera}/image_raw"}, {"camera_sources": "head=/dev/video0"}):
+        with pytest.raises(ValueError, match="give it without camera_topic and camera_sources"):
+            _run_setup(stand_in_launch, sim="none", hardware="arx5", camera_inputs=name, **wrong)
+    with pytest.raises(ConfigError, match="the file is for robot 'dual_arx_x5', not 'fr3'"):
+        _run_setup(stand_in_launch, robot="fr3", sim="none", hardware="franka", camera_inputs=name)
+    with pytest.raises(RobodojoError, match="camera_inputs is for real hardware"):
+        graph_nodes(
+            robot="dual_arx_x5", task="general_pickup", seed=0, variant="standard", agent="none", agent_params={},
+            camera_inputs=name,
+        )  # fmt: skip
 
 
 def test_isaac_starts_the_bridge_camera_nodes_and_the_operators_episode(stand_in_launch):

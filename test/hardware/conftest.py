@@ -142,7 +142,14 @@ class Fr3World:
 
 
 @pytest.fixture(scope="module")
-def fr3_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fr3World]:
+def camera_drivers() -> Path | None:
+    """A camera inputs file whose cameras the test world publishes through driver stand-ins (fr3_world.py and
+    x5_world.py ``--camera-drivers``); None: the worlds' plain /<camera>/image_raw. A test module overrides it."""
+    return None
+
+
+@pytest.fixture(scope="module")
+def fr3_world(tmp_path_factory: pytest.TempPathFactory, camera_drivers: Path | None) -> Iterator[Fr3World]:
     """fr3_world.py on WORLD_HOST in a private ROS domain, ready (franky-sim serving, first frames out)."""
     pytest.importorskip("franky", reason="franky-control is not installed (pip install '.[hardware]')")
     pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install '.[hardware]')")
@@ -155,6 +162,8 @@ def fr3_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fr3World]:
     domain_id, lock, env = ros_domain(log_dir)
     log = log_dir / "fr3_world.log"
     cmd = [sys.executable, str(WORLD_SCRIPT), "--host", WORLD_HOST, "--log-dir", str(log_dir), "--fps", str(WORLD_FPS)]
+    if camera_drivers is not None:
+        cmd += ["--camera-drivers", str(camera_drivers)]
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     world = Fr3World(WORLD_HOST, process, log, domain_id, env)
@@ -301,7 +310,7 @@ class X5World:
 
 
 @pytest.fixture(scope="module")
-def x5_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[X5World]:
+def x5_world(tmp_path_factory: pytest.TempPathFactory, camera_drivers: Path | None) -> Iterator[X5World]:
     """x5_world.py in a private ROS domain, ready (the emulator serving both arms, first frames out)."""
     pytest.importorskip("arx5_interface", reason="arx5-interface is not installed (pip install '.[hardware]')")
     pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env.sh (ROS wheels)")
@@ -316,6 +325,8 @@ def x5_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[X5World]:
     socket_dir = Path(tempfile.mkdtemp(prefix="x5-"))  # short: Unix socket paths are limited to 107 bytes
     log = log_dir / "x5_world.log"
     cmd = [sys.executable, str(X5_WORLD_SCRIPT), "--socket-dir", str(socket_dir), "--log-dir", str(log_dir)]
+    if camera_drivers is not None:
+        cmd += ["--camera-drivers", str(camera_drivers)]
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     driver_env = {**env, **shim.preload_environment(socket_dir)}

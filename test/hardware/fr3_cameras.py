@@ -9,6 +9,8 @@ positions between two physics steps (fr3_world.Snapshots) and sends them, stampe
 renders and publishes them:
 
 - /<camera>/image_raw: sensor_msgs/Image rgb8, the raw driver topic camera_node republishes with CameraInfo and pose;
+  or, for a camera with a driver stand-in (fr3_world.py ``--camera-drivers``, standin_publishers.py), what that driver
+  publishes (realsense2_camera's or usb_cam's topics, encodings, QoS and CameraInfo) at its own size;
 - /fr3_world/cube_pose: geometry_msgs/PoseStamped of the cube in the world, for every snapshot;
 - /fr3_world/joint_states and /fr3_world/tcp_pose: franky-sim's own arm and finger joints (named as in our URDF) and
   its grasp point (the hand body moved by franky's TCP offset), for every snapshot: what the robot really did, for
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from standin_publishers import Standin, StandinPublisher
 
 CUBE_POSE_TOPIC = "/fr3_world/cube_pose"
 TRUE_JOINTS_TOPIC = "/fr3_world/joint_states"
@@ -82,7 +85,9 @@ class CameraProcess:
         cube_body: str,
         log_dir: Path | None,
         truth: GroundTruth,
+        standins: Sequence[Standin] = (),
     ) -> None:
+        """``standins``: cameras published as a driver stand-in (``scene_xml`` renders them at the stand-in's size)."""
         ctx = multiprocessing.get_context("spawn")  # no fork of a process with franky-sim's threads and sockets
         child_conn, self._conn = ctx.Pipe(duplex=False)  # (receiving end, sending end)
         self.first_frames = ctx.Event()  # every camera has published a frame
@@ -103,6 +108,7 @@ class CameraProcess:
                 truth,
                 self.place_cube,
                 self.cube_placed,
+                tuple(standins),
             ),
             name="fr3_world_cameras",
             daemon=True,
@@ -136,6 +142,7 @@ def run(
     truth: GroundTruth,
     place_cube: Any,
     cube_placed: Any,
+    standins: tuple[Standin, ...] = (),
 ) -> None:
     """The child: render and publish every snapshot until None or the parent's end of the pipe closes."""
     # The parent decides when to stop (a terminal's Ctrl-C reaches the whole process group).
@@ -155,19 +162,21 @@ def run(
 
     model = mujoco.MjModel.from_xml_string(scene_xml)
     data = mujoco.MjData(model)
-    sizes = {tuple(model.cam_resolution[model.camera(c.name).id]) for c in cameras}
-    if len(sizes) != 1:
-        raise ValueError(f"the cameras differ in size ({sorted(sizes)}); one renderer serves one size")
-    ((width, height),) = sizes
-    renderer = CameraRenderer(int(width), int(height))
-    renderer.bind(model)
     camera_ids = {c.name: model.camera(c.name).id for c in cameras}
+    sizes = {c.name: tuple(int(v) for v in model.cam_resolution[camera_ids[c.name]]) for c in cameras}
+    renderers = {size: CameraRenderer(*size) for size in set(sizes.values())}  # one GL context per image size
+    for renderer in renderers.values():
+        renderer.bind(model)
     cube = model.body(cube_body).id
 
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("fr3_world_cameras")
     qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)  # as sim_node's images
-    image_pubs = {c.name: node.create_publisher(Image, f"/{c.name}/image_raw", qos) for c in cameras}
+    by_camera = {s.camera: s for s in standins}
+    image_pubs = {
+        c.name: node.create_publisher(Image, f"/{c.name}/image_raw", qos) for c in cameras if c.name not in by_camera
+    }
+    standin_pubs = {name: StandinPublisher(node, s) for name, s in by_camera.items()}
     cube_pub = node.create_publisher(PoseStamped, CUBE_POSE_TOPIC, qos)
     joints_pub = node.create_publisher(JointState, TRUE_JOINTS_TOPIC, qos)
     tcp_pub = node.create_publisher(PoseStamped, TRUE_TCP_TOPIC, qos)
@@ -221,10 +230,13 @@ def run(
             chosen = [cameras[tick % len(cameras)]] if mode == "alternate" else list(cameras)
             tick += 1
             for camera in chosen:
-                rgb = renderer.rgb(data, camera_ids[camera.name])
-                msg = convert.image_msg(rgb, 0.0, camera.frame)
-                msg.header.stamp = _stamp(snapshot.stamp_ns)
-                image_pubs[camera.name].publish(msg)
+                rgb = renderers[sizes[camera.name]].rgb(data, camera_ids[camera.name])
+                if camera.name in standin_pubs:
+                    standin_pubs[camera.name].publish(rgb, _stamp(snapshot.stamp_ns))
+                else:
+                    msg = convert.image_msg(rgb, 0.0, camera.frame)
+                    msg.header.stamp = _stamp(snapshot.stamp_ns)
+                    image_pubs[camera.name].publish(msg)
                 with frames.get_lock():
                     frames.value += 1
                 if camera.name not in published:
@@ -235,7 +247,8 @@ def run(
     except EOFError:
         return  # the parent is gone
     finally:
-        renderer.close()
+        for renderer in renderers.values():
+            renderer.close()
         node.destroy_node()
         rclpy.try_shutdown()
 

@@ -67,20 +67,39 @@ def _add_camera(parent: ET.Element, camera: MountedCamera, T_parent_optical: np.
     the left and up (measured with MuJoCo 4.0: spheres rendered through such a camera land within 0.15 px of K's
     projection).
     """
-    K = camera.file.model.K
-    w, h = camera.width, camera.height
     pos, quat = _mujoco_camera_pose(T_parent_optical)
-    ET.SubElement(
-        parent,
-        "camera",
-        name=camera.name,
-        pos=pos,
-        quat=quat,
-        resolution=f"{w} {h}",
-        sensorsize=_vec([w * 1e-3, h * 1e-3]),  # any size: the pixel intrinsics fix the projection
-        focalpixel=_vec([K[0, 0], K[1, 1]]),
-        principalpixel=_vec([(w - 1) / 2 - K[0, 2], (h - 1) / 2 - K[1, 2]]),
-    )
+    view = _camera_view(camera.file.model.K, camera.width, camera.height)
+    ET.SubElement(parent, "camera", name=camera.name, pos=pos, quat=quat, **view)
+
+
+def _camera_view(K: np.ndarray, w: int, h: int) -> dict[str, str]:
+    """A MuJoCo camera's intrinsic attributes for pinhole ``K`` at ``w`` x ``h`` (_add_camera's docstring)."""
+    return {
+        "resolution": f"{w} {h}",
+        "sensorsize": _vec([w * 1e-3, h * 1e-3]),  # any size: the pixel intrinsics fix the projection
+        "focalpixel": _vec([K[0, 0], K[1, 1]]),
+        "principalpixel": _vec([(w - 1) / 2 - K[0, 2], (h - 1) / 2 - K[1, 2]]),
+    }
+
+
+def with_camera_views(scene_xml: str, views: dict[str, tuple[np.ndarray, int, int]]) -> str:
+    """``scene_xml`` with cameras rendering other views: camera name -> (K, width, height), and an offscreen buffer
+    that holds the largest image. For driver stand-ins that render at their own size (fr3_cameras.py)."""
+    root = ET.fromstring(scene_xml)
+    for camera in root.iter("camera"):
+        name = camera.get("name")
+        if name in views:
+            camera.attrib.update(_camera_view(*views[name]))
+    found = {c.get("name") for c in root.iter("camera")}
+    if set(views) - found:
+        raise LookupError(f"the scene has no camera {sorted(set(views) - found)}; cameras: {sorted(found)}")
+    buffers = root.findall("visual/global")
+    if not buffers:
+        raise LookupError("the scene has no <visual><global> offscreen buffer size")
+    for buffer in buffers:
+        for attr, i in (("offwidth", 1), ("offheight", 2)):
+            buffer.set(attr, str(max([int(buffer.get(attr, "0"))] + [v[i] for v in views.values()])))
+    return ET.tostring(root, encoding="unicode")
 
 
 def _find_body(root: ET.Element, name: str) -> ET.Element:

@@ -3,6 +3,7 @@
 with the robot's cameras rendered and published on ROS 2 as a camera driver would.
 
     python test/hardware/fr3_world.py --host 127.0.0.5 --log-dir DIR [--cube-xy-m X Y] [--fps 25] [--render alternate]
+        [--camera-drivers config/camera_inputs/fr3_realsense_usb_cam.yaml]
 
 - franky-sim (embedded: MujocoSimulator + SimulationServer) serves the FR3 on ``--host`` (FCI port 1337, gripper
   1338), its base at arms.arm.base_xyz_m / base_rpy_deg of the robot config, starting at arm.home_joints_rad (the
@@ -15,6 +16,10 @@ with the robot's cameras rendered and published on ROS 2 as a camera driver woul
   republishes with CameraInfo and pose), the cube's world pose on /fr3_world/cube_pose, stamped alike with the ROS
   system clock at the snapshot. The service /fr3_world/place_cube puts the cube back where it started (the operator's
   hands between two episodes).
+- ``--camera-drivers FILE`` (a camera inputs file, config/camera_inputs/): each camera with a ``driver`` entry is
+  published by a stand-in of that driver instead (standin_publishers.py: realsense2_camera's or usb_cam's topics,
+  encodings, QoS and CameraInfo), rendered at the driver's size with the same vertical field of view and pixel pitch
+  as the file's intrinsics (driver_standins.view_K), so that camera's camera_node reads what it would on the rig.
 - Prints ``fr3_world: ready <host>`` once franky-sim serves its port and every camera has published a frame, then the
   real-time factor of the simulation every few seconds. SIGINT or SIGTERM end it with exit code 0.
 
@@ -50,9 +55,11 @@ from fr3_scene import (
     check_kinematics,
     cube_start_xyz,
     ground_truth,
+    with_camera_views,
 )
 from franky_sim import SimulationServer
 from franky_sim.mujoco_simulator import MujocoSimulator
+from standin_publishers import load_standins
 
 from robodojo.perception.mounted_camera import load_mounted_camera
 from robodojo.robots.config import load_robot_config
@@ -192,6 +199,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="one camera per tick in turn, or all cameras every tick (default %(default)s)",
     )
     parser.add_argument("--cameras", nargs="+", help="cameras to render (default: all of the robot's)")
+    parser.add_argument(
+        "--camera-drivers",
+        metavar="FILE",
+        help="a camera inputs file (config/camera_inputs/): cameras with a driver entry are published by a stand-in "
+        "of that driver (realsense2_camera, usb_cam) at its size, encoding and topics",
+    )
     return parser.parse_args(argv)
 
 
@@ -219,7 +232,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.cleanup()
         return 1
     specs = [CameraSpec(c.name, c.frame) for c in layout.cameras]
-    cameras = CameraProcess(scene_xml, specs, args.render, CUBE_BODY, args.log_dir, ground_truth(robot))
+    standins = []
+    if args.camera_drivers:
+        views = {c.name: (c.file.model.K, c.width, c.height) for c in layout.cameras}
+        standins = [s for s in load_standins(args.camera_drivers, ROBOT, views) if s.camera in names]
+        scene_xml = with_camera_views(scene_xml, {s.camera: (s.K, *s.profile.size) for s in standins})
+        for standin in standins:
+            say(standin.describe())
+    cameras = CameraProcess(scene_xml, specs, args.render, CUBE_BODY, args.log_dir, ground_truth(robot), standins)
     snapshots = Snapshots(sim, cameras, args.fps)
     CubePlacer(sim, cameras, cube_start_xyz(robot, args.cube_xy_m))
     code = 0

@@ -2,7 +2,10 @@
 server, and in whole agent episodes judged by the operator service.
 
 Real processes throughout (fr3_world with franky-sim and its cameras, the package's nodes) and a real rclpy client
-here. What the robot did is judged from franky-sim's own state (/fr3_world/joint_states, /fr3_world/tcp_pose,
+here. The cameras come as on a rig: fr3_world publishes them through stand-ins of realsense2_camera (head, 848x480
+rgb8) and usb_cam (wrist, 800x600 JPEG) as config/camera_inputs/fr3_realsense_usb_cam.yaml names them, and the
+camera nodes read them as that file says (the agent gets the head at 848x480, the wrist resized to 640x480). What
+the robot did is judged from franky-sim's own state (/fr3_world/joint_states, /fr3_world/tcp_pose,
 /fr3_world/cube_pose), never from what the driver reports. Simulated time runs at 0.5-0.9x wall time: waits are
 generous and nothing asserts a duration.
 """
@@ -28,11 +31,15 @@ pytest.importorskip("franky", reason="franky-control is not installed (pip insta
 from conftest import Fr3World
 from fr3_cameras import CUBE_POSE_TOPIC, PLACE_CUBE_SERVICE, TRUE_JOINTS_TOPIC, TRUE_TCP_TOPIC
 from fr3_client import Client, trajectory, wait
+from standin_publishers import agent_views, check_agent_side
 
+from robodojo import PACKAGE_ROOT
 from robodojo.control.trajectory_controller import TrajectoryState
 from robodojo.geometry import matrix_from_quat, rotation_angle_between
 from robodojo.nodes import convert, topics
 from robodojo.nodes.process_graph import NodeProcess, wait_until
+from robodojo.perception.camera_inputs import load_camera_inputs
+from robodojo.perception.mounted_camera import load_mounted_camera
 from robodojo.robots.config import load_robot_config
 from robodojo.robots.ik import ArmKinematics
 
@@ -60,15 +67,22 @@ ARRIVAL_WAIT_S = 5.0
 # ... and the server's leases, sent every 50 ms, arrive up to a second apart when the 2 cores are saturated.
 LEASE_TIMEOUT_S = 2.0
 STILL_RAD = 2e-3  # franky-sim's joints settle within this once held
+CAMERA_INPUTS = PACKAGE_ROOT / "config" / "camera_inputs" / "fr3_realsense_usb_cam.yaml"
 
 
 # -- fixtures -------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def camera_drivers() -> Path:
+    """fr3_world publishes its cameras through the driver stand-ins this camera inputs file names."""
+    return CAMERA_INPUTS
+
+
 @pytest.fixture(scope="module")
 def client(fr3_world: Fr3World) -> Iterator[Client]:
     from agent_bringup.msg import EpisodeStatus, TrajectoryStatus
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import PoseStamped
-    from sensor_msgs.msg import JointState
+    from sensor_msgs.msg import CameraInfo, JointState
 
     c = Client(fr3_world.domain_id)
     c.subscribe(JointState, topics.JOINT_STATES, depth=200)
@@ -77,6 +91,8 @@ def client(fr3_world: Fr3World) -> Iterator[Client]:
     c.subscribe(PoseStamped, CUBE_POSE_TOPIC)
     c.subscribe(DiagnosticArray, topics.DIAGNOSTICS)
     c.subscribe(EpisodeStatus, topics.EPISODE_STATUS, latched=True)
+    for camera in ROBOT.camera_names:
+        c.subscribe(CameraInfo, topics.camera_info(camera))
     for controller in (ARM_CONTROLLER, GRIPPER_CONTROLLER):
         c.subscribe(TrajectoryStatus, topics.trajectory_status(controller), depth=200)
     yield c
@@ -409,14 +425,13 @@ REPLAYS = {
 
 @pytest.fixture(scope="module")
 def episode_graph(fr3_world, client, driver, motion_server, tmp_path_factory) -> Iterator[list[NodeProcess]]:
-    """The rest of the real-robot graph: camera nodes for fr3_world's raw images, and episode_node."""
+    """The rest of the real-robot graph: camera nodes reading the driver stand-ins as the camera inputs file says, and
+    episode_node."""
     logs = tmp_path_factory.mktemp("fr3_episode")
+    inputs = load_camera_inputs(CAMERA_INPUTS, "fr3")
     nodes = [
         NodeProcess(
-            "camera_node",
-            {"robot": "fr3", "camera": camera, "input_topic": f"/{camera}/image_raw"},
-            fr3_world.env,
-            logs / f"camera_node_{camera}.log",
+            "camera_node", inputs.camera_node_parameters(camera), fr3_world.env, logs / f"camera_node_{camera}.log"
         )
         for camera in ROBOT.camera_names
     ]
@@ -552,3 +567,7 @@ def test_an_agent_picks_up_the_cube_over_libfranka_and_it_is_judged(
     assert metrics["steps_used"] > 0
     lifted = client.messages(CUBE_POSE_TOPIC)[-1].pose.position.z - REST_Z_M
     assert lifted >= LIFTED_M, f"franky-sim's cube rose {lifted * 100:.1f} cm"
+    # The agent saw the rig's cameras: frames and intrinsics through the driver stand-ins and camera_node.
+    files = {c: load_mounted_camera(ROBOT, c) for c in ROBOT.camera_names}
+    file_views = {c: (m.file.model.K, m.width, m.height) for c, m in files.items()}  # what the scene renders
+    check_agent_side(client, agent_views(CAMERA_INPUTS, "fr3", file_views, file_views), record)

@@ -4,7 +4,10 @@ motion server, through faults, and in whole agent episodes whose cameras see wha
 Real processes throughout (the emulator, the world that follows it and renders the cameras, the package's nodes, the
 SDK in its host processes) and a real rclpy client here. Where the arms went is judged from the emulator's own joints
 (its control socket) and forward kinematics, and the task from the world's ground truth, never from what the driver
-reports. The module's tests run in order; the last one kills the emulator.
+reports. The cameras come as on a rig: x5_world publishes them through stand-ins of realsense2_camera (head, 848x480
+rgb8) and usb_cam (left wrist 800x600 yuyv without calibration, right wrist 1280x720 JPEG) as
+config/camera_inputs/dual_arx_x5_realsense_usb_cam.yaml names them, and the camera nodes read them as that file says.
+The module's tests run in order; the last one kills the emulator.
 """
 
 from __future__ import annotations
@@ -27,14 +30,18 @@ pytest.importorskip("arx5_interface", reason="arx5-interface is not installed (p
 
 from conftest import EMULATED_HOST_DEADMAN_S, X5World, x5_test_config
 from fr3_client import Client, move_eef, trajectory, wait
+from standin_publishers import agent_views, check_agent_side
 from x5_world import INTERFACES, TARGET_POSE_TOPIC, TRUE_JOINTS_TOPIC
 
+from robodojo import PACKAGE_ROOT
 from robodojo.control.trajectory_controller import TrajectoryState
 from robodojo.geometry import rotation_angle_between
 from robodojo.hardware.x5_bus.server import EmulatorClient
 from robodojo.motion.orientation import down_angles_from_rotation
 from robodojo.nodes import convert, topics
 from robodojo.nodes.process_graph import NodeProcess
+from robodojo.perception.camera_inputs import load_camera_inputs
+from robodojo.perception.mounted_camera import load_mounted_camera
 from robodojo.robots.config import load_robot_config
 from robodojo.robots.ik import ArmKinematics
 from robodojo.sim.tasks import get_task
@@ -52,15 +59,22 @@ FROZEN_TRAJECTORY_S = 8.0  # the frozen-driver drill's move: the freeze (host de
 CONTROLLERS = [
     name for arm in ROBOT.arm_names for name in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm))
 ]
+CAMERA_INPUTS = PACKAGE_ROOT / "config" / "camera_inputs" / "dual_arx_x5_realsense_usb_cam.yaml"
 
 
 # -- fixtures -------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def camera_drivers() -> Path:
+    """x5_world publishes its cameras through the driver stand-ins this camera inputs file names."""
+    return CAMERA_INPUTS
+
+
 @pytest.fixture(scope="module")
 def client(x5_world: X5World) -> Iterator[Client]:
     from agent_bringup.msg import EpisodeStatus, TrajectoryStatus
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import PoseStamped
-    from sensor_msgs.msg import JointState
+    from sensor_msgs.msg import CameraInfo, JointState
 
     c = Client(x5_world.domain_id)
     c.subscribe(JointState, topics.JOINT_STATES, depth=200)
@@ -68,6 +82,8 @@ def client(x5_world: X5World) -> Iterator[Client]:
     c.subscribe(PoseStamped, TARGET_POSE_TOPIC)
     c.subscribe(DiagnosticArray, topics.DIAGNOSTICS)
     c.subscribe(EpisodeStatus, topics.EPISODE_STATUS, latched=True)
+    for camera in ROBOT.camera_names:
+        c.subscribe(CameraInfo, topics.camera_info(camera))
     for controller in CONTROLLERS:
         c.subscribe(TrajectoryStatus, topics.trajectory_status(controller), depth=200)
     yield c
@@ -334,16 +350,15 @@ def replay(agent: str, folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def episode_graph(x5_world, client, driver, motion_server, tmp_path_factory) -> Iterator[list[NodeProcess]]:
-    """The rest of the real-robot graph: a camera node per camera for the world's raw images, episode_node and
-    tcp_state_publisher."""
+    """The rest of the real-robot graph: a camera node per camera reading the driver stand-ins as the camera inputs
+    file says, episode_node and tcp_state_publisher."""
     logs = tmp_path_factory.mktemp("x5_episode")
+    inputs = load_camera_inputs(CAMERA_INPUTS, "dual_arx_x5")
+    # Every input reliable (as the drivers publish): a camera_node starved of the CPU lost whole best-effort frames.
+    assert all(entry.reliable for entry in inputs.inputs)
     nodes = [
         NodeProcess(
-            "camera_node",
-            # x5_world publishes reliably: a camera_node starved of the CPU lost whole best-effort 0.9 MB frames
-            {"robot": "dual_arx_x5", "camera": camera, "input_topic": f"/{camera}/image_raw", "input_reliable": True},
-            x5_world.env,
-            logs / f"camera_node_{camera}.log",
+            "camera_node", inputs.camera_node_parameters(camera), x5_world.env, logs / f"camera_node_{camera}.log"
         )
         for camera in ROBOT.camera_names
     ]
@@ -423,6 +438,22 @@ class Operator:
         self._thread.join(timeout=30)
 
 
+def _rendered_view(camera) -> tuple[np.ndarray, int, int]:
+    """K, width, height of a camera as the embedded world renders it (the robot config's fovy, centred)."""
+    f = (camera.height / 2) / math.tan(math.radians(camera.fovy_deg) / 2)
+    K = np.array([[f, 0.0, (camera.width - 1) / 2], [0.0, f, (camera.height - 1) / 2], [0.0, 0.0, 1.0]])
+    return K, camera.width, camera.height
+
+
+RENDERED_VIEWS = {c.name: _rendered_view(c) for c in ROBOT.cameras}
+
+
+def file_views() -> dict[str, tuple[np.ndarray, int, int]]:
+    """K, width, height of each camera's calibration file."""
+    files = {c: load_mounted_camera(ROBOT, c) for c in ROBOT.camera_names}
+    return {c: (m.file.model.K, m.width, m.height) for c, m in files.items()}
+
+
 def agent_node(x5_world: X5World, agent: str, out: Path, log: Path) -> NodeProcess:
     params = {
         "agent": agent, "llm": f"replay:{replay(agent, log.parent)}", "task": "general_pickup", "seed": 0,
@@ -464,6 +495,9 @@ def test_an_agent_picks_up_the_target_on_the_emulated_arms_and_it_is_judged(
     metrics, meta = the_record(tmp_path / "episodes")
     assert metrics["success"] is True and metrics["end_reason"] == "success", metrics
     assert metrics["steps_used"] > 0 and meta["instruction"]
+    # The agent saw the rig's cameras: frames and intrinsics through the driver stand-ins and camera_node.
+    (record,) = (tmp_path / "episodes").glob("*/")
+    check_agent_side(client, agent_views(CAMERA_INPUTS, "dual_arx_x5", RENDERED_VIEWS, file_views()), record)
 
 
 def test_the_emulator_killed_mid_episode_ends_it_as_lost_with_its_record_and_nothing_hangs(

@@ -3,6 +3,7 @@
 joints so that the robot's cameras see what the arms do.
 
     python test/hardware/x5_world.py --socket-dir DIR --log-dir DIR [--task general_pickup] [--seed 0] [--fps 25]
+        [--camera-drivers config/camera_inputs/dual_arx_x5_realsense_usb_cam.yaml]
 
 - The bus emulator (``python -m robodojo.hardware.x5_bus``) serves can0 (left) and can1 (right) in ``--socket-dir``,
   both arms at the robot config's ready pose; the driver's SDK reaches it through the SocketCAN shim.
@@ -10,7 +11,10 @@ joints so that the robot's cameras see what the arms do.
   it reads the emulated joints and commanded gripper widths from the emulator's control socket and makes them its
   servos' targets and steps its physics one tick; at ``--render-fps`` it renders one camera in turn: frames on
   /<camera>/image_raw (rgb8, the raw driver topic camera_node republishes with calibration and pose), stamped with
-  the ROS system clock.
+  the ROS system clock. With ``--camera-drivers FILE`` (a camera inputs file, config/camera_inputs/) each camera with
+  a ``driver`` entry is published by a stand-in of that driver instead (standin_publishers.py: realsense2_camera's or
+  usb_cam's topics, encodings, QoS and CameraInfo), rendered at the driver's size (the camera's vertical field of
+  view kept, driver_standins.view_K).
 - Grasps close the loop: the emulator's gripper motor knows no objects, so the emulator is told (its
   ``block_gripper`` op) to stop its gripper at the width of whatever lies between a world gripper's pads (rays across
   the gap), and at the world's finger width while the fingers squeeze an object. The emulated fingers then stop on
@@ -40,6 +44,7 @@ import numpy as np
 from robodojo.hardware.x5_bus.server import EmulatorClient, start_emulator_process
 from robodojo.robots.config import load_robot_config
 from robodojo.sim.privileged import PrivilegedView
+from robodojo.sim.render import CameraRenderer
 from robodojo.sim.world import EmbeddedWorld
 
 ROBOT = "dual_arx_x5"
@@ -68,6 +73,12 @@ def main() -> int:
         help="frames a second, one camera in turn (rendering is most of this process's CPU, on machines that share 2 "
         "cores with the whole graph)",
     )  # fmt: skip
+    parser.add_argument(
+        "--camera-drivers",
+        metavar="FILE",
+        help="a camera inputs file (config/camera_inputs/): cameras with a driver entry are published by a stand-in "
+        "of that driver (realsense2_camera, usb_cam) at its size, encoding and topics",
+    )
     args = parser.parse_args()
     stop = {"now": False}
     signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
@@ -98,7 +109,12 @@ def main() -> int:
     node = rclpy.create_node("x5_world")
     qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)  # as sim_node's images
     cameras = list(robot.cameras)
-    image_pubs = {c.name: node.create_publisher(Image, f"/{c.name}/image_raw", qos) for c in cameras}
+    standins = StandinCameras(world, args.camera_drivers, node) if args.camera_drivers else None
+    image_pubs = {
+        c.name: node.create_publisher(Image, f"/{c.name}/image_raw", qos)
+        for c in cameras
+        if standins is None or c.name not in standins.publishers
+    }
     joints_pub = node.create_publisher(JointState, TRUE_JOINTS_TOPIC, qos)
     target_pub = node.create_publisher(PoseStamped, TARGET_POSE_TOPIC, qos)
     resets = {"asked": False}
@@ -147,8 +163,11 @@ def main() -> int:
                 logged = (now_s, tick)
             if tick % render_every == 0:
                 camera = cameras[(tick // render_every) % len(cameras)]
-                frame = world.render(camera.name)
-                image_pubs[camera.name].publish(convert.image_msg(frame.rgb, stamp_s, camera.frame))
+                if standins is not None and camera.name in standins.publishers:
+                    standins.publish(camera.name, convert.time_msg(stamp_s))
+                else:
+                    frame = world.render(camera.name)
+                    image_pubs[camera.name].publish(convert.image_msg(frame.rgb, stamp_s, camera.frame))
                 published.add(camera.name)
             d = world.data
             q = [float(d.qpos[world.model.joint(n).qposadr[0]]) for n in names]
@@ -167,6 +186,8 @@ def main() -> int:
             elif delay < -5 * period_s:
                 next_s = time.monotonic()
     finally:
+        if standins is not None:
+            standins.close()
         node.destroy_node()
         rclpy.try_shutdown()
         world.close()
@@ -175,6 +196,38 @@ def main() -> int:
             emulator.terminate()
             emulator.wait(timeout=10)
     return 0
+
+
+class StandinCameras:
+    """The cameras a camera inputs file gives a driver stand-in: rendered at the stand-in's size from the world's
+    model (re-bound after a reset recompiles it) and published as that driver does."""
+
+    def __init__(self, world: EmbeddedWorld, path: str, node) -> None:
+        from standin_publishers import StandinPublisher, load_standins
+
+        self.world = world
+        views = {c.name: (world.calibration(c.name).K, c.width, c.height) for c in world.robot.cameras}
+        standins = load_standins(path, ROBOT, views)
+        self.publishers = {s.camera: StandinPublisher(node, s) for s in standins}
+        self.sizes = {s.camera: s.profile.size for s in standins}
+        self.renderers = {size: CameraRenderer(*size, world.settings.render) for size in set(self.sizes.values())}
+        for standin in standins:
+            print(f"x5_world: {standin.describe()}", flush=True)
+
+    def publish(self, camera: str, stamp) -> None:
+        renderer = self.renderers[self.sizes[camera]]
+        model = self.world.model
+        if renderer.model is not model:  # the first frame, or a reset compiled a new model
+            # the offscreen buffer holds the largest stand-in image (the scene sizes it for the config's cameras)
+            model.vis.global_.offwidth = max(model.vis.global_.offwidth, *(w for w, _ in self.renderers))
+            model.vis.global_.offheight = max(model.vis.global_.offheight, *(h for _, h in self.renderers))
+            renderer.bind(model)
+        rgb = renderer.rgb(self.world.data, self.world.camera_ids[camera])
+        self.publishers[camera].publish(rgb, stamp)
+
+    def close(self) -> None:
+        for renderer in self.renderers.values():
+            renderer.close()
 
 
 def follow(

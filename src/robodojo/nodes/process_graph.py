@@ -366,15 +366,23 @@ def graph_nodes(
     hardware_params: Mapping[str, object] | None = None,
     episode_params: Mapping[str, object] | None = None,
     camera_topic: str = "/{camera}/image_raw",
+    camera_inputs: str | Path | None = None,
 ) -> list[tuple[str, dict[str, object], str]]:
     """The nodes of a graph as (node module, parameters, log file name), in start order.
 
     ``hardware`` "none": the embedded simulator (sim_node, the clock source; the others use_sim_time). A driver
     (HARDWARE_DRIVERS) instead: the arm driver, episode_node for the episode, tcp_state_publisher, one camera_node
-    per camera of the robot reading ``camera_topic`` ({camera} replaced), all on the system clock. :data:`ISAAC`:
+    per camera of the robot reading ``camera_topic`` ({camera} replaced), or, with ``camera_inputs`` (a camera inputs
+    file or its name in config/camera_inputs/, robodojo.perception.camera_inputs), the topic, transport, intrinsics
+    source and agent size that file gives each camera; all on the system clock. :data:`ISAAC`:
     the same with isaac_bridge_node as the driver and the camera nodes reading Isaac Sim's image topics, all on
     Isaac's /clock (Isaac Sim itself runs elsewhere: scripts/isaac_sim_robodojo.py).
     """
+    if camera_inputs is not None and hardware not in HARDWARE_DRIVERS:
+        raise RobodojoError(
+            f"camera_inputs is for real hardware ({', '.join(HARDWARE_DRIVERS)}); hardware {hardware!r} brings its own "
+            "cameras"
+        )
     if hardware == "none":
         sim_time = True
         starts: list[tuple[str, dict[str, object], str]] = [
@@ -394,9 +402,17 @@ def graph_nodes(
             ("episode_node", episode, "episode_node.log"),
             ("tcp_state_publisher", {"robot": robot}, "tcp_state_publisher.log"),
         ]
+        inputs = None
+        if camera_inputs is not None:
+            from robodojo.perception.camera_inputs import load_camera_inputs
+
+            inputs = load_camera_inputs(camera_inputs, robot)
         for camera in load_robot_config(robot).camera_names:
             camera_params: dict[str, object] = {"robot": robot, "camera": camera}
-            camera_params["input_topic"] = camera_topic.replace("{camera}", camera)
+            if inputs is not None:
+                camera_params = inputs.camera_node_parameters(camera)
+            else:
+                camera_params["input_topic"] = camera_topic.replace("{camera}", camera)
             starts.append(("camera_node", camera_params, f"camera_node_{camera}.log"))
         if sim_time:
             for _, node_params, _ in starts:
@@ -431,13 +447,15 @@ def run_graph(
     hardware_params: Mapping[str, object] | None = None,
     episode_params: Mapping[str, object] | None = None,
     camera_topic: str = "/{camera}/image_raw",
+    camera_inputs: str | Path | None = None,
 ) -> int:
     """``robodojo graph``: what robodojo.launch.py starts, as processes, until the agent is done.
 
     With ``agent`` "none" the robot and motion server run until Ctrl-C (drive them with your own client).
     ``agent_params``: more agent_node parameters (LLM settings, images, context_tokens; config/nodes.yaml).
     ``hardware``: "none" for the embedded simulator, "franka" for an FR3, "isaac" for Isaac Sim (:func:`graph_nodes`;
-    ``hardware_params`` and ``episode_params`` go to the driver and episode_node).
+    ``hardware_params`` and ``episode_params`` go to the driver and episode_node; ``camera_inputs`` sets each
+    camera_node's input from a camera inputs file instead of ``camera_topic``).
     The launcher keeps to ros2 launch's habits, with the agent node marked required:
 
     - The agent node is required: when it ends, the launcher stops the other nodes and exits with the agent's exit
@@ -456,6 +474,7 @@ def run_graph(
     starts = graph_nodes(
         robot=robot, task=task, seed=seed, variant=variant, agent=agent, agent_params=agent_all, hardware=hardware,
         hardware_params=hardware_params, episode_params=episode_params, camera_topic=camera_topic,
+        camera_inputs=camera_inputs,
     )  # fmt: skip
     build_interfaces()
     env = ros_environment(domain_id=domain_id, log_dir=log_dir / "ros")
