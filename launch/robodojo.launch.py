@@ -180,6 +180,13 @@ def _arguments() -> list[DeclareLaunchArgument]:
             ),
         ),
         DeclareLaunchArgument(
+            "calibration_board",
+            default_value="false",
+            choices=["true", "false"],
+            description="sim:=mujoco only: the ChArUco board of config/calibration.yaml lies on the table, for a "
+            "rehearsal of `robodojo calibrate` (docs/calibration.md)",
+        ),
+        DeclareLaunchArgument(
             "use_sim_time",
             # sim_node and Isaac Sim publish /clock; real hardware runs on the system clock
             default_value="",
@@ -515,6 +522,7 @@ def _launch_setup(context, *args, **kwargs):
                     "task": _text(task),
                     "variant": _text(variant),
                     "seed": seed,
+                    "calibration_board": _flag(context, "calibration_board"),
                     # the simulator publishes /clock: it is the clock source and runs on wall time
                     "use_sim_time": False,
                 }

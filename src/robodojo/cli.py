@@ -308,7 +308,8 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         robot=args.robot, task=args.task, seed=args.seed, variant=args.variant, agent=args.agent, llm=llm,
         base_url=args.base_url or "", out=Path(args.out), log_dir=Path(args.log_dir), domain_id=args.domain_id,
         agent_params=agent_params, hardware=args.hardware, hardware_params=hardware_params,
-        episode_params=episode_params, camera_topic=args.camera_topic,
+        episode_params=episode_params, camera_topic=args.camera_topic, camera_inputs=args.camera_inputs,
+        sim_params={"calibration_board": True} if args.calibration_board else None,
     )  # fmt: skip
 
 
@@ -633,6 +634,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--camera-topic",
         default="/{camera}/image_raw",
         help="real robots: each camera driver's image topic, {camera} replaced (default %(default)s)",
+    )
+    graph.add_argument(
+        "--camera-inputs",
+        default=None,
+        help="real robots: a rig's camera inputs file, or its name in config/camera_inputs/ (topic, transport, "
+        "intrinsics and agent size per camera; instead of --camera-topic)",
+    )
+    graph.add_argument(
+        "--calibration-board",
+        action="store_true",
+        help="the simulator shows the calibration board on the table (robodojo calibrate's rehearsal)",
     )
     graph.set_defaults(func=_cmd_graph)
     judge = sub.add_parser(

@@ -367,6 +367,7 @@ def graph_nodes(
     episode_params: Mapping[str, object] | None = None,
     camera_topic: str = "/{camera}/image_raw",
     camera_inputs: str | Path | None = None,
+    sim_params: Mapping[str, object] | None = None,
 ) -> list[tuple[str, dict[str, object], str]]:
     """The nodes of a graph as (node module, parameters, log file name), in start order.
 
@@ -374,7 +375,8 @@ def graph_nodes(
     (HARDWARE_DRIVERS) instead: the arm driver, episode_node for the episode, tcp_state_publisher, one camera_node
     per camera of the robot reading ``camera_topic`` ({camera} replaced), or, with ``camera_inputs`` (a camera inputs
     file or its name in config/camera_inputs/, robodojo.perception.camera_inputs), the topic, transport, intrinsics
-    source and agent size that file gives each camera; all on the system clock. :data:`ISAAC`:
+    source and agent size that file gives each camera; all on the system clock (``sim_params``: more sim_node
+    parameters, e.g. calibration_board, for the simulator only). :data:`ISAAC`:
     the same with isaac_bridge_node as the driver and the camera nodes reading Isaac Sim's image topics, all on
     Isaac's /clock (Isaac Sim itself runs elsewhere: scripts/isaac_sim_robodojo.py).
     """
@@ -383,11 +385,12 @@ def graph_nodes(
             f"camera_inputs is for real hardware ({', '.join(HARDWARE_DRIVERS)}); hardware {hardware!r} brings its own "
             "cameras"
         )
+    if sim_params and hardware != "none":
+        raise RobodojoError(f"simulator parameters ({', '.join(sim_params)}) with hardware {hardware!r}: no simulator")
     if hardware == "none":
         sim_time = True
-        starts: list[tuple[str, dict[str, object], str]] = [
-            ("sim_node", {"robot": robot, "task": task, "seed": seed, "variant": variant}, "sim_node.log"),
-        ]
+        sim = {"robot": robot, "task": task, "seed": seed, "variant": variant, **(sim_params or {})}
+        starts: list[tuple[str, dict[str, object], str]] = [("sim_node", sim, "sim_node.log")]
     elif hardware in HARDWARE_DRIVERS or hardware == ISAAC:
         from robodojo.robots.config import load_robot_config
         from robodojo.robots.topic_names import isaac_camera_image
@@ -448,6 +451,7 @@ def run_graph(
     episode_params: Mapping[str, object] | None = None,
     camera_topic: str = "/{camera}/image_raw",
     camera_inputs: str | Path | None = None,
+    sim_params: Mapping[str, object] | None = None,
 ) -> int:
     """``robodojo graph``: what robodojo.launch.py starts, as processes, until the agent is done.
 
@@ -455,7 +459,7 @@ def run_graph(
     ``agent_params``: more agent_node parameters (LLM settings, images, context_tokens; config/nodes.yaml).
     ``hardware``: "none" for the embedded simulator, "franka" for an FR3, "isaac" for Isaac Sim (:func:`graph_nodes`;
     ``hardware_params`` and ``episode_params`` go to the driver and episode_node; ``camera_inputs`` sets each
-    camera_node's input from a camera inputs file instead of ``camera_topic``).
+    camera_node's input from a camera inputs file instead of ``camera_topic``; ``sim_params`` go to sim_node).
     The launcher keeps to ros2 launch's habits, with the agent node marked required:
 
     - The agent node is required: when it ends, the launcher stops the other nodes and exits with the agent's exit
@@ -474,7 +478,7 @@ def run_graph(
     starts = graph_nodes(
         robot=robot, task=task, seed=seed, variant=variant, agent=agent, agent_params=agent_all, hardware=hardware,
         hardware_params=hardware_params, episode_params=episode_params, camera_topic=camera_topic,
-        camera_inputs=camera_inputs,
+        camera_inputs=camera_inputs, sim_params=sim_params,
     )  # fmt: skip
     build_interfaces()
     env = ros_environment(domain_id=domain_id, log_dir=log_dir / "ros")
