@@ -94,12 +94,22 @@ def cmd_board(args: argparse.Namespace) -> int:
 
 
 # -- capture ----------------------------------------------------------------------------------------------------------
-def cmd_capture(args: argparse.Namespace) -> int:
+def _graph(settings: CalibrationSettings, timeout_s: float) -> Any:
+    """The graph client, this package's interfaces built and importable first (as `robodojo judge` does)."""
+    from robodojo.nodes.process_graph import build_interfaces, use_interfaces_here
+
+    build_interfaces()
+    use_interfaces_here()
     from robodojo.nodes.calibration_client import CalibrationGraph
+
+    return CalibrationGraph(settings.capture, timeout_s=timeout_s)
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
     from robodojo.perception.calibrate.captures import CaptureWriter
 
     settings = _settings(args)
-    with CalibrationGraph(settings.capture, timeout_s=args.timeout_s) as graph:
+    with _graph(settings, args.timeout_s) as graph:
         robot = graph.robot
         arm = robot.camera_arm(args.camera)
         folder = Path(args.out or f"out/calibration/{args.camera}")
@@ -312,12 +322,11 @@ def cmd_head(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     import cv2
 
-    from robodojo.nodes.calibration_client import CalibrationGraph
     from robodojo.perception.calibrate.check import check_cameras, overlay
     from robodojo.perception.calibration import detect_charuco
 
     settings = _settings(args)
-    with CalibrationGraph(settings.capture, timeout_s=args.timeout_s) as graph:
+    with _graph(settings, args.timeout_s) as graph:
         robot = graph.robot
         folder = Path(args.calibration_dir) if args.calibration_dir else calibration_dir(robot.name)
         cameras = args.cameras or list(robot.camera_names)

@@ -96,6 +96,7 @@ class CalibrationGraph:
         self._thread.start()
         self.robot = self._robot(timeout_s)
         self.node.subscribe_robot(self.robot)
+        self._wait_for_joints(timeout_s)
         self.backend = TopicObservationBackend(self.view, self.robot, self.node.params, self.node.interrupted)
         self.motion = MoveEefClient(self.node, self.backend)
 
@@ -133,6 +134,17 @@ class CalibrationGraph:
                     raise BackendLostError(f"no {topics.EPISODE_STATUS} within {timeout_s:g} s: is the graph running?")
                 self.view.changed.wait(timeout=0.1)
             return load_robot_config(self.view.status.robot)
+
+    def _wait_for_joints(self, timeout_s: float) -> None:
+        """Until every arm's joint states arrived (a new subscription needs discovery first)."""
+        joints = self.view.joints
+        assert joints is not None
+        deadline = time.monotonic() + timeout_s
+        with self.view.changed:
+            while missing := [a for a in self.robot.arm_names if joints.arm_q(a) is None]:
+                if time.monotonic() > deadline:
+                    raise BackendLostError(f"no joint states for the {', '.join(missing)} arm within {timeout_s:g} s")
+                self.view.changed.wait(timeout=0.1)
 
     # -- the robot
     def joints_now(self) -> dict[str, float]:
