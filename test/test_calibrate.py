@@ -21,7 +21,7 @@ from robodojo.perception.calibrate.settings import load_calibration_settings, pa
 from robodojo.perception.calibrate.sim_board import calibration_board_pose
 from robodojo.perception.calibrate.solve import board_in_world, detect_views, solve_fixed, solve_hand_eye
 from robodojo.perception.calibrate.view_plan import look_at_view, plan_wrist_views
-from robodojo.perception.camera import CameraFile, load_camera_file
+from robodojo.perception.camera import CameraFile, CameraModel, load_camera_file
 
 SETTINGS = load_calibration_settings()
 WRIST = {"fr3": "wrist", "dual_arx_x5": "left_wrist"}
@@ -60,12 +60,16 @@ def test_the_shipped_settings_load_and_bad_ones_say_where() -> None:
 
 
 def test_a_capture_reads_back_what_was_written_and_nothing_outside_its_folder(tmp_path) -> None:
-    writer = CaptureWriter(tmp_path / "cap", "fr3", "wrist", "arm", (4, 3), np.eye(3))
+    published = CameraModel("wrist", np.array([[3.0, 0, 1.5], [0, 3.0, 1.0], [0, 0, 1]]), np.eye(4), 4, 3,
+                            np.array([0.1, 0.0, 0.0, 0.0]), "equidistant")  # fmt: skip
+    writer = CaptureWriter(tmp_path / "cap", "fr3", "wrist", "arm", published)
     rgb = np.arange(36, dtype=np.uint8).reshape(3, 4, 3)
     T = transform(np.eye(3), [0.1, 0.2, 0.3])
     writer.add(rgb, 1.5, {"fr3_joint1": 0.25}, {"arm": T})
     capture = read_capture(tmp_path / "cap")
     assert capture.arm == "arm" and (capture.width, capture.height) == (4, 3)
+    np.testing.assert_array_equal(capture.published.K, published.K)
+    assert capture.published.distortion_model == "equidistant" and capture.published.distortion[0] == 0.1
     view = capture.views[0]
     assert view.stamp_s == 1.5 and view.joints_rad == {"fr3_joint1": 0.25}
     np.testing.assert_allclose(view.T_world_tcp["arm"], T, atol=1e-12)

@@ -115,7 +115,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         folder = Path(args.out or f"out/calibration/{args.camera}")
         first = graph.snapshot(args.camera)
         calib = first.frame.calibration
-        writer = CaptureWriter(folder, robot.name, args.camera, arm, (calib.width, calib.height), np.asarray(calib.K))
+        writer = CaptureWriter(folder, robot.name, args.camera, arm, CameraModel.from_calibration(args.camera, calib))
         if args.move:
             if arm is None:
                 raise ConfigError(f"camera {args.camera} is fixed: --move is for wrist cameras (hand-eye)")
@@ -256,7 +256,9 @@ def cmd_hand_eye(args: argparse.Namespace) -> int:
     detections = detect_views(capture, settings.board)
     _say(f"{capture.camera}: board found in {sum(d.found for d in detections)} of {len(detections)} views")
     figures: dict[str, float | int | str] = {}
-    if args.intrinsics:
+    if args.published_intrinsics:
+        model = capture.published
+    elif args.intrinsics:
         intrinsics = solve_intrinsics(capture, detections)
         if not intrinsics.ok:
             _say(f"  intrinsics failed: {intrinsics.reason}")
@@ -290,7 +292,8 @@ def cmd_head(args: argparse.Namespace) -> int:
     if capture.arm is not None:
         raise ConfigError(f"{capture.camera} is on the {capture.arm} arm: use `hand-eye` for wrist cameras")
     old = _camera_file(out, capture.robot, capture.camera)
-    check_size(old.model, capture)
+    model = capture.published if args.published_intrinsics else old.model
+    check_size(model, capture)
     if args.board_pose:
         v = args.board_pose
         T_world_board = transform(matrix_from_quat(np.array(v[3:]) / np.linalg.norm(v[3:])), v[:3])
@@ -306,14 +309,14 @@ def cmd_head(args: argparse.Namespace) -> int:
         source = f"{wrist.camera} ({placed.views_used} views, scatter {placed.scatter_m * 1000:.2f} mm)"
         _say(f"board placed by {source}: {_pose_text(T_world_board)}")
     detections = detect_views(capture, settings.board)
-    result = solve_fixed(capture, detections, old.model, T_world_board)
+    result = solve_fixed(capture, detections, model, T_world_board)
     if not result.ok:
         _say(f"{capture.camera}: failed: {result.reason}")
         return 1
     _say(f"{capture.camera}: T_world_cam {_pose_text(result.T_world_cam)}, {result.rms_px:.3f} px")
     record = _record("head", capture, rms_px=result.rms_px, board_from=source)
     header = HEADER.format(step="head", today=date.today(), source=capture.folder)
-    path = write_camera_file(out, old.model.with_pose(result.T_world_cam), header, record=record)
+    path = write_camera_file(out, model.with_pose(result.T_world_cam), header, record=record)
     _say(f"  wrote {path}")
     return 0
 
@@ -330,12 +333,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         robot = graph.robot
         folder = Path(args.calibration_dir) if args.calibration_dir else calibration_dir(robot.name)
         cameras = args.cameras or list(robot.camera_names)
+        moved: dict[str, np.ndarray] = {}  # arm -> where its TCP started
         if args.look_at:  # wrist cameras first turned to the board, one arm after the other
             for camera in cameras:
                 file = _camera_file(folder, robot.name, camera)
                 if file.arm is not None and file.T_tcp_cam is not None:
-                    _look_at(graph, args, file.arm, graph.snapshot(camera), file.T_tcp_cam)
+                    shot = graph.snapshot(camera)
+                    if not _look_at(graph, args, file.arm, shot, file.T_tcp_cam):
+                        return 1
+                    moved[file.arm] = shot.T_world_tcp[file.arm]
         shots = {c: graph.snapshot(c) for c in cameras}
+        for arm, T_start in moved.items():  # back where they were, as capture --move leaves them
+            _say(f"  {arm} back to the start: {graph.move_tcp(arm, T_start).stop_reason.value}")
     models, detections = {}, {}
     for camera, shot in shots.items():
         file = _camera_file(folder, robot.name, camera)
@@ -399,6 +408,11 @@ def add_parser(sub: Any) -> None:
     solving.add_argument("--out", help="where <camera>.yaml is read and written (default config/cameras/<robot>/)")
     solving.add_argument(
         "--board-flat", action="store_true", help="the board lies face up on the level table (its normal is world z)"
+    )
+    solving.add_argument(
+        "--published-intrinsics",
+        action="store_true",
+        help="use the intrinsics the graph published at capture (a driver's factory CameraInfo, intrinsics: driver)",
     )
     graph = argparse.ArgumentParser(add_help=False, parents=[common])
     graph.add_argument("--timeout-s", type=float, default=20.0, help="for the graph to show up (default %(default)s)")

@@ -149,7 +149,15 @@ def camera_drivers() -> Path | None:
 
 
 @pytest.fixture(scope="module")
-def fr3_world(tmp_path_factory: pytest.TempPathFactory, camera_drivers: Path | None) -> Iterator[Fr3World]:
+def calibration_board() -> bool:
+    """Whether the test world shows the board of config/calibration.yaml on its table; a test module overrides it."""
+    return False
+
+
+@pytest.fixture(scope="module")
+def fr3_world(
+    tmp_path_factory: pytest.TempPathFactory, camera_drivers: Path | None, calibration_board: bool
+) -> Iterator[Fr3World]:
     """fr3_world.py on WORLD_HOST in a private ROS domain, ready (franky-sim serving, first frames out)."""
     pytest.importorskip("franky", reason="franky-control is not installed (pip install '.[hardware]')")
     pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install '.[hardware]')")
@@ -164,6 +172,8 @@ def fr3_world(tmp_path_factory: pytest.TempPathFactory, camera_drivers: Path | N
     cmd = [sys.executable, str(WORLD_SCRIPT), "--host", WORLD_HOST, "--log-dir", str(log_dir), "--fps", str(WORLD_FPS)]
     if camera_drivers is not None:
         cmd += ["--camera-drivers", str(camera_drivers)]
+    if calibration_board:
+        cmd += ["--calibration-board"]
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     world = Fr3World(WORLD_HOST, process, log, domain_id, env)

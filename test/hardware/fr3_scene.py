@@ -115,6 +115,7 @@ class WorldLayout:
 
     cube_xy_m: tuple[float, float]
     cameras: tuple[MountedCamera, ...]
+    calibration_board: bool = False  # the ChArUco board of config/calibration.yaml on the table (robodojo calibrate)
 
 
 def build_simulator(robot: RobotConfig, layout: WorldLayout) -> tuple[MujocoSimulator, FrankaMujocoRobot]:
@@ -142,6 +143,8 @@ def build_simulator(robot: RobotConfig, layout: WorldLayout) -> tuple[MujocoSimu
     robot_body.set("quat", _vec(quat_from_matrix(arm.base_link_pose[:3, :3])))
     _add_table(sim.scene, sim.worldbody, robot)
     _add_cube(sim.worldbody, robot, layout.cube_xy_m)
+    if layout.calibration_board:
+        _add_calibration_board(sim.scene, sim.worldbody, robot)
     T_hand_tcp = our_hand_to_tcp(robot)
     hand = _find_body(robot_body, HAND_BODY)
     for camera in layout.cameras:
@@ -164,6 +167,26 @@ def _add_table(scene: ET.Element, worldbody: ET.Element, robot: RobotConfig) -> 
     half = [table.size_xy_m[0] / 2, table.size_xy_m[1] / 2, table.top_z_m / 2]
     pos = [table.center_xy_m[0], table.center_xy_m[1], table.top_z_m / 2]
     ET.SubElement(worldbody, "geom", name="table", type="box", size=_vec(half), pos=_vec(pos), material=TABLE_MATERIAL)
+
+
+def _add_calibration_board(scene: ET.Element, worldbody: ET.Element, robot: RobotConfig) -> None:
+    """The board where the embedded world puts it (sim_board in config/calibration.yaml); it never collides."""
+    import cv2
+
+    from robodojo.perception.calibrate.settings import load_calibration_settings
+    from robodojo.perception.calibrate.sim_board import BOARD_BODY, board_look, calibration_board_pose
+
+    look = board_look(load_calibration_settings().board)
+    path = os.path.join(tempfile.gettempdir(), f"robodojo-board-{os.getpid()}.png")
+    cv2.imwrite(path, cv2.cvtColor(np.ascontiguousarray(look.rgb), cv2.COLOR_RGB2BGR))
+    asset = scene.find("asset")
+    assert asset is not None  # _add_table made it
+    ET.SubElement(asset, "texture", name=BOARD_BODY, type="2d", file=path)
+    ET.SubElement(asset, "material", name=BOARD_BODY, texture=BOARD_BODY)
+    T = look.body_pose(calibration_board_pose(robot.name))
+    body = ET.SubElement(worldbody, "body", name=BOARD_BODY, pos=_vec(T[:3, 3]), quat=_vec(quat_from_matrix(T[:3, :3])))
+    ET.SubElement(body, "geom", name=BOARD_BODY, type="box", size=_vec(look.half_size_m), material=BOARD_BODY,
+                  contype="0", conaffinity="0")  # fmt: skip
 
 
 def _wood_grain_png() -> str:

@@ -200,6 +200,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--cameras", nargs="+", help="cameras to render (default: all of the robot's)")
     parser.add_argument(
+        "--calibration-board", action="store_true", help="the board of config/calibration.yaml on the table"
+    )
+    parser.add_argument(
         "--camera-drivers",
         metavar="FILE",
         help="a camera inputs file (config/camera_inputs/): cameras with a driver entry are published by a stand-in "
@@ -219,7 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     robot = load_robot_config(ROBOT)
     names = args.cameras or list(robot.camera_names)
-    layout = WorldLayout(tuple(args.cube_xy_m), tuple(load_mounted_camera(robot, n) for n in names))
+    mounted = tuple(load_mounted_camera(robot, n) for n in names)
+    layout = WorldLayout(tuple(args.cube_xy_m), mounted, args.calibration_board)
     sim, handle = build_simulator(robot, layout)
     scene_xml = ET.tostring(sim.scene, encoding="unicode")  # what franky-sim compiles, for the camera process
     sim.init()

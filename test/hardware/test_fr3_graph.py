@@ -78,6 +78,12 @@ def camera_drivers() -> Path:
 
 
 @pytest.fixture(scope="module")
+def calibration_board() -> bool:
+    """fr3_world shows the calibration board on its table (no collision): robodojo calibrate is rehearsed on it."""
+    return True
+
+
+@pytest.fixture(scope="module")
 def client(fr3_world: Fr3World) -> Iterator[Client]:
     from agent_bringup.msg import EpisodeStatus, TrajectoryStatus
     from diagnostic_msgs.msg import DiagnosticArray
@@ -495,6 +501,95 @@ class Operator:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
+
+
+CALIBRATION_REST_TIMEOUT_S = 30.0
+CALIBRATION_STEP_TIMEOUT_S = 600.0
+CALIBRATED_MM = 2.0  # issue 34's bounds against the scene's true cameras
+CALIBRATED_DEG = 0.3
+
+
+def calibrate(world: Fr3World, cwd: Path, *args: str) -> str:
+    """`robodojo calibrate ...` as the operator runs it, against this graph; its output (fails on an exit != 0)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "robodojo.cli", "calibrate", *args], env=world.env, cwd=cwd, capture_output=True,
+        text=True, timeout=CALIBRATION_STEP_TIMEOUT_S,
+    )  # fmt: skip
+    text = f"$ robodojo calibrate {' '.join(args)}\n{out.stdout}{out.stderr}"
+    assert out.returncode == 0, text + world.output()[-2000:]
+    return text
+
+
+def test_robodojo_calibrate_on_the_real_robot_graph_and_the_episodes_use_its_files(
+    fr3_world, client, driver, motion_server, episode_graph, tmp_path
+):
+    """The calibration session of docs/calibration.md on the real-robot graph (libfranka to franky-sim, the cameras
+    through the realsense2_camera and usb_cam stand-ins and camera_node): the wrist camera by calibration motions,
+    the head from the board the wrist placed, with the drivers' published intrinsics (intrinsics: driver), then
+    check. fr3_world places its cameras from the shipped files, the truth here. The camera nodes are then restarted
+    on the new files, which the agent episodes below see through."""
+    import yaml
+
+    from robodojo.perception.calibrate.settings import load_calibration_settings
+    from robodojo.perception.calibrate.sim_board import calibration_board_pose
+    from robodojo.perception.camera import load_camera_file
+
+    config = yaml.safe_load((PACKAGE_ROOT / "config" / "calibration.yaml").read_text())
+    config["capture"]["rest_timeout_s"] = CALIBRATION_REST_TIMEOUT_S
+    (tmp_path / "calibration.yaml").write_text(yaml.safe_dump(config))
+    board = calibration_board_pose("fr3")
+    width, height = load_calibration_settings().board.size_m
+    center = [str(v) for v in board[:3, :3] @ np.array([width / 2, height / 2, 0.0]) + board[:3, 3]]
+    common = ["--config", "calibration.yaml"]
+    solved = ["--published-intrinsics", "--board-flat", "--out", "cameras"]
+    log = [
+        calibrate(fr3_world, tmp_path, "capture", *common, "--camera", "wrist", "--move", "--yes", "--look-at", *center,
+                  "--out", "capture/wrist", "--timeout-s", "60"),
+        calibrate(fr3_world, tmp_path, "hand-eye", *common, "--capture", "capture/wrist", *solved),
+        calibrate(fr3_world, tmp_path, "capture", *common, "--camera", "head", "--views", "2", "--out", "capture/head"),
+        calibrate(fr3_world, tmp_path, "head", *common, "--capture", "capture/head", "--board-from", "capture/wrist",
+                  *solved),
+        calibrate(fr3_world, tmp_path, "check", *common, "--calibration-dir", "cameras", "--look-at", *center, "--yes",
+                  "--images", "check"),
+    ]  # fmt: skip
+    print("\n".join(log))
+    truth = {c: load_mounted_camera(ROBOT, c) for c in ROBOT.camera_names}
+    head = load_camera_file(tmp_path / "cameras" / "head.yaml")
+    wrist = load_camera_file(tmp_path / "cameras" / "wrist.yaml")
+    assert wrist.T_tcp_cam is not None and truth["wrist"].file.T_tcp_cam is not None
+    errors = {
+        "head": (head.model.T_world_cam, truth["head"].T_world_cam()),
+        "wrist": (wrist.T_tcp_cam, truth["wrist"].file.T_tcp_cam),
+    }
+    for camera, (T, T_true) in errors.items():
+        mm = 1000 * float(np.linalg.norm(T[:3, 3] - T_true[:3, 3]))
+        deg = math.degrees(rotation_angle_between(T[:3, :3], T_true[:3, :3]))
+        print(f"{camera}: {mm:.2f} mm, {deg:.3f} deg from the scene's camera")
+        assert mm <= CALIBRATED_MM and deg <= CALIBRATED_DEG, (camera, mm, deg)
+    # The camera nodes again, on the new files (the agent episodes below see the robot through them).
+    logs = tmp_path / "camera_nodes"
+    logs.mkdir()
+    inputs = load_camera_inputs(CAMERA_INPUTS, "fr3")
+    for i, camera in enumerate(ROBOT.camera_names):
+        episode_graph[i].stop()
+        params = {
+            **inputs.camera_node_parameters(camera),
+            "calibration_file": str(tmp_path / "cameras" / f"{camera}.yaml"),
+        }
+        episode_graph[i] = NodeProcess("camera_node", params, fr3_world.env, logs / f"camera_node_{camera}.log")
+    head_pose = topics.camera_pose("head")
+    from geometry_msgs.msg import PoseStamped
+
+    client.subscribe(PoseStamped, head_pose)
+
+    def head_pose_is_calibrated() -> bool:
+        poses = client.messages(head_pose)
+        return bool(poses) and abs(poses[-1].pose.position.x - head.model.T_world_cam[0, 3]) < 1e-6
+
+    wait(head_pose_is_calibrated, START_S, "/cameras/head/pose from the new file", fr3_world, episode_graph[0])
 
 
 def test_a_reset_during_a_goal_ends_the_goal_homes_the_arm_and_waits_for_the_operator(

@@ -34,7 +34,7 @@ from robodojo.robots.joint_state import JointPositions
 NODE_NAME = "robodojo_calibrate"
 SPIN_TIMEOUT_S = 0.05
 JOIN_TIMEOUT_S = 5.0
-REST_WINDOW_S = 0.3  # joint positions compared this far apart to tell rest from motion
+REST_WINDOW_S = 0.5  # joint positions compared this far apart to tell rest from motion
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,10 @@ class Snapshot:
 class CalibrationNode(GraphNode):
     """The node MoveEefClient sends through (agent_graph.AgentGraphNode): parameters, the view, the shutdown notice."""
 
-    def __init__(self, context: rclpy.Context) -> None:
+    def __init__(self, context: rclpy.Context, timeout_s: float) -> None:
         super().__init__(NODE_NAME, context=context)
-        self.params = build_params(AgentNodeParams, {})
+        # A frame may take the whole timeout: new subscriptions, and drivers at a few frames a second under load.
+        self.params = build_params(AgentNodeParams, {"image_timeout_s": timeout_s})
         self.view = GraphView()
         self.interrupted = ShutdownNotice(self)
         self.create_subscription(EpisodeStatus, topics.EPISODE_STATUS, self.view.on_status, LATCHED_QOS)
@@ -87,7 +88,7 @@ class CalibrationGraph:
         self.settings = settings
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
-        self.node = CalibrationNode(self.context)
+        self.node = CalibrationNode(self.context, timeout_s)
         self.view = self.node.view
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
@@ -175,11 +176,21 @@ class CalibrationGraph:
             before = now
 
     def snapshot(self, camera: str) -> Snapshot:
-        """A frame of ``camera`` taken after the arms came to rest, with the joint angles and TCP poses at rest."""
+        """A frame of ``camera`` taken while the arms were at rest, with the joint angles and TCP poses then.
+
+        At rest before the frame and still there after it (the joints moved less than the rest speed allows over
+        the rest window), or it is taken again: a settling arm would pair a frame with a pose it had already left.
+        """
         self.robot.camera(camera)
-        self.wait_at_rest()
-        observation = self.backend.observe([camera])  # its frames are no older than the latest joint state
-        joints = self.joints_now()
+        deadline = time.monotonic() + self.settings.rest_timeout_s
+        while True:
+            self.wait_at_rest()
+            before = self.joints_now()
+            observation = self.backend.observe([camera])  # its frames are no older than the latest joint state
+            joints = self.joints_now()
+            drift = max(abs(joints[k] - before[k]) for k in joints)
+            if drift <= self.settings.rest_speed_rad_s * REST_WINDOW_S or time.monotonic() > deadline:
+                break
         tcp = {name: transform(_matrix(arm.tcp_quat_wxyz), arm.tcp_pos_m) for name, arm in observation.arms.items()}
         return Snapshot(observation.cameras[camera], observation.time_s, joints, tcp)
 

@@ -1,6 +1,7 @@
 """A capture: the views `robodojo calibrate capture` took of one camera, as a folder the solving steps read.
 
-    <folder>/capture.yaml     robot, camera, arm (wrist cameras), image size, the intrinsics the graph published,
+    <folder>/capture.yaml     robot, camera, arm (wrist cameras), image size, the intrinsics the graph published
+                              (CameraInfo: K, distortion model and coefficients),
                               and per view: image file, stamp, joint positions, every arm's TCP pose
     <folder>/<camera>_NNN.png the frames, as the camera published them (RGB saved as PNG)
 
@@ -21,6 +22,8 @@ from numpy.typing import NDArray
 from robodojo.config import Section, load_yaml, reject_unknown_keys
 from robodojo.errors import ConfigError
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform
+from robodojo.perception.camera import CameraModel
+from robodojo.perception.distortion import COEFFICIENT_COUNTS
 
 INDEX = "capture.yaml"
 MAX_VIEWS = 500  # a capture folder is operator-made but may be edited: a bound on what is read
@@ -41,11 +44,17 @@ class Capture:
     robot: str
     camera: str
     arm: str | None  # the arm that carries the camera; None for a fixed camera
-    width: int
-    height: int
-    K_published: NDArray[np.float64]  # the camera's CameraInfo K at capture time (what the graph believed)
+    published: CameraModel  # the camera's CameraInfo at capture time (intrinsics only: what the graph believed)
     views: tuple[CapturedView, ...]
     folder: Path
+
+    @property
+    def width(self) -> int:
+        return self.published.width
+
+    @property
+    def height(self) -> int:
+        return self.published.height
 
     def rgb(self, view: CapturedView) -> NDArray[np.uint8]:
         """The view's image (RGB); ConfigError if it is missing or unreadable."""
@@ -72,14 +81,16 @@ class CaptureWriter:
     """Writes a capture folder view by view; the index is rewritten after each, so an interrupted capture keeps
     what it took."""
 
-    def __init__(
-        self, folder: Path, robot: str, camera: str, arm: str | None, size: tuple[int, int], K: NDArray[np.float64]
-    ) -> None:
+    def __init__(self, folder: Path, robot: str, camera: str, arm: str | None, published: CameraModel) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.head = {
-            "robot": robot, "camera": camera, "arm": arm, "image_width": int(size[0]), "image_height": int(size[1]),
-            "K_published": [float(v) for v in np.asarray(K, dtype=float).ravel()],
+            "robot": robot, "camera": camera, "arm": arm,
+            "image_width": published.width, "image_height": published.height,
+            "published_intrinsics": {
+                "K": [float(v) for v in published.K.ravel()], "distortion_model": published.distortion_model,
+                "distortion": [float(v) for v in published.distortion],
+            },
         }  # fmt: skip
         self.views: list[dict] = []
 
@@ -102,7 +113,7 @@ def read_capture(folder: str | Path) -> Capture:
     folder = Path(folder)
     where = str(folder / INDEX)
     data = load_yaml(folder / INDEX)
-    keys = ("robot", "camera", "arm", "image_width", "image_height", "K_published", "views")
+    keys = ("robot", "camera", "arm", "image_width", "image_height", "published_intrinsics", "views")
     reject_unknown_keys(data, keys, where)
     root = Section(data, where)
     entries = data.get("views")
@@ -122,10 +133,18 @@ def read_capture(folder: str | Path) -> Capture:
             )
         )
     arm = data.get("arm")
+    intrinsics = root.section("published_intrinsics")
+    model = intrinsics.str("distortion_model")
+    published = CameraModel(
+        root.str("camera"), np.array(intrinsics.vector("K", 9)).reshape(3, 3), np.eye(4),
+        root.integer("image_width", positive=True), root.integer("image_height", positive=True),
+        np.array(intrinsics.vector("distortion")), model,
+    )  # fmt: skip
+    if model not in COEFFICIENT_COUNTS or len(published.distortion) not in COEFFICIENT_COUNTS[model]:
+        raise ConfigError(f"{intrinsics.where}: distortion model {model!r} with {len(published.distortion)} values")
     return Capture(
         robot=root.str("robot"), camera=root.str("camera"), arm=None if arm is None else str(arm),
-        width=root.integer("image_width", positive=True), height=root.integer("image_height", positive=True),
-        K_published=np.array(root.vector("K_published", 9)).reshape(3, 3), views=tuple(views), folder=folder,
+        published=published, views=tuple(views), folder=folder,
     )  # fmt: skip
 
 

@@ -84,9 +84,8 @@ class RenderedRig:
         return CameraModel.from_calibration(camera, self.world.calibration(camera))
 
     def _writer(self, folder: Path, camera: str) -> CaptureWriter:
-        truth = self.truth(camera)
-        arm = self.robot.camera_arm(camera)
-        return CaptureWriter(folder, self.robot.name, camera, arm, (truth.width, truth.height), truth.K)
+        truth, arm = self.truth(camera), self.robot.camera_arm(camera)
+        return CaptureWriter(folder, self.robot.name, camera, arm, truth)
 
     def hand_eye_capture(self, camera: str, believed: CameraFile, folder: Path) -> HandEyeRehearsal:
         """`capture --move --look-at <board centre>` for wrist ``camera``, planned with ``believed``'s T_tcp_cam."""

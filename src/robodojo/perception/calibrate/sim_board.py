@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
@@ -41,24 +42,41 @@ def table_board_pose(board: CharucoBoardSpec, table_top_z_m: float, place: SimBo
     return transform(R, center - R @ np.array([width / 2, height / 2, 0.0]))
 
 
+@dataclass(frozen=True)
+class BoardLook:
+    """What a simulator shows of a board: the image on the box's top face, the box's half sizes, and where the box's
+    centre lies for a board pose (``body_pose``)."""
+
+    rgb: NDArray[np.uint8]
+    half_size_m: tuple[float, float, float]
+    board: CharucoBoardSpec
+
+    def body_pose(self, T_world_board: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(T_world_board, dtype=float) @ np.linalg.inv(body_from_board(self.board))
+
+
+def board_look(board: CharucoBoardSpec) -> BoardLook:
+    pixels_per_m = PIXELS_PER_SQUARE / board.square_m
+    rgb = np.repeat(board_image(board, pixels_per_m, board.square_m / 2)[:, :, None], 3, axis=2)
+    height_px, width_px = rgb.shape[:2]
+    half = (width_px / pixels_per_m / 2, height_px / pixels_per_m / 2, BOARD_THICKNESS_M / 2)
+    return BoardLook(rgb, half, board)
+
+
 def board_scene_extra(
     name: str, board: CharucoBoardSpec, T_world_board: NDArray[np.float64] | None = None
 ) -> Callable[[mujoco.MjSpec], None]:
     """A scene extra adding body ``name`` showing ``board``: fixed at ``T_world_board``, or a mocap body parked out
     of view when no pose is given (moved with its mocap pose)."""
-    pixels_per_m = PIXELS_PER_SQUARE / board.square_m
-    rgb = np.repeat(board_image(board, pixels_per_m, board.square_m / 2)[:, :, None], 3, axis=2)
-    height_px, width_px = rgb.shape[:2]
-    if T_world_board is None:
-        body_pose = transform(None, PARKED_XYZ_M)
-    else:
-        body_pose = np.asarray(T_world_board, dtype=float) @ np.linalg.inv(body_from_board(board))
+    look = board_look(board)
+    height_px, width_px = look.rgb.shape[:2]
+    body_pose = transform(None, PARKED_XYZ_M) if T_world_board is None else look.body_pose(T_world_board)
 
     def extra(spec: mujoco.MjSpec) -> None:
         texture = spec.add_texture(
             name=f"{name}_texture", type=mujoco.mjtTexture.mjTEXTURE_2D, width=width_px, height=height_px, nchannel=3
         )
-        texture.data = rgb.tobytes()
+        texture.data = look.rgb.tobytes()
         material = spec.add_material(name=f"{name}_material")
         material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = texture.name
         body = spec.worldbody.add_body(
@@ -66,13 +84,9 @@ def board_scene_extra(
             quat=quat_from_matrix(body_pose[:3, :3]).tolist(),
         )  # fmt: skip
         body.add_geom(
-            name=f"{name}_geom",
-            type=mujoco.mjtGeom.mjGEOM_BOX,
-            size=[width_px / pixels_per_m / 2, height_px / pixels_per_m / 2, BOARD_THICKNESS_M / 2],
-            material=material.name,
-            contype=0,
-            conaffinity=0,
-        )
+            name=f"{name}_geom", type=mujoco.mjtGeom.mjGEOM_BOX, size=list(look.half_size_m), material=material.name,
+            contype=0, conaffinity=0,
+        )  # fmt: skip
 
     return extra
 
