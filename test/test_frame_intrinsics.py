@@ -160,7 +160,10 @@ def test_arm_history_gives_the_state_nearest_the_frame() -> None:
         history.add(10.0 + 0.1 * k, np.full(6, float(k)))
     assert history.at(10.24, 0.1)[0] == 2.0  # nearest, not the latest: a late frame gets the pose of its instant
     assert history.at(10.26, 0.1)[0] == 3.0
-    assert history.at(12.0, 0.1)[0] == 10.0  # newer than every state: the latest (the node checks its age)
+    assert history.at(11.05, 0.1)[0] == 10.0  # newer than every state, within the bound: the latest
+    with pytest.raises(FrameError, match=r"nearest 1\.000 s away") as e:  # newer by more: the arm may have moved
+        history.at(12.0, 0.1)
+    assert e.value.kind == "lag"
     assert history.at(9.95, 0.1)[0] == 0.0
     with pytest.raises(FrameError, match=r"within 0.1 s of the frame's stamp \(nearest 0.500 s away") as e:
         history.at(9.5, 0.1)
@@ -171,7 +174,7 @@ def test_arm_history_gives_the_state_nearest_the_frame() -> None:
     history.add(10.65, np.full(6, 6.5))  # out of order: kept in stamp order
     assert history.at(10.66, 0.1)[0] == 6.5
     history.add(0.5, np.full(6, -1.0))  # the clock jumped back (a restarted simulator): start over
-    assert history.at(0.5, 0.1)[0] == -1.0 and history.at(11.0, 0.1)[0] == -1.0
+    assert history.at(0.5, 0.1)[0] == -1.0 and history.at(0.55, 0.1)[0] == -1.0
 
 
 def test_stream_counts_with_rate_limited_warnings() -> None:

@@ -324,7 +324,9 @@ class X5World:
 
 
 @pytest.fixture(scope="module")
-def x5_world(tmp_path_factory: pytest.TempPathFactory, camera_drivers: Path | None) -> Iterator[X5World]:
+def x5_world(
+    tmp_path_factory: pytest.TempPathFactory, camera_drivers: Path | None, calibration_board: bool
+) -> Iterator[X5World]:
     """x5_world.py in a private ROS domain, ready (the emulator serving both arms, first frames out)."""
     pytest.importorskip("arx5_interface", reason="arx5-interface is not installed (pip install '.[hardware]')")
     pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env.sh (ROS wheels)")
@@ -341,6 +343,8 @@ def x5_world(tmp_path_factory: pytest.TempPathFactory, camera_drivers: Path | No
     cmd = [sys.executable, str(X5_WORLD_SCRIPT), "--socket-dir", str(socket_dir), "--log-dir", str(log_dir)]
     if camera_drivers is not None:
         cmd += ["--camera-drivers", str(camera_drivers), "--render-fps", str(X5_STANDIN_RENDER_FPS)]
+    if calibration_board:
+        cmd += ["--calibration-board"]
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     driver_env = {**env, **shim.preload_environment(socket_dir)}

@@ -28,6 +28,7 @@ pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env
 pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install '.[hardware]')")
 pytest.importorskip("franky", reason="franky-control is not installed (pip install '.[hardware]')")
 
+from calibration_session import pose_error, restart_on_files, run_session
 from conftest import Fr3World
 from fr3_cameras import CUBE_POSE_TOPIC, PLACE_CUBE_SERVICE, TRUE_JOINTS_TOPIC, TRUE_TCP_TOPIC
 from fr3_client import Client, trajectory, wait
@@ -503,59 +504,20 @@ class Operator:
         self._thread.join(timeout=30)
 
 
-CALIBRATION_REST_TIMEOUT_S = 30.0
-CALIBRATION_STEP_TIMEOUT_S = 600.0
 CALIBRATED_MM = 2.0  # issue 34's bounds against the scene's true cameras
 CALIBRATED_DEG = 0.3
-
-
-def calibrate(world: Fr3World, cwd: Path, *args: str) -> str:
-    """`robodojo calibrate ...` as the operator runs it, against this graph; its output (fails on an exit != 0)."""
-    import subprocess
-    import sys
-
-    out = subprocess.run(
-        [sys.executable, "-m", "robodojo.cli", "calibrate", *args], env=world.env, cwd=cwd, capture_output=True,
-        text=True, timeout=CALIBRATION_STEP_TIMEOUT_S,
-    )  # fmt: skip
-    text = f"$ robodojo calibrate {' '.join(args)}\n{out.stdout}{out.stderr}"
-    assert out.returncode == 0, text + world.output()[-2000:]
-    return text
 
 
 def test_robodojo_calibrate_on_the_real_robot_graph_and_the_episodes_use_its_files(
     fr3_world, client, driver, motion_server, episode_graph, tmp_path
 ):
     """The calibration session of docs/calibration.md on the real-robot graph (libfranka to franky-sim, the cameras
-    through the realsense2_camera and usb_cam stand-ins and camera_node): the wrist camera by calibration motions,
-    the head from the board the wrist placed, with the drivers' published intrinsics (intrinsics: driver), then
-    check. fr3_world places its cameras from the shipped files, the truth here. The camera nodes are then restarted
-    on the new files, which the agent episodes below see through."""
-    import yaml
-
-    from robodojo.perception.calibrate.settings import load_calibration_settings
-    from robodojo.perception.calibrate.sim_board import calibration_board_pose
+    through the realsense2_camera and usb_cam stand-ins and camera_node): calibration_session.run_session. fr3_world
+    places its cameras from the shipped files, the truth here. The camera nodes are then restarted on the new files,
+    which the agent episodes below see through."""
     from robodojo.perception.camera import load_camera_file
 
-    config = yaml.safe_load((PACKAGE_ROOT / "config" / "calibration.yaml").read_text())
-    config["capture"]["rest_timeout_s"] = CALIBRATION_REST_TIMEOUT_S
-    (tmp_path / "calibration.yaml").write_text(yaml.safe_dump(config))
-    board = calibration_board_pose("fr3")
-    width, height = load_calibration_settings().board.size_m
-    center = [str(v) for v in board[:3, :3] @ np.array([width / 2, height / 2, 0.0]) + board[:3, 3]]
-    common = ["--config", "calibration.yaml"]
-    solved = ["--published-intrinsics", "--board-flat", "--out", "cameras"]
-    log = [
-        calibrate(fr3_world, tmp_path, "capture", *common, "--camera", "wrist", "--move", "--yes", "--look-at", *center,
-                  "--out", "capture/wrist", "--timeout-s", "60"),
-        calibrate(fr3_world, tmp_path, "hand-eye", *common, "--capture", "capture/wrist", *solved),
-        calibrate(fr3_world, tmp_path, "capture", *common, "--camera", "head", "--views", "2", "--out", "capture/head"),
-        calibrate(fr3_world, tmp_path, "head", *common, "--capture", "capture/head", "--board-from", "capture/wrist",
-                  *solved),
-        calibrate(fr3_world, tmp_path, "check", *common, "--calibration-dir", "cameras", "--look-at", *center, "--yes",
-                  "--images", "check"),
-    ]  # fmt: skip
-    print("\n".join(log))
+    print(run_session(fr3_world.env, tmp_path, "fr3", "wrist"))
     truth = {c: load_mounted_camera(ROBOT, c) for c in ROBOT.camera_names}
     head = load_camera_file(tmp_path / "cameras" / "head.yaml")
     wrist = load_camera_file(tmp_path / "cameras" / "wrist.yaml")
@@ -565,21 +527,12 @@ def test_robodojo_calibrate_on_the_real_robot_graph_and_the_episodes_use_its_fil
         "wrist": (wrist.T_tcp_cam, truth["wrist"].file.T_tcp_cam),
     }
     for camera, (T, T_true) in errors.items():
-        mm = 1000 * float(np.linalg.norm(T[:3, 3] - T_true[:3, 3]))
-        deg = math.degrees(rotation_angle_between(T[:3, :3], T_true[:3, :3]))
+        mm, deg = pose_error(T, T_true)
         print(f"{camera}: {mm:.2f} mm, {deg:.3f} deg from the scene's camera")
         assert mm <= CALIBRATED_MM and deg <= CALIBRATED_DEG, (camera, mm, deg)
     # The camera nodes again, on the new files (the agent episodes below see the robot through them).
-    logs = tmp_path / "camera_nodes"
-    logs.mkdir()
     inputs = load_camera_inputs(CAMERA_INPUTS, "fr3")
-    for i, camera in enumerate(ROBOT.camera_names):
-        episode_graph[i].stop()
-        params = {
-            **inputs.camera_node_parameters(camera),
-            "calibration_file": str(tmp_path / "cameras" / f"{camera}.yaml"),
-        }
-        episode_graph[i] = NodeProcess("camera_node", params, fr3_world.env, logs / f"camera_node_{camera}.log")
+    restart_on_files(episode_graph, ROBOT.camera_names, inputs, fr3_world.env, tmp_path, ROBOT.camera_names)
     head_pose = topics.camera_pose("head")
     from geometry_msgs.msg import PoseStamped
 

@@ -28,6 +28,7 @@ import pytest
 pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env.sh (ROS wheels)")
 pytest.importorskip("arx5_interface", reason="arx5-interface is not installed (pip install '.[hardware]')")
 
+from calibration_session import pose_error, restart_on_files, run_session
 from conftest import EMULATED_HOST_DEADMAN_S, X5World, x5_test_config
 from fr3_client import Client, move_eef, trajectory, wait
 from standin_publishers import agent_views, check_agent_side
@@ -67,6 +68,12 @@ CAMERA_INPUTS = PACKAGE_ROOT / "config" / "camera_inputs" / "dual_arx_x5_realsen
 def camera_drivers() -> Path:
     """x5_world publishes its cameras through the driver stand-ins this camera inputs file names."""
     return CAMERA_INPUTS
+
+
+@pytest.fixture(scope="module")
+def calibration_board() -> bool:
+    """x5_world shows the calibration board on its table (no collision): robodojo calibrate is rehearsed on it."""
+    return True
 
 
 @pytest.fixture(scope="module")
@@ -436,6 +443,49 @@ class Operator:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
+
+
+CALIBRATION_VIEWS = 6  # of config/calibration.yaml's: the emulated arms move at a fraction of real time here
+CALIBRATED_MM = 2.0  # issue 34's bounds against the world's true cameras
+CALIBRATED_DEG = 0.3
+CALIBRATED = ("head", "left_wrist")  # the right wrist keeps its shipped file (the same steps on the other arm)
+
+
+def test_robodojo_calibrate_on_the_emulated_arms_and_the_episodes_use_its_files(
+    x5_world, client, driver, motion_server, emulator, episode_graph, tmp_path
+):
+    """docs/calibration.md's session on the X5 graph (the SDK over the bus emulator, the cameras through the
+    realsense2_camera and usb_cam stand-ins and camera_node): the left wrist by calibration motions, the head from
+    the board it placed, check; against the embedded world's cameras, which x5_world renders. The camera nodes are
+    then restarted on the new files, which the agent episodes below see through."""
+    from robodojo.perception.calibrate.rehearsal import RenderedRig
+    from robodojo.perception.camera import load_camera_file
+
+    print(run_session(x5_world.env, tmp_path, "dual_arx_x5", "left_wrist", views=CALIBRATION_VIEWS))
+    with RenderedRig("dual_arx_x5") as rig:
+        rig.home()
+        T_true_head = rig.truth("head").T_world_cam
+        T_true_wrist = np.linalg.inv(rig.tcp()["left"]) @ rig.truth("left_wrist").T_world_cam
+    head = load_camera_file(tmp_path / "cameras" / "head.yaml")
+    wrist = load_camera_file(tmp_path / "cameras" / "left_wrist.yaml")
+    assert wrist.T_tcp_cam is not None and wrist.arm == "left"
+    for camera, T, T_true in (("head", head.model.T_world_cam, T_true_head), ("left_wrist", wrist.T_tcp_cam,
+                                                                                T_true_wrist)):  # fmt: skip
+        mm, deg = pose_error(T, T_true)
+        print(f"{camera}: {mm:.2f} mm, {deg:.3f} deg from the world's camera")
+        assert mm <= CALIBRATED_MM and deg <= CALIBRATED_DEG, (camera, mm, deg)
+    inputs = load_camera_inputs(CAMERA_INPUTS, "dual_arx_x5")
+    restart_on_files(episode_graph, ROBOT.camera_names, inputs, x5_world.env, tmp_path, CALIBRATED)
+    from geometry_msgs.msg import PoseStamped
+
+    head_pose = topics.camera_pose("head")
+    client.subscribe(PoseStamped, head_pose)
+
+    def head_pose_is_calibrated() -> bool:
+        poses = client.messages(head_pose)
+        return bool(poses) and abs(poses[-1].pose.position.x - head.model.T_world_cam[0, 3]) < 1e-6
+
+    wait(head_pose_is_calibrated, START_S, "/cameras/head/pose from the new file", x5_world, episode_graph[0])
 
 
 def _rendered_view(camera) -> tuple[np.ndarray, int, int]:

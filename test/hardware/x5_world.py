@@ -42,6 +42,7 @@ import mujoco
 import numpy as np
 
 from robodojo.hardware.x5_bus.server import EmulatorClient, start_emulator_process
+from robodojo.perception.calibrate.sim_board import calibration_board
 from robodojo.robots.config import load_robot_config
 from robodojo.sim.privileged import PrivilegedView
 from robodojo.sim.render import CameraRenderer
@@ -79,6 +80,9 @@ def main() -> int:
         help="a camera inputs file (config/camera_inputs/): cameras with a driver entry are published by a stand-in "
         "of that driver (realsense2_camera, usb_cam) at its size, encoding and topics",
     )
+    parser.add_argument(
+        "--calibration-board", action="store_true", help="the board of config/calibration.yaml on the table"
+    )
     args = parser.parse_args()
     stop = {"now": False}
     signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
@@ -91,7 +95,8 @@ def main() -> int:
         args.socket_dir, {INTERFACES[a]: q for a, q in home.items()}, log=log_dir / "x5_bus_emulator.log"
     )
     bus = EmulatorClient(args.socket_dir)
-    world = EmbeddedWorld(ROBOT)
+    extras = [calibration_board(ROBOT)] if args.calibration_board else []
+    world = EmbeddedWorld(ROBOT, scene_extras=extras)
     world.reset(args.task, args.seed, args.variant)
     view = world.privileged()  # one per layout: building it walks the model (a quarter of a tick's CPU, measured)
 

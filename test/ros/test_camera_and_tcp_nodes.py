@@ -235,7 +235,7 @@ def test_wrist_camera_pose_follows_the_arm_and_frames_wait_for_joint_states(grap
     stamp = Time(sec=20, nanosec=5)
     publish_until(
         graph,
-        [(joint_pub, joint_state(arm.joints, q, Time(sec=19))), (image_pub, frame(stamp))],
+        [(joint_pub, joint_state(arm.joints, q, Time(sec=20))), (image_pub, frame(stamp))],
         lambda: all(inbox.stamped(t, stamp) for t in out),
         "wrist camera topics",
     )

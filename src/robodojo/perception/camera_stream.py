@@ -220,12 +220,11 @@ class ArmStateHistory:
         del self._stamps[:cut], self._states[:cut]
 
     def at(self, stamp_s: float, max_gap_s: float) -> NDArray[np.float64]:
-        """The joint state nearest ``stamp_s`` (the latest for a newer stamp); FrameError ``missing`` without any,
-        ``lag`` when the nearest is more than ``max_gap_s`` away."""
+        """The joint state nearest ``stamp_s``; FrameError ``missing`` without any, ``lag`` when the nearest is more
+        than ``max_gap_s`` away, a frame newer than every state included (the arm may have moved since: its joint
+        states lag behind the camera)."""
         if not self._stamps:
             raise FrameError("missing", f"no joint state yet for arm {self.arm!r}; its pose is unknown")
-        if stamp_s >= self._stamps[-1]:
-            return self._states[-1]
         i = bisect.bisect_right(self._stamps, stamp_s)
         nearest = min(
             (j for j in (i - 1, i) if 0 <= j < len(self._stamps)), key=lambda j: abs(self._stamps[j] - stamp_s)
