@@ -87,3 +87,20 @@ def restart_on_files(
             params = {**inputs.camera_node_parameters(camera), "calibration_file": str(folder / "cameras" /
                                                                                        f"{camera}.yaml")}  # fmt: skip
             nodes[i] = NodeProcess("camera_node", params, env, logs / f"camera_node_{camera}.log")
+
+
+def wait_for_calibrated_head(client, world, node, T_world_cam: np.ndarray, timeout_s: float) -> None:
+    """Until /cameras/head/pose carries the new file's pose (the restarted camera node is up and discovered)."""
+    from fr3_client import wait
+    from geometry_msgs.msg import PoseStamped
+
+    from robodojo.nodes import topics
+
+    topic = topics.camera_pose("head")
+    client.subscribe(PoseStamped, topic)
+
+    def calibrated() -> bool:
+        poses = client.messages(topic)
+        return bool(poses) and abs(poses[-1].pose.position.x - T_world_cam[0, 3]) < 1e-6
+
+    wait(calibrated, timeout_s, "/cameras/head/pose from the new file", world, node)

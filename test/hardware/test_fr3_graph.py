@@ -28,7 +28,7 @@ pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env
 pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install '.[hardware]')")
 pytest.importorskip("franky", reason="franky-control is not installed (pip install '.[hardware]')")
 
-from calibration_session import pose_error, restart_on_files, run_session
+from calibration_session import pose_error, restart_on_files, run_session, wait_for_calibrated_head
 from conftest import Fr3World
 from fr3_cameras import CUBE_POSE_TOPIC, PLACE_CUBE_SERVICE, TRUE_JOINTS_TOPIC, TRUE_TCP_TOPIC
 from fr3_client import Client, trajectory, wait
@@ -533,16 +533,7 @@ def test_robodojo_calibrate_on_the_real_robot_graph_and_the_episodes_use_its_fil
     # The camera nodes again, on the new files (the agent episodes below see the robot through them).
     inputs = load_camera_inputs(CAMERA_INPUTS, "fr3")
     restart_on_files(episode_graph, ROBOT.camera_names, inputs, fr3_world.env, tmp_path, ROBOT.camera_names)
-    head_pose = topics.camera_pose("head")
-    from geometry_msgs.msg import PoseStamped
-
-    client.subscribe(PoseStamped, head_pose)
-
-    def head_pose_is_calibrated() -> bool:
-        poses = client.messages(head_pose)
-        return bool(poses) and abs(poses[-1].pose.position.x - head.model.T_world_cam[0, 3]) < 1e-6
-
-    wait(head_pose_is_calibrated, START_S, "/cameras/head/pose from the new file", fr3_world, episode_graph[0])
+    wait_for_calibrated_head(client, fr3_world, episode_graph[0], head.model.T_world_cam, START_S)
 
 
 def test_a_reset_during_a_goal_ends_the_goal_homes_the_arm_and_waits_for_the_operator(

@@ -28,7 +28,7 @@ import pytest
 pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env.sh (ROS wheels)")
 pytest.importorskip("arx5_interface", reason="arx5-interface is not installed (pip install '.[hardware]')")
 
-from calibration_session import pose_error, restart_on_files, run_session
+from calibration_session import pose_error, restart_on_files, run_session, wait_for_calibrated_head
 from conftest import EMULATED_HOST_DEADMAN_S, X5World, x5_test_config
 from fr3_client import Client, move_eef, trajectory, wait
 from standin_publishers import agent_views, check_agent_side
@@ -476,16 +476,7 @@ def test_robodojo_calibrate_on_the_emulated_arms_and_the_episodes_use_its_files(
         assert mm <= CALIBRATED_MM and deg <= CALIBRATED_DEG, (camera, mm, deg)
     inputs = load_camera_inputs(CAMERA_INPUTS, "dual_arx_x5")
     restart_on_files(episode_graph, ROBOT.camera_names, inputs, x5_world.env, tmp_path, CALIBRATED)
-    from geometry_msgs.msg import PoseStamped
-
-    head_pose = topics.camera_pose("head")
-    client.subscribe(PoseStamped, head_pose)
-
-    def head_pose_is_calibrated() -> bool:
-        poses = client.messages(head_pose)
-        return bool(poses) and abs(poses[-1].pose.position.x - head.model.T_world_cam[0, 3]) < 1e-6
-
-    wait(head_pose_is_calibrated, START_S, "/cameras/head/pose from the new file", x5_world, episode_graph[0])
+    wait_for_calibrated_head(client, x5_world, episode_graph[0], head.model.T_world_cam, START_S)
 
 
 def _rendered_view(camera) -> tuple[np.ndarray, int, int]:
