@@ -370,24 +370,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         out = Path(args.images)
         out.mkdir(parents=True, exist_ok=True)
         tcp = {arm: T[:3, 3] for arm, T in next(iter(shots.values())).T_world_tcp.items()}
-        T_world_board = _board_world(models, detections)
+        T_world_board = next((c.T_world_board for c in checks if c.T_world_board is not None), None)
         for camera, shot in shots.items():
             image = overlay(shot.frame.rgb, models[camera], T_world_board, settings.board, tcp)
             cv2.imwrite(str(out / f"check_{camera}.png"), cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
         _say(f"overlays in {out}: the board's corners as the first camera that found it places them, grasp points")
     _say(f"bounds: {limits.max_reprojection_px:g} px, {limits.max_board_error_mm:g} mm (config/calibration.yaml)")
     return 1 if failed else 0
-
-
-def _board_world(models: dict, detections: dict) -> np.ndarray | None:
-    """The board as the first camera that places it sees it (for the overlays)."""
-    from robodojo.perception.calibration import board_pose
-
-    for name, model in models.items():
-        pose = board_pose(detections[name], model.K, model.distortion)
-        if pose.ok:
-            return model.T_world_cam @ pose.T_cam_board
-    return None
 
 
 # -- command line -----------------------------------------------------------------------------------------------------

@@ -61,6 +61,13 @@ class ArmState:
     tcp_quat_wxyz: tuple[float, float, float, float]
     gripper_opening: float
 
+    @property
+    def T_world_tcp(self) -> NDArray[np.float64]:
+        """The grasp point's pose as a 4x4 homogeneous transform."""
+        from robodojo.geometry import matrix_from_quat, transform
+
+        return transform(matrix_from_quat(np.asarray(self.tcp_quat_wxyz, dtype=float)), self.tcp_pos_m)
+
 
 @dataclass(frozen=True)
 class EpisodeState:

@@ -49,10 +49,7 @@ def _truth(camera: str) -> tuple[np.ndarray, np.ndarray | None]:
         arm = world.robot.camera_arm(camera)
         if arm is None:
             return T_world_cam, None
-        state = world.arm_state(arm)
-        from robodojo.geometry import matrix_from_quat, transform
-
-        T_world_tcp = transform(matrix_from_quat(state.tcp_quat_wxyz), state.tcp_pos_m)
+        T_world_tcp = world.arm_state(arm).T_world_tcp
         return T_world_cam, np.linalg.inv(T_world_tcp) @ T_world_cam
     finally:
         world.close()

@@ -20,7 +20,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
 from robodojo.errors import BackendLostError, EpisodeInterrupted
-from robodojo.geometry import quat_from_matrix, transform
+from robodojo.geometry import quat_from_matrix
 from robodojo.motion.report import MoveReport
 from robodojo.nodes import topics
 from robodojo.nodes.agent_graph import GraphView, MoveEefClient, ShutdownNotice, TopicObservationBackend
@@ -191,15 +191,9 @@ class CalibrationGraph:
             drift = max(abs(joints[k] - before[k]) for k in joints)
             if drift <= self.settings.rest_speed_rad_s * REST_WINDOW_S or time.monotonic() > deadline:
                 break
-        tcp = {name: transform(_matrix(arm.tcp_quat_wxyz), arm.tcp_pos_m) for name, arm in observation.arms.items()}
+        tcp = {name: arm.T_world_tcp for name, arm in observation.arms.items()}
         return Snapshot(observation.cameras[camera], observation.time_s, joints, tcp)
 
     def move_tcp(self, arm: str, T_world_tcp: NDArray[np.float64]) -> MoveReport:
         """One arm's TCP to a pose through the motion server (its limits, planner and stop apply)."""
         return self.motion.move_to(arm, T_world_tcp[:3, 3], quat_from_matrix(T_world_tcp[:3, :3]))
-
-
-def _matrix(quat_wxyz: object) -> NDArray[np.float64]:
-    from robodojo.geometry import matrix_from_quat
-
-    return matrix_from_quat(np.asarray(quat_wxyz, dtype=float))

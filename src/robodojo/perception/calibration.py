@@ -363,6 +363,14 @@ def hand_eye_degeneracy(T_world_tcp: Sequence[ArrayLike]) -> str:
     return ""
 
 
+def mean_pose(poses: Sequence[Matrix]) -> Matrix:
+    """The mean of poses: positions averaged, rotations by the chordal L2 mean (the summed matrices projected onto
+    SO(3))."""
+    U, _, Vt = np.linalg.svd(sum(T[:3, :3] for T in poses))
+    R = U @ np.diag([1.0, 1.0, np.linalg.det(U @ Vt)]) @ Vt
+    return transform(R, np.mean([T[:3, 3] for T in poses], axis=0))
+
+
 def board_scatter(
     T_world_tcp: Sequence[Matrix], T_cam_board: Sequence[Matrix], T_tcp_cam: Matrix
 ) -> tuple[Matrix, float, float]:
@@ -370,10 +378,8 @@ def board_scatter(
     scatter about it [m], [deg]."""
     boards = [A @ T_tcp_cam @ B for A, B in zip(T_world_tcp, T_cam_board, strict=True)]
     positions = np.array([T[:3, 3] for T in boards])
-    mean_pos = positions.mean(axis=0)
-    # Mean rotation: the chordal L2 mean (projection of the summed matrices onto SO(3)).
-    U, _, Vt = np.linalg.svd(sum(T[:3, :3] for T in boards))
-    R_mean = U @ np.diag([1.0, 1.0, np.linalg.det(U @ Vt)]) @ Vt
+    mean = mean_pose(boards)
+    mean_pos, R_mean = mean[:3, 3], mean[:3, :3]
     residual_m = float(np.sqrt(np.mean(np.sum((positions - mean_pos) ** 2, axis=1))))
     residual_rad = float(np.sqrt(np.mean([rotation_angle_between(R_mean, T[:3, :3]) ** 2 for T in boards])))
     return transform(R_mean, mean_pos), residual_m, math.degrees(residual_rad)

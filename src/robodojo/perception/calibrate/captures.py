@@ -10,7 +10,6 @@ This module is the one place that reads and writes that format.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,7 +145,3 @@ def read_capture(folder: str | Path) -> Capture:
         robot=root.str("robot"), camera=root.str("camera"), arm=None if arm is None else str(arm),
         published=published, views=tuple(views), folder=folder,
     )  # fmt: skip
-
-
-def capture_images(capture: Capture, views: Sequence[CapturedView] | None = None) -> list[NDArray[np.uint8]]:
-    return [capture.rgb(v) for v in (capture.views if views is None else views)]

@@ -18,8 +18,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from robodojo.geometry import transform
-from robodojo.perception.calibration import CharucoBoardSpec, Detection, board_pose
+from robodojo.perception.calibration import CharucoBoardSpec, Detection, board_pose, mean_pose
 from robodojo.perception.camera import CameraModel
 
 OVERLAY_CORNER_COLOR = (0, 255, 0)
@@ -35,18 +34,13 @@ class CameraCheck:
     board_error_mm: float  # largest corner distance between this camera's board and the others' (nan: no others)
     own_rms_px: float  # this camera's own board fit (PnP)
     note: str = ""
+    T_world_board: NDArray[np.float64] | None = None  # the board as this camera places it
 
     def passes(self, max_px: float, max_mm: float) -> bool:
         if not self.board_found:
             return False
         compared = not math.isnan(self.reprojection_px)
         return not compared or (self.reprojection_px <= max_px and self.board_error_mm <= max_mm)
-
-
-def _mean_pose(poses: list[NDArray[np.float64]]) -> NDArray[np.float64]:
-    U, _, Vt = np.linalg.svd(sum(T[:3, :3] for T in poses))
-    R = U @ np.diag([1.0, 1.0, np.linalg.det(U @ Vt)]) @ Vt
-    return transform(R, np.mean([T[:3, 3] for T in poses], axis=0))
 
 
 def check_cameras(
@@ -72,16 +66,16 @@ def check_cameras(
         others = [T for other, T in boards.items() if other != name]
         if not others:
             note = "no other camera saw the board: nothing to hold this one against"
-            checks.append(CameraCheck(name, True, detection.count, math.nan, math.nan, fits[name], note))
+            checks.append(CameraCheck(name, True, detection.count, math.nan, math.nan, fits[name], note, boards[name]))
             continue
-        T_others = _mean_pose(others)
+        T_others = mean_pose(others)
         seen = T_others[:3, :3] @ detection.points_board.T + T_others[:3, 3:4]
         uv, _ = model.project_uv(seen.T)
         reprojection = float(np.sqrt(np.mean(np.sum((uv - detection.corners_px) ** 2, axis=1))))
         mine = boards[name][:3, :3] @ corners_board.T + boards[name][:3, 3:4]
         theirs = T_others[:3, :3] @ corners_board.T + T_others[:3, 3:4]
         error_mm = 1000 * float(np.max(np.linalg.norm(mine - theirs, axis=0)))
-        checks.append(CameraCheck(name, True, detection.count, reprojection, error_mm, fits[name]))
+        checks.append(CameraCheck(name, True, detection.count, reprojection, error_mm, fits[name], "", boards[name]))
     return checks
 
 

@@ -13,7 +13,6 @@ import mujoco
 import numpy as np
 from numpy.typing import NDArray
 
-from robodojo.geometry import matrix_from_quat, transform
 from robodojo.perception.calibrate.captures import Capture, CaptureWriter, read_capture
 from robodojo.perception.calibrate.settings import CalibrationSettings, load_calibration_settings
 from robodojo.perception.calibrate.sim_board import calibration_board, calibration_board_pose
@@ -67,11 +66,7 @@ class RenderedRig:
             self.pose_arm(arm.name, np.array(arm.home_joints_rad))
 
     def tcp(self) -> dict[str, NDArray[np.float64]]:
-        out = {}
-        for arm in self.robot.arm_names:
-            state = self.world.arm_state(arm)
-            out[arm] = transform(matrix_from_quat(state.tcp_quat_wxyz), state.tcp_pos_m)
-        return out
+        return {arm: self.world.arm_state(arm).T_world_tcp for arm in self.robot.arm_names}
 
     def joints(self) -> dict[str, float]:
         return {
