@@ -89,10 +89,12 @@ class Graph:
         """``fn`` run in the client's executor thread (for rclpy calls that are not thread-safe)."""
         return call_in_executor(self.client, fn, timeout_s)
 
-    def start(self, node: str, name: str | None = None, **params: object) -> NodeProcess:
-        """Start ``robodojo.nodes.<node>`` with ``params``; output in tmp_path/<name>.log."""
+    def start(
+        self, node: str, name: str | None = None, remaps: dict[str, str] | None = None, **params: object
+    ) -> NodeProcess:
+        """Start ``robodojo.nodes.<node>`` with ``params`` and topic ``remaps``; output in tmp_path/<name>.log."""
         label = name or node
-        proc = NodeProcess(node, params, self.env, self.tmp_path / f"{label}.log", cwd=self.tmp_path)
+        proc = NodeProcess(node, params, self.env, self.tmp_path / f"{label}.log", cwd=self.tmp_path, remaps=remaps)
         self.nodes.append(proc)
         return proc
 

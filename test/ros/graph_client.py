@@ -131,12 +131,12 @@ def send(graph, client, goal, timeout_s: float = 40.0, feedback: list | None = N
 JOINT_STATE_TIMEOUT_S = 2.0
 
 
-def start_sim_and_motion(graph, motion_params: dict | None = None, **sim_params):
+def start_sim_and_motion(graph, motion_params: dict | None = None, motion_remaps: dict | None = None, **sim_params):
     rec = Recorder()
     subscribe(graph, rec, cameras=False)
     graph.start("sim_node", **sim_params)
     params = {"use_sim_time": True, "joint_state_timeout_s": JOINT_STATE_TIMEOUT_S, **(motion_params or {})}
-    graph.start("motion_server_node", **params)
+    graph.start("motion_server_node", remaps=motion_remaps, **params)
     client = move_eef_client(graph)
     graph.wait(
         lambda: all(rec.count(t) for t in (topics.JOINT_STATES, topics.EPISODE_STATUS, topics.tcp_pose("left"),

@@ -123,6 +123,49 @@ def test_a_trajectory_replaced_by_a_third_party_aborts_the_goal_with_the_reason(
     _reported_pose_matches_the_joint_states(result, rec, window_s=1.0)
 
 
+SLOW_LINK_DELAY_S = 0.4  # a loaded 2-core machine delivered trajectories this late (CI, 2026-12-06)
+
+
+def test_trajectories_delivered_late_over_a_slow_link_still_complete_unsent_again(graph):
+    """The motion server's trajectories reach the robot 0.4 s late (a relay in between, as a loaded machine or a
+    slow network delays them) while the simulator runs at 3x real time: 1.2 s of robot time late. The controllers
+    start each one on arrival and report it; the goal completes without a resend, and nothing is called lost."""
+    from action_msgs.msg import GoalStatus
+    from trajectory_msgs.msg import JointTrajectory
+
+    command_topics = [
+        t for arm in ("left", "right") for t in (topics.arm_controller(arm), topics.gripper_controller(arm))
+    ]
+    timers: list[threading.Timer] = []
+    for topic in command_topics:
+        out = graph.client.create_publisher(JointTrajectory, topic, 10)
+
+        def relay(msg: JointTrajectory, out=out) -> None:
+            timer = threading.Timer(SLOW_LINK_DELAY_S, out.publish, [msg])
+            timers.append(timer)
+            timer.start()
+
+        graph.client.create_subscription(JointTrajectory, f"/slow_link{topic}", relay, 10)
+    rec, client = gc.start_sim_and_motion(
+        graph, motion_remaps={t: f"/slow_link{t}" for t in command_topics}, real_time_factor=3.0
+    )
+    try:
+        z = rec.last(topics.tcp_pose("left")).pose.position.z
+        response = gc.wait_future(
+            graph, _send_async(graph, client, gc.goal(["left_z"], [z - 0.08]))[1], 60, "the result"
+        )
+    finally:
+        for timer in timers:
+            timer.cancel()
+    result = response.result
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, (result.stop_reason, result.stop_detail)
+    assert result.stop_reason == "completed" and result.steps_used == result.waypoints
+    sim_log, motion_log = (graph.nodes[i].output() for i in (0, 1))
+    assert "trajectory arrived" in sim_log, "the relay did not delay the trajectory past its start"
+    assert "sending it again" not in motion_log, motion_log[-2000:]
+    assert abs(rec.last(topics.tcp_pose("left")).pose.position.z - (z - 0.08)) < 0.005
+
+
 def test_every_goal_of_a_burst_gets_an_answer(graph):
     from action_msgs.msg import GoalStatus
 

@@ -73,7 +73,8 @@ class ControllerExecutor:
             start = math.ceil((state.stamp_s + node.params.start_lead_s) / dt - 1e-6) * dt
             node.commands.send_lease(start)  # before the trajectories: a controller knows it is leased before it plays
             node.commands.send_plan(plan, points, start)
-            outcome = self._follow(plan, points, start, controllers, episode, stop, is_success, on_progress)
+            sent_s = time.monotonic()
+            outcome = self._follow(plan, points, start, sent_s, controllers, episode, stop, is_success, on_progress)
             if outcome is not None and outcome.refusal and attempt > 1:
                 # The unreported first send may have played (its reports lost): not "nothing moved", a cut motion
                 outcome = PlayOutcome(0, StopReason.ABORTED, f"sent again unreported, {outcome.detail}", holding=False)
@@ -135,17 +136,26 @@ class ControllerExecutor:
         plan: Plan,
         points: int,
         start: float,
+        sent_s: float,
         controllers: list[str],
         episode: str | None,
         stop: threading.Event,
         is_success: SuccessCheck | None,
         on_progress: ProgressCallback | None,
     ) -> PlayOutcome | None:
-        """Follow one sent trajectory to its end, renewing its lease; None: no controller ever reported it."""
-        node, state, dt = self.node, self.node.state, plan.dt_s
+        """Follow one sent trajectory (sent at ``sent_s``, monotonic) to its end, renewing its lease; None: no
+        controller reported it within report_timeout_s.
+
+        That window is wall clock from the send, not robot time from the start: on a loaded machine this server's
+        joint states lag the robot by tenths of a second, so the start lies in the robot's past when it arrives
+        (the controllers start it at once), and at real_time_factor 3 three control steps were 40 ms of wall clock.
+        Neither is a lost trajectory."""
+        node, state = self.node, self.node.state
         board = node.trajectory_board
         arms = [topics.arm_controller_name(arm) for arm in plan.trajectories]
-        end = start + points * dt
+        # the robot time the controllers were first seen finished: a trajectory that arrived after its start played
+        # later than planned, and the arms' servo lag is waited for from its real end
+        finished_at = math.inf
         leased_at = time.monotonic()
         looked_at = time.monotonic()
         frozen_s, judge_after = 0.0, -math.inf
@@ -195,7 +205,9 @@ class ControllerExecutor:
             finished = len(reports) == len(controllers) and all(
                 r.state == TrajectoryState.FINISHED for r in reports.values()
             )
-            if finished and (self._arrived(plan, points) or now >= end + node.params.arrival_wait_s):
+            if finished:
+                finished_at = min(finished_at, now)
+            if finished and (self._arrived(plan, points) or now >= finished_at + node.params.arrival_wait_s):
                 return PlayOutcome(points, StopReason.COMPLETED)
             if stop.is_set() or node.shutting_down:  # shutting down: also a stop that came before this motion began
                 return PlayOutcome(played, StopReason.STOPPED, node.stop_detail, holding=False)
@@ -217,7 +229,8 @@ class ControllerExecutor:
                 return PlayOutcome(played, StopReason.TASK_SUCCESS, holding=False)
             if episode is not None and status is not None and status.steps_left == 0:  # unbound: no budget
                 return PlayOutcome(played, StopReason.BUDGET_EXHAUSTED, holding=False)
-            if not reports and now >= start + node.params.report_timeout_s:
+            unreported = not reports and now >= start and looked_at > judge_after  # after a freeze: reports queued
+            if unreported and time.monotonic() - sent_s >= node.params.report_timeout_s:
                 return None
             # Looks again at the next joint state, report or status, a stop or a shutdown (all wake the state), and
             # at the lease's period when nothing comes.

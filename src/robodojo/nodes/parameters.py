@@ -67,8 +67,8 @@ class MotionServerParams:
     )
     arrival_wait_s: float = parameter("past the planned end, wait up to this long (robot time) for the arms [s]")
     report_timeout_s: float = parameter(
-        "every controller reports a trajectory within this long (robot time) of its start, or it is sent again once "
-        "and then the controllers count as gone [s]",
+        "every controller reports a trajectory within this long (wall clock) of its sending, or it is sent again "
+        "once and then the controllers count as gone [s]",
         positive=True,
     )
     planned_path_markers: bool = parameter("publish the planned grasp-point paths for RViz")

@@ -171,8 +171,9 @@ def use_interfaces_here(root: Path = PACKAGE_ROOT) -> None:
         ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
 
 
-def ros_args(params: Mapping[str, object]) -> list[str]:
-    """``--ros-args -p name:=value ...`` for ``params`` (YAML literals: true/false, numbers, strings)."""
+def ros_args(params: Mapping[str, object], remaps: Mapping[str, str] | None = None) -> list[str]:
+    """``--ros-args -p name:=value ... -r from:=to ...`` for ``params`` (YAML literals: true/false, numbers,
+    strings) and topic ``remaps``."""
     args = ["--ros-args"]
     for name, value in params.items():
         if isinstance(value, bool):
@@ -182,6 +183,8 @@ def ros_args(params: Mapping[str, object]) -> list[str]:
         else:
             text = repr(value)
         args += ["-p", f"{name}:={text}"]
+    for source, target in (remaps or {}).items():
+        args += ["-r", f"{source}:={target}"]
     return args
 
 
@@ -189,13 +192,19 @@ class NodeProcess:
     """One node in its own process; output goes to ``log_path``."""
 
     def __init__(
-        self, node: str, params: Mapping[str, object], env: Mapping[str, str], log_path: Path, cwd: Path | None = None
+        self,
+        node: str,
+        params: Mapping[str, object],
+        env: Mapping[str, str],
+        log_path: Path,
+        cwd: Path | None = None,
+        remaps: Mapping[str, str] | None = None,
     ) -> None:
         self.node = node
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = log_path.open("w")
-        cmd = [sys.executable, "-m", f"robodojo.nodes.{node}", *ros_args(params)]
+        cmd = [sys.executable, "-m", f"robodojo.nodes.{node}", *ros_args(params, remaps)]
         self.proc = subprocess.Popen(
             cmd, env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
         )
