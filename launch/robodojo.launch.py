@@ -187,6 +187,12 @@ def _arguments() -> list[DeclareLaunchArgument]:
             "rehearsal of `robodojo calibrate` (docs/calibration.md)",
         ),
         DeclareLaunchArgument(
+            "step_limit",
+            default_value="0",
+            description="25 Hz trajectory points every episode may play (sim_node, episode_node); 0: the task's. A "
+            "calibration session plays more (docs/calibration.md)",
+        ),
+        DeclareLaunchArgument(
             "use_sim_time",
             # sim_node and Isaac Sim publish /clock; real hardware runs on the system clock
             default_value="",
@@ -396,6 +402,7 @@ def _operated_episode_nodes(
                     "instruction": _text(LaunchConfiguration("instruction").perform(context)),
                     "confirm_reset": _flag(context, "confirm_reset"),
                     "observed_success": _flag(context, "observed_success"),
+                    "step_limit": _integer(context, "step_limit"),
                     "use_sim_time": use_sim_time,
                 }
             ],
@@ -523,6 +530,7 @@ def _launch_setup(context, *args, **kwargs):
                     "variant": _text(variant),
                     "seed": seed,
                     "calibration_board": _flag(context, "calibration_board"),
+                    "step_limit": _integer(context, "step_limit"),
                     # the simulator publishes /clock: it is the clock source and runs on wall time
                     "use_sim_time": False,
                 }

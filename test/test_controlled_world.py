@@ -83,6 +83,25 @@ def test_a_used_up_budget_stops_the_trajectory_and_says_why(sim):
     assert stopped and stopped[0].points_played == limit
 
 
+def test_a_step_limit_replaces_every_episodes_budget_and_a_negative_one_is_refused():
+    """sim_node's step_limit (a calibration session plays more points than a task's budget): every episode, resets
+    included, gets it; the budget it sets ends a trajectory as the task's would."""
+    world = ControlledWorld("dual_arx_x5", TASK, "standard", 0, names, step_limit=30)
+    try:
+        assert world.episode_state().step_limit == 30 != world.world.task.step_limit
+        world.reset(TASK, "standard", 1)
+        assert world.episode_state().step_limit == world.episode_state().steps_left == 30
+        world.submit("left", ARM, arm_trajectory(world, "left", 0.05, 40))
+        problems = [world.step(lambda: None) for _ in range(31)]
+        assert [p.text for p in problems if p is not None] == ["the episode's env steps are used up"]
+        stopped = [r for r in world.reports(holding_too=False) if r.state == TrajectoryState.STOPPED]
+        assert stopped and stopped[0].points_played == 30
+    finally:
+        world.close()
+    with pytest.raises(RobodojoError, match="step_limit must be >= 0"):
+        ControlledWorld("dual_arx_x5", TASK, "standard", 0, names, step_limit=-1)
+
+
 def test_a_reset_stops_trajectories_and_time_runs_on(sim):
     sim.reset(TASK, "standard", 0)
     sim.submit("left", ARM, arm_trajectory(sim, "left", 0.05, 20))

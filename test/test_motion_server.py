@@ -163,3 +163,27 @@ def test_the_log_line_cuts_a_long_note_and_a_long_name(server):
     assert line.endswith("..., 10000 characters)") and len(line) < 500
     assert report.log_text() == line[: line.index(" (note:")]
     assert report.log_text("above the cube").endswith(" (note: 'above the cube')")
+
+
+@pytest.mark.parametrize("scale", [0.0, -0.5, 1.5, float("nan"), float("inf"), "slow", None, True])
+def test_a_speed_scale_outside_zero_to_one_is_rejected_and_moves_nothing(server, dual_world, scale):
+    before = _snapshot(dual_world)
+    for report in (
+        server.move_eef({"left_z": 0.85}, speed_scale=scale),
+        server.move_to("left", (-0.2, -0.1, 0.85), speed_scale=scale),
+        server.home(speed_scale=scale),
+    ):
+        assert not report.accepted and report.rejection.kind == "speed_scale_out_of_range", report.tool_text
+        assert report.tool_text.startswith("speed_scale must be in (0, 1]")
+    _unchanged(dual_world, before)
+
+
+def test_a_slowed_move_takes_longer_and_lands_alike(server, dual_world):
+    state = dual_world.arm_state("left")
+    goal = np.array(state.tcp_pos_m) + np.array([0.0, -0.08, -0.06])
+    fast = server.move_to("left", goal)
+    server.move_to("left", state.tcp_pos_m)
+    slow = server.move_to("left", goal, speed_scale=0.4)
+    assert fast.stop_reason is StopReason.COMPLETED and slow.stop_reason is StopReason.COMPLETED
+    assert slow.waypoints >= 2 * fast.waypoints
+    assert slow.arms["left"].reached and slow.arms["left"].pos_error_mm < 10

@@ -197,3 +197,33 @@ def test_planners_are_chosen_by_name_and_an_unknown_name_lists_the_choices():
     assert isinstance(make_planner("native", robot, robot.control_dt_s), NativePlanner)
     with pytest.raises(ConfigError, match="must be native or moveit, got 'rrt'"):
         make_planner("rrt", robot, robot.control_dt_s)
+
+
+@pytest.mark.parametrize("robot_name", ["dual_arx_x5", "fr3"])
+def test_a_slowed_plan_follows_the_same_path_slower(robot_name):
+    """speed_scale stretches time only: the same end point, the duration about 1 / scale, and every joint speed and
+    acceleration under scale and scale**2 times the caps the full-speed plan may use (robodojo calibrate moves so)."""
+    robot, planner = ROBOTS[robot_name], PLANNERS[robot_name]
+    arm = robot.arm_names[0]
+    rng = np.random.default_rng(7)
+    start = {a.name: np.array(a.home_joints_rad) for a in robot.arms}
+    gripper = dict.fromkeys(robot.arm_names, 0.5)
+    pos, R = _reachable_pose(robot, arm, rng)
+    target = MoveTarget({arm: ArmTarget(arm, tuple(pos), tuple(quat_from_matrix(R)), None)})
+    full = planner.plan(target, start, gripper)
+    assert full.ok, full.failure
+    vmax = planner.finisher.planned_velocity[arm]
+    amax = planner.finisher.accel[arm]
+    for scale in (0.5, 0.25):
+        slow = planner.plan(MoveTarget(target.arms, speed_scale=scale), start, gripper)
+        assert slow.ok
+        q_full, q_slow = full.trajectories[arm].positions_rad, slow.trajectories[arm].positions_rad
+        np.testing.assert_allclose(q_slow[-1], q_full[-1], atol=1e-9)
+        assert slow.waypoints == pytest.approx(full.waypoints / scale, abs=2 / scale)
+        assert np.all(np.abs(np.diff(q_slow, axis=0)) / DT <= vmax * scale * (1 + 1e-6))
+        assert np.all(np.abs(np.diff(q_slow, 2, axis=0)) / DT**2 <= amax * scale**2 * (1 + 1e-6))
+        tcp = np.array([planner.kinematics.tcp_pose(arm, q)[0] for q in q_slow])
+        assert np.max(np.linalg.norm(np.diff(tcp, axis=0), axis=1)) / DT <= robot.motion.tcp_speed_m_s * scale * 1.05
+    home = planner.plan_joints({arm: robot.arm(arm).home_joints_rad}, {**start, arm: q_full[-1]}, gripper)
+    home_slow = planner.plan_joints({arm: robot.arm(arm).home_joints_rad}, {**start, arm: q_full[-1]}, gripper, 0.5)
+    assert home_slow.waypoints == pytest.approx(home.waypoints * 2, abs=4)

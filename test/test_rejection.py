@@ -48,6 +48,11 @@ CASES = [
     (rj.NotFinite("gripper", "nan"), "gripper must be finite, got nan; nothing moved", None),
     (rj.ZeroNorm("quat", "(0, 0, 0, 0)"), "quat must have a non-zero norm, got (0, 0, 0, 0); nothing moved", None),
     (
+        rj.SpeedScaleOutOfRange("1.5"),
+        "speed_scale must be in (0, 1] (1: the robot's configured speeds), got 1.5; nothing moved",
+        None,
+    ),
+    (
         rj.OutOfBounds("left_z", 0.5, (0.7, 1.565)),
         "target for 'left_z' is outside [0.7, 1.565]; nothing moved",
         "target for 'left_z' is outside [-1.565, -0.7]; nothing moved",

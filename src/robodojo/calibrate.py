@@ -102,7 +102,7 @@ def _graph(settings: CalibrationSettings, timeout_s: float) -> Any:
     use_interfaces_here()
     from robodojo.nodes.calibration_client import CalibrationGraph
 
-    return CalibrationGraph(settings.capture, timeout_s=timeout_s)
+    return CalibrationGraph(settings.capture, speed_scale=settings.motions.speed_scale, timeout_s=timeout_s)
 
 
 def cmd_capture(args: argparse.Namespace) -> int:

@@ -303,13 +303,16 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     hardware_params = {config_param: args.hardware_config or ""}
     if args.hardware == "franka":
         hardware_params["robot_ip"] = args.robot_ip or ""
-    episode_params = {"instruction": args.instruction or ""}
+    episode_params: dict[str, object] = {"instruction": args.instruction or ""}
+    sim_params: dict[str, object] = {"calibration_board": True} if args.calibration_board else {}
+    if args.step_limit:  # the episode's budget: the simulator's or, with hardware, episode_node's
+        (sim_params if args.hardware == "none" else episode_params)["step_limit"] = args.step_limit
     return run_graph(
         robot=args.robot, task=args.task, seed=args.seed, variant=args.variant, agent=args.agent, llm=llm,
         base_url=args.base_url or "", out=Path(args.out), log_dir=Path(args.log_dir), domain_id=args.domain_id,
         agent_params=agent_params, hardware=args.hardware, hardware_params=hardware_params,
         episode_params=episode_params, camera_topic=args.camera_topic, camera_inputs=args.camera_inputs,
-        sim_params={"calibration_board": True} if args.calibration_board else None,
+        sim_params=sim_params or None,
     )  # fmt: skip
 
 
@@ -645,6 +648,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--calibration-board",
         action="store_true",
         help="the simulator shows the calibration board on the table (robodojo calibrate's rehearsal)",
+    )
+    graph.add_argument(
+        "--step-limit",
+        type=int,
+        default=0,
+        help="25 Hz trajectory points every episode may play (default: the task's); a calibration session needs more",
     )
     graph.set_defaults(func=_cmd_graph)
     judge = sub.add_parser(

@@ -43,6 +43,11 @@ def calibrate(env: dict[str, str], cwd: Path, *args: str) -> str:
     return text
 
 
+#: episode_node's step_limit in graphs that run a calibration session: its slowed motions (motions.speed_scale) play
+#: more points than a task's budget (docs/calibration.md); the agent episodes after it do not come near it.
+STEP_LIMIT = 5000
+
+
 def run_session(env: dict[str, str], cwd: Path, robot: str, wrist: str, views: int | None = None) -> str:
     """capture --move, hand-eye, capture head, head --board-from, check; ``views``: the first N of the configured
     calibration views (None: all). The commands' output."""

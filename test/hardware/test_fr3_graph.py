@@ -28,7 +28,7 @@ pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env
 pytest.importorskip("franky_sim", reason="franky-sim is not installed (pip install '.[hardware]')")
 pytest.importorskip("franky", reason="franky-control is not installed (pip install '.[hardware]')")
 
-from calibration_session import pose_error, restart_on_files, run_session, wait_for_calibrated_head
+from calibration_session import STEP_LIMIT, pose_error, restart_on_files, run_session, wait_for_calibrated_head
 from conftest import Fr3World
 from fr3_cameras import CUBE_POSE_TOPIC, PLACE_CUBE_SERVICE, TRUE_JOINTS_TOPIC, TRUE_TCP_TOPIC
 from fr3_client import Client, trajectory, wait
@@ -443,6 +443,7 @@ def episode_graph(fr3_world, client, driver, motion_server, tmp_path_factory) ->
         for camera in ROBOT.camera_names
     ]
     episode = {"robot": "fr3", "task": "fr3_pick_cube", "instruction": INSTRUCTION, "confirm_reset": True}
+    episode["step_limit"] = STEP_LIMIT  # the calibration session plays more than the task's budget
     nodes.append(NodeProcess("episode_node", episode, fr3_world.env, logs / "episode_node.log"))
     yield nodes
     for node in reversed(nodes):

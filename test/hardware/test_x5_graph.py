@@ -28,7 +28,7 @@ import pytest
 pytest.importorskip("rclpy", reason="rclpy not importable: run scripts/setup_env.sh (ROS wheels)")
 pytest.importorskip("arx5_interface", reason="arx5-interface is not installed (pip install '.[hardware]')")
 
-from calibration_session import pose_error, restart_on_files, run_session, wait_for_calibrated_head
+from calibration_session import STEP_LIMIT, pose_error, restart_on_files, run_session, wait_for_calibrated_head
 from conftest import EMULATED_HOST_DEADMAN_S, X5World, x5_test_config
 from fr3_client import Client, move_eef, trajectory, wait
 from standin_publishers import agent_views, check_agent_side
@@ -126,7 +126,7 @@ def motion_server(x5_world: X5World, client: Client, driver: NodeProcess, tmp_pa
     # The graph, the emulator, both SDK processes and the world share 2 cores here, saturated: the driver takes
     # longer to take a trajectory, leases and joint states arrive further apart than on a real robot's computer.
     params = {"robot": "dual_arx_x5", "use_sim_time": False, "start_lead_s": 0.3, "joint_state_timeout_s": 2.0}
-    params.update(lease_timeout_s=2.0, report_timeout_s=1.0, arrival_wait_s=5.0)
+    params.update(lease_timeout_s=2.0, arrival_wait_s=5.0)
     node = NodeProcess("motion_server_node", params, x5_world.env, logs / "motion_server.log")
 
     def discovered() -> bool:  # its trajectory publishers known on the graph (a loaded machine discovers slowly)
@@ -370,6 +370,7 @@ def episode_graph(x5_world, client, driver, motion_server, tmp_path_factory) -> 
         for camera in ROBOT.camera_names
     ]
     episode = {"robot": "dual_arx_x5", "task": "general_pickup", "seed": 0, "confirm_reset": True}
+    episode["step_limit"] = STEP_LIMIT  # the calibration session plays more than the task's budget
     nodes.append(NodeProcess("episode_node", episode, x5_world.env, logs / "episode_node.log"))
     nodes.append(NodeProcess("tcp_state_publisher", {"robot": "dual_arx_x5"}, x5_world.env, logs / "tcp.log"))
     yield nodes

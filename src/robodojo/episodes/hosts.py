@@ -105,7 +105,7 @@ class WorldHost:
     @property
     def step_limit(self) -> int:
         assert self.world.task is not None
-        return self.world.task.step_limit
+        return self.world.step_limit
 
     def state(self) -> Observation:
         return self.world.observe(cameras=())

@@ -26,8 +26,10 @@ class Motion(Protocol):
         gripper: float | None = None,
         *,
         is_success: Callable[[], bool] | None = None,
+        speed_scale: float = 1.0,
     ) -> MoveReport:
-        """One arm's grasp point to ``xyz`` [m], optional orientation (w, x, y, z) and gripper opening."""
+        """One arm's grasp point to ``xyz`` [m], optional orientation (w, x, y, z) and gripper opening; ``speed_scale``
+        in (0, 1] slows the motion below the robot's configured speeds."""
         ...
 
     def home(self, *, is_success: Callable[[], bool] | None = None) -> MoveReport:

@@ -22,6 +22,7 @@ without ROS.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import math
@@ -120,12 +121,13 @@ def retime_path(
     start: Mapping[str, Sequence[float]],
     joint_names: Sequence[str],
     positions: NDArray[np.float64],
+    speed_scale: float = 1.0,
 ) -> dict[str, NDArray[np.float64]] | str:
     """Samples every control period along a joint path (MoveIt's waypoints), per moving arm; or why not.
 
     The first sample is exactly ``start``; the last is the path's last waypoint. Velocities and accelerations stay
     within the planned joint limits and the grasp point within the robot's Cartesian speed and acceleration caps,
-    as in the native planner.
+    as in the native planner, all of them times ``speed_scale`` (accelerations times its square).
     """
     robot = finisher.robot
     positions = np.asarray(positions, dtype=float)
@@ -161,6 +163,7 @@ def retime_path(
             np.concatenate([finisher.accel[a] for a in moving]),
             finisher.dt_s,
             _cartesian_caps(finisher, moving, s, knots, widths),
+            speed_scale,
         )
     motion, col = {}, 0
     for arm, width in zip(moving, widths, strict=True):
@@ -276,7 +279,11 @@ class MoveItPlanner:
         return self._plan(component, group, target, moving, joints, gripper, goals)
 
     def plan_joints(
-        self, goal: Mapping[str, Sequence[float]], joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]
+        self,
+        goal: Mapping[str, Sequence[float]],
+        joints: Mapping[str, Sequence[float]],
+        gripper: Mapping[str, float],
+        speed_scale: float = 1.0,
     ) -> Plan:
         moving = [a for a in self.robot.arm_names if a in goal]
         if not moving:
@@ -290,7 +297,7 @@ class MoveItPlanner:
         component = self._component(group)
         component.set_start_state(robot_state=self._state(joints, gripper, goals))
         ok = component.set_goal_state(robot_state=self._state({**joints, **goal}, gripper, goals))
-        target = self.finisher.joint_goal_target(goal, moving)
+        target = dataclasses.replace(self.finisher.joint_goal_target(goal, moving), speed_scale=speed_scale)
         if ok is False:
             return Plan.failure(Refused(f"MoveIt rejected the joint goal for {group}"), target)
         return self._plan(component, group, target, moving, joints, gripper, goals)
@@ -321,7 +328,7 @@ class MoveItPlanner:
             )
         msg = result.trajectory.get_robot_trajectory_msg().joint_trajectory
         positions = np.array([list(p.positions) for p in msg.points], dtype=float).reshape(len(msg.points), -1)
-        motion = retime_path(self.finisher, moving, joints, list(msg.joint_names), positions)
+        motion = retime_path(self.finisher, moving, joints, list(msg.joint_names), positions, target.speed_scale)
         if isinstance(motion, str):
             return Plan.failure(Refused(motion), target)
         return self.finisher.finish(target, motion, gripper, gripper_goal)

@@ -53,13 +53,19 @@ class Planner(Protocol):
     """What the motion server needs from a planner."""
 
     def plan(self, target: MoveTarget, joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]) -> Plan:
-        """Plan a Cartesian move from the current joint angles and gripper commands of every arm."""
+        """Plan a Cartesian move from the current joint angles and gripper commands of every arm, at the target's
+        speed scale."""
         ...
 
     def plan_joints(
-        self, goal: Mapping[str, Sequence[float]], joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]
+        self,
+        goal: Mapping[str, Sequence[float]],
+        joints: Mapping[str, Sequence[float]],
+        gripper: Mapping[str, float],
+        speed_scale: float = 1.0,
     ) -> Plan:
-        """Plan a joint-space move (home) from the current joint angles."""
+        """Plan a joint-space move (home) from the current joint angles, at ``speed_scale`` (in (0, 1]) times the
+        configured speeds."""
         ...
 
 
@@ -150,6 +156,7 @@ class NativePlanner:
             np.concatenate([self.finisher.accel[a] for a in moving]),
             self.dt_s,
             PathRateLimits(max_rate=rate, max_accel=accel),
+            target.speed_scale,
         )
         motion, col = {}, 0
         for arm in moving:
@@ -182,7 +189,11 @@ class NativePlanner:
 
     # -- joint moves -------------------------------------------------------------------------------------------
     def plan_joints(
-        self, goal: Mapping[str, Sequence[float]], joints: Mapping[str, Sequence[float]], gripper: Mapping[str, float]
+        self,
+        goal: Mapping[str, Sequence[float]],
+        joints: Mapping[str, Sequence[float]],
+        gripper: Mapping[str, float],
+        speed_scale: float = 1.0,
     ) -> Plan:
         start = self.finisher.start_within_limits(joints)
         moving = [a for a in self.robot.arm_names if a in goal]
@@ -201,6 +212,7 @@ class NativePlanner:
             np.concatenate([self.finisher.planned_velocity[a] for a in moving]),
             np.concatenate([self.finisher.accel[a] for a in moving]),
             self.dt_s,
+            speed_scale=speed_scale,
         )
         motion, col = {}, 0
         for arm in moving:

@@ -231,6 +231,17 @@ class NotFinite(Rejection):
 
 
 @dataclass(frozen=True)
+class SpeedScaleOutOfRange(Rejection):
+    """A speed scale outside (0, 1]: a motion can be slowed, never sped past the robot's configured speeds."""
+
+    kind: str = field(default="speed_scale_out_of_range", init=False)
+    given: str
+
+    def describe(self, frame: Frame = WORLD) -> str:
+        return f"speed_scale must be in (0, 1] (1: the robot's configured speeds), got {self.given}"
+
+
+@dataclass(frozen=True)
 class ZeroNorm(Rejection):
     """A quaternion of (nearly) zero norm."""
 

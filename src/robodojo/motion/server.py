@@ -21,7 +21,15 @@ from robodojo.motion.planner import NativePlanner, Planner
 from robodojo.motion.rejection import BackendLost, DriverRefused, Rejection
 from robodojo.motion.report import ACCEPTED_TEXT, TRUNCATED_TEXT, ArmReport, MoveReport, PlayOutcome, StopReason
 from robodojo.motion.settings import MotionSettings, load_motion_settings
-from robodojo.motion.targets import MoveTarget, TargetError, arm_pose_target, parse_move_eef, parse_move_eef_pairs
+from robodojo.motion.targets import (
+    MoveTarget,
+    TargetError,
+    arm_pose_target,
+    check_speed_scale,
+    parse_move_eef,
+    parse_move_eef_pairs,
+    slowed,
+)
 from robodojo.observation import Observation
 
 SuccessCheck = Callable[[], bool]
@@ -104,13 +112,15 @@ class MotionServer:
         is_success: SuccessCheck | None = None,
         on_progress: ProgressCallback | None = None,
         note: str = "",
+        speed_scale: float = 1.0,
     ) -> MoveReport:
         """A move_eef tool call: named dimensions -> validated, planned, executed, reported.
 
         ``note`` (the agent's reason) is for logs; the in-process server keeps none, the episode record has it.
+        ``speed_scale`` in (0, 1] slows the motion (every entry point takes it; robodojo calibrate moves slowly).
         """
         try:
-            target = parse_move_eef(targets, self.robot, self._state().arms)
+            target = slowed(parse_move_eef(targets, self.robot, self._state().arms), speed_scale)
         except TargetError as exc:
             return MoveReport.rejected(exc.rejection)
         return self.execute(self.plan(target), is_success=is_success, on_progress=on_progress)
@@ -123,6 +133,7 @@ class MotionServer:
         is_success: SuccessCheck | None = None,
         on_progress: ProgressCallback | None = None,
         note: str = "",
+        speed_scale: float = 1.0,
     ) -> MoveReport:
         """:meth:`move_eef` with the targets as two lists (the MoveEef action's ``names`` and ``values``): a name
         given twice, or lists of different lengths, are rejected (nothing moves) rather than the last value winning.
@@ -130,7 +141,7 @@ class MotionServer:
         ``note`` as for :meth:`move_eef`; log it with :meth:`MoveReport.log_text`, which cuts it.
         """
         try:
-            target = parse_move_eef_pairs(names, values, self.robot, self._state().arms)
+            target = slowed(parse_move_eef_pairs(names, values, self.robot, self._state().arms), speed_scale)
         except TargetError as exc:
             return MoveReport.rejected(exc.rejection)
         return self.execute(self.plan(target), is_success=is_success, on_progress=on_progress)
@@ -144,10 +155,11 @@ class MotionServer:
         *,
         is_success: SuccessCheck | None = None,
         on_progress: ProgressCallback | None = None,
+        speed_scale: float = 1.0,
     ) -> MoveReport:
         """The robo API form: one arm's grasp point to ``xyz`` [m], optional orientation (w, x, y, z) and gripper."""
         try:
-            target = arm_pose_target(self.robot, self._state().arms, arm, xyz, quat_wxyz, gripper)
+            target = slowed(arm_pose_target(self.robot, self._state().arms, arm, xyz, quat_wxyz, gripper), speed_scale)
         except TargetError as exc:
             return MoveReport.rejected(exc.rejection)
         return self.execute(self.plan(target), is_success=is_success, on_progress=on_progress)
@@ -159,13 +171,21 @@ class MotionServer:
         return self.planner.plan(target, joints, self.gripper_command)
 
     def home(
-        self, *, is_success: SuccessCheck | None = None, on_progress: ProgressCallback | None = None
+        self,
+        *,
+        is_success: SuccessCheck | None = None,
+        on_progress: ProgressCallback | None = None,
+        speed_scale: float = 1.0,
     ) -> MoveReport:
         """Move every arm to its home joint angles (from the robot config); grippers keep their command."""
+        try:
+            speed_scale = check_speed_scale(speed_scale)
+        except TargetError as exc:
+            return MoveReport.rejected(exc.rejection)
         obs = self._state()
         joints = {a: obs.arm(a).joint_positions_rad for a in self.robot.arm_names}
         goal = {a.name: a.home_joints_rad for a in self.robot.arms}
-        plan = self.planner.plan_joints(goal, joints, self.gripper_command)
+        plan = self.planner.plan_joints(goal, joints, self.gripper_command, speed_scale)
         return self.execute(plan, is_success=is_success, on_progress=on_progress)
 
     def stop(self) -> None:

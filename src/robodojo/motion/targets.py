@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -42,6 +42,7 @@ from robodojo.motion.rejection import (
     NotFinite,
     OutOfBounds,
     Rejection,
+    SpeedScaleOutOfRange,
     TargetsNotAMapping,
     UnknownArm,
     UnknownDimension,
@@ -84,9 +85,23 @@ class ArmTarget:
 
 @dataclass(frozen=True)
 class MoveTarget:
-    """A validated target for the arms that move (arms absent here hold still)."""
+    """A validated target for the arms that move (arms absent here hold still), planned at ``speed_scale`` times the
+    robot's configured speeds (see :func:`slowed`)."""
 
     arms: Mapping[str, ArmTarget]
+    speed_scale: float = 1.0
+
+
+def check_speed_scale(value: object) -> float:
+    """``value`` as a speed scale in (0, 1]; TargetError (SpeedScaleOutOfRange) otherwise."""
+    if not is_number(value) or not 0.0 < float(value) <= 1.0:  # NaN fails the comparison too
+        raise TargetError(SpeedScaleOutOfRange(quote(value)))
+    return float(value)
+
+
+def slowed(target: MoveTarget, speed_scale: object) -> MoveTarget:
+    """``target`` to be planned at ``speed_scale`` (validated by :func:`check_speed_scale`)."""
+    return replace(target, speed_scale=check_speed_scale(speed_scale))
 
 
 def dimension_names(robot: RobotConfig) -> tuple[str, ...]:

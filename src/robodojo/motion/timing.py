@@ -78,8 +78,12 @@ def parametrize(
     max_accel: NDArray[np.float64],
     dt: float,
     extra: PathRateLimits = PathRateLimits(),
+    speed_scale: float = 1.0,
 ) -> NDArray[np.float64]:
-    """Joint samples every ``dt`` from the first knot (at rest) to the last (at rest), including both."""
+    """Joint samples every ``dt`` from the first knot (at rest) to the last (at rest), including both.
+
+    ``speed_scale`` in (0, 1] slows the whole profile: rates times it, accelerations times its square, so the path
+    and the profile's shape stay and the duration grows by 1 / speed_scale (before rounding to ``dt``)."""
     knots_q = np.asarray(knots_q, dtype=float)
     if np.all(np.abs(knots_q - knots_q[0]) < NO_MOTION_RAD):
         return knots_q[:1].copy()
@@ -92,6 +96,7 @@ def parametrize(
             float(np.min(np.sqrt(0.5 * max_accel / d2))),
         )
         accel = min(extra.max_accel, float(np.min(0.5 * max_accel / d1)))
+    rate, accel = rate * speed_scale, accel * speed_scale**2
     duration = trapezoid_duration(rate, accel)
     steps = max(1, math.ceil(duration / dt - 1e-9))
     slowed = steps * dt

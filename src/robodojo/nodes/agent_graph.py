@@ -24,7 +24,7 @@ from robodojo.episodes.spec import EpisodeSpec
 from robodojo.errors import BackendLostError, EpisodeInterrupted, InvalidCommandError
 from robodojo.motion.rejection import Refused, TargetsNotAMapping
 from robodojo.motion.report import MoveReport, StopReason
-from robodojo.motion.targets import TargetError, arm_pose_target
+from robodojo.motion.targets import TargetError, arm_pose_target, slowed
 from robodojo.nodes import convert, topics
 from robodojo.nodes.parameters import AgentNodeParams
 from robodojo.nodes.runtime import GraphNode, SpunNode, call_in_executor
@@ -260,13 +260,16 @@ class MoveEefClient:
         gripper: float | None = None,
         *,
         is_success: Callable[[], bool] | None = None,
+        speed_scale: float = 1.0,
     ) -> MoveReport:
         try:  # the library's own validation first: same messages, and only well-formed goals go out
-            target = arm_pose_target(self.robot, self.backend.observe(cameras=()).arms, arm, xyz, quat_wxyz, gripper)
+            state = self.backend.observe(cameras=()).arms
+            target = slowed(arm_pose_target(self.robot, state, arm, xyz, quat_wxyz, gripper), speed_scale)
         except TargetError as exc:
             return MoveReport.rejected(exc.rejection)
         t = target.arms[arm]
         goal = MoveEef.Goal(mode=MoveEef.Goal.MOVE_TO, arm=arm, use_orientation=quat_wxyz is not None)
+        goal.speed_scale = target.speed_scale
         goal.position.x, goal.position.y, goal.position.z = t.pos_m
         goal.orientation.w, goal.orientation.x, goal.orientation.y, goal.orientation.z = t.quat_wxyz
         if t.gripper is not None:

@@ -84,8 +84,9 @@ class CalibrationNode(GraphNode):
 class CalibrationGraph:
     """The graph as `robodojo calibrate` uses it. Use as a context manager: it ends its node and context."""
 
-    def __init__(self, settings: CaptureSettings, *, timeout_s: float = 20.0) -> None:
+    def __init__(self, settings: CaptureSettings, *, speed_scale: float = 1.0, timeout_s: float = 20.0) -> None:
         self.settings = settings
+        self.speed_scale = speed_scale  # of every calibration motion (motions.speed_scale)
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = CalibrationNode(self.context, timeout_s)
@@ -195,5 +196,8 @@ class CalibrationGraph:
         return Snapshot(observation.cameras[camera], observation.time_s, joints, tcp)
 
     def move_tcp(self, arm: str, T_world_tcp: NDArray[np.float64]) -> MoveReport:
-        """One arm's TCP to a pose through the motion server (its limits, planner and stop apply)."""
-        return self.motion.move_to(arm, T_world_tcp[:3, 3], quat_from_matrix(T_world_tcp[:3, :3]))
+        """One arm's TCP to a pose through the motion server (its limits, planner and stop apply), at the
+        calibration's speed scale."""
+        return self.motion.move_to(
+            arm, T_world_tcp[:3, 3], quat_from_matrix(T_world_tcp[:3, :3]), speed_scale=self.speed_scale
+        )

@@ -183,16 +183,20 @@ def run_goal(
     server: MotionServer, goal: MoveEef.Goal, success: SuccessCheck | None, on_progress: ProgressCallback | None
 ) -> MoveReport:
     """A MoveEef goal (its mode and fields) as a call of the library's MotionServer."""
+    speed = 1.0 if goal.speed_scale == 0.0 else goal.speed_scale  # unset; anything else is the server's to check
     if goal.mode == MoveEef.Goal.MOVE_EEF:
-        return server.move_eef_pairs(goal.names, goal.values, is_success=success, on_progress=on_progress)
+        return server.move_eef_pairs(
+            goal.names, goal.values, is_success=success, on_progress=on_progress, speed_scale=speed
+        )
     if goal.mode == MoveEef.Goal.MOVE_TO:
         p, q = goal.position, goal.orientation
         return server.move_to(
             goal.arm, (p.x, p.y, p.z), (q.w, q.x, q.y, q.z) if goal.use_orientation else None,
             goal.gripper if goal.use_gripper else None, is_success=success, on_progress=on_progress,
+            speed_scale=speed,
         )  # fmt: skip
     if goal.mode == MoveEef.Goal.HOME:
-        return server.home(is_success=success, on_progress=on_progress)
+        return server.home(is_success=success, on_progress=on_progress, speed_scale=speed)
     return MoveReport.rejected(Refused(f"unknown mode {goal.mode}; use MOVE_EEF (0), MOVE_TO (1) or HOME (2)"))
 
 

@@ -51,6 +51,7 @@ class SimNodeParams:
     calibration_board: bool = parameter(
         "show the ChArUco board of config/calibration.yaml on the table (robodojo calibrate's rehearsal)"
     )
+    step_limit: int = parameter("25 Hz trajectory points every episode may play; 0: the task's")
 
 
 @dataclass(frozen=True)

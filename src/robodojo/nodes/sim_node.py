@@ -71,7 +71,7 @@ class SimNode(GraphNode):
         extras = [calibration_board(p.robot)] if p.calibration_board else []
         self.sim = ControlledWorld(
             p.robot, p.task, p.variant, p.seed, topics.controller_names,
-            joint_state_slices=p.joint_state_slices, scene_extras=extras,
+            joint_state_slices=p.joint_state_slices, scene_extras=extras, step_limit=p.step_limit,
         )  # fmt: skip
         self.world, self.robot = self.sim.world, self.sim.robot
         self._last_status: EpisodeState | None = None

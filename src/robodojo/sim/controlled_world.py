@@ -78,8 +78,10 @@ class ControlledWorld:
         joint_state_slices: int = 1,
         trajectory_limits: TrajectoryLimits | None = None,
         scene_extras: Sequence[Callable[[mujoco.MjSpec], None]] = (),
+        step_limit: int = 0,
     ) -> None:
         self.world = EmbeddedWorld(robot, scene_extras=scene_extras)
+        self.step_limit = step_limit  # every episode's budget; 0: each task's own
         self.robot = self.world.robot
         self.trajectory_limits = trajectory_limits or load_trajectory_limits()
         substeps = self.world.substeps
@@ -122,7 +124,7 @@ class ControlledWorld:
         before = self.now_s if hasattr(self, "truth") else 0.0
         if hasattr(self, "controllers"):
             self.stop_all(TrajectoryState.STOPPED, "a new episode started")
-        self.world.reset(task, seed=seed, variant=variant or "standard")
+        self.world.reset(task, seed=seed, variant=variant or "standard", step_limit=self.step_limit)
         # the new episode's time 0 continues one control period after the old episode's last step
         self._time_offset_s = before + self.world.control_dt_s - self.world.data.time
         self.truth = self.world.privileged()
@@ -134,7 +136,7 @@ class ControlledWorld:
         assert w.task is not None
         return EpisodeState(
             episode_id=self.episode_id, task=task, variant=variant, seed=seed, instruction=w.instruction,
-            recipe=w.task.recipe_text(), steps_used=w.step_count, step_limit=w.task.step_limit,
+            recipe=w.task.recipe_text(), steps_used=w.step_count, step_limit=w.step_limit,
             steps_left=w.steps_left, success=bool(self.truth.success()), score=round(float(self.truth.score()), 6),
         )  # fmt: skip
 

@@ -64,6 +64,7 @@ class EmbeddedWorld:
         self.layout: Layout | None = None
         self.dynamics: WorldDynamics | None = None  # a layout's moving parts (None with no task loaded)
         self.step_count = 0
+        self.step_limit_override = 0  # 0: the task's step_limit (reset's step_limit)
         #: Called with the world after every control step (recorders, the demo's contact sheet, ROS publishers).
         self.step_observers: list[Callable[[EmbeddedWorld], None]] = []
         #: (lower, upper, velocity) from the URDF of every arm joint and every gripper's driven finger joint.
@@ -80,9 +81,12 @@ class EmbeddedWorld:
         self._load(task=None, layout=None)
 
     # -- episode ------------------------------------------------------------------------------------------------
-    def reset(self, task: str, seed: int = 0, variant: str = "standard") -> Observation:
+    def reset(self, task: str, seed: int = 0, variant: str = "standard", step_limit: int = 0) -> Observation:
         """Build the task's seeded layout (its objects and how the scene looks), put the arms at home, let objects
-        settle, and observe."""
+        settle, and observe. ``step_limit`` > 0 replaces the task's step budget (a calibration session in the
+        simulator plays more points than an episode)."""
+        if step_limit < 0:
+            raise InvalidCommandError(f"step_limit must be >= 0 (0: the task's), got {step_limit}")
         task_cls = get_task(task)
         if task_cls.robot != self.robot.name:
             raise InvalidCommandError(
@@ -91,6 +95,7 @@ class EmbeddedWorld:
         instance = task_cls(self.robot.table.top_z_m)
         layout = instance.layout(seed, variant, bounds=self.settings.randomized)
         self._load(instance, layout)
+        self.step_limit_override = step_limit
         return self.observe()
 
     @property
@@ -99,10 +104,15 @@ class EmbeddedWorld:
         return self.substeps * self.settings.timestep_s
 
     @property
-    def steps_left(self) -> int:
+    def step_limit(self) -> int:
+        """The episode's step budget: the task's, or the one reset was given."""
         if self.task is None:
             return 0
-        return max(self.task.step_limit - self.step_count, 0)
+        return self.step_limit_override or self.task.step_limit
+
+    @property
+    def steps_left(self) -> int:
+        return max(self.step_limit - self.step_count, 0)
 
     @property
     def instruction(self) -> str:
@@ -205,7 +215,7 @@ class EmbeddedWorld:
         ``on_slice`` runs after each of ``slices`` equal parts of the physics substeps (state published at 100 Hz).
         """
         if counted and self.task is not None and self.steps_left <= 0:
-            raise EpisodeOverError(f"the episode's {self.task.step_limit} env steps are used up")
+            raise EpisodeOverError(f"the episode's {self.step_limit} env steps are used up")
         if not counted and (joint_targets or gripper_targets):
             raise InvalidCommandError("an uncounted step only lets time pass; joint and gripper targets need a step")
         if slices < 1 or self.substeps % slices:

@@ -42,6 +42,7 @@ class MotionSettings:
     max_distance_m: float
     look_distance_m: float  # capture --look-at: the first view's distance and elevation above the table
     look_elevations_deg: tuple[float, ...]
+    speed_scale: float  # of the robot's configured speeds, for every calibration motion
 
 
 @dataclass(frozen=True)
@@ -122,12 +123,19 @@ def parse_calibration_settings(data: dict[str, Any], where: str) -> CalibrationS
         motions=MotionSettings(
             _views(motions), motions.number("max_travel_m", positive=True),
             motions.number("max_turn_deg", positive=True), distance[0], distance[1],
-            look.number("distance_m", positive=True), look.vector("elevations_deg"),
+            look.number("distance_m", positive=True), look.vector("elevations_deg"), _speed_scale(motions),
         ),
         check=CheckSettings(check.number("max_reprojection_px", positive=True),
                             check.number("max_board_error_mm", positive=True)),
         sim_boards=sim_boards,
     )  # fmt: skip
+
+
+def _speed_scale(section: Section) -> float:
+    scale = section.number("speed_scale", positive=True)
+    if scale > 1.0:
+        raise ConfigError(f"{section.where}.speed_scale: {scale} is above 1 (the robot's configured speeds)")
+    return scale
 
 
 @cache
