@@ -46,6 +46,7 @@ def calibrate(env: dict[str, str], cwd: Path, *args: str) -> str:
 #: episode_node's step_limit in graphs that run a calibration session: its slowed motions (motions.speed_scale) play
 #: more points than a task's budget (docs/calibration.md); the agent episodes after it do not come near it.
 STEP_LIMIT = 5000
+SESSION_SPEED_SCALE = 1.0
 
 
 def run_session(env: dict[str, str], cwd: Path, robot: str, wrist: str, views: int | None = None) -> str:
@@ -54,6 +55,9 @@ def run_session(env: dict[str, str], cwd: Path, robot: str, wrist: str, views: i
     config = yaml.safe_load((PACKAGE_ROOT / "config" / "calibration.yaml").read_text())
     config["motions"]["views_deg"] = config["motions"]["views_deg"][:views]
     config["capture"]["rest_timeout_s"] = REST_TIMEOUT_S
+    # The robot's full planned speed: the shipped slow motions cost these sessions 126 s more in make test; they are
+    # played on the MuJoCo graph (test/ros/test_calibrate_graph.py) and timed in test_planner.py.
+    config["motions"]["speed_scale"] = SESSION_SPEED_SCALE
     (cwd / "calibration.yaml").write_text(yaml.safe_dump(config))
     center = board_center(robot)
     common = ["--config", "calibration.yaml"]
