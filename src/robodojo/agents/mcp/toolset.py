@@ -17,6 +17,7 @@ from robodojo.motion.report import MoveReport
 from robodojo.observation import Observation
 
 OBSERVE = "observe"
+REFUSED = "refused"
 OBSERVE_DESCRIPTION = (
     "Look: every camera's current image, each after a line naming the camera and the env step, and the robot's state "
     "as text. Free: it spends no env step (it does count as a call)."
@@ -37,7 +38,10 @@ class CallOutcome:
     """What one call did: the answer for the client and the turn record's fields."""
 
     answer: Answer
-    action: str  #: the turn record's action: the tool's name, or "error" (refused: nothing moved)
+    #: the turn record's action: the tool's name, or "refused" (refused before anything ran: nothing moved). Not
+    #: "error": turns.jsonl keeps only an error text for that action (the runner's own errors), and a refusal's
+    #: answer belongs in the record.
+    action: str
     move: MoveReport | None = None
     gave_up: bool = False
     finished: bool = False  #: the client declared the episode over (robo done)
@@ -47,7 +51,7 @@ class CallOutcome:
     @classmethod
     def refused(cls, text: str, **details: Any) -> CallOutcome:
         """A call that was refused before anything ran."""
-        return cls(Answer.error(text), "error", details={"error": text, **details})
+        return cls(Answer.error(text), REFUSED, details={"error": text, **details})
 
 
 class ToolSet(Protocol):
