@@ -33,7 +33,9 @@ from robodojo.text import trim_text
 
 PROVIDER = "mcp"
 FINISH_REASON = "tool_calls"
-OBSERVE_SPEC = ToolSpec(OBSERVE, OBSERVE_DESCRIPTION, {"type": "object", "properties": {}, "additionalProperties": False})
+OBSERVE_SPEC = ToolSpec(
+    OBSERVE, OBSERVE_DESCRIPTION, {"type": "object", "properties": {}, "additionalProperties": False}
+)
 
 
 class McpClientModel:
@@ -121,7 +123,9 @@ class McpAgent:
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            return CallOutcome.refused(f"arguments of {name} must be a JSON object, got {json_type(arguments)}; nothing moved")
+            return CallOutcome.refused(
+                f"arguments of {name} must be a JSON object, got {json_type(arguments)}; nothing moved"
+            )
         size = _json_chars(arguments)
         if size is None or size > self.settings.max_argument_chars:
             what = "cannot be written as JSON" if size is None else f"are {size} characters of JSON"
@@ -130,7 +134,9 @@ class McpAgent:
             )
         if name == OBSERVE:
             if arguments:
-                return CallOutcome.refused(f"observe takes no arguments, got {quote(next(iter(arguments)))}; nothing ran")
+                return CallOutcome.refused(
+                    f"observe takes no arguments, got {quote(next(iter(arguments)))}; nothing ran"
+                )
             obs = self.episode.backend.observe(self.episode.robot.camera_names)
             return CallOutcome(observation_answer(obs, self.tools.state_text(obs), self.settings), OBSERVE)
         return self.tools.call(name, arguments)

@@ -12,6 +12,7 @@ nothing for ``idle_timeout_s``. The last two end a running episode as interrupte
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -69,10 +70,8 @@ class ClientRequest:
 
 def settle(future: Future[Answer], answer: Answer) -> None:
     """Answer a request unless the client cancelled it meanwhile (it no longer waits for an answer)."""
-    try:
+    with contextlib.suppress(InvalidStateError):
         future.set_result(answer)
-    except InvalidStateError:
-        pass
 
 
 _WAKE = object()  # put into the queue to wake the episode thread when the client goes away

@@ -26,7 +26,11 @@ CAMERAS_URI = "robodojo://episode/cameras"
 MANUAL_URI = "robodojo://manual"
 #: uri -> (name, description, MIME type)
 RESOURCES = {
-    INSTRUCTION_URI: ("instruction", "The episode's goal and the task recipe (its partial-credit ladder).", "text/plain"),
+    INSTRUCTION_URI: (
+        "instruction",
+        "The episode's goal and the task recipe (its partial-credit ladder).",
+        "text/plain",
+    ),
     CAMERAS_URI: (
         "cameras",
         "Per camera: image size, intrinsics K, distortion and T_world_cam (4x4, optical frame to world) now; a wrist "

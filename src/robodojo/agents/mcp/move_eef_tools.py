@@ -73,12 +73,12 @@ class MoveEefTools:
         notices = [n for key, c in valid.cleaned.items() if (n := c.notice(f"'{key}'"))]
         cleaned = {key: c.record() for key, c in valid.cleaned.items()}
         if valid.name == GIVE_UP:
-            details = {"reason": valid.arguments["reason"], "hindsight": valid.arguments.get("hindsight", "")}
+            given_up = {"reason": valid.arguments["reason"], "hindsight": valid.arguments.get("hindsight", "")}
             return CallOutcome(
                 Answer(("\n".join([GIVE_UP_TEXT, *notices]),)),
                 GIVE_UP,
                 gave_up=True,
-                details={**details, **({"text_limits": cleaned} if cleaned else {})},
+                details={**given_up, **({"text_limits": cleaned} if cleaned else {})},
             )
         ctx = self.episode
         targets, note = valid.arguments["targets"], valid.arguments.get("note", "")

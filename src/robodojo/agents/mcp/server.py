@@ -59,7 +59,7 @@ def _client_name(info: object) -> str | None:
     return clean_text(name, MAX_CLIENT_NAME_CHARS).text if isinstance(name, str) else None
 
 
-def _content(answer: Answer) -> list[types.TextContent | types.ImageContent]:
+def _content(answer: Answer) -> list[types.ContentBlock]:
     return [
         types.ImageContent(data=base64.b64encode(p.data).decode("ascii"), mime_type=p.mime_type)
         if isinstance(p, ImagePart)
@@ -70,13 +70,17 @@ def _content(answer: Answer) -> list[types.TextContent | types.ImageContent]:
 
 def build_server(agent: McpAgent, channel: CallChannel) -> Server[Any]:
     """The MCP server of one episode: ``agent``'s tools, the resources, every call through ``channel``."""
-    tools = [types.Tool(name=s.name, description=s.description, input_schema=dict(s.input_schema)) for s in agent.specs()]
+    tools = [
+        types.Tool(name=s.name, description=s.description, input_schema=dict(s.input_schema)) for s in agent.specs()
+    ]
     resources = [
         types.Resource(uri=uri, name=name, description=description, mime_type=mime)
         for uri, (name, description, mime) in RESOURCES.items()
     ]
 
-    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -93,7 +97,9 @@ def build_server(agent: McpAgent, channel: CallChannel) -> Server[Any]:
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         if uri not in RESOURCES:  # refused here: an unknown URI needs nothing of the episode
-            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource; the resources are {', '.join(RESOURCES)}")
+            raise MCPError(
+                code=types.INVALID_PARAMS, message=f"unknown resource; the resources are {', '.join(RESOURCES)}"
+            )
         answer = await asyncio.wrap_future(channel.submit(RequestKind.RESOURCE, uri, None))
         if answer.is_error:
             raise MCPError(code=types.INVALID_PARAMS, message=answer.text)
@@ -125,7 +131,9 @@ def build_server(agent: McpAgent, channel: CallChannel) -> Server[Any]:
     return server
 
 
-async def _watch(stop: threading.Event, scope: anyio.CancelScope | None, on_stop: Callable[[], None] | None = None) -> None:
+async def _watch(
+    stop: threading.Event, scope: anyio.CancelScope | None, on_stop: Callable[[], None] | None = None
+) -> None:
     while not stop.is_set():
         await anyio.sleep(WATCH_PERIOD_S)
     if on_stop is not None:
