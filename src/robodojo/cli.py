@@ -234,6 +234,54 @@ def _cmd_evolve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from robodojo.agents.mcp.settings import load_mcp_settings
+    from robodojo.episodes import EpisodeSpec
+    from robodojo.episodes.mcp_episode import McpPlan, serve_episode
+
+    settings = load_mcp_settings()
+    budget = args.max_calls if args.max_calls is not None else settings.call_budget
+    spec = EpisodeSpec(task=args.task, seed=args.seed, variant=args.variant, llm_call_budget=budget)
+    plan = McpPlan(spec, args.tools, args.transport, Path(args.out), host=args.host, port=args.port)
+    result = serve_episode(plan, settings)
+    # stderr: with --transport stdio, stdout was the protocol's
+    if result is None:
+        print(f"robodojo mcp: {args.task} seed {args.seed}: no episode ran", file=sys.stderr)
+        return 1
+    print(
+        f"robodojo mcp: {args.task} seed {args.seed} ({args.variant}), tools {args.tools}: "
+        f"{'success' if result.success else 'no success'}, score {result.score:.2f}, ended by "
+        f"{result.end_reason.value}; {result.llm_calls} calls, {result.steps_used} env steps; record: {result.folder}/",
+        file=sys.stderr,
+    )
+    return 0 if result.success else 1
+
+
+def _add_mcp(sub: argparse._SubParsersAction) -> None:
+    from robodojo.agents.mcp.settings import LOCAL_HOST, TOOL_SETS, TRANSPORTS
+
+    mcp = sub.add_parser(
+        "mcp", help="serve one episode of the embedded world to an MCP client (Claude Code, Codex, Cursor, ...)"
+    )
+    mcp.add_argument("--task", required=True)
+    mcp.add_argument("--seed", type=int, default=0)
+    mcp.add_argument("--variant", default="standard", choices=VARIANTS)
+    mcp.add_argument(
+        "--tools", default="robo", choices=TOOL_SETS,
+        help="robo: the base commands (move, rotate, point, gripper, home, wait, obs, status, done); move_eef: "
+        "move_eef and give_up; both add observe (default robo)",
+    )  # fmt: skip
+    mcp.add_argument("--transport", default="stdio", choices=TRANSPORTS)
+    mcp.add_argument("--host", default=LOCAL_HOST, help=f"http: only {LOCAL_HOST} is served")
+    mcp.add_argument("--port", type=int, default=0, help="http: the port (default 0: a free one, printed on stderr)")
+    mcp.add_argument("--out", default="out/episodes", help="episode records go here (default out/episodes)")
+    mcp.add_argument(
+        "--max-calls", type=_positive_int, default=None,
+        help="tool calls the episode allows (default: config/agents/mcp.yaml call_budget)",
+    )  # fmt: skip
+    mcp.set_defaults(func=_cmd_mcp)
+
+
 def _make_agent(args: argparse.Namespace, reply_reserve_tokens: int | None = None):
     from robodojo.episodes.factory import make_agent
 
@@ -679,6 +727,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.set_defaults(func=_cmd_render)
     _add_scene(sub)
     _add_doctor(sub)
+    _add_mcp(sub)
     return parser
 
 

@@ -367,7 +367,7 @@ class MoveEefAgent:
             details["jitter_m"] = {arm: offset.tolist() for arm, offset in offsets.items()}
         report = ctx.motion.move_eef(world_targets, is_success=ctx.is_success, note=note)
         if report.accepted:
-            self.arrival = _arrival_text(report, requested) or None
+            self.arrival = arrival_text(report, requested) or None
         return report
 
     def _jittered(
@@ -389,8 +389,9 @@ class MoveEefAgent:
         return out, requested, offsets
 
 
-def _arrival_text(report: MoveReport, requested: Mapping[str, np.ndarray]) -> str:
-    """The arrival check; under pose jitter positions are compared with what the model asked for."""
+def arrival_text(report: MoveReport, requested: Mapping[str, np.ndarray]) -> str:
+    """The arrival check (``left 20 mm and 0.0 deg away; ...``); under pose jitter positions are compared with what
+    the model asked for (``requested``, per arm; an arm not in it is compared with the target it was sent)."""
     parts = []
     for arm, r in report.arms.items():
         if arm in requested:

@@ -279,6 +279,24 @@ class BaseCommands:
         return {"episode_over": True}
 
 
+def camera_calibrations(obs: Observation, image_format: str = "png") -> dict[str, Any]:
+    """cameras.json of the obs/ folder: per camera of ``obs`` its image file's name, size, K, distortion model and
+    coefficients, and T_world_cam (the optical frame's pose in the world at the time of ``obs``)."""
+    cameras: dict[str, Any] = {}
+    for name, frame in obs.cameras.items():
+        c = frame.calibration
+        cameras[name] = {
+            "image": f"{name}.{image_format}",
+            "width": c.width,
+            "height": c.height,
+            "K": np.asarray(c.K).tolist(),
+            "distortion_model": c.distortion_model,
+            "distortion": list(c.distortion),
+            "T_world_cam": np.asarray(c.T_world_cam).tolist(),
+        }
+    return cameras
+
+
 def write_obs_folder(obs: Observation, folder: Path, image_format: str = "png") -> list[str]:
     """The obs/ folder of seed 003: each camera's RGB image, ``cameras.json`` (per camera: image file, size, K,
     distortion model and coefficients, T_world_cam, the optical frame's pose in the world), ``state.json`` (per arm:
@@ -286,25 +304,15 @@ def write_obs_folder(obs: Observation, folder: Path, image_format: str = "png") 
     last, each written under a random temporary name and renamed (host_files.write_replace), in ``folder`` opened
     without following a link: a link there is refused, not written through."""
     folder.mkdir(parents=True, exist_ok=True)
-    cameras: dict[str, Any] = {}
+    cameras = camera_calibrations(obs, image_format)
     files = []
     with host_files.opened_dir(folder) as dir_fd:
         for name, frame in obs.cameras.items():
-            image = f"{name}.{image_format}"
+            image = cameras[name]["image"]
             ok, encoded = cv2.imencode(f".{image_format}", np.ascontiguousarray(frame.rgb[:, :, ::-1]))
             if not ok:
                 raise OSError(f"OpenCV could not encode {image}")
             host_files.write_replace(image, encoded.tobytes(), dir_fd=dir_fd)
-            c = frame.calibration
-            cameras[name] = {
-                "image": image,
-                "width": c.width,
-                "height": c.height,
-                "K": np.asarray(c.K).tolist(),
-                "distortion_model": c.distortion_model,
-                "distortion": list(c.distortion),
-                "T_world_cam": np.asarray(c.T_world_cam).tolist(),
-            }
             files.append(image)
         state = {
             "step": obs.step,
