@@ -49,9 +49,10 @@ STEP_LIMIT = 5000
 SESSION_SPEED_SCALE = 1.0
 
 
-def run_session(env: dict[str, str], cwd: Path, robot: str, wrist: str, views: int | None = None) -> str:
-    """capture --move, hand-eye, capture head, head --board-from, check; ``views``: the first N of the configured
-    calibration views (None: all). The commands' output."""
+def run_session(env: dict[str, str], cwd: Path, robot: str, wrists: tuple[str, ...], views: int | None = None) -> str:
+    """capture --move and hand-eye for each of ``wrists``, capture head, head --board-from (the first wrist's
+    capture), check of them all; ``views``: the first N of the configured calibration views (None: all). The
+    commands' output."""
     config = yaml.safe_load((PACKAGE_ROOT / "config" / "calibration.yaml").read_text())
     config["motions"]["views_deg"] = config["motions"]["views_deg"][:views]
     config["capture"]["rest_timeout_s"] = REST_TIMEOUT_S
@@ -62,13 +63,19 @@ def run_session(env: dict[str, str], cwd: Path, robot: str, wrist: str, views: i
     center = board_center(robot)
     common = ["--config", "calibration.yaml"]
     solved = ["--published-intrinsics", "--board-flat", "--out", "cameras"]
+    outputs = []
+    for wrist in wrists:
+        outputs += [
+            calibrate(env, cwd, "capture", *common, "--camera", wrist, "--move", "--yes", "--look-at", *center,
+                      "--out", f"capture/{wrist}", "--timeout-s", "60"),
+            calibrate(env, cwd, "hand-eye", *common, "--capture", f"capture/{wrist}", *solved),
+        ]  # fmt: skip
     return "\n".join([
-        calibrate(env, cwd, "capture", *common, "--camera", wrist, "--move", "--yes", "--look-at", *center,
-                  "--out", f"capture/{wrist}", "--timeout-s", "60"),
-        calibrate(env, cwd, "hand-eye", *common, "--capture", f"capture/{wrist}", *solved),
+        *outputs,
         calibrate(env, cwd, "capture", *common, "--camera", "head", "--views", "2", "--out", "capture/head"),
-        calibrate(env, cwd, "head", *common, "--capture", "capture/head", "--board-from", f"capture/{wrist}", *solved),
-        calibrate(env, cwd, "check", *common, "--calibration-dir", "cameras", "--cameras", "head", wrist,
+        calibrate(env, cwd, "head", *common, "--capture", "capture/head", "--board-from", f"capture/{wrists[0]}",
+                  *solved),
+        calibrate(env, cwd, "check", *common, "--calibration-dir", "cameras", "--cameras", "head", *wrists,
                   "--look-at", *center, "--yes", "--images", "check"),
     ])  # fmt: skip
 

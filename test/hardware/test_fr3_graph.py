@@ -518,7 +518,7 @@ def test_robodojo_calibrate_on_the_real_robot_graph_and_the_episodes_use_its_fil
     which the agent episodes below see through."""
     from robodojo.perception.camera import load_camera_file
 
-    print(run_session(fr3_world.env, tmp_path, "fr3", "wrist"))
+    print(run_session(fr3_world.env, tmp_path, "fr3", ("wrist",)))
     truth = {c: load_mounted_camera(ROBOT, c) for c in ROBOT.camera_names}
     head = load_camera_file(tmp_path / "cameras" / "head.yaml")
     wrist = load_camera_file(tmp_path / "cameras" / "wrist.yaml")

@@ -449,34 +449,35 @@ class Operator:
 CALIBRATION_VIEWS = 6  # of config/calibration.yaml's: the emulated arms move at a fraction of real time here
 CALIBRATED_MM = 2.0  # issue 34's bounds against the world's true cameras
 CALIBRATED_DEG = 0.3
-CALIBRATED = ("head", "left_wrist")  # the right wrist keeps its shipped file (the same steps on the other arm)
+WRISTS = ("left_wrist", "right_wrist")
 
 
 def test_robodojo_calibrate_on_the_emulated_arms_and_the_episodes_use_its_files(
     x5_world, client, driver, motion_server, emulator, episode_graph, tmp_path
 ):
     """docs/calibration.md's session on the X5 graph (the SDK over the bus emulator, the cameras through the
-    realsense2_camera and usb_cam stand-ins and camera_node): the left wrist by calibration motions, the head from
-    the board it placed, check; against the embedded world's cameras, which x5_world renders. The camera nodes are
-    then restarted on the new files, which the agent episodes below see through."""
+    realsense2_camera and usb_cam stand-ins and camera_node): each wrist by calibration motions of its arm, the head
+    from the board the left wrist placed, check; against the embedded world's cameras, which x5_world renders. The
+    camera nodes are then restarted on the new files, which the agent episodes below see through."""
     from robodojo.perception.calibrate.rehearsal import RenderedRig
     from robodojo.perception.camera import load_camera_file
 
-    print(run_session(x5_world.env, tmp_path, "dual_arx_x5", "left_wrist", views=CALIBRATION_VIEWS))
+    print(run_session(x5_world.env, tmp_path, "dual_arx_x5", WRISTS, views=CALIBRATION_VIEWS))
+    head = load_camera_file(tmp_path / "cameras" / "head.yaml")
     with RenderedRig("dual_arx_x5") as rig:
         rig.home()
-        T_true_head = rig.truth("head").T_world_cam
-        T_true_wrist = np.linalg.inv(rig.tcp()["left"]) @ rig.truth("left_wrist").T_world_cam
-    head = load_camera_file(tmp_path / "cameras" / "head.yaml")
-    wrist = load_camera_file(tmp_path / "cameras" / "left_wrist.yaml")
-    assert wrist.T_tcp_cam is not None and wrist.arm == "left"
-    for camera, T, T_true in (("head", head.model.T_world_cam, T_true_head), ("left_wrist", wrist.T_tcp_cam,
-                                                                                T_true_wrist)):  # fmt: skip
+        errors = {"head": (head.model.T_world_cam, rig.truth("head").T_world_cam)}
+        for camera in WRISTS:
+            wrist = load_camera_file(tmp_path / "cameras" / f"{camera}.yaml")
+            arm = camera.removesuffix("_wrist")
+            assert wrist.T_tcp_cam is not None and wrist.arm == arm
+            errors[camera] = (wrist.T_tcp_cam, np.linalg.inv(rig.tcp()[arm]) @ rig.truth(camera).T_world_cam)
+    for camera, (T, T_true) in errors.items():
         mm, deg = pose_error(T, T_true)
         print(f"{camera}: {mm:.2f} mm, {deg:.3f} deg from the world's camera")
         assert mm <= CALIBRATED_MM and deg <= CALIBRATED_DEG, (camera, mm, deg)
     inputs = load_camera_inputs(CAMERA_INPUTS, "dual_arx_x5")
-    restart_on_files(episode_graph, ROBOT.camera_names, inputs, x5_world.env, tmp_path, CALIBRATED)
+    restart_on_files(episode_graph, ROBOT.camera_names, inputs, x5_world.env, tmp_path, ("head", *WRISTS))
     wait_for_calibrated_head(client, x5_world, episode_graph[0], head.model.T_world_cam, START_S)
 
 
