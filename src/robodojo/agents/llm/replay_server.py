@@ -508,7 +508,7 @@ def _check_reasoning(body: Mapping[str, Any], b: ServerBehaviour) -> None:
             "invalid_thinking",
             error_type="invalid_request_error",
         )
-    if not budget < _answer_length(body):
+    if budget is None or not budget < _answer_length(body):
         raise _HttpError(
             400,
             "`max_tokens` must be greater than `thinking.budget_tokens`",
