@@ -3,6 +3,7 @@ the fingerprint that guards a resumed campaign folder, and the results store's b
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import sqlite3
@@ -137,6 +138,20 @@ def test_the_store_keeps_each_ended_episode_once_and_every_try(tmp_path):
     # Another reader (the report) sees the same rows: the writes are committed.
     count = sqlite3.connect(tmp_path / "results.sqlite").execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
     assert count == 2
+
+
+def test_a_store_written_before_reasoning_tokens_gets_the_column_and_keeps_its_rows(tmp_path):
+    path = tmp_path / "results.sqlite"
+    with ResultsStore(path) as store:
+        store.record_try(dataclasses.replace(_row("a", 1), reasoning_tokens=7), final=True)
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE episodes DROP COLUMN reasoning_tokens")  # as an older version wrote it
+    db.commit()
+    db.close()
+    with ResultsStore(path) as store:  # a resumed campaign
+        assert store.rows()[0].reasoning_tokens == 0
+        store.record_try(dataclasses.replace(_row("b", 1), reasoning_tokens=5), final=True)
+        assert [r.reasoning_tokens for r in store.rows()] == [0, 5]
 
 
 def test_a_resume_reruns_cut_off_and_crashed_episodes_with_the_next_try_and_enters_cut_off_tries_as_killed(

@@ -229,16 +229,17 @@ def test_graph_passes_the_llm_and_agent_options_to_the_agent_node(monkeypatch, t
     config.write_text("defaults: {timeout_s: 30}\n")
     args = ["graph", "--llm", "llamacpppy:smollm2", "--timeout", "60", "--retries", "0", "--tool-choice", "auto",
             "--images", "none", "--context-tokens", "8192", "--llm-config", str(config),
-            "--max-output-tokens", "512"]  # fmt: skip
+            "--max-output-tokens", "512", "--reasoning-effort", "low"]  # fmt: skip
     assert main(args) == 0
     params = seen["agent_params"]
     assert params == {"llm_config": str(config.resolve()), "llm_timeout_s": 60.0, "llm_retries": 0,
-                      "llm_max_output_tokens": 512, "tool_choice": "auto", "images": "none",
-                      "context_tokens": 8192}  # fmt: skip
+                      "llm_max_output_tokens": 512, "llm_reasoning_effort": "low", "tool_choice": "auto",
+                      "images": "none", "context_tokens": 8192}  # fmt: skip
     assert set(params) <= {f.name for f in dataclasses.fields(AgentNodeParams)}
     assert main(["graph"]) == 0  # nothing given: the node's own defaults (config/nodes.yaml)
     assert seen["agent_params"] == {"llm_config": "", "llm_timeout_s": 0.0, "llm_retries": -1,
-                                    "llm_max_output_tokens": 0, "tool_choice": "profile", "images": "",
+                                    "llm_max_output_tokens": 0, "llm_reasoning_effort": "", "tool_choice": "profile",
+                                    "images": "",
                                     "context_tokens": 0}  # fmt: skip
     assert main(["graph", "--llm-config", str(tmp_path / "missing.yaml")]) == 2  # said before any node starts
 

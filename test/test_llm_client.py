@@ -409,7 +409,7 @@ def test_open_llm_json_script(tmp_path):
         assert llm.chat(USER, []).content == "hi"
 
 
-@pytest.mark.parametrize("spec", ["", "gpt-4o", "anthropic:claude", "openai:", "replay:"])
+@pytest.mark.parametrize("spec", ["", "gpt-4o", "mistral:large", "openai:", "replay:"])
 def test_open_llm_bad_specs(spec):
     with (
         pytest.raises(ConfigError, match=r"replay:FILE, openai:MODEL, vllm:MODEL, ollama:MODEL, llamacpp:MODEL"),

@@ -103,8 +103,9 @@ def _add_scene(sub: argparse._SubParsersAction) -> None:
 
 
 def add_llm_options(parser: argparse.ArgumentParser) -> None:
-    """--llm-config, --timeout, --retries, --max-output-tokens and --tool-choice: the LLM client's settings."""
-    from robodojo.agents.llm.settings import TOOL_CHOICES, user_llm_config_path
+    """--llm-config, --timeout, --retries, --max-output-tokens, --reasoning-effort and --tool-choice: the LLM
+    client's settings."""
+    from robodojo.agents.llm.settings import REASONING_EFFORTS, TOOL_CHOICES, user_llm_config_path
 
     parser.add_argument(
         "--llm-config",
@@ -118,6 +119,11 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-output-tokens", type=_positive_int, default=None,
         help="answer length sent with every LLM call (default: config/llm.yaml, per profile)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reasoning-effort", default=None, choices=REASONING_EFFORTS,
+        help="how hard a reasoning model thinks before answering, sent as each server takes it (OpenAI, Gemini, "
+        "vLLM: reasoning_effort; Anthropic: a thinking budget); default: config/llm.yaml, per profile (not sent)",
     )  # fmt: skip
     parser.add_argument(
         "--tool-choice",
@@ -161,7 +167,11 @@ def llm_settings(args: argparse.Namespace):
     from robodojo.agents.llm.settings import run_llm_settings
 
     return run_llm_settings(
-        args.llm_config, timeout_s=args.timeout, retries=args.retries, max_output_tokens=args.max_output_tokens
+        args.llm_config,
+        timeout_s=args.timeout,
+        retries=args.retries,
+        max_output_tokens=args.max_output_tokens,
+        reasoning_effort=args.reasoning_effort,
     )
 
 
@@ -191,7 +201,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         f"{'success' if result.success else 'no success'}, score {result.score:.2f}, "
         f"ended by {result.end_reason.value}\n"
         f"  {result.llm_calls} LLM calls, {u.input_tokens} input tokens ({u.cached_input_tokens} cached), "
-        f"{u.output_tokens} output tokens, ${u.cost_usd:.4f}; {result.steps_used} env steps; "
+        f"{u.output_tokens} output tokens ({u.reasoning_tokens} reasoning), ${u.cost_usd:.4f}; "
+        f"{result.steps_used} env steps; "
         f"{result.wall_time_s:.1f} s\n  record: {result.folder}/"
     )
     if result.error:  # why it ended (llm_error, backend_lost, ...): the last line is the cause
@@ -343,6 +354,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         "llm_timeout_s": args.timeout or 0.0,
         "llm_retries": -1 if args.retries is None else args.retries,
         "llm_max_output_tokens": args.max_output_tokens or 0,
+        "llm_reasoning_effort": args.reasoning_effort or "",
         "tool_choice": args.tool_choice,
         "images": args.images or "",
         "context_tokens": args.context_tokens or 0,
@@ -446,6 +458,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         "timeout_s": settings.timeout_s,
         "max_retries": settings.max_retries,
         "tool_choice": args.tool_choice,
+        "reasoning_effort": settings.reasoning_effort,
     }
     write_report(out / "compare.json", outcomes, summary, request)
     print(f"\nreport: {out / 'compare.json'}; episode records under {out / 'episodes'}/")
@@ -503,18 +516,24 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from robodojo.agents.llm.doctor import diagnose, format_report
 
-    report = diagnose(args.llm, args.base_url, timeout_s=args.timeout)
+    report = diagnose(args.llm, args.base_url, timeout_s=args.timeout, reasoning_effort=args.reasoning_effort)
     print(format_report(report))
     return 0 if report.working else 1
 
 
 def _add_doctor(sub: argparse._SubParsersAction) -> None:
+    from robodojo.agents.llm.settings import REASONING_EFFORTS
+
     doctor = sub.add_parser(
         "doctor", help="probe an LLM endpoint once and print what it supports, the profile to use and the fixes"
     )
     doctor.add_argument("--llm", required=True, help="as for run, e.g. llamacpp:MODEL, vllm:MODEL, openai:gpt-4.1-mini")
     doctor.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")
     doctor.add_argument("--timeout", type=float, default=15.0, help="seconds per request (default 15)")
+    doctor.add_argument(
+        "--reasoning-effort", default=None, choices=REASONING_EFFORTS,
+        help="the effort to probe, sent as the profile sends it (default: config/llm.yaml's, if any)",
+    )  # fmt: skip
     doctor.set_defaults(func=_cmd_doctor)
 
 

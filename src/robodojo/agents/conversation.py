@@ -12,7 +12,9 @@ When the model's context length is known (:class:`~robodojo.agents.context_budge
 would not fit leaves out the oldest exchanges (an observation or a reply with its tool results) after the preamble,
 which says how many are left out; the latest exchange is always sent. Dropping leaves the history only a share of its
 room (``trim_to_fraction``) and never takes an exchange back, so the next requests share their prefix (a local
-server's prompt cache keeps working).
+server's prompt cache keeps working). When the server still says a request does not fit (the estimate runs low for
+its tokenizer or chat template), :func:`robodojo.agents.context_fit.chat_within_context` teaches the conversation
+the true size (:meth:`Conversation.learn_overflow`) and sends it again, shorter.
 
 What the model wrote is kept as it was used, within :mod:`robodojo.agents.text_limits`: a reply's text is cleaned and
 cut, the free-text arguments of its valid tool call are replaced by what was used (the call's arguments re-serialized
@@ -24,13 +26,15 @@ message) what was cut; :attr:`Conversation.cleaned` holds the flags of the last 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from robodojo.agents.context_budget import CHARS_PER_TOKEN, ContextBudget, TokenScale
-from robodojo.agents.llm.types import ChatReply, Message, ToolCall
+from robodojo.agents.llm.types import ChatReply, ContextOverflowError, Message, ToolCall
 from robodojo.agents.text_limits import (
     INVISIBLE,
     MAX_QUOTED_CHARS,
@@ -101,6 +105,11 @@ class Conversation:
         self._notices: list[str] = []  # what was cut from the last reply, told with the next tool result
         #: free text of the last reply that was cleaned or cut: "content" or the argument's name -> the record's flag
         self.cleaned: dict[str, dict[str, Any]] = {}
+        #: what the server said about requests of this turn that did not fit its context (for the turn record)
+        self.overflows: list[str] = []
+        # learnt from a context overflow: the answer length asked for (None: the client's) and its floor
+        self._answer_default: int | None = None
+        self._answer_floor: int | None = None
 
     def add(self, message: Message) -> None:
         """Append a message that is not an observation (system, goal, assistant, tool results, errors)."""
@@ -180,6 +189,8 @@ class Conversation:
             extra["text_limits"] = dict(self.cleaned)
         if self.omitted_turns:
             extra["omitted_turns"] = self.omitted_turns
+        if self.overflows:
+            extra["context_overflows"] = list(self.overflows)
         return {**details, **extra} if extra else details
 
     def _bound_arguments(self, arguments: str) -> str:
@@ -247,6 +258,62 @@ class Conversation:
         out = self._fit(out, tools)
         self._last_estimate = self.context.check(out, tools, self._scale.value)  # one pass: refusal and scale
         return out
+
+    @property
+    def token_scale(self) -> float:
+        """Server tokens per estimated token, as learnt from usage and context errors (>= 1)."""
+        return self._scale.value
+
+    @property
+    def at_minimum(self) -> bool:
+        """Whether the last request left out every exchange it may (the preamble and the latest one remain)."""
+        return self._dropped >= len(self._exchange_starts()) - 1
+
+    def learn_overflow(
+        self, error: ContextOverflowError, sent: Sequence[Message], tools: Sequence[dict[str, Any]]
+    ) -> str:
+        """Learn from a server's "does not fit" answer to ``sent``: its prompt count scales the estimate, its context
+        length becomes the budget's (the size that failed, when it states none), and the answer length and its floor
+        are kept for :meth:`answer_tokens`. The next :meth:`request` then leaves out more. Returns one line for the
+        record."""
+        o = error.overflow
+        raw = self.context.estimate(sent, tools)
+        answer = error.max_output_tokens if error.max_output_tokens is not None else o.completion_tokens
+        context = o.context_tokens
+        prompt = o.prompt_tokens
+        if prompt is None and context is not None:
+            prompt = context - (o.completion_tokens or 0) + 1  # at least this much, or it would have fit
+        if prompt is not None:
+            self._scale.update(raw, prompt)
+        if context is None:  # what was sent did not fit: the context is smaller than that
+            context = max(1, math.ceil(raw * self._scale.value) - 1)
+        if self.context.context_tokens is None or context < self.context.context_tokens:
+            self.context = dataclasses.replace(self.context, context_tokens=context)
+        self._answer_default, self._answer_floor = answer, error.min_output_tokens
+        said = f"~{raw} estimated, {o.prompt_tokens} counted" if o.prompt_tokens else f"~{raw} estimated"
+        line = (
+            f"did not fit a context of {o.context_tokens or 'unknown'} tokens ({said}, answer {answer}); "
+            f"token scale now {self._scale.value:.2f}"
+        )
+        self.overflows.append(line)
+        return line
+
+    def answer_tokens(self) -> tuple[int | None, int]:
+        """(answer length to send, room the last request left) after a context overflow taught the server's counts:
+        the answer length the client asked for, lowered to what the context has room for next to the last request
+        (never below the floor, min_output_tokens); (None, room) when the client's own needs no change."""
+        context = self.context.context_tokens
+        if self._answer_default is None or self._answer_floor is None or context is None:
+            return None, context or 0
+        room = context - math.ceil(self._last_estimate * self._scale.value)
+        if room >= self._answer_default:
+            return None, room
+        return max(room, self._answer_floor), room
+
+    @property
+    def answer_floor(self) -> int | None:
+        """The lowest answer length a context overflow may lower the answer to (None: no overflow yet)."""
+        return self._answer_floor
 
     def _exchange_starts(self) -> list[int]:
         """Where each exchange begins: an observation, or a reply that no observation leads (code cells). Tool

@@ -94,6 +94,7 @@ def run_job(job: EpisodeJob, campaign_dir: str | Path, try_index: int) -> Episod
                 timeout_s=options.get("timeout_s"),
                 retries=options.get("retries"),
                 max_output_tokens=options.get("max_output_tokens"),
+                reasoning_effort=options.get("reasoning_effort"),
             ),
             tool_choice=options.get("tool_choice", "profile"),
             agent_options={**job.agent_options, "probes": job.condition.probe_options() or None},

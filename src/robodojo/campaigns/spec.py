@@ -22,7 +22,7 @@ A spec file, every key but ``tasks`` optional::
     retries: 2                             # re-runs of a crashed episode (each try is kept)
     agent_options: {images: all, image_horizon: 2, context_tokens: null}
     llm_options: {llm_config: null, base_url: null, timeout_s: null, retries: null, max_output_tokens: null,
-                  tool_choice: profile}
+                  reasoning_effort: null, tool_choice: profile}
 
 LLM specs may hold ``{task}`` and ``{seed}``, filled per episode. Probes and demonstrations are move_eef's (seed 002):
 a condition other than zero-shot gives the code-cell agent no episodes. An episode whose replay script does not
@@ -43,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from robodojo.agents.llm.settings import check_reasoning_effort
 from robodojo.campaigns.results import ZERO_SHOT
 from robodojo.episodes.compare import fill_spec, missing_script, parse_seeds
 from robodojo.episodes.factory import AGENTS, DEFAULT_AGENTS
@@ -57,7 +58,9 @@ SPEC_KEYS = (
 )  # fmt: skip
 CONDITION_KEYS = ("probes", "demonstration", "demonstration_mode")
 AGENT_OPTION_KEYS = ("images", "image_horizon", "context_tokens")
-LLM_OPTION_KEYS = ("llm_config", "base_url", "timeout_s", "retries", "max_output_tokens", "tool_choice")
+LLM_OPTION_KEYS = (
+    "llm_config", "base_url", "timeout_s", "retries", "max_output_tokens", "reasoning_effort", "tool_choice",
+)  # fmt: skip
 PROBE_AGENTS = ("move_eef",)  #: the agents probes and demonstrations apply to
 # Episodes a worker runs at once when an LLM is remote: each mostly waits for its replies, so a few threads per core
 # keep the core busy (benchmarks/campaign.py measures the gain); replayed LLMs answer at once, one is enough.
@@ -228,6 +231,7 @@ def campaign_spec_from_dict(values: Mapping[str, Any], source: str = "the campai
     retries = _int(values.get("retries", DEFAULT_RETRIES), "retries", source, 0, MAX_RETRIES)
     agent_options = _options(values.get("agent_options"), AGENT_OPTION_KEYS, "agent_options", source)
     llm_options = _options(values.get("llm_options"), LLM_OPTION_KEYS, "llm_options", source)
+    check_reasoning_effort(llm_options.get("reasoning_effort"), f"{source}: llm_options.reasoning_effort")
     name = values.get("name") or "campaign"
     if not isinstance(name, str) or "/" in name:
         raise ConfigError(f"{source}: 'name' must be a plain string, got {name!r}")

@@ -15,6 +15,7 @@ episode stored exactly once and nothing half-written (WAL journal, synchronous c
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import time
 import typing
@@ -52,11 +53,21 @@ class ResultsStore:
             self._db.execute(
                 f"CREATE TABLE IF NOT EXISTS episodes ({columns}, status TEXT NOT NULL, ended_unix_s REAL NOT NULL)"
             )
+            self._add_new_columns()
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS tries (episode_id TEXT NOT NULL, try INTEGER NOT NULL, "
                 "status TEXT NOT NULL, end_reason TEXT NOT NULL, error TEXT NOT NULL, folder TEXT NOT NULL, "
                 "ended_unix_s REAL NOT NULL, PRIMARY KEY (episode_id, try))"
             )
+
+    def _add_new_columns(self) -> None:
+        """A store written before a field joined EpisodeRow (reasoning_tokens) gets its column, with the field's
+        default for the rows already there, so a campaign resumes across the change."""
+        present = {row[1] for row in self._db.execute("PRAGMA table_info(episodes)")}
+        defaults = {f.name: f.default for f in dataclasses.fields(EpisodeRow)}
+        for name, sql in _row_columns():
+            if name not in present and defaults.get(name) is not dataclasses.MISSING:
+                self._db.execute(f"ALTER TABLE episodes ADD COLUMN {name} {sql} DEFAULT {defaults[name]!r}")
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

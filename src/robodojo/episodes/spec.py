@@ -64,6 +64,7 @@ class EpisodeOutcome:
     cached_input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    reasoning_tokens: int = 0  #: of the output tokens, those the model spent reasoning (not shown)
     steps_used: int = 0
     wall_time_s: float = 0.0
     error: str = ""

@@ -59,6 +59,7 @@ class AgentNode(GraphNode):
             timeout_s=p.llm_timeout_s or None,
             retries=None if p.llm_retries == -1 else p.llm_retries,
             max_output_tokens=p.llm_max_output_tokens or None,
+            reasoning_effort=p.llm_reasoning_effort or None,
         )
         if p.tool_choice not in TOOL_CHOICES:
             choices = ", ".join(TOOL_CHOICES)

@@ -103,6 +103,7 @@ class AgentNodeParams:
     llm_timeout_s: float = parameter("per-request LLM timeout [s]; 0: config/llm.yaml's")
     llm_retries: int = parameter("LLM retries per call; -1: config/llm.yaml's")
     llm_max_output_tokens: int = parameter("answer length sent with every LLM call; 0: config/llm.yaml's")
+    llm_reasoning_effort: str = parameter("reasoning effort: minimal, low, medium, high; empty: config/llm.yaml's")
     tool_choice: str = parameter("tool_choice sent with every LLM call: auto, required, none, or profile")
     images: str = parameter("cameras whose pictures go to the model: none, head, all; empty: the agent's config")
     context_tokens: int = parameter("the model's context length (robodojo doctor measures it); 0: unknown")

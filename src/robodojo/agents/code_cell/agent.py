@@ -20,6 +20,7 @@ from robodojo.agents.code_cell.kernel_config import KernelLimits
 from robodojo.agents.code_cell.prompts import goal_message, system_message
 from robodojo.agents.code_cell.tools import FINISH, tool_schemas, validate_tool_call
 from robodojo.agents.context_budget import ContextBudget, check_images, head_cameras
+from robodojo.agents.context_fit import chat_within_context
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import ChatReply, Message
@@ -163,10 +164,10 @@ class CodeCellAgent:
         return self.call_log.run(method, args, kwargs, call)
 
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
-        request = self.conversation.request(self.tools)  # older exchanges dropped to fit; refused if it cannot
+        # Older exchanges are left out to fit the context, more if the server says it does not; refused if it cannot.
         # "required" is the semantics asked for (call one tool); the LLM client's profile (or --tool-choice) decides
         # what is sent, exactly as for move_eef: "auto" to servers that reject "required", nothing to Ollama.
-        reply = llm.chat(request, self.tools, tool_choice=TOOL_CHOICE)
+        request, reply = chat_within_context(self.conversation, llm, self.tools, tool_choice=TOOL_CHOICE)
         self.conversation.add_reply(reply)
         several = SEVERAL_TOOL_CALLS_TEXT.format(n=len(reply.tool_calls))
         valid, errors = self.conversation.accept_tool_call(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import cv2
 import numpy as np
 
-from robodojo.agents.llm.server_errors import context_length_in_error, is_context_error
+from robodojo.agents.llm.server_errors import ContextOverflow, context_overflow, is_context_error
 from robodojo.agents.llm.settings import (
     ALWAYS_RETRIED_STATUSES,
     TOOL_CHOICES,
@@ -36,7 +36,16 @@ from robodojo.agents.llm.settings import (
     load_llm_settings,
     user_llm_settings,
 )
-from robodojo.agents.llm.types import AttemptRecord, ChatReply, LlmError, Message, ToolCall, ToolSchema, Usage
+from robodojo.agents.llm.types import (
+    AttemptRecord,
+    ChatReply,
+    ContextOverflowError,
+    LlmError,
+    Message,
+    ToolCall,
+    ToolSchema,
+    Usage,
+)
 from robodojo.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -130,14 +139,24 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
-def parse_usage(body: Mapping[str, Any]) -> tuple[int, int, int]:
-    """(input, cached input, output) tokens; a missing usage block or details count as zero."""
+def parse_usage(body: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """(input, cached input, output, reasoning) tokens; a missing usage block or details count as zero.
+
+    Output includes the reasoning tokens (usage.completion_tokens_details.reasoning_tokens), as OpenAI counts and
+    bills them; a server whose reasoning tokens exceed its completion tokens cannot have counted them inside, so they
+    are added.
+    """
     usage = body.get("usage") or {}
     if not isinstance(usage, Mapping):
-        return 0, 0, 0
+        return 0, 0, 0, 0
     details = usage.get("prompt_tokens_details") or {}
     cached = _int(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
-    return _int(usage.get("prompt_tokens")), cached, _int(usage.get("completion_tokens"))
+    out_details = usage.get("completion_tokens_details") or {}
+    reasoning = _int(out_details.get("reasoning_tokens")) if isinstance(out_details, Mapping) else 0
+    output = _int(usage.get("completion_tokens"))
+    if reasoning > output:
+        output += reasoning
+    return _int(usage.get("prompt_tokens")), cached, output, reasoning
 
 
 def parse_tool_calls(message: Mapping[str, Any]) -> tuple[ToolCall, ...]:
@@ -170,10 +189,15 @@ class _Attempt:
         retry: bool,
         retry_after_s: float | None = None,
         status: int | None = None,
-        context_tokens: int | None = None,
+        overflow: ContextOverflow | None = None,
     ) -> None:
         self.description, self.retry, self.retry_after_s, self.status = description, retry, retry_after_s, status
-        self.context_tokens = context_tokens  # the context length a "does not fit" answer states
+        self.overflow = overflow  # what a "does not fit" answer states; None: not such an answer
+
+    @property
+    def context_tokens(self) -> int | None:
+        """The context length a "does not fit" answer states."""
+        return self.overflow.context_tokens if self.overflow is not None else None
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -201,12 +225,13 @@ def _classify(exc: Exception, profile: ServerProfile) -> _Attempt:
         detail = body.get("message") if isinstance(body, Mapping) else None
         detail = detail or (exc.message if isinstance(exc.message, str) else str(body))
         retry = status in ALWAYS_RETRIED_STATUSES or status in profile.transient_statuses
+        overflow = context_overflow(body, str(detail)) if is_context_error(status, str(detail)) else None
         return _Attempt(
             f"HTTP {status}: {detail}",
-            retry,
+            retry and overflow is None,  # a request that does not fit never will: the caller must shorten it
             _retry_after(exc.response.headers) if retry else None,
             status,
-            context_length_in_error(body, str(detail)),
+            overflow,
         )
     if isinstance(exc, _InvalidResponse):
         return _Attempt(f"invalid response: {exc}", True)
@@ -219,7 +244,7 @@ def _hint(attempt: _Attempt, request: Mapping[str, Any], base_url: str | None, s
         if base_url and not base_url.rstrip("/").endswith("/v1"):
             return f" (is the base URL missing /v1? it is {base_url}; most servers serve {base_url.rstrip('/')}/v1)"
         return " (check the base URL and the model name: the server has no such route or model)"
-    if is_context_error(attempt.status, attempt.description):
+    if attempt.overflow is not None or is_context_error(attempt.status, attempt.description):
         n = attempt.context_tokens
         size = f"its context of {n} tokens" if n else "its context"
         flag = f"--context-tokens {n}" if n else "--context-tokens N (robodojo doctor measures N)"
@@ -289,6 +314,7 @@ class LlmClient:
         self._client = openai.OpenAI(
             api_key=api_key, base_url=self.base_url, timeout=self.settings.timeout_s, max_retries=0
         )
+        p.reasoning_fields(self.reasoning_effort)  # an effort this server cannot take: said before any call
         self.price: Price | None = self.settings.price_for(model, p)
         self._lock = threading.Lock()
         self._usage_total = Usage()
@@ -304,6 +330,17 @@ class LlmClient:
         s = self.settings.max_output_tokens
         return s if s is not None else self.profile.max_output_tokens
 
+    @property
+    def reasoning_effort(self) -> str | None:
+        """The effort asked of every call: the settings' (--reasoning-effort), else the profile's; None: not sent."""
+        s = self.settings.reasoning_effort
+        return s if s is not None else self.profile.reasoning_effort
+
+    @property
+    def min_output_tokens(self) -> int:
+        """The lowest answer length a context overflow may lower a call's to (config/llm.yaml)."""
+        return self.settings.min_output_tokens
+
     def describe(self) -> dict[str, Any]:
         """Where and how this client calls, for the episode's meta.json."""
         return {
@@ -315,6 +352,8 @@ class LlmClient:
             "call_deadline_s": self.settings.call_deadline_s,
             "tool_choice": self.tool_choice_override or "profile",
             "max_output_tokens": self.max_output_tokens,
+            "reasoning_effort": self.reasoning_effort,
+            "reasoning_sent_as": self.profile.reasoning_fields(self.reasoning_effort),
         }
 
     # -- accounting ----------------------------------------------------------------------------------------------
@@ -353,9 +392,15 @@ class LlmClient:
         *,
         tool_choice: str | Mapping[str, Any] | None = "required",
         parallel_tool_calls: bool | None = None,
+        max_output_tokens: int | None = None,
     ) -> dict[str, Any]:
-        """The keyword arguments of chat.completions.create for these messages, rewritten for the profile."""
+        """The keyword arguments of chat.completions.create for these messages, rewritten for the profile.
+
+        ``max_output_tokens`` replaces :attr:`max_output_tokens` for this call (a shorter answer to fit a context).
+        """
         p, s = self.profile, self.settings
+        effort = self.reasoning_effort
+        thinking = p.thinking_budget(effort)
         request: dict[str, Any] = {"model": self.model, "messages": adapt_messages(messages, p)}
         if tools:
             request["tools"] = list(tools)
@@ -366,14 +411,19 @@ class LlmClient:
                 sent = p.tool_choice_for(tool_choice)
             else:
                 sent = tool_choice if p.supports_tool_choice else None
+            if thinking and sent == "required":
+                sent = "auto"  # Anthropic: tool use with extended thinking allows tool_choice auto or none only
             if sent is not None:
                 request["tool_choice"] = sent
             if parallel_tool_calls is not None and p.supports_parallel_tool_calls_param:
                 request["parallel_tool_calls"] = parallel_tool_calls
-        if self.max_output_tokens is not None:
-            request[p.max_tokens_param] = self.max_output_tokens
+        answer = max_output_tokens if max_output_tokens is not None else self.max_output_tokens
+        if answer is not None:
+            # Anthropic counts the thinking budget inside max_tokens: add it, so the visible answer keeps its length
+            request[p.max_tokens_param] = answer + thinking
         if s.temperature is not None:
             request["temperature"] = s.temperature
+        request.update(p.reasoning_fields(effort))
         return request
 
     def chat(
@@ -383,15 +433,23 @@ class LlmClient:
         *,
         tool_choice: str | Mapping[str, Any] | None = "required",
         parallel_tool_calls: bool | None = None,
+        max_output_tokens: int | None = None,
     ) -> ChatReply:
-        """Send one chat completion request and parse the answer; LlmError once the retries are used up.
+        """Send one chat completion request and parse the answer; LlmError once the retries are used up, and its
+        subclass ContextOverflowError (never retried) when the server says the request does not fit its context.
 
         ``tool_choice`` is "required", "auto", "none", a named-function dict, or None (not sent); it is only sent with
-        tools and when the profile supports it.
+        tools and when the profile supports it. ``max_output_tokens`` replaces the answer length for this call.
         """
         import openai  # loaded with the client (__init__)
 
-        request = self.build_request(messages, tools, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls)
+        request = self.build_request(
+            messages,
+            tools,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+            max_output_tokens=max_output_tokens,
+        )
         s = self.settings
         bound = 1 + s.max_retries
         where = f"{self.model} at {self.base_url or 'api.openai.com'} (profile {self.profile.name})"
@@ -401,6 +459,17 @@ class LlmClient:
         last: _Attempt | None = None
 
         def fail(message: str) -> LlmError:
+            if last is not None and last.overflow is not None:
+                answer = max_output_tokens if max_output_tokens is not None else self.max_output_tokens
+                return ContextOverflowError(
+                    message,
+                    len(log_),
+                    overflow=last.overflow,
+                    max_output_tokens=answer,
+                    min_output_tokens=self.min_output_tokens,
+                    request=request,
+                    attempt_log=tuple(log_),
+                )
             return LlmError(message, len(log_), request=request, attempt_log=tuple(log_))
 
         for attempt in range(1, bound + 1):
@@ -518,8 +587,8 @@ class LlmClient:
         if tool_calls and finish == "stop":
             finish = "tool_calls"
         model = str(body.get("model") or self.model)
-        input_tokens, cached, output = parse_usage(body)
-        usage = Usage(input_tokens, cached, output, self._cost(model, input_tokens, cached, output))
+        input_tokens, cached, output, reasoning = parse_usage(body)
+        usage = Usage(input_tokens, cached, output, self._cost(model, input_tokens, cached, output), reasoning)
         return ChatReply(
             content=content,
             tool_calls=tool_calls,

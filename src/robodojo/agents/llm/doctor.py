@@ -4,7 +4,9 @@ Local servers differ in ways that only show mid-episode (a 500 on tool_choice "r
 tool_choice, images pasted into the prompt as base64 text, tool results dropped by the chat template). The doctor
 sends one short request per feature, with short timeouts and no retries, and reports what it measured
 (:func:`diagnose` returns a frozen :class:`DoctorReport`; :func:`format_report` renders it), then picks the profile of
-config/llm.yaml whose quirk flags match and one fix line per failure.
+config/llm.yaml whose quirk flags match and one fix line per failure. The reasoning effort in use (--reasoning-effort,
+else config/llm.yaml's) is sent once as the named profile sends it, and the report says whether the server took it
+and how many reasoning tokens it reported.
 
 Probing uses the openai package directly (not LlmClient) so that no profile rewrite hides what the server does, plus
 urllib for the endpoints outside the OpenAI API (llama.cpp's /props).
@@ -13,6 +15,7 @@ urllib for the endpoints outside the OpenAI API (llama.cpp's /props).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -29,7 +32,7 @@ import numpy as np
 import openai
 
 from robodojo.agents.llm.server_errors import context_length_in_error, is_context_error
-from robodojo.agents.llm.settings import LlmSettings, ServerProfile, load_llm_settings
+from robodojo.agents.llm.settings import LlmSettings, ServerProfile, check_reasoning_effort, load_llm_settings
 from robodojo.errors import ConfigError
 
 OK, WARN, FAIL, SKIP = "ok", "WARN", "FAIL", "-"
@@ -100,6 +103,8 @@ class Facts:
     timed_out_probes: bool = False  #: some probes got no answer within the timeout: their rows say "not measured"
     read_tokens_per_s: float | None = None  #: prompt tokens the server reads a second (None: too fast to time)
     write_tokens_per_s: float | None = None  #: answer tokens it writes a second (None: too fast to time)
+    reasoning_effort: str | None = None  #: the effort in use (None: none asked for)
+    reasoning_ok: bool | None = None  #: the server took the effort as the profile sends it (None: not probed)
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,13 @@ class _Answer:
     def completion_tokens(self) -> int | None:
         usage = (self.body or {}).get("usage") or {}
         value = usage.get("completion_tokens")
+        return value if isinstance(value, int) else None
+
+    @property
+    def reasoning_tokens(self) -> int | None:
+        usage = (self.body or {}).get("usage") or {}
+        details = usage.get("completion_tokens_details") or {}
+        value = details.get("reasoning_tokens") if isinstance(details, Mapping) else None
         return value if isinstance(value, int) else None
 
     @property
@@ -508,6 +520,39 @@ def _probe_images(client: openai.OpenAI, model: str) -> tuple[str, tuple[Check, 
     return "ok", (Check("images", OK, f"accepted as a picture (+{delta} prompt tokens)"), None)
 
 
+def probe_reasoning(
+    base_url: str, model: str, api_key: str, timeout_s: float, profile: ServerProfile, effort: str | None
+) -> tuple[Check, bool | None]:
+    """Send ``effort`` once as ``profile`` sends it; the report row and whether the server took it (None: no effort
+    in use, or no answer in time)."""
+    if effort is None:
+        return Check(
+            "reasoning effort", SKIP, "none asked for: not sent (the server's default; --reasoning-effort)"
+        ), None
+    if profile.reasoning_effort_param is None:
+        detail = f"{effort}: profile {profile.name!r} has no reasoning-effort control (reasoning_effort_param: null)"
+        return Check("reasoning effort", FAIL, detail), False
+    fields = profile.reasoning_fields(effort)
+    sent = json.dumps(fields)
+    kwargs: dict[str, Any] = {"extra_body": fields}
+    if profile.thinking_budget(effort):  # Anthropic: the budget counts inside max_tokens
+        kwargs["max_tokens"] = PROBE_MAX_TOKENS + profile.thinking_budget(effort)
+    client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+    try:
+        answer = _chat(
+            client, model, [{"role": "user", "content": "What is 17 * 23? Answer with the number."}], **kwargs
+        )
+    finally:
+        client.close()
+    if answer.timed_out:
+        return _not_measured("reasoning effort"), None
+    if answer.body is None:
+        return Check("reasoning effort", FAIL, f"{effort} sent as {sent}: {answer.failure()}"), False
+    tokens = answer.reasoning_tokens
+    said = f"{tokens} reasoning tokens reported" if tokens is not None else "no reasoning tokens reported"
+    return Check("reasoning effort", OK, f"{effort} sent as {sent}: accepted, {said}"), True
+
+
 # -- verdict -----------------------------------------------------------------------------------------------------------
 
 
@@ -602,6 +647,12 @@ def recommend(f: Facts, kind: str, base_url: str, settings: LlmSettings) -> tupl
     advice = _timeout_advice(f, settings, profile)
     if advice:
         fixes.append(advice)
+    if f.reasoning_ok is False:
+        takes = ", ".join(n for n, p in settings.profiles.items() if p.reasoning_effort_param and n != "replay")
+        fixes.append(
+            f"the server did not take reasoning effort {f.reasoning_effort!r} as profile {kind!r} sends it: drop "
+            f"--reasoning-effort (the model's default), or use a profile whose server takes one ({takes})"
+        )
     if f.truncates_prompts:
         fixes.append(
             f"the server cuts prompts beyond {f.context_tokens} tokens without an error (Ollama drops the older "
@@ -681,13 +732,24 @@ def diagnose(
     api_key: str | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     settings: LlmSettings | None = None,
+    reasoning_effort: str | None = None,
 ) -> DoctorReport:
-    """Probe the endpoint of an LLM spec (as for ``robodojo run --llm``) once and judge it."""
+    """Probe the endpoint of an LLM spec (as for ``robodojo run --llm``) once and judge it; ``reasoning_effort``
+    (else the settings', else the profile's) is probed as the named profile sends it."""
     if not timeout_s > 0:
         raise ConfigError(f"--timeout must be > 0 seconds, got {timeout_s}")
     settings = settings or load_llm_settings()
     with _endpoint(spec, base_url, api_key, settings) as (kind, model, url, key):
         checks, facts, models = probe(url, model, key, timeout_s)
+        named = settings.profile(kind)
+        effort = check_reasoning_effort(reasoning_effort, "--reasoning-effort") or settings.reasoning_effort
+        effort = effort or named.reasoning_effort
+        if facts.chat_ok:
+            row, took = probe_reasoning(url, model, key, timeout_s, named, effort)
+        else:
+            row, took = Check("reasoning effort", SKIP, "not run: plain chat fails"), None
+        checks = (*checks, row)
+        facts = dataclasses.replace(facts, reasoning_effort=effort, reasoning_ok=took)
     profile, fixes, working = recommend(facts, kind, url, settings)
     return DoctorReport(spec, kind, model, url, timeout_s, checks, facts, models, profile, fixes, working)
 
@@ -708,6 +770,8 @@ def format_report(r: DoctorReport) -> str:
     # the replay server stands in for a local server: its spec is a script file, so it is kept as given
     llm = r.spec if r.kind == "replay" else f"{r.profile or r.kind}:{r.model}"
     flags = [fix[4:].split(" (")[0] for fix in r.fixes if fix.startswith("use --")]
+    if r.facts.reasoning_ok:
+        flags.append(f"--reasoning-effort {r.facts.reasoning_effort}")
     suggestion = " ".join([f"--llm {llm}", f"--base-url {_fixed_url(r)}", *flags])
     lines.append(f"verdict: {'working setup: ' + suggestion if r.working else 'no working setup found'}")
     return "\n".join(lines)

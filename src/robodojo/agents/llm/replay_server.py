@@ -18,13 +18,19 @@ Script file format (YAML or JSON)::
           - name: give_up
             arguments: '{"reason": "broken'            # a string is sent verbatim (to script malformed JSON)
             id: call_1                                 # optional; generated otherwise
-        usage: {prompt_tokens: 1200, completion_tokens: 40, cached_tokens: 1024}  # optional, each key optional
+        usage: {prompt_tokens: 1200, completion_tokens: 40, cached_tokens: 1024, reasoning_tokens: 30}  # optional
         finish_reason: stop                            # optional; default "tool_calls" if tool calls, else "stop"
       - content: "Done."
 
 Each reply needs content or tool_calls. Without scripted usage, prompt_tokens is estimated from the request (4
 characters a token, 85 a picture), completion_tokens from the reply, and cached_tokens emulates OpenAI's prompt cache:
-the prefix shared with the previous request, in 128-token steps once it reaches 1024 tokens.
+the prefix shared with the previous request, in 128-token steps once it reaches 1024 tokens. Reasoning tokens
+(usage.completion_tokens_details.reasoning_tokens, counted inside completion_tokens as OpenAI does) are the scripted
+ones, else ``reasoning_tokens`` below when the request asks for reasoning.
+
+Reasoning effort: a request's ``reasoning_effort`` must be one of ``reasoning_efforts`` (HTTP 400 otherwise, as
+OpenAI and vLLM answer an unknown value), and a ``thinking`` object must be Anthropic's form (type enabled with
+budget_tokens >= 1024 and below the answer length, or type disabled); ReplayServer.requests shows what was sent.
 
 ServerBehaviour flags:
     fail_with                     list of failures for the first requests: an HTTP status (429 is sent with
@@ -55,6 +61,15 @@ ServerBehaviour flags:
     context_tokens                0: no limit; else the context size: a prompt estimated longer (4 characters a
                                   token) gets llama.cpp's HTTP 400 "the request exceeds the available context size",
                                   with n_prompt_tokens and n_ctx in the error body
+    context_error_style           with context_tokens: "llamacpp" (above; the prompt alone must fit) or "openai": the
+                                  prompt plus the answer length asked for (max_tokens or max_completion_tokens) must
+                                  fit, else HTTP 400 context_length_exceeded "This model's maximum context length is N
+                                  tokens. However, you requested R tokens (P in the messages, C in the completion)."
+                                  as OpenAI and vLLM answer
+    reasoning_efforts             the reasoning_effort values accepted (default OpenAI's: minimal, low, medium, high;
+                                  vLLM takes low, medium, high)
+    reasoning_tokens              reasoning tokens reported in usage when a request asks for reasoning (an effort
+                                  other than minimal, or thinking enabled) and the reply scripts none (default 0)
     truncate_prompt               with context_tokens: a longer prompt is cut to context_tokens silently (usage says
                                   so) instead of HTTP 400, as Ollama does beyond its num_ctx
     token_ratio                   tokens the "tokenizer" counts per 4 characters (default 1.0); above 1 the server
@@ -107,6 +122,10 @@ from robodojo.errors import ConfigError
 FAILURE_WORDS = ("timeout", "disconnect")
 _SECONDS_OR_RATES = ("retry_after_s", "hang_s", "delay_s", "image_delay_s", "read_tokens_per_s", "write_tokens_per_s")
 CONTEXT_REPORTS = ("none", "props", "models")
+CONTEXT_ERROR_STYLES = ("llamacpp", "openai")
+OPENAI_EFFORTS = ("minimal", "low", "medium", "high")
+#: Anthropic's smallest extended-thinking budget (build-with-claude/extended-thinking)
+MIN_THINKING_BUDGET = 1024
 
 
 @dataclass(frozen=True)
@@ -130,6 +149,9 @@ class ServerBehaviour:
     reject_images: bool = False
     images_as_text: bool = False
     context_tokens: int = 0
+    context_error_style: str = "llamacpp"
+    reasoning_efforts: tuple[str, ...] = OPENAI_EFFORTS
+    reasoning_tokens: int = 0
     token_ratio: float = 1.0
     truncate_prompt: bool = False
     context_report: str = "none"
@@ -168,6 +190,18 @@ class ServerBehaviour:
                             f"{at}: {item!r} is not a failure; use an HTTP status 400..599, 'timeout' or 'disconnect'"
                         )
                 kwargs[key] = tuple(value)
+            elif key == "reasoning_efforts":
+                if (
+                    not isinstance(value, Sequence)
+                    or isinstance(value, str)
+                    or not all(isinstance(v, str) and v for v in value)
+                ):
+                    raise ConfigError(f"{at}: expected a list of effort values, got {value!r}")
+                kwargs[key] = tuple(value)
+            elif key == "context_error_style":
+                if value not in CONTEXT_ERROR_STYLES:
+                    raise ConfigError(f"{at}: expected one of {', '.join(CONTEXT_ERROR_STYLES)}, got {value!r}")
+                kwargs[key] = value
             elif key == "reject_params":
                 if (
                     not isinstance(value, Sequence)
@@ -176,9 +210,9 @@ class ServerBehaviour:
                 ):
                     raise ConfigError(f"{at}: expected a list of request field names, got {value!r}")
                 kwargs[key] = tuple(value)
-            elif key == "context_tokens":
+            elif key in ("context_tokens", "reasoning_tokens"):
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                    raise ConfigError(f"{at}: expected an integer >= 0 (0: no limit), got {value!r}")
+                    raise ConfigError(f"{at}: expected an integer >= 0 (0: none), got {value!r}")
                 kwargs[key] = value
             elif key == "context_report":
                 if value not in CONTEXT_REPORTS:
@@ -223,13 +257,13 @@ class ScriptedReply:
 
     content: str | None
     tool_calls: tuple[ScriptedToolCall, ...] = ()
-    usage: Mapping[str, int] | None = None  # prompt_tokens, completion_tokens, cached_tokens (each optional)
+    usage: Mapping[str, int] | None = None  # prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens
     finish_reason: str | None = None
 
 
 _REPLY_KEYS = ("content", "tool_calls", "usage", "finish_reason")
 _CALL_KEYS = ("name", "arguments", "id")
-_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens")
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
 _TOP_KEYS = ("replies", "behaviour", "model")
 
 
@@ -431,6 +465,65 @@ def _echo_reply(prompt: str, tools: Sequence[Any], tool_choice: Any, text: str =
     return ScriptedReply(text or prompt)
 
 
+def _answer_length(body: Mapping[str, Any]) -> int:
+    """The answer length a request asks for (0: none asked)."""
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 0
+
+
+def _asks_reasoning(body: Mapping[str, Any]) -> bool:
+    """Whether a request asks for hidden reasoning: an effort above minimal, or Anthropic's thinking enabled."""
+    thinking = body.get("thinking")
+    if isinstance(thinking, Mapping):
+        return thinking.get("type") == "enabled"
+    effort = body.get("reasoning_effort")
+    return isinstance(effort, str) and effort != "minimal"
+
+
+def _check_reasoning(body: Mapping[str, Any], b: ServerBehaviour) -> None:
+    """HTTP 400 for a reasoning_effort the server does not take, or a thinking object Anthropic would refuse."""
+    if "reasoning_effort" in body and body["reasoning_effort"] not in b.reasoning_efforts:
+        raise _HttpError(
+            400,
+            f"Invalid value for 'reasoning_effort': {body['reasoning_effort']!r}; supported values are "
+            f"{', '.join(repr(e) for e in b.reasoning_efforts)}",
+            "invalid_value",
+            error_type="invalid_request_error",
+        )
+    if "thinking" not in body:
+        return
+    thinking = body["thinking"]
+    if isinstance(thinking, Mapping) and thinking.get("type") == "disabled":
+        return
+    budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
+    ok_budget = isinstance(budget, int) and not isinstance(budget, bool) and budget >= MIN_THINKING_BUDGET
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled" or not ok_budget:
+        raise _HttpError(
+            400,
+            f"thinking: expected {{type: enabled, budget_tokens >= {MIN_THINKING_BUDGET}}} or {{type: disabled}}, "
+            f"got {thinking!r}",
+            "invalid_thinking",
+            error_type="invalid_request_error",
+        )
+    if budget is None or not budget < _answer_length(body):
+        raise _HttpError(
+            400,
+            "`max_tokens` must be greater than `thinking.budget_tokens`",
+            "invalid_thinking",
+            error_type="invalid_request_error",
+        )
+    if body.get("tool_choice") not in (None, "auto", "none"):
+        raise _HttpError(
+            400,
+            "Thinking may not be enabled when tool_choice forces tool use.",
+            "invalid_thinking",
+            error_type="invalid_request_error",
+        )
+
+
 class _HttpError(Exception):
     def __init__(
         self,
@@ -532,6 +625,7 @@ class ReplayServer:
         for name in b.reject_params:
             if name in body:
                 raise _HttpError(400, f"Unsupported parameter: '{name}' is not supported by this server", "bad_param")
+        _check_reasoning(body, b)
         if b.reject_tool_choice_required and body.get("tool_choice") == "required" and body.get("tools"):
             # llama-cpp-python 0.3.x: `assert tool_choice in ("auto", "none") or isinstance(tool_choice, dict)`
             raise _HttpError(500, "AssertionError: tool_choice 'required' is not supported", "internal_error")
@@ -566,6 +660,17 @@ class ReplayServer:
         estimated = max(1, round(len(prompt_all) / 4 * b.token_ratio) + (0 if b.images_as_text else 85 * images))
         if b.context_tokens and estimated > b.context_tokens and b.truncate_prompt:
             estimated = b.context_tokens  # as Ollama: what does not fit is dropped, nothing is said
+        elif b.context_tokens and b.context_error_style == "openai":
+            answer = _answer_length(body)
+            if estimated + answer > b.context_tokens:
+                raise _HttpError(
+                    400,
+                    f"This model's maximum context length is {b.context_tokens} tokens. However, you requested "
+                    f"{estimated + answer} tokens ({estimated} in the messages, {answer} in the completion). Please "
+                    "reduce the length of the messages or completion.",
+                    "context_length_exceeded",
+                    error_type="invalid_request_error",
+                )
         elif b.context_tokens and estimated > b.context_tokens:
             raise _HttpError(
                 400,
@@ -639,7 +744,9 @@ class ReplayServer:
             cached = cached // 128 * 128 if cached >= 1024 else 0
             cached = min(scripted.get("cached_tokens", cached), prompt_tokens)
             out_text = (reply.content or "") + "".join(c.name + c.arguments for c in reply.tool_calls)
-            completion = scripted.get("completion_tokens", max(1, len(out_text) // 4))
+            reasoning = scripted.get("reasoning_tokens", b.reasoning_tokens if _asks_reasoning(body) else 0)
+            # OpenAI counts the reasoning inside completion_tokens
+            completion = scripted.get("completion_tokens", max(1, len(out_text) // 4) + reasoning)
             usage: dict[str, Any] = {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion,
@@ -647,6 +754,8 @@ class ReplayServer:
             }
             if not b.omit_cached_tokens:
                 usage["prompt_tokens_details"] = {"cached_tokens": cached}
+            if reasoning:
+                usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
             answer["usage"] = usage
             if b.write_tokens_per_s > 0:  # writing the answer takes its time
                 self._stopping.wait(completion / b.write_tokens_per_s)

@@ -26,6 +26,11 @@ MAX_TOKENS_PARAMS = ("max_tokens", "max_completion_tokens")
 TOOL_CHOICES = ("auto", "required", "none", "profile")
 #: HTTP statuses retried whatever the profile: rate limited, and the server's own request timeout
 ALWAYS_RETRIED_STATUSES = (408, 429)
+#: what --reasoning-effort accepts (OpenAI's chat-completions values; each profile maps them to what its server takes)
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+#: how a profile sends an effort: OpenAI's ``reasoning_effort`` field (the value, or the profile's mapped value), or
+#: Anthropic's extended ``thinking`` object with a token budget per effort (0: thinking disabled)
+REASONING_PARAMS = ("reasoning_effort", "thinking")
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,14 @@ class ServerProfile:
     #: answer length sent when defaults.max_output_tokens (or --max-output-tokens) is null: servers that otherwise
     #: generate until their context is full (llama.cpp, llama-cpp-python) need one; None: not sent
     max_output_tokens: int | None = None
+    #: the effort sent when defaults.reasoning_effort (--reasoning-effort) is null; None: nothing is sent
+    reasoning_effort: str | None = None
+    #: how an effort reaches this server (one of REASONING_PARAMS); None: it has no such control, and asking for an
+    #: effort is a ConfigError
+    reasoning_effort_param: str | None = None
+    #: effort -> what is sent for it: a value of the reasoning_effort field where the server takes other values than
+    #: OpenAI's (unlisted efforts are sent as they are), or the thinking budget in tokens (every effort listed)
+    reasoning_effort_values: Mapping[str, str | int] = dataclasses.field(default_factory=dict)
 
     def tool_choice_for(self, wanted: str | None) -> str | None:
         """What to send when an agent asks for ``wanted`` ("required" semantics: call one of the tools), given this
@@ -76,6 +89,30 @@ class ServerProfile:
         if wanted == "required" and not self.tool_choice_required_ok:
             return "auto"
         return wanted
+
+    def reasoning_fields(self, effort: str | None) -> dict[str, Any]:
+        """The request fields that ask this server for ``effort`` ({} for None); ConfigError when it has no such
+        control."""
+        if effort is None:
+            return {}
+        if self.reasoning_effort_param is None:
+            raise ConfigError(
+                f"LLM profile {self.name!r} has no reasoning-effort control (reasoning_effort_param is null): "
+                "drop --reasoning-effort, or use a profile whose server takes one"
+            )
+        value = self.reasoning_effort_values.get(effort, effort)
+        if self.reasoning_effort_param == "thinking":
+            # Anthropic's extended thinking: a token budget, or off (budget 0)
+            budget = int(value)
+            return {"thinking": {"type": "enabled", "budget_tokens": budget} if budget else {"type": "disabled"}}
+        return {"reasoning_effort": value}
+
+    def thinking_budget(self, effort: str | None) -> int:
+        """Tokens of the answer length that thinking may use for ``effort`` (0 unless the profile sends a thinking
+        budget: Anthropic counts it inside max_tokens, so the client adds it to the answer length)."""
+        if effort is None or self.reasoning_effort_param != "thinking":
+            return 0
+        return int(self.reasoning_effort_values.get(effort, 0))
 
 
 @dataclass(frozen=True)
@@ -95,6 +132,10 @@ class LlmSettings:
     silence_warning_s: float
     prices: Mapping[str, Price]
     profiles: Mapping[str, ServerProfile]
+    #: the effort asked of every call (--reasoning-effort); None: each profile's own (usually none)
+    reasoning_effort: str | None = None
+    #: the lowest answer length (max_tokens) a context overflow may lower a call's to before it gives up
+    min_output_tokens: int = 256
 
     def profile(self, name: str) -> ServerProfile:
         """The named server profile; UnknownNameError lists the configured ones."""
@@ -131,10 +172,50 @@ def _statuses(s: Section, key: str) -> tuple[int, ...]:
     return tuple(value)
 
 
+def check_reasoning_effort(value: object, where: str) -> str | None:
+    """``value`` if it is None or one of :data:`REASONING_EFFORTS`, else a ConfigError naming ``where``."""
+    if value is None or (isinstance(value, str) and value in REASONING_EFFORTS):
+        return value
+    raise ConfigError(f"{where} must be one of {', '.join(REASONING_EFFORTS)} (or null), got {value!r}")
+
+
+def _reasoning_values(s: Section, param: str | None) -> dict[str, str | int]:
+    key = "reasoning_effort_values"
+    value = s.data.get(key) or {}
+    at = f"{s.where}.{key}"
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{at}: expected a mapping effort -> value, got {value!r}")
+    unknown = sorted(str(k) for k in value if k not in REASONING_EFFORTS)
+    if unknown:
+        raise ConfigError(f"{at}: unknown effort(s) {', '.join(unknown)}; valid: {', '.join(REASONING_EFFORTS)}")
+    if value and param is None:
+        raise ConfigError(f"{at}: needs reasoning_effort_param ({', '.join(REASONING_PARAMS)})")
+    if param == "thinking":
+        missing = [e for e in REASONING_EFFORTS if e not in value]
+        if missing:
+            raise ConfigError(f"{at}: a thinking profile needs a budget for every effort; missing {', '.join(missing)}")
+        for effort, budget in value.items():
+            if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+                raise ConfigError(f"{at}.{effort}: expected a thinking budget in tokens (>= 0, 0: off), got {budget!r}")
+    else:
+        for effort, sent in value.items():
+            if not isinstance(sent, str) or not sent:
+                raise ConfigError(f"{at}.{effort}: expected the value the server takes, got {sent!r}")
+    return dict(value)
+
+
 def _parse_profile(name: str, s: Section, prices: Mapping[str, Price]) -> ServerProfile:
     placeholder = s.data.get("placeholder_api_key", "")
     if not isinstance(placeholder, str):
         raise ConfigError(f"{s.where}.placeholder_api_key: expected a string, got {placeholder!r}")
+    param = s.data.get("reasoning_effort_param")
+    if param is not None and param not in REASONING_PARAMS:
+        raise ConfigError(
+            f"{s.where}.reasoning_effort_param: expected one of {', '.join(REASONING_PARAMS)} (or null), got {param!r}"
+        )
+    effort = check_reasoning_effort(s.data.get("reasoning_effort"), f"{s.where}.reasoning_effort")
+    if effort is not None and param is None:
+        raise ConfigError(f"{s.where}.reasoning_effort: needs reasoning_effort_param ({', '.join(REASONING_PARAMS)})")
     profile = ServerProfile(
         name=name,
         default_base_url=_optional_str(s, "default_base_url"),
@@ -153,6 +234,9 @@ def _parse_profile(name: str, s: Section, prices: Mapping[str, Price]) -> Server
         max_output_tokens=(
             None if s.data.get("max_output_tokens") is None else s.integer("max_output_tokens", positive=True)
         ),
+        reasoning_effort=effort,
+        reasoning_effort_param=param,
+        reasoning_effort_values=MappingProxyType(_reasoning_values(s, param)),
     )
     if profile.max_tokens_param not in MAX_TOKENS_PARAMS:
         raise ConfigError(
@@ -206,6 +290,8 @@ def parse_llm_settings(data: dict[str, Any], where: str) -> LlmSettings:
         silence_warning_s=d.number("silence_warning_s", positive=True),
         prices=MappingProxyType(prices),
         profiles=MappingProxyType(profiles),
+        reasoning_effort=check_reasoning_effort(d.data.get("reasoning_effort"), f"{d.where}.reasoning_effort"),
+        min_output_tokens=d.integer("min_output_tokens", positive=True),
     )
     if settings.max_retries < 0:
         raise ConfigError(f"{d.where}.max_retries: must be >= 0, got {settings.max_retries}")
@@ -278,10 +364,11 @@ def run_llm_settings(
     timeout_s: float | None = None,
     retries: int | None = None,
     max_output_tokens: int | None = None,
+    reasoning_effort: str | None = None,
 ) -> LlmSettings:
     """The LLM settings of one run: config/llm.yaml, the per-user file, ``llm_config`` (--llm-config), then the
-    ``timeout_s`` (--timeout), ``retries`` (--retries) and ``max_output_tokens`` (--max-output-tokens) overrides;
-    None keeps the configured value."""
+    ``timeout_s`` (--timeout), ``retries`` (--retries), ``max_output_tokens`` (--max-output-tokens) and
+    ``reasoning_effort`` (--reasoning-effort) overrides; None keeps the configured value."""
     settings = load_llm_settings_layers(llm_config)
     if timeout_s is not None:
         if not timeout_s > 0:
@@ -298,6 +385,9 @@ def run_llm_settings(
         if isinstance(max_output_tokens, bool) or max_output_tokens < 1:
             raise ConfigError(f"--max-output-tokens must be >= 1, got {max_output_tokens}")
         settings = dataclasses.replace(settings, max_output_tokens=max_output_tokens)
+    if reasoning_effort is not None:
+        effort = check_reasoning_effort(reasoning_effort, "--reasoning-effort")
+        settings = dataclasses.replace(settings, reasoning_effort=effort)
     return settings
 
 

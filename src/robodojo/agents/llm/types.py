@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from robodojo.agents.llm.server_errors import ContextOverflow
 from robodojo.errors import RobodojoError
 
 Message = dict[str, Any]
@@ -26,12 +27,14 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens and cost of one call, or a sum of calls."""
+    """Tokens and cost of one call, or a sum of calls. ``output_tokens`` is everything the model wrote and is billed
+    for, its ``reasoning_tokens`` (thinking it did not show) included."""
 
     input_tokens: int = 0
     cached_input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -39,6 +42,7 @@ class Usage:
             self.cached_input_tokens + other.cached_input_tokens,
             self.output_tokens + other.output_tokens,
             self.cost_usd + other.cost_usd,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
 
@@ -100,3 +104,28 @@ class LlmError(RobodojoError):
         self.attempts = attempts
         self.request = request or {}
         self.attempt_log = attempt_log
+
+
+class ContextOverflowError(LlmError):
+    """The server said the request does not fit its context (HTTP 400 or 500 with a context-length message).
+
+    ``overflow`` holds the numbers it stated; ``max_output_tokens`` is the answer length the request asked for (None:
+    not sent) and ``min_output_tokens`` the lowest one the settings allow, so the caller can drop history or lower the
+    answer length and send again (:func:`robodojo.agents.context_fit.chat_within_context`).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        attempts: int,
+        *,
+        overflow: ContextOverflow,
+        max_output_tokens: int | None,
+        min_output_tokens: int,
+        request: dict[str, Any] | None = None,
+        attempt_log: tuple[AttemptRecord, ...] = (),
+    ) -> None:
+        super().__init__(message, attempts, request=request, attempt_log=attempt_log)
+        self.overflow = overflow
+        self.max_output_tokens = max_output_tokens
+        self.min_output_tokens = min_output_tokens

@@ -32,6 +32,7 @@ import numpy as np
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
 from robodojo.agents.context_budget import ContextBudget, cameras_sent, check_images, check_positive_or_none
+from robodojo.agents.context_fit import chat_within_context
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.types import ChatReply, Message
 from robodojo.agents.move_eef.observation import observation_message
@@ -282,8 +283,8 @@ class MoveEefAgent:
                 jpeg_quality=self.config.jpeg_quality,
             )
         )
-        request = self.conversation.request(self.tools)  # older exchanges dropped to fit; refused if it cannot
-        reply = llm.chat(request, self.tools, tool_choice=self.config.tool_choice)
+        # older exchanges left out to fit, more if the server says it does not; refused if it cannot
+        request, reply = chat_within_context(self.conversation, llm, self.tools, tool_choice=self.config.tool_choice)
         self.conversation.add_reply(reply)
 
         several = SEVERAL_TOOL_CALLS_TEXT.format(

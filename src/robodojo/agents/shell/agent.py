@@ -19,6 +19,7 @@ import numpy as np
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
 from robodojo.agents.context_budget import ContextBudget
+from robodojo.agents.context_fit import chat_within_context
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.client import image_part
 from robodojo.agents.llm.types import ChatReply, Message, ToolCall
@@ -165,8 +166,7 @@ class ShellAgent:
 
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         assert self.workspace is not None
-        request = self.conversation.request(self.tools)
-        reply = llm.chat(request, self.tools, tool_choice=TOOL_CHOICE)
+        request, reply = chat_within_context(self.conversation, llm, self.tools, tool_choice=TOOL_CHOICE)
         self.conversation.add_reply(reply)
         valid, errors = self.conversation.accept_tool_call(
             reply,

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from robodojo.agents.base import LlmCaller
 from robodojo.agents.context_budget import ContextBudget
+from robodojo.agents.context_fit import chat_within_context
 from robodojo.agents.conversation import Conversation
 from robodojo.agents.llm.types import Usage
 from robodojo.agents.shell.agent import (
@@ -120,8 +121,7 @@ class Optimizer:
                                                                      instruction=instruction)})  # fmt: skip
             validate = shell_call_validator(self.settings.agent.max_command_chars)
             while record.calls < calls and not done:
-                request = conversation.request(self.tools)
-                reply = self.llm.chat(request, self.tools, tool_choice=TOOL_CHOICE)
+                _, reply = chat_within_context(conversation, self.llm, self.tools, tool_choice=TOOL_CHOICE)
                 record.calls += 1
                 record.usage = record.usage + reply.usage
                 conversation.add_reply(reply)
