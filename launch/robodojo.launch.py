@@ -159,6 +159,13 @@ def _arguments() -> list[DeclareLaunchArgument]:
             description="tool_choice sent with every LLM call; profile: the server profile decides",
         ),
         DeclareLaunchArgument(
+            "reasoning_effort",
+            default_value="",
+            choices=["", "minimal", "low", "medium", "high"],
+            description="How hard a reasoning model thinks (sent as the server profile takes it); empty: "
+            "config/llm.yaml's",
+        ),
+        DeclareLaunchArgument(
             "llm_config",
             default_value="",
             description="File of LLM profiles merged over config/llm.yaml and the per-user file; empty: none",
@@ -638,6 +645,7 @@ def _launch_setup(context, *args, **kwargs):
                     "images": _text(LaunchConfiguration("images").perform(context)),
                     "context_tokens": _integer(context, "context_tokens"),
                     "tool_choice": _text(LaunchConfiguration("tool_choice").perform(context)),
+                    "llm_reasoning_effort": _text(LaunchConfiguration("reasoning_effort").perform(context)),
                     "llm_config": _text(LaunchConfiguration("llm_config").perform(context)),
                     "task": _text(task),
                     "variant": _text(variant),
