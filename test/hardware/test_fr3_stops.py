@@ -97,8 +97,10 @@ class LoggedSim:
             time.sleep(0.02)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def logged_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoggedSim]:
+    """franky-sim with its log, one per test: after a failed test franky's next Robot() to the same franky-sim hung
+    for good in its C++ code (seen under load), where a fresh franky-sim lets the next test run and report."""
     if _port_open(HOST):
         pytest.fail(f"something already serves {HOST}:1337; stop it (another franky-sim?)")
     folder = tmp_path_factory.mktemp("fr3_logged_sim")
@@ -162,7 +164,7 @@ def _under_way(arm: FrankaArm, joint: int, speed_rad_s: float) -> None:
 
 
 def _home(arm: FrankaArm, q_home: np.ndarray) -> None:
-    """Back to where the module's first test found the arm, slowly, at rest."""
+    """Back to where the test found the arm, slowly, at rest."""
     q = q_of(arm)
     if np.abs(q - q_home).max() > 1e-3:
         arm.follow(smooth(q, q_home - q, 3.0))
