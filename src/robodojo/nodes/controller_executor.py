@@ -205,8 +205,7 @@ class ControllerExecutor:
             finished = len(reports) == len(controllers) and all(
                 r.state == TrajectoryState.FINISHED for r in reports.values()
             )
-            if finished:
-                finished_at = min(finished_at, now)
+            finished_at = min(finished_at, now) if finished else finished_at
             if finished and (self._arrived(plan, points) or now >= finished_at + node.params.arrival_wait_s):
                 return PlayOutcome(points, StopReason.COMPLETED)
             if stop.is_set() or node.shutting_down:  # shutting down: also a stop that came before this motion began

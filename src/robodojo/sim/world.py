@@ -64,7 +64,7 @@ class EmbeddedWorld:
         self.layout: Layout | None = None
         self.dynamics: WorldDynamics | None = None  # a layout's moving parts (None with no task loaded)
         self.step_count = 0
-        self.step_limit_override = 0  # 0: the task's step_limit (reset's step_limit)
+        self._step_limit = 0  # 0: the task's step_limit (reset's step_limit)
         #: Called with the world after every control step (recorders, the demo's contact sheet, ROS publishers).
         self.step_observers: list[Callable[[EmbeddedWorld], None]] = []
         #: (lower, upper, velocity) from the URDF of every arm joint and every gripper's driven finger joint.
@@ -95,7 +95,7 @@ class EmbeddedWorld:
         instance = task_cls(self.robot.table.top_z_m)
         layout = instance.layout(seed, variant, bounds=self.settings.randomized)
         self._load(instance, layout)
-        self.step_limit_override = step_limit
+        self._step_limit = step_limit
         return self.observe()
 
     @property
@@ -108,7 +108,7 @@ class EmbeddedWorld:
         """The episode's step budget: the task's, or the one reset was given."""
         if self.task is None:
             return 0
-        return self.step_limit_override or self.task.step_limit
+        return self._step_limit or self.task.step_limit
 
     @property
     def steps_left(self) -> int:
