@@ -12,11 +12,12 @@ ifneq ($(origin MUJOCO_GL),undefined)
 export MUJOCO_GL
 endif
 
-.PHONY: help setup test demo graph bench lint docs colcon urdf tasks-table clean
+.PHONY: help setup test test-long demo graph bench lint docs colcon urdf tasks-table clean
 
 help:
 	@echo "make setup   Debian packages, .venv, project (editable) and ROS 2 wheels (scripts/setup_env.sh)"
 	@echo "make test    pytest over test/ in timed stages (scripts/run_tests.sh; PYTEST_ARGS='-k foo' narrows)"
+	@echo "make test-long  the tests marked long: calibration sessions and agent episodes on the emulated rigs"
 	@echo "make demo    robodojo demo --out out/demo"
 	@echo "make graph   the ROS 2 graph (simulator, motion server, agent nodes) as processes: robodojo graph"
 	@echo "make bench   run every benchmarks/*.py"
@@ -34,6 +35,9 @@ setup:
 # through the environment).
 test: setup
 	@PY=$(PY) bash scripts/run_tests.sh
+
+test-long: setup
+	@PY=$(PY) TEST_TIER=long bash scripts/run_tests.sh
 
 demo: setup
 	$(VENV)/bin/robodojo demo --out out/demo

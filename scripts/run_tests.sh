@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
 # make test: the whole suite in stages, each timed (a table of the stages' wall times ends the run).
 #
-# By default the stages run one after the other: the in-process tests on every core (pytest-xdist), then the graph
-# suites one test at a time: test/hardware (franky-sim's 1 kHz loop and the X5 SDK's real-time threads each need a
-# core; two such tests at once starved franky-sim into libfranka timeouts), test/launch, test/ros.
+# Two tiers: `make test` runs every test not marked `long` (TEST_TIER=quick, about 12 minutes on 2 cores), `make
+# test-long` the whole sessions and drills over real graphs that take a minute or more each (TEST_TIER=long: the
+# whole-graph suites on the emulated rigs, calibration sessions, agent episodes); CI runs both, one after the other.
 #
-# TEST_OVERLAP=1 trades margin for time (18 min instead of 23 on 2 loaded cores): the in-process tests run beside
-# test/hardware at nice 19 (they take the CPU its graphs leave idle, about half; none asserts a time) and test/ros
-# on two workers (its conftest keeps each file's tests on one worker; every graph has a ROS domain of its own). On
-# a loaded 2-core machine that cost two graph tests their margin (an FR3 reset's homing refused by the driver's
-# acceleration guard, a fake-Isaac goal ending off_target), so it is not the default yet.
+# The stages overlap: the in-process tests (pytest-xdist on every core) run in the background at nice 19 from the
+# start, taking the CPU the graphs leave idle (none of them asserts a time); in front of them the graph suites:
+# test/hardware one test at a time (franky-sim's 1 kHz loop and the X5 SDK's real-time threads each need a core;
+# two such tests at once starved franky-sim into libfranka timeouts), test/launch, then test/ros on two workers (its
+# conftest keeps each file's tests on one worker; every graph has a ROS domain of its own). Measured on 2 idle
+# cores: the quick tier 12 min 13 s with test/ros waiting for the in-process tests, 18-23 min one stage after the
+# other (TEST_OVERLAP=0). The colcon builds that stages share take a lock (process_graph.build_interfaces).
 #
 # Environment knobs:
+#   TEST_TIER     quick (default), long or all
 #   PYTEST_ARGS   more pytest arguments for every stage (e.g. "-k foo"; a stage selecting nothing passes)
 #   TEST_JOBS     workers for the in-process tests (default auto; 0 runs them in one process)
-#   TEST_OVERLAP  1: the overlapped arrangement above
-#   ROS_JOBS      workers for test/ros (default 0: in this process, one test at a time; 2 with TEST_OVERLAP=1)
-#   UNIT_NICE     the in-process tests' niceness beside test/hardware (default 19)
+#   TEST_OVERLAP  0: one stage after the other, the in-process tests first (default 1: overlapped, above)
+#   ROS_JOBS      workers for test/ros (default 2; 0 with TEST_OVERLAP=0: in this process, one test at a time)
+#   UNIT_NICE     the in-process tests' niceness beside the graph suites (default 19)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PY="${PY:-.venv/bin/python}"
-eval "EXTRA=(${PYTEST_ARGS:-})"  # quoted as on a command line: PYTEST_ARGS="-k 'a and b'"
+case "${TEST_TIER:-quick}" in
+  quick) EXTRA=(-m "not long") ;;
+  long) EXTRA=(-m long) ;;
+  all) EXTRA=() ;;
+  *) echo "TEST_TIER must be quick, long or all, not '${TEST_TIER}'" >&2; exit 2 ;;
+esac
+eval "EXTRA+=(${PYTEST_ARGS:-})"  # quoted as on a command line: PYTEST_ARGS="-k 'a and b'"
 EXTRA+=(--durations=10 --durations-min=5)  # each stage names its slowest tests: where the time goes
 LOGS=out/test-logs
 mkdir -p "$LOGS"
@@ -44,10 +53,10 @@ stage() {
 ignores=()
 for suite in "${GRAPH_SUITES[@]}"; do ignores+=(--ignore="$suite"); done
 unit_cmd=("$PY" -m pytest -q -n "${TEST_JOBS:-auto}" --dist loadgroup test "${ignores[@]}" "${EXTRA[@]}")
-overlap="${TEST_OVERLAP:-0}"
+overlap="${TEST_OVERLAP:-1}"
 ros_jobs="${ROS_JOBS:-$([[ $overlap == 1 ]] && echo 2 || echo 0)}"
 if [[ $overlap == 1 ]]; then
-  echo "${unit_cmd[*]} (nice ${UNIT_NICE:-19}, beside test/hardware; output in $LOGS/unit.log)"
+  echo "${unit_cmd[*]} (nice ${UNIT_NICE:-19}, beside the graph suites; output in $LOGS/unit.log)"
   unit_start=$SECONDS
   nice -n "${UNIT_NICE:-19}" "${unit_cmd[@]}" >"$LOGS/unit.log" 2>&1 &
   unit_pid=$!
@@ -60,6 +69,8 @@ for suite in test/hardware test/launch; do
   echo "$PY -m pytest -q $suite ${EXTRA[*]}"
   stage "$suite" "$PY" -m pytest -q -n 0 "$suite" "${EXTRA[@]}"
 done
+echo "$PY -m pytest -q -n $ros_jobs --dist loadgroup test/ros ${EXTRA[*]}"
+stage test/ros "$PY" -m pytest -q -n "$ros_jobs" --dist loadgroup test/ros "${EXTRA[@]}"
 
 if [[ $overlap == 1 ]]; then
   unit_status=0
@@ -67,13 +78,10 @@ if [[ $overlap == 1 ]]; then
   ((unit_status == 5)) && unit_status=0
   echo "=== in-process tests ($LOGS/unit.log)"
   cat "$LOGS/unit.log"
-  times+=("$(printf '%-34s %5d s  %s' "in-process tests (beside hardware)" $((SECONDS - unit_start)) \
+  times+=("$(printf '%-34s %5d s  %s' "in-process tests (beside them)" $((SECONDS - unit_start)) \
     "$([[ $unit_status == 0 ]] && echo ok || echo "exit $unit_status")")")
   ((unit_status == 0)) || failed+=("in-process tests")
 fi
-
-echo "$PY -m pytest -q -n $ros_jobs --dist loadgroup test/ros ${EXTRA[*]}"
-stage test/ros "$PY" -m pytest -q -n "$ros_jobs" --dist loadgroup test/ros "${EXTRA[@]}"
 
 echo "=== make test stages (wall time)"
 printf '  %s\n' "${times[@]}"

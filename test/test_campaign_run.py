@@ -154,6 +154,7 @@ def one_worker_run(spec_file, tmp_path_factory) -> dict[str, tuple]:
     return outcomes(out)
 
 
+@pytest.mark.long
 def test_a_campaign_cut_off_by_ctrl_c_twice_and_by_kill_9_resumes_to_the_results_of_a_one_worker_run(
     spec_file, tmp_path, one_worker_run
 ):
@@ -199,6 +200,7 @@ def test_a_campaign_cut_off_by_ctrl_c_twice_and_by_kill_9_resumes_to_the_results
     assert sorted(Path(*Path(t["folder"]).parts[:3]).as_posix() for t in tries) == on_disk  # episodes/<id>/try<k>
 
 
+@pytest.mark.long
 def test_the_same_campaign_on_a_local_ray_gives_the_same_results(spec_file, tmp_path, one_worker_run):
     pytest.importorskip("ray", reason="Ray is the cluster extra: pip install '.[cluster]' (setup_env.sh installs it)")
     out = tmp_path / "campaign"

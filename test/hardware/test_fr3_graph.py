@@ -44,7 +44,8 @@ from robodojo.perception.mounted_camera import load_mounted_camera
 from robodojo.robots.config import load_robot_config
 from robodojo.robots.ik import ArmKinematics
 
-pytestmark = pytest.mark.ros
+# make test-long (the whole FR3 graph over franky-sim, about 4 minutes); make test runs its benchmark smoke run
+pytestmark = [pytest.mark.ros, pytest.mark.long]
 
 ROBOT = load_robot_config("fr3")
 ARM = ROBOT.arms[0]

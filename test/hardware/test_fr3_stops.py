@@ -40,7 +40,7 @@ from fr3_logged_sim import JointLog, read_log
 from test_franka import q_of, smooth
 
 from robodojo.control.trajectory_controller import ControllerNames
-from robodojo.errors import InvalidCommandError
+from robodojo.errors import HardwareError, InvalidCommandError
 from robodojo.hardware.arm_driver import ArmDriver
 from robodojo.hardware.franka import FrankaArm
 from robodojo.hardware.settings import load_fr3_settings
@@ -60,6 +60,9 @@ HOLD_WINDOW_S = 0.3  # of simulated time, judged at rest at the end
 # braking point from the state it found a cycle or two after the one the brake was planned from.
 REVERSAL_RAD_S = 0.02
 REPEATS = 100
+# franky's planner refuses a brake now and then (see the stop-at-speed test); a stop is tried this often.
+STOP_ATTEMPTS = 3
+PLANNER_REFUSAL = "Motion planner failed with error code -111"
 # The windows the stops are compared with last as long in simulated time but may hold a row more or less, and
 # franky-sim's arm creeps steadily in some poses (2.6e-4 rad/s summed over the joints after the goal here, the same
 # before, during and after the stops): a motion within this factor of the arm's own is no motion of the stops'.
@@ -173,17 +176,44 @@ def _home(arm: FrankaArm, q_home: np.ndarray) -> None:
         time.sleep(0.3)
 
 
-def test_a_stop_at_speed_decelerates_within_the_fr3s_limits_and_ends_at_rest(arm: FrankaArm, logged_sim: LoggedSim):
+def _stop_at_speed(arm: FrankaArm, logged_sim: LoggedSim, amplitude: np.ndarray) -> float | None:
+    """Play a move, stop it at speed and wait for the brake's end; the simulation time the judged log starts at, or
+    None when franky's planner refused the brake (the arm is then recovered, at rest, back where it started)."""
     q0 = q_of(arm)
-    amplitude = np.array([0.8, 0.0, 0.0, 0.4, 0.0, 0.0, 0.0])  # two joints: they must stop together
+    brakes = arm.brakes
     arm.follow(smooth(q0, amplitude, 1.2))  # peak 1.05 rad/s on joint 1: at franky's scaled velocity limit
     _under_way(arm, 0, 0.6)
     # The log is flushed every few steps, so this is before the stop; from a little earlier still, so that a missed
     # command just before has its catch-up steps left out too.
     stop_from_s = logged_sim.latest_s() - LEAD_IN_S
     arm.stop(why="test: stop at speed")
-    assert arm.status.status == "stopped" and arm.brakes == 1, arm.status
-    assert arm.wait_at_rest(MOTION_TIMEOUT_S), "the brake never ended"
+    assert arm.status.status == "stopped" and arm.brakes == brakes + 1, arm.status
+    try:
+        assert arm.wait_at_rest(MOTION_TIMEOUT_S), "the brake never ended"
+    except HardwareError as exc:
+        if PLANNER_REFUSAL not in str(exc):
+            raise
+        print(f"franky's planner refused the brake {arm.last_brake}: {exc}")
+        assert arm.status.status == "error", arm.status  # said as it happened: the arm held at once
+        arm.recover_from_errors()
+        _home(arm, q0)
+        return None
+    return stop_from_s
+
+
+def test_a_stop_at_speed_decelerates_within_the_fr3s_limits_and_ends_at_rest(arm: FrankaArm, logged_sim: LoggedSim):
+    """See the module docstring. franky's planner refuses about one brake in seven here (Ruckig's "error code -111",
+    a synchronisation failure inside franky, with every command in sequence; franka.py's docstring): the arm then
+    holds at once and the driver says error. Such a stop is counted, the arm recovered and the stop tried again, up
+    to :data:`STOP_ATTEMPTS` times; the verdict is on the first brake franky plays."""
+    q0 = q_of(arm)
+    amplitude = np.array([0.8, 0.0, 0.0, 0.4, 0.0, 0.0, 0.0])  # two joints: they must stop together
+    for _ in range(STOP_ATTEMPTS):
+        stop_from_s = _stop_at_speed(arm, logged_sim, amplitude)
+        if stop_from_s is not None:
+            break
+    else:
+        pytest.fail(f"franky's planner refused all {STOP_ATTEMPTS} brakes")
     plan = arm.last_brake
     assert plan is not None
     log = _measured_at_rest(logged_sim, stop_from_s)

@@ -47,7 +47,8 @@ from robodojo.robots.config import load_robot_config
 from robodojo.robots.ik import ArmKinematics
 from robodojo.sim.tasks import get_task
 
-pytestmark = pytest.mark.ros
+# make test-long (the whole X5 graph over the bus emulator, about 6 minutes); make test runs its benchmark smoke run
+pytestmark = [pytest.mark.ros, pytest.mark.long]
 
 ROBOT = load_robot_config("dual_arx_x5")
 KINEMATICS = ArmKinematics(ROBOT)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from robodojo.geometry import rotation_angle_between
 from robodojo.perception.calibrate.settings import load_calibration_settings
@@ -65,6 +66,7 @@ def _errors(T: np.ndarray, T_true: np.ndarray) -> tuple[float, float]:
     )
 
 
+@pytest.mark.long
 def test_calibrate_from_the_running_graph_recovers_the_simulated_cameras(graph) -> None:
     from agent_bringup.msg import EpisodeStatus
 

@@ -313,6 +313,7 @@ def _mcap_topic_counts(folder: Path) -> dict[str, int]:
         return {c.topic: c.msgcount for c in reader.connections}
 
 
+@pytest.mark.long
 def test_sim_killed_mid_episode_ends_it_cleanly_and_the_motion_server_recovers(graph, tmp_path):
     rec, client = gc.start_sim_and_motion(graph)
     sim = graph.nodes[0]
@@ -341,6 +342,7 @@ def test_sim_killed_mid_episode_ends_it_cleanly_and_the_motion_server_recovers(g
     assert result.accepted and result.stop_reason == "completed" and result.arms[0].reached
 
 
+@pytest.mark.long
 def test_robodojo_graph_runs_a_code_cell_episode_without_ros2_launch(graph, tmp_path):
     """`robodojo graph` starts what the launch file starts; here with the code-cell agent and, without --llm, its
     scripted cells (the default LLM follows the agent)."""
@@ -364,6 +366,7 @@ def test_robodojo_graph_runs_a_code_cell_episode_without_ros2_launch(graph, tmp_
     assert meta["llm"]["max_output_tokens"] == 512 and meta["llm"]["tool_choice"] == "auto"
 
 
+@pytest.mark.long
 def test_robodojo_graph_runs_a_shell_agent_episode(graph, tmp_path):
     """The shell harness's agent as the graph's agent node: its robo commands reach the motion server over the
     MoveEef action and the simulator over the graph, from inside its sandbox."""

@@ -67,10 +67,13 @@ Two franky-sim caveats, both in the test's docstring: franky-sim 1.0.4 reports R
 over ~20 ms (ddq_d even from the measured joints), and franky starts every replacing motion (a brake, a new
 trajectory) from them: against franky-sim as shipped every replacement steps the command's velocity (-13.8 rad/s^2
 for one step when a brake took over at 0.81 rad/s); and franky-sim tracks the previous command again when franky's
-reply is late, where a real FR3 extrapolates. Open: on a loaded 2-core machine about one stop test in four still
-failed, each time with franky-sim's commands out of sequence around the hand-over (franky's control thread late):
-franky's planner refused the brake (Ruckig "error code -111", a synchronisation failure; the robot then holds at once,
-as with ``robot.stop()``), or a joint's brake turned back at up to 0.17 rad/s at its end.
+reply is late, where a real FR3 extrapolates. Open: franky's planner refuses about one brake in seven (Ruckig's
+"error code -111", a synchronisation failure; 4 of 25 stops at speed on a quiet machine, every command in sequence,
+three of them from the same planned brake that franky played at other times; Ruckig 0.19.4 from PyPI planned 20,000
+such brakes with the at-rest joints' float32 noise without one failure, so it is franky's bundled planner or its
+start state). The robot then holds at once, as with ``robot.stop()``, and the status says error until
+:meth:`FrankaArm.recover_from_errors`; on a real FR3 that is an abrupt stop, and a reflex. Under load a joint's brake
+also turned back at up to 0.17 rad/s at its end (franky's control thread late around the hand-over).
 
 Lost contact: libfranka notices about 1 s after the last packet (measured: a killed franky-sim raised
 ``NetworkException: UDP receive: Timeout`` from ``poll_motion`` after 1.1 s; reading the state raised
