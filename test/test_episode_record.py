@@ -99,5 +99,10 @@ def test_a_partial_record_reads_with_what_is_wrong(tmp_path):
     # an error line is written as it always was; a turn line has no error key
     assert TurnLine.failed(2, "E: x").to_json() == {"turn": 2, "action": "error", "error": "E: x"}
     assert "error" not in turn.to_json() and read_turns(tmp_path / "nowhere") == ()
+    # an agent's own error turn (a malformed or refused reply) keeps what it was answered
+    refused = TurnLine(turn=3, action="error", tool_results=("move_eef: unknown key 'left_q'",), steps_left=8)
+    (tmp_path / "refused").mkdir()
+    (tmp_path / "refused" / "turns.jsonl").write_text(json.dumps(refused.to_json()) + "\n")
+    assert read_turns(tmp_path / "refused") == (refused,)
     missing = tmp_path / "nowhere"
     assert EpisodeRecord.open(missing).problems == (f"the record folder {missing} does not exist",)

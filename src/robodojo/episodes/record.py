@@ -183,8 +183,9 @@ class RecordMeta:
 
 @dataclass(frozen=True, kw_only=True)
 class TurnLine:
-    """One turns.jsonl line: a turn (``state`` fields after acting: ``steps_left`` and each arm's state as recorded),
-    or an error (action :data:`ERROR_ACTION` and ``error``; nothing else is written for it)."""
+    """One turns.jsonl line: a turn (``state`` fields after acting: ``steps_left`` and each arm's state as recorded;
+    an agent's turn that acted on nothing has action :data:`ERROR_ACTION` and the texts it was answered), or a turn
+    that failed (action :data:`ERROR_ACTION` and ``error``; nothing else is written for it)."""
 
     turn: int
     action: str = ""
@@ -224,8 +225,10 @@ class TurnLine:
         return states
 
     def to_json(self) -> dict[str, Any]:
-        if self.action == ERROR_ACTION:
+        if self.action == ERROR_ACTION and not self.tool_results:  # the recorder's own line for a failed turn
             return {"turn": self.turn, "action": self.action, "error": self.error}
+        # A turn, or an agent's turn that acted on nothing ("error": a malformed or refused reply) with the texts
+        # its agent was answered, which are the only record of why.
         return {k: v for k, v in jsonable(self).items() if k != "error"}
 
 
