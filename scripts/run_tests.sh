@@ -9,9 +9,10 @@
 # start, taking the CPU the graphs leave idle (none of them asserts a time); in front of them the graph suites:
 # test/hardware one test at a time (franky-sim's 1 kHz loop and the X5 SDK's real-time threads each need a core;
 # two such tests at once starved franky-sim into libfranka timeouts), test/launch, then test/ros on two workers (its
-# conftest keeps each file's tests on one worker; every graph has a ROS domain of its own). Measured on 2 idle
-# cores: the quick tier 12 min 13 s with test/ros waiting for the in-process tests, 18-23 min one stage after the
-# other (TEST_OVERLAP=0). The colcon builds that stages share take a lock (process_graph.build_interfaces).
+# conftest keeps each file's tests on one worker; every graph has a ROS domain of its own). Measured on 2 cores from
+# a fresh clone, setup included: 13-13.5 min (debootstrap roots of Debian 12 and 13); one stage after the other
+# (TEST_OVERLAP=0) took about twice as long. The colcon builds that stages share take a lock
+# (process_graph.build_interfaces).
 #
 # Environment knobs:
 #   TEST_TIER     quick (default), long or all
