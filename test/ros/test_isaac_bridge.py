@@ -97,6 +97,12 @@ def isaac_graph(module_graph) -> Iterator[tuple[object, Isaac, gc.Recorder]]:
             if node == "motion_server_node":  # slack for the loaded machine, as the other graph tests give
                 params.update(joint_state_timeout_s=gc.JOINT_STATE_TIMEOUT_S)
             graph.start(node, name=Path(log).stem, **params)
+        # Each test may run first (-k): the bridge serves once it has Isaac's joint states and commands them
+        graph.wait(
+            lambda: rec.count(topics.JOINT_STATES) > 20 and rec.count(topics.ISAAC_JOINT_COMMAND) > 20,
+            START_S,
+            "the bridge's joint states and Isaac commands",
+        )
         yield graph, isaac, rec
     finally:
         for node in graph.nodes:  # the bridge first notices Isaac gone otherwise, and says so in its log
@@ -134,12 +140,7 @@ def _trajectory(arm: str, start_q: np.ndarray, offsets_rad: np.ndarray, duration
 
 
 def test_bridge_republishes_joint_states_on_isaac_time_and_commands_every_joint_each_tick(isaac_graph):
-    graph, _, rec = isaac_graph
-    graph.wait(
-        lambda: rec.count(topics.JOINT_STATES) > 20 and rec.count(topics.ISAAC_JOINT_COMMAND) > 20,
-        START_S,
-        "the bridge's joint states and Isaac commands",
-    )
+    _, _, rec = isaac_graph
     rec.clear()
     time.sleep(3.0)
     got = rec.snapshot()
