@@ -225,10 +225,10 @@ class TurnLine:
         return states
 
     def to_json(self) -> dict[str, Any]:
-        if self.action == ERROR_ACTION and not self.tool_results:  # the recorder's own line for a failed turn
+        if self.error:  # the recorder's own line for a turn that failed (failed())
             return {"turn": self.turn, "action": self.action, "error": self.error}
-        # A turn, or an agent's turn that acted on nothing ("error": a malformed or refused reply) with the texts
-        # its agent was answered, which are the only record of why.
+        # A turn, an agent's that acted on nothing included (action "error": the texts it was answered are the only
+        # record of why)
         return {k: v for k, v in jsonable(self).items() if k != "error"}
 
 
