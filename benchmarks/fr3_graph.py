@@ -42,7 +42,10 @@ What is measured:
    (0.65 rad/s at its peak), /hardware/estop called 0.5 s after its PLAYING report, /hardware/release after. Per
    e-stop: the call to the service's answer (the driver answers once franky has the brake), the call to the step
    whose command is at rest for good (franky-sim's log, wall clock), that brake on the robot's clock, and the peak
-   commanded acceleration and jerk over the FR3's documented limits (1.0 = at the limit).
+   commanded acceleration and jerk over the FR3's documented limits (1.0 = at the limit). A brake franky's planner
+   refuses (now and then under load) aborts the motion: the arm stops at once, its status and the release's answer
+   say so; such e-stops are counted apart, and fail the run only if the command did not come to rest. Each move goes
+   towards the middle of joint 7's range once the last one left it further out than the move's length.
 
 ``--smoke``: every part of the FR3 path once or twice (2 trajectories, 2 e-stops, 1 goal, a 1 s joint-state
 window) and no simulated path; test/hardware/test_fr3_benchmark.py runs it.
@@ -126,6 +129,9 @@ ESTOP_AFTER_S = 0.5  # into the move (wall time after its PLAYING report): near 
 ESTOP_SETTLE_S = 2.0  # the brake ends and the log has it, on a robot clock at 0.5-0.9x wall time
 ESTOP_SETTLE_MAX_S = 6.0  # a loaded machine's franky-sim may take longer: the log is read again until then
 AT_REST_RAD = 1e-7  # a commanded joint that moves less than this in a 1 ms step stands still
+# The release's answer names the error it cleared; franky's planner refuses a brake now and then (about one in eight
+# on a loaded 2-core machine, robodojo.hardware.franka): the arm then stopped at once, and says so.
+REFUSED_BRAKE = "the brake was refused"
 SMOKE = {"trajectories": 2, "goals": 1, "estops": 2, "state_window_s": 1.0}
 
 # franky in a separate process: robot clock against the wall clock, idle and while moving joint 7 by 0.3 rad and back
@@ -635,7 +641,9 @@ def estop_figures(
         q0 = np.array([latest[1][name] for name in joint_names])
         times = np.arange(1, round(ESTOP_MOVE_S / dt) + 1) * dt
         delta = np.zeros(q0.size)
-        delta[ESTOP_JOINT] = ESTOP_MOVE_RAD * (-1) ** k
+        # towards the middle of the joint's range when the last move left it far out (a move never ends at a limit)
+        away = abs(q0[ESTOP_JOINT]) > ESTOP_MOVE_RAD
+        delta[ESTOP_JOINT] = ESTOP_MOVE_RAD * (-np.sign(q0[ESTOP_JOINT]) if away else (-1) ** k)
         points = q0 + np.outer((1.0 - np.cos(np.pi * times / times[-1])) / 2.0, delta)
         msg = JointTrajectory(joint_names=list(joint_names))
         msg.points = [
@@ -647,9 +655,10 @@ def estop_figures(
         mark = status.mark()
         pub.publish(msg)
         record: dict[str, Any] = {"k": k}
-        started = status.wait(mark, lambda r: r[0] in (TrajectoryStatus.PLAYING, TrajectoryStatus.REFUSED), 5.0)
+        started = status.wait(mark, lambda r: True, 5.0)
         if started is None or started[2][0] != TrajectoryStatus.PLAYING:
-            record["failed"] = "no PLAYING report within 5 s" if started is None else f"REFUSED: {started[2][1]}"
+            record["failed"] = "no report within 5 s" if started is None else f"not played: {started[2][1]}"
+            wait_future(release.call_async(Trigger.Request()), 5.0)  # an arm in error is not left so for the next
             records.append(record)
             time.sleep(1.0)
             continue
@@ -667,8 +676,11 @@ def estop_figures(
                 figures = brake_figures(sim.read_log(joint_log), t_call, fci)
             record.update(figures)
             record["call_to_answer_ms"] = (t_answer - t_call) * 1e3
-        if wait_future(release.call_async(Trigger.Request()), 5.0) is None:
+        released = release.call_async(Trigger.Request())
+        if wait_future(released, 5.0) is None:
             record["failed"] = "the release service did not answer within 5 s"
+        elif REFUSED_BRAKE in released.result().message:  # franky aborted the motion: stopped at once, not braked
+            record["brake_refused"] = released.result().message
         records.append(record)
         time.sleep(0.3)
     node.destroy_publisher(pub)
@@ -690,7 +702,8 @@ def brake_figures(log: Any, t_call: float, fci: Any) -> dict[str, Any]:
     moving = np.nonzero(step_rad >= AT_REST_RAD)[0]
     rest = moving[-1] + 1 if moving.size else 0
     if rest >= len(c) - 2:
-        return {"failed": f"the command was not at rest in franky-sim's log {ESTOP_SETTLE_MAX_S:g} s after the e-stop"}
+        last = f"joint {ESTOP_JOINT + 1} commanded {c[-1, ESTOP_JOINT]:.4f} rad, last step {step_rad[-1]:.1e} rad"
+        return {"failed": f"the command was not at rest in franky-sim's log {ESTOP_SETTLE_MAX_S:g} s after ({last})"}
     q = np.where(usable[: rest + 1, None], c[: rest + 1], np.nan)
     velocity = np.diff(q, axis=0) / 1e-3
     accel = np.diff(velocity, axis=0) / 1e-3
@@ -902,11 +915,13 @@ def print_estops(estops: dict[str, Any] | None) -> None:
     if estops is None:
         return
     recs = estops["records"]
-    ok = [r for r in recs if "failed" not in r]
+    judged = [r for r in recs if "failed" not in r]
+    ok = [r for r in judged if "brake_refused" not in r]
     print(
         f"4. e-stops (/hardware/estop) {ESTOP_AFTER_S:g} s into a {ESTOP_MOVE_S:g} s move of joint {ESTOP_JOINT + 1} "
-        f"by {ESTOP_MOVE_RAD:g} rad, each released after: {len(ok)}/{len(recs)} judged from franky-sim's log "
-        "(the stop brakes: the command comes to rest within the FR3's limits, not at once)"
+        f"by {ESTOP_MOVE_RAD:g} rad, each released after: {len(judged)}/{len(recs)} at rest in franky-sim's log, "
+        f"{len(ok)} braked (the command comes to rest within the FR3's limits, not at once), "
+        f"{len(judged) - len(ok)} refused by franky's planner (the arm stopped at once and said so)"
     )
     rows = []
     for label, key, fmt in (
@@ -923,8 +938,8 @@ def print_estops(estops: dict[str, Any] | None) -> None:
         rows.append((label, str(st["n"]), fmt(float(q[0])), fmt(float(q[1])), fmt(st["max"])))
     table(("", "n", "p50", "p95", "max"), rows, "<>>>>")
     for r in recs:
-        if "failed" in r:
-            print(f"   e-stop {r['k']}: {r['failed']}")
+        if "failed" in r or "brake_refused" in r:
+            print(f"   e-stop {r['k']}: {r.get('failed') or r['brake_refused']}")
 
 
 def warmup_text(w: dict[str, Any] | None) -> str:

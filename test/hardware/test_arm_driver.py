@@ -6,6 +6,7 @@ time on small machines: waits are generous and no test asserts a duration.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -147,8 +148,78 @@ def test_the_estop_stops_and_refuses_until_released(driver):
     (refusal,) = driver.joints.take_reports()
     assert refusal.state == TrajectoryState.REFUSED and "/hardware/release service" in refusal.reason
     assert driver.arm.sent_motions == sent
-    driver.release()
+    assert driver.release() == ""  # the brake played: no error to clear
     driver.submit_arm(smooth(q_of(driver), start - q_of(driver), 2.0))
+    ends = [r for r in run_until_end(driver) if r.state != TrajectoryState.PLAYING]
+    assert [r.state for r in ends] == [TrajectoryState.FINISHED], ends
+
+
+PLANNER_REFUSAL = "Motion planner failed with error code -111"
+
+
+class BrakeRefusingRobot:
+    """franky's Robot with one fault injected at its boundary, because the real one cannot be had on demand: the
+    next motion handed over while one runs (a stop's brake) is refused the way franky's planner refuses about one
+    brake in eight on a loaded 2-core machine (measured: benchmarks/fr3_graph.py, test_fr3_stops.py). As franky does
+    then, the running motion is aborted (the arm stops at once) and the error is raised once, by the next
+    join_motion() or, when nothing collected it, by the next move()."""
+
+    def __init__(self, robot: object) -> None:
+        self._robot = robot
+        self._armed = True
+        self._pending: RuntimeError | None = None
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._robot, name)
+
+    def _raise_pending(self) -> None:
+        if self._pending is not None:
+            error, self._pending = self._pending, None
+            raise error
+
+    def move(self, motion: object, asynchronous: bool = False) -> object:
+        self._raise_pending()
+        if self._armed and not self._robot.join_motion(0.0):
+            self._armed = False
+            self._robot.stop()
+            with contextlib.suppress(Exception):  # franky's "preempted": this proxy's error stands for it
+                self._robot.join_motion(1.0)
+            self._pending = RuntimeError(PLANNER_REFUSAL)
+            return None
+        return self._robot.move(motion, asynchronous=asynchronous)
+
+    def join_motion(self, timeout: float) -> bool:
+        self._raise_pending()
+        return bool(self._robot.join_motion(timeout))
+
+
+@pytest.mark.parametrize("read_status", [True, False], ids=["status-read", "released-at-once"])
+def test_a_refused_brake_is_said_and_the_release_clears_it_for_the_next_trajectory(driver, read_status):
+    start = q_of(driver)
+    driver.submit_arm(smooth(start, np.full(7, 0.2), 3.0))
+    for _ in range(15):
+        driver.tick()
+        time.sleep(DT)
+    arm = driver.arm
+    assert isinstance(arm, FrankaArm) and arm.status.status == "playing"
+    arm._robot = BrakeRefusingRobot(arm._robot)
+    driver.estop("operator pressed it")
+    if read_status:  # the driver's tick and its diagnostics read it every period
+        status = arm.status
+        assert status.status == "error", status
+        assert "the brake was refused" in status.detail and PLANNER_REFUSAL in status.detail
+        cleared = driver.release()
+        assert "the brake was refused" in cleared and PLANNER_REFUSAL in cleared
+    else:  # released before anything read the status: the error is collected, not left for the next move
+        driver.release()
+    assert arm.status.status == "idle"
+    (stopped,) = driver.joints.take_reports()
+    assert stopped.state == TrajectoryState.STOPPED and "e-stop" in stopped.reason
+    for _ in range(round(0.5 / DT)):  # the arm settles; the driver's loop goes on (a pause would be a stall)
+        driver.tick()
+        time.sleep(DT)
+    held = q_of(driver)
+    driver.submit_arm(smooth(held, start - held, 2.0))
     ends = [r for r in run_until_end(driver) if r.state != TrajectoryState.PLAYING]
     assert [r.state for r in ends] == [TrajectoryState.FINISHED], ends
 

@@ -196,11 +196,14 @@ class ArmDriver:
             self._estop_reason = reason
             self.stop(f"e-stop: {reason}")
 
-    def release(self) -> None:
-        """Clear the e-stop and the robot's error state (an explicit operator action, never automatic)."""
+    def release(self) -> str:
+        """Clear the e-stop and the robot's error state (an explicit operator action, never automatic); the error
+        cleared (the adapter's words), "" when there was none."""
         with self._lock:
+            status = self.arm.status
             self.arm.recover_from_errors()
             self._estop_reason = ""
+            return status.detail if status.status == "error" else ""
 
     # -- the control tick -----------------------------------------------------------------------------------------
     def tick(self) -> list[TrajectoryReport]:

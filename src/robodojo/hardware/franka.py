@@ -71,9 +71,12 @@ reply is late, where a real FR3 extrapolates. Open: franky's planner refuses abo
 "error code -111", a synchronisation failure; 4 of 25 stops at speed on a quiet machine, every command in sequence,
 three of them from the same planned brake that franky played at other times; Ruckig 0.19.4 from PyPI planned 20,000
 such brakes with the at-rest joints' float32 noise without one failure, so it is franky's bundled planner or its
-start state). The robot then holds at once, as with ``robot.stop()``, and the status says error until
-:meth:`FrankaArm.recover_from_errors`; on a real FR3 that is an abrupt stop, and a reflex. Under load a joint's brake
-also turned back at up to 0.17 rad/s at its end (franky's control thread late around the hand-over).
+start state; under load it is more: 1 in 60 e-stops through the driver node, 5 in 60 stops in sequence beside
+``make test``'s unit tests). franky then aborts the motion: the robot holds at once, as with ``robot.stop()``, and
+:attr:`FrankaArm.status` says error ("the brake was refused") until :meth:`FrankaArm.recover_from_errors`, which
+also collects franky's error (franky otherwise raised it from the next move: the first trajectory after the
+release failed with it). On a real FR3 that is an abrupt stop, and a reflex. Under load a joint's brake also turned
+back at up to 0.17 rad/s at its end (franky's control thread late around the hand-over).
 
 Lost contact: libfranka notices about 1 s after the last packet (measured: a killed franky-sim raised
 ``NetworkException: UDP receive: Timeout`` from ``poll_motion`` after 1.1 s; reading the state raised
@@ -194,6 +197,7 @@ class FrankaArm(WatchdogStop):
         self._brake_jerk_rad_s3 = np.zeros(len(self.joint_names))
         self.brakes = 0  #: braking motions handed to franky (a stop of an arm at rest sends none)
         self.last_brake: BrakingPlan | None = None  #: the last one
+        self._braking = False  # a brake was handed to franky and its outcome is not known yet (see status)
         self.last_time_scale = 1.0  #: how much slower than stamped the last motion was sent (>= 1)
         self._robot: Any = None
         self._gripper: Any = None
@@ -263,6 +267,19 @@ class FrankaArm(WatchdogStop):
 
     @property
     def status(self) -> ArmStatus:
+        """What the arm does now. A brake handed to franky by :meth:`stop` is checked here until it ends: when
+        franky's planner refused it, franky aborted the motion (the arm stopped at once, not braked) and the status
+        turns ``error``, with franky's reason, until :meth:`recover_from_errors`."""
+        if self._braking:
+            with self._lock:
+                if self._braking:
+                    try:
+                        self._braking = not self._call(lambda robot: robot.join_motion(0.0))
+                    except HardwareError:  # _call set the status: lost, or error with franky's reason
+                        self._braking = False
+                        if self._status.status == "error":
+                            detail = f"the brake was refused, the arm stopped at once: {self._status.detail}"
+                            self._status = ArmStatus("error", detail)
         return self._status
 
     # -- state --------------------------------------------------------------------------------------------------
@@ -309,8 +326,9 @@ class FrankaArm(WatchdogStop):
         motion = franky.JointWaypointMotion(waypoints)
 
         def send(robot: Any) -> None:
-            if self._status.status == "error":
-                raise HardwareError(f"the arm is in error ({self._status.detail}): {RELEASE_ACTION}")
+            status = self.status  # a refused brake's error included
+            if status.status == "error":
+                raise HardwareError(f"the arm is in error ({status.detail}): {RELEASE_ACTION}")
             # franky starts its control thread here when no motion runs: only that thread gets the priority.
             with threads_started_at(self.settings.control_thread_priority):
                 robot.move(motion, asynchronous=True)
@@ -425,6 +443,7 @@ class FrankaArm(WatchdogStop):
             raise
         self.brakes += 1
         self.last_brake = plan
+        self._braking = True
 
     def wait_at_rest(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` [s] until no motion (a brake included) runs; True if none does."""
@@ -440,9 +459,19 @@ class FrankaArm(WatchdogStop):
         self.stop(why="holding")
 
     def recover_from_errors(self) -> None:
-        """Clear the controller's error state (after a reflex); explicit, never automatic."""
+        """Clear the controller's error state (after a reflex, a refused brake); explicit, never automatic. A failed
+        motion's error is collected first: franky keeps it and would raise it from the next move, after the release."""
+        franky = _franky()
+
+        def recover(robot: Any) -> None:
+            try:
+                self._braking = self._braking and not robot.join_motion(0.0)
+            except (franky.Exception, RuntimeError):
+                self._braking = False  # the failed motion's error, collected
+            robot.recover_from_errors()
+
         with self._lock:
-            self._call(lambda robot: robot.recover_from_errors())
+            self._call(recover)
             self._status = ArmStatus("idle", "")
 
     def _finished(self) -> None:

@@ -182,17 +182,20 @@ class ArmDriverNode(GraphNode):
         return response
 
     def _on_release(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        failed = []
+        failed, cleared = [], []
         for arm in self.arms:
             try:
-                arm.driver.release()
+                error = arm.driver.release()
             except HardwareError as exc:
                 failed.append(f"{arm.name}: {exc}")
+            else:
+                cleared.extend([f"{arm.name}: {error}"] if error else [])
         if failed:
             response.success, response.message = False, "; ".join(failed)
             return response
-        self.get_logger().info("e-stop released and errors cleared: trajectories are accepted again")
-        response.success, response.message = True, "released"
+        errors = f" (cleared: {'; '.join(cleared)})" if cleared else ""
+        self.get_logger().info(f"e-stop released and errors cleared{errors}: trajectories are accepted again")
+        response.success, response.message = True, f"released{errors}"
         return response
 
     def _diagnostic(self, arm: DrivenArm) -> DiagnosticStatus:
