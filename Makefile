@@ -12,10 +12,11 @@ ifneq ($(origin MUJOCO_GL),undefined)
 export MUJOCO_GL
 endif
 
-.PHONY: help setup test test-long demo graph bench lint docs colcon urdf tasks-table clean
+.PHONY: help setup agents test test-long demo graph bench lint docs colcon urdf tasks-table clean
 
 help:
 	@echo "make setup   Debian packages, .venv, project (editable) and ROS 2 wheels (scripts/setup_env.sh)"
+	@echo "make agents  the coding-agent CLIs from npm (Codex) into .venv/agents/npm (scripts/install_agents.sh)"
 	@echo "make test    pytest over test/ in timed stages (scripts/run_tests.sh; PYTEST_ARGS='-k foo' narrows)"
 	@echo "make test-long  the tests marked long: calibration sessions and agent episodes on the emulated rigs"
 	@echo "make demo    robodojo demo --out out/demo"
@@ -31,12 +32,15 @@ help:
 setup:
 	@bash scripts/setup_env.sh
 
+agents:
+	@VENV=$(VENV) bash scripts/install_agents.sh
+
 # The stages, their order and what runs beside what: scripts/run_tests.sh (PYTEST_ARGS, TEST_JOBS, ROS_JOBS pass
 # through the environment).
-test: setup
+test: setup agents
 	@PY=$(PY) bash scripts/run_tests.sh
 
-test-long: setup
+test-long: setup agents
 	@PY=$(PY) TEST_TIER=long bash scripts/run_tests.sh
 
 demo: setup

@@ -191,7 +191,7 @@ MINI_REPLAY = PACKAGE_ROOT / "examples" / "shell" / "general_pickup_mini_swe_age
 
 
 @pytest.mark.skipif(
-    not (load_shell_settings().coding_agents.get("mini-swe-agent").venv / "bin" / "python").exists(),
+    not load_shell_settings().coding_agents.get("mini-swe-agent").installed,
     reason="mini-swe-agent is not installed (make setup installs it into .venv/agents/mini-swe-agent)",
 )
 def test_mini_swe_agent_solves_general_pickup_through_its_own_command_loop(tmp_path):
@@ -208,6 +208,34 @@ def test_mini_swe_agent_solves_general_pickup_through_its_own_command_loop(tmp_p
     requests = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
     assert all(any(t["function"]["name"] == "bash" for t in r["tools"]) for r in requests)
     assert "## Base commands" in requests[0]["messages"][1]["content"]  # the goal and the manual, as its task
+    calls = [json.loads(line) for line in (folder / "robo_calls.jsonl").read_text().splitlines()]
+    assert sum(c["record"]["steps_used"] for c in calls) == metrics["steps_used"] > 0
+
+
+CODEX_REPLAY = PACKAGE_ROOT / "examples" / "shell" / "general_pickup_codex.yaml"
+
+
+@pytest.mark.skipif(
+    not load_shell_settings().coding_agents.get("codex").installed,
+    reason="Codex CLI is not installed (make agents installs it from npm into .venv/agents/npm)",
+)
+def test_codex_solves_general_pickup_through_its_own_loop_over_the_responses_api(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "robodojo.cli", "run", "--task", "general_pickup", "--seed", "0", "--agent", "shell",
+         "--coding-agent", "codex", "--llm", f"replay:{CODEX_REPLAY}", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = tmp_path.iterdir()
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["success"] and metrics["llm_calls"] == 3
+    # Codex's own requests, translated from the Responses API: its tools, its system prompt, its tool results
+    requests = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    assert all("exec_command" in [t["function"]["name"] for t in r["tools"]] for r in requests)
+    assert "Codex" in requests[0]["messages"][0]["content"]
+    assert any("## Base commands" in json.dumps(m["content"]) for m in requests[0]["messages"] if m["role"] == "user")
+    results = [m for m in requests[1]["messages"] if m["role"] == "tool"]
+    assert results and '"command": "status"' in results[0]["content"]  # robo's answer, as Codex ran it
     calls = [json.loads(line) for line in (folder / "robo_calls.jsonl").read_text().splitlines()]
     assert sum(c["record"]["steps_used"] for c in calls) == metrics["steps_used"] > 0
 
@@ -323,7 +351,7 @@ def test_a_coding_agent_cli_is_served_and_its_log_is_bounded_while_read(dual_wor
     (install / "bin").mkdir(parents=True)
     (install / "bin" / "python").touch()
     settings = load_shell_settings()
-    cli = CodingAgentCli("tiny", install, TINY_CLI, None, {})
+    cli = CodingAgentCli("tiny", install, "bin/python", TINY_CLI, None, {})
     settings = replace(settings, coding_agents=replace(settings.coding_agents, clis={"tiny": cli}))
 
     class Caller:

@@ -33,6 +33,7 @@ from robodojo.errors import ConfigError, RobodojoError
 PROXY_SOCKET = "model.sock"
 TASK_FILE = "task.md"
 LOG_TAIL_CHARS = 3000
+INSTALL_HINT = "make setup installs mini-swe-agent, make agents the coding-agent CLIs from npm"
 MODEL_NAME = "robodojo"  # what the CLI is told its model is called; the episode's client decides the real one
 
 
@@ -48,8 +49,8 @@ class ExternalShellAgent:
     def __init__(self, cli: str, *, settings: ShellSettings | None = None, tools_root: Path | None = None) -> None:
         self.settings = settings or load_shell_settings()
         self.cli: CodingAgentCli = self.settings.coding_agents.get(cli)
-        if not (self.cli.venv / "bin" / "python").exists():
-            raise ConfigError(f"coding agent {cli!r} is not installed at {self.cli.venv} (make setup installs it)")
+        if not self.cli.installed:
+            raise ConfigError(f"coding agent {cli!r} is not installed at {self.cli.install} ({INSTALL_HINT})")
         self.tools_root = tools_root
         self.workspace: ShellWorkspace | None = None
         self.proxy: ModelProxy | None = None
@@ -73,7 +74,7 @@ class ExternalShellAgent:
             self.settings,
             lambda argv: self.commands.run(argv),
             task_tools=task_tools,
-            extra_mounts=[Mount(self.cli.venv, "/opt/agent")],
+            extra_mounts=[Mount(self.cli.install, "/opt/agent")],
             extra_env=dict(self.cli.env),
         )
         self.commands = BaseCommands(episode, self.settings.commands, ws.obs_dir, obs_note=ws.obs_note)

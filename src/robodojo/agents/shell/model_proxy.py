@@ -1,11 +1,13 @@
-"""The model endpoint a sandboxed coding agent reaches: a Unix socket speaking the OpenAI chat-completions API,
-answered by the episode's own LLM client, which holds the credential.
+"""The model endpoint a sandboxed coding agent reaches: a Unix socket speaking the OpenAI chat-completions API (also
+streamed) and the Responses API (robodojo.agents.shell.wire), answered by the episode's own LLM client, which holds
+the credential.
 
-The coding agent inside the sandbox sends ``POST .../chat/completions`` (through robo_shell.forward, from its
-loopback) with a dummy key. Each request becomes a :class:`ChatExchange` on :attr:`ModelProxy.pending`; the episode's
+The coding agent inside the sandbox sends ``POST .../chat/completions`` or ``.../responses`` (through
+robo_shell.forward, from its loopback) with a dummy key; a Responses request is translated to chat completions here
+and the answer back. Each request becomes a :class:`ChatExchange` on :attr:`ModelProxy.pending`; the episode's
 thread takes it, makes the call with its :class:`~robodojo.agents.base.LlmCaller` (the episode's LLM budget, usage
 and record apply as to any agent), and hands back the upstream's response body, which goes to the agent verbatim.
-Only chat completions and the model list are served; anything else is answered 404, and nothing is forwarded
+Only those and the model list are served; anything else is answered 404, and nothing is forwarded
 anywhere else: the sandbox can reach no other host through it.
 """
 
@@ -15,13 +17,18 @@ import json
 import queue
 import socketserver
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from robodojo.agents.shell.wire import chat, responses
+from robodojo.agents.shell.wire.chat import WireError
+
 MAX_BODY_BYTES = 64 << 20  # a request with many images; larger ones are refused (413)
-CHAT_SUFFIX = "/chat/completions"
+WIRES = (chat, responses)
+SERVED = "chat completions and responses (POST), the model list (GET)"
 
 
 @dataclass
@@ -62,15 +69,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_events(self, events: Iterable[bytes]) -> None:
+        data = b"".join(events)  # the whole answer is known: one body, its length said
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
             self._send(200, {"object": "list", "data": [{"id": self.server.proxy.model, "object": "model"}]})
         else:
-            self._send(404, error_body(f"{self.path} is not served here; only chat completions"))
+            self._send(404, error_body(f"{self.path} is not served here; only {SERVED}"))
 
     def do_POST(self) -> None:
-        if not self.path.split("?", 1)[0].rstrip("/").endswith(CHAT_SUFFIX):
-            self._send(404, error_body(f"{self.path} is not served here; only chat completions"))
+        path = self.path.split("?", 1)[0].rstrip("/")
+        wire = next((w for w in WIRES if path.endswith(w.SUFFIX)), None)
+        if wire is None:
+            self._send(404, error_body(f"{self.path} is not served here; only {SERVED}"))
             return
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY_BYTES:
@@ -78,22 +96,29 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError as exc:
-            self._send(400, error_body(f"the body is not JSON: {exc}"))
+            if not isinstance(body, dict):
+                raise WireError("expected a JSON object")
+            exchange = ChatExchange(wire.chat_request(body))
+        except (ValueError, WireError) as exc:  # JSON's errors are ValueErrors
+            self._send(400, error_body(f"not a request of this API: {exc}"))
             return
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            self._send(400, error_body("expected a JSON object with 'messages'"))
-            return
-        if body.get("stream"):
-            self._send(400, error_body("streaming is not supported here; send stream=false"))
-            return
-        exchange = ChatExchange(body)
         proxy = self.server.proxy
         proxy.pending.put(exchange)
         if not exchange.done.wait(proxy.answer_timeout_s):
             self._send(504, error_body("the episode did not answer in time", "timeout"))
             return
-        self._send(exchange.status, exchange.response)
+        if exchange.status != 200:
+            self._send(exchange.status, exchange.response)
+        elif wire is responses:
+            answer = responses.response_object(exchange.response, body)
+            if body.get("stream"):
+                self._send_events(responses.response_events(answer))
+            else:
+                self._send(200, answer)
+        elif body.get("stream"):
+            self._send_events(chat.completion_chunks(exchange.response, body))
+        else:
+            self._send(200, exchange.response)
 
 
 class ModelProxy:

@@ -58,10 +58,16 @@ class CodingAgentCli:
     """A coding-agent command line run whole inside the sandbox (robodojo.agents.shell.external)."""
 
     name: str
-    venv: Path  #: its installation, shown read-only at /opt/agent
+    install: Path  #: its installation (a venv, an npm prefix), shown read-only at /opt/agent
+    executable: str  #: a file inside ``install`` that exists once it is installed
     command: str  #: bash command line; {model_port} and {model} are filled in
     config_template: Path | None  #: written to /opt/robo/etc/ with {model_port} filled in
     env: Mapping[str, str]
+
+    @property
+    def installed(self) -> bool:
+        """Whether ``executable`` is there (make setup and make agents install them)."""
+        return (self.install / self.executable).is_file()
 
 
 @dataclass(frozen=True)
@@ -156,14 +162,15 @@ def _coding_agents(c: Section) -> CodingAgents:
         if name in ("model_port", "run_timeout_s"):
             continue
         a = c.section(name)
-        reject_unknown_keys(a.data, {"venv", "command", "config_template", "env"}, a.where)
+        reject_unknown_keys(a.data, {"install", "executable", "command", "config_template", "env"}, a.where)
         env = a.data.get("env", {})
         if not isinstance(env, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             raise ConfigError(f"{a.where}.env: expected a mapping of names to strings, got {env!r}")
         template = a.data.get("config_template")
         clis[name] = CodingAgentCli(
             name=name,
-            venv=resolve_path(a.str("venv")),
+            install=resolve_path(a.str("install")),
+            executable=a.str("executable"),
             command=a.str("command"),
             config_template=resolve_path(template) if template else None,
             env=dict(env),
