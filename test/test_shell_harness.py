@@ -212,30 +212,34 @@ def test_mini_swe_agent_solves_general_pickup_through_its_own_command_loop(tmp_p
     assert sum(c["record"]["steps_used"] for c in calls) == metrics["steps_used"] > 0
 
 
-CODEX_REPLAY = PACKAGE_ROOT / "examples" / "shell" / "general_pickup_codex.yaml"
+# The npm CLIs (make agents): name, its shell tool, a word of its own system prompt, the wire API it speaks.
+NPM_CLIS = [
+    pytest.param("codex", "exec_command", "Codex", id="codex-responses-api"),
+    pytest.param("opencode", "bash", "opencode", id="opencode-streamed-chat"),
+]
 
 
-@pytest.mark.skipif(
-    not load_shell_settings().coding_agents.get("codex").installed,
-    reason="Codex CLI is not installed (make agents installs it from npm into .venv/agents/npm)",
-)
-def test_codex_solves_general_pickup_through_its_own_loop_over_the_responses_api(tmp_path):
+@pytest.mark.parametrize("cli, shell_tool, prompt_word", NPM_CLIS)
+def test_an_npm_coding_agent_solves_general_pickup_through_its_own_loop(tmp_path, cli, shell_tool, prompt_word):
+    if not load_shell_settings().coding_agents.get(cli).installed:
+        pytest.skip(f"{cli} is not installed (make agents installs it from npm into .venv/agents/npm)")
+    replay = PACKAGE_ROOT / "examples" / "shell" / f"general_pickup_{cli}.yaml"
     result = subprocess.run(
         [sys.executable, "-m", "robodojo.cli", "run", "--task", "general_pickup", "--seed", "0", "--agent", "shell",
-         "--coding-agent", "codex", "--llm", f"replay:{CODEX_REPLAY}", "--out", str(tmp_path)],
+         "--coding-agent", cli, "--llm", f"replay:{replay}", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = tmp_path.iterdir()
     metrics = json.loads((folder / "metrics.json").read_text())
     assert metrics["success"] and metrics["llm_calls"] == 3
-    # Codex's own requests, translated from the Responses API: its tools, its system prompt, its tool results
+    # the CLI's own requests, through the proxy: its tools, its system prompt, the task, robo's answers as it ran them
     requests = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
-    assert all("exec_command" in [t["function"]["name"] for t in r["tools"]] for r in requests)
-    assert "Codex" in requests[0]["messages"][0]["content"]
+    assert all(shell_tool in [t["function"]["name"] for t in r["tools"]] for r in requests)
+    assert prompt_word in requests[0]["messages"][0]["content"]
     assert any("## Base commands" in json.dumps(m["content"]) for m in requests[0]["messages"] if m["role"] == "user")
     results = [m for m in requests[1]["messages"] if m["role"] == "tool"]
-    assert results and '"command": "status"' in results[0]["content"]  # robo's answer, as Codex ran it
+    assert results and '"command": "status"' in str(results[0]["content"])
     calls = [json.loads(line) for line in (folder / "robo_calls.jsonl").read_text().splitlines()]
     assert sum(c["record"]["steps_used"] for c in calls) == metrics["steps_used"] > 0
 
