@@ -10,12 +10,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx2 as httpx
 import openai
 import pytest
 
 from robodojo.agents.shell.model_proxy import ChatExchange, ModelProxy
 
+SOCKET = "model.sock"
 TOOLS_RESPONSES = [
     {"type": "function", "name": "exec_command", "description": "run", "strict": False,
      "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}},
@@ -43,7 +45,7 @@ def completion(content: str | None, calls: list[tuple[str, str, dict[str, Any]]]
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[openai.OpenAI, list[ChatExchange], Callable[[dict[str, Any]], None]]]:
     """The real openai client on the proxy's socket; the episode side answers each exchange with the next reply."""
-    proxy = ModelProxy(tmp_path / "model.sock", model="robodojo")
+    proxy = ModelProxy(tmp_path / SOCKET, model="robodojo")
     seen: list[ChatExchange] = []
     replies: list[dict[str, Any]] = []
     stop = threading.Event()
@@ -169,3 +171,104 @@ def test_what_is_not_a_responses_request_is_refused_and_never_reaches_the_episod
     with pytest.raises(openai.BadRequestError, match=why):
         client.post("/responses", body={"model": "robodojo", **body}, cast_to=httpx.Response)
     assert seen == []
+
+
+# -- the Anthropic Messages API (Claude Code) -------------------------------------------------------------------------
+TOOLS_ANTHROPIC = [
+    {"name": "Bash", "description": "run a command",
+     "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}},
+    {"type": "web_search_20250305", "name": "web_search"},
+]  # fmt: skip
+
+
+@pytest.fixture
+def messages_client(served, tmp_path) -> Iterator[tuple[anthropic.Anthropic, list[ChatExchange], Callable]]:
+    _, seen, reply = served
+    http = httpx.Client(transport=httpx.HTTPTransport(uds=str(tmp_path / SOCKET)))
+    yield anthropic.Anthropic(base_url="http://sandbox", api_key="sandbox-has-no-key", http_client=http,
+                              max_retries=0), seen, reply  # fmt: skip
+    http.close()
+
+
+def test_a_messages_request_becomes_chat_and_the_reply_streams_back_as_messages_events(messages_client):
+    client, seen, reply = messages_client
+    reply(completion("I look first.", [("toolu_7", "Bash", {"command": "robo status"})]))
+    with client.messages.stream(
+        model="robodojo", max_tokens=100, tools=TOOLS_ANTHROPIC,
+        system=[{"type": "text", "text": "You drive a robot.", "cache_control": {"type": "ephemeral"}}],
+        thinking={"type": "enabled", "budget_tokens": 1024},
+        messages=[
+            {"role": "user", "content": [
+                {"type": "text", "text": "pick the cube"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]},
+        ],
+    ) as stream:  # fmt: skip
+        events = [event.type for event in stream]
+        message = stream.get_final_message()
+    body = seen[0].body
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert body["messages"][0]["content"] == "You drive a robot."
+    assert body["messages"][1]["content"][1] == {
+        "type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}
+    }  # fmt: skip
+    assert [t["function"]["name"] for t in body["tools"]] == ["Bash"]  # the server tool is not offered
+    assert "thinking" not in body
+    assert events[0] == "message_start" and events[-1] == "message_stop"
+    assert [b.type for b in message.content] == ["text", "tool_use"]
+    assert message.content[0].text == "I look first."
+    assert (message.content[1].id, message.content[1].name, message.content[1].input) == (
+        "toolu_7", "Bash", {"command": "robo status"}
+    )  # fmt: skip
+    assert message.stop_reason == "tool_use"
+    assert (message.usage.input_tokens, message.usage.output_tokens) == (11, 7)
+
+
+def test_tool_results_come_back_as_tool_messages_with_their_images_after_them(messages_client):
+    client, seen, reply = messages_client
+    reply(completion("done"))
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    listing = [{"type": "text", "text": "a.png"}, image]
+    answer = client.messages.create(
+        model="robodojo", max_tokens=100, tools=TOOLS_ANTHROPIC, tool_choice={"type": "any"},
+        messages=[
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                {"type": "text", "text": "two commands"},
+                {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "Bash", "input": {"command": "false"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": listing},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "exit 1", "is_error": True},
+                {"type": "text", "text": "go on"}]},
+        ],
+    )  # fmt: skip
+    body = seen[0].body
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "tool", "tool", "user"]
+    assert body["messages"][1]["content"] == "two commands"  # the thinking block is the model's own: left out
+    assert [c["id"] for c in body["messages"][1]["tool_calls"]] == ["toolu_1", "toolu_2"]
+    assert [(m["tool_call_id"], m["content"]) for m in body["messages"][2:4]] == [
+        ("toolu_1", "a.png"), ("toolu_2", "error: exit 1")
+    ]  # fmt: skip
+    assert [p["type"] for p in body["messages"][4]["content"]] == ["image_url", "text"]
+    assert body["tool_choice"] == "required"
+    assert [b.type for b in answer.content] == ["text"] and answer.stop_reason == "end_turn"
+
+
+def test_what_is_not_a_messages_request_is_refused_in_the_messages_apis_shape(messages_client):
+    client, seen, _ = messages_client
+    with pytest.raises(anthropic.BadRequestError, match="image source type 'file'"):
+        client.messages.create(
+            model="robodojo", max_tokens=10,
+            messages=[{"role": "user", "content": [{"type": "image", "source": {"type": "file", "file_id": "f"}}]}],
+        )  # fmt: skip
+    assert seen == []
+
+
+def test_unparseable_tool_arguments_are_handed_back_for_the_cli_to_refuse(messages_client):
+    client, _, reply = messages_client
+    broken = completion(None, [("toolu_1", "Bash", {})])
+    broken["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"command": "ls'
+    reply(broken)
+    answer = client.messages.create(model="robodojo", max_tokens=10, messages=[{"role": "user", "content": "go"}])
+    assert answer.content[0].input == {"invalid_json_arguments": '{"command": "ls'}

@@ -216,6 +216,7 @@ def test_mini_swe_agent_solves_general_pickup_through_its_own_command_loop(tmp_p
 NPM_CLIS = [
     pytest.param("codex", "exec_command", "Codex", id="codex-responses-api"),
     pytest.param("opencode", "bash", "opencode", id="opencode-streamed-chat"),
+    pytest.param("claude-code", "Bash", "Claude", id="claude-code-messages-api"),
 ]
 
 

@@ -75,7 +75,7 @@ class ExternalShellAgent:
             lambda argv: self.commands.run(argv),
             task_tools=task_tools,
             extra_mounts=[Mount(self.cli.install, "/opt/agent")],
-            extra_env=dict(self.cli.env),
+            extra_env={name: value.replace("{model_port}", str(port)) for name, value in self.cli.env.items()},
         )
         self.commands = BaseCommands(episode, self.settings.commands, ws.obs_dir, obs_note=ws.obs_note)
         goal = GOAL_TEMPLATE.format(instruction=episode.instruction, recipe=episode.recipe)

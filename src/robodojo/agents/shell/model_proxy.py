@@ -1,14 +1,14 @@
 """The model endpoint a sandboxed coding agent reaches: a Unix socket speaking the OpenAI chat-completions API (also
-streamed) and the Responses API (robodojo.agents.shell.wire), answered by the episode's own LLM client, which holds
-the credential.
+streamed), the OpenAI Responses API and the Anthropic Messages API (robodojo.agents.shell.wire), answered by the
+episode's own LLM client, which holds the credential.
 
-The coding agent inside the sandbox sends ``POST .../chat/completions`` or ``.../responses`` (through
-robo_shell.forward, from its loopback) with a dummy key; a Responses request is translated to chat completions here
-and the answer back. Each request becomes a :class:`ChatExchange` on :attr:`ModelProxy.pending`; the episode's
-thread takes it, makes the call with its :class:`~robodojo.agents.base.LlmCaller` (the episode's LLM budget, usage
-and record apply as to any agent), and hands back the upstream's response body, which goes to the agent verbatim.
-Only those and the model list are served; anything else is answered 404, and nothing is forwarded
-anywhere else: the sandbox can reach no other host through it.
+The coding agent inside the sandbox sends ``POST .../chat/completions``, ``.../responses`` or ``.../messages``
+(through robo_shell.forward, from its loopback) with a dummy key. Each request becomes a chat-completions
+:class:`ChatExchange` on :attr:`ModelProxy.pending`; the episode's thread takes it, makes the call with its
+:class:`~robodojo.agents.base.LlmCaller` (the episode's LLM budget, usage and record apply as to any agent), and
+hands back the upstream's response body, which goes to the agent verbatim or in its own API's form. Only those and
+the model list are served; anything else is answered 404, and nothing is forwarded anywhere else: the sandbox can
+reach no other host through it.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from robodojo.agents.shell.wire import chat, responses
+from robodojo.agents.shell.wire import anthropic, chat, responses
 from robodojo.agents.shell.wire.chat import WireError
 
 MAX_BODY_BYTES = 64 << 20  # a request with many images; larger ones are refused (413)
-WIRES = (chat, responses)
-SERVED = "chat completions and responses (POST), the model list (GET)"
+WIRES = (chat, responses, anthropic)  # robodojo.agents.shell.wire: each module's SUFFIX, chat_request, answer, error
+SERVED = "chat completions, responses and messages (POST), the model list (GET)"
 
 
 @dataclass
@@ -92,7 +92,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY_BYTES:
-            self._send(413, error_body(f"request of {length} bytes; at most {MAX_BODY_BYTES}"))
+            self._send(413, wire.error(error_body(f"request of {length} bytes; at most {MAX_BODY_BYTES}")))
             return
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
@@ -100,25 +100,21 @@ class _Handler(BaseHTTPRequestHandler):
                 raise WireError("expected a JSON object")
             exchange = ChatExchange(wire.chat_request(body))
         except (ValueError, WireError) as exc:  # JSON's errors are ValueErrors
-            self._send(400, error_body(f"not a request of this API: {exc}"))
+            self._send(400, wire.error(error_body(f"not a request of this API: {exc}")))
             return
         proxy = self.server.proxy
         proxy.pending.put(exchange)
         if not exchange.done.wait(proxy.answer_timeout_s):
-            self._send(504, error_body("the episode did not answer in time", "timeout"))
+            self._send(504, wire.error(error_body("the episode did not answer in time", "timeout")))
             return
         if exchange.status != 200:
-            self._send(exchange.status, exchange.response)
-        elif wire is responses:
-            answer = responses.response_object(exchange.response, body)
-            if body.get("stream"):
-                self._send_events(responses.response_events(answer))
-            else:
-                self._send(200, answer)
-        elif body.get("stream"):
-            self._send_events(chat.completion_chunks(exchange.response, body))
+            self._send(exchange.status, wire.error(exchange.response))
+            return
+        answer = wire.answer(exchange.response, body)
+        if isinstance(answer, dict):
+            self._send(200, answer)
         else:
-            self._send(200, exchange.response)
+            self._send_events(answer)
 
 
 class ModelProxy:

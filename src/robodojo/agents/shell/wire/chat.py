@@ -47,3 +47,13 @@ def completion_chunks(completion: dict[str, Any], request: dict[str, Any]) -> It
     if (request.get("stream_options") or {}).get("include_usage") and completion.get("usage"):
         yield sse_event(None, {**common, "choices": [], "usage": completion["usage"]})
     yield sse_event(None, "[DONE]")
+
+
+def answer(completion: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | Iterator[bytes]:
+    """The completion itself, or its stream when the request asked for one."""
+    return completion_chunks(completion, request) if request.get("stream") else completion
+
+
+def error(chat_error: dict[str, Any]) -> dict[str, Any]:
+    """Chat completions' own error body."""
+    return chat_error

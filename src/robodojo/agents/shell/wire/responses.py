@@ -119,6 +119,17 @@ def response_events(response: dict[str, Any]) -> Iterator[bytes]:
     yield sse_event("response.completed", done)
 
 
+def answer(chat: dict[str, Any], request: dict[str, Any]) -> dict[str, Any] | Iterator[bytes]:
+    """The response object for a chat completion, or its events when the request asked for a stream."""
+    response = response_object(chat, request)
+    return response_events(response) if request.get("stream") else response
+
+
+def error(chat_error: dict[str, Any]) -> dict[str, Any]:
+    """The Responses API's errors have chat completions' shape."""
+    return chat_error
+
+
 # -- requests ---------------------------------------------------------------------------------------------------------
 def _add_item(messages: list[dict[str, Any]], item: dict[str, Any]) -> None:
     kind = item.get("type", "message")
