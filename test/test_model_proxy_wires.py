@@ -155,6 +155,31 @@ def test_a_tool_round_trip_and_freeform_tools_keep_their_call_ids(served):
     assert (call.type, call.call_id, call.input) == ("custom_tool_call", "call_9", "*** Begin Patch\n*** End Patch")
 
 
+def test_an_mcp_servers_namespaced_tools_are_offered_qualified_and_called_back_with_their_namespace(served):
+    client, seen, reply = served
+    observe = {"type": "function", "name": "observe", "description": "look", "parameters": {"type": "object"}}
+    namespace = {"type": "namespace", "name": "mcp__robodojo", "description": "the robot", "tools": [observe]}
+    reply(completion(None, [("call_2", "mcp__robodojo__observe", {})]))
+    answer = client.responses.create(
+        model="robodojo", tools=[namespace],
+        input=[
+            {"type": "message", "role": "user", "content": "look twice"},
+            {"type": "function_call", "call_id": "call_1", "name": "observe", "namespace": "mcp__robodojo",
+             "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": [
+                {"type": "input_text", "text": "head camera, step 0"},
+                {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]},
+        ],
+    )  # fmt: skip
+    body = seen[0].body
+    assert [t["function"]["name"] for t in body["tools"]] == ["mcp__robodojo__observe"]
+    assert body["messages"][1]["tool_calls"][0]["function"]["name"] == "mcp__robodojo__observe"
+    assert body["messages"][2] == {"role": "tool", "tool_call_id": "call_1", "content": "head camera, step 0"}
+    assert body["messages"][3]["content"][0]["type"] == "image_url"  # the tool's image, after it
+    (call,) = answer.output
+    assert (call.name, call.namespace, call.call_id) == ("observe", "mcp__robodojo", "call_2")
+
+
 @pytest.mark.parametrize(
     "body, why",
     [

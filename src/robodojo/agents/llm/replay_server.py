@@ -1,4 +1,5 @@
-"""An offline OpenAI-compatible chat-completions server that replays scripted replies.
+"""An offline OpenAI-compatible chat-completions server that replays scripted replies; it also serves them as the
+Responses API and the Anthropic Messages API (robodojo.agents.llm.wire), so coding-agent CLIs run against it.
 
 The real client (robodojo.agents.llm.client) talks to it over HTTP exactly as it talks to OpenAI, vLLM, Ollama or
 llama.cpp, so tests and ``make demo`` run the real code path without a network or a model. It can also emulate those
@@ -108,15 +109,17 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
 
 from robodojo import PACKAGE_ROOT
+from robodojo.agents.llm.wire import WIRES, WireError, chat
 from robodojo.errors import ConfigError
 
 FAILURE_WORDS = ("timeout", "disconnect")
@@ -782,7 +785,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_error(self, error: _HttpError) -> None:
+    def _send_events(self, events: Iterable[bytes]) -> None:
+        data = b"".join(events)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_error(self, error: _HttpError, wire: ModuleType = chat) -> None:
         payload = {
             "error": {
                 "message": error.message,
@@ -792,7 +803,7 @@ class _Handler(BaseHTTPRequestHandler):
                 **error.extra,
             }
         }
-        self._send_json(error.status, payload, error.headers)
+        self._send_json(error.status, wire.error(payload), error.headers)
 
     def _delayed(self) -> bool:
         """Hold the request for delay_s, like a busy or hung server; True if stop() released it (then drop it)."""
@@ -833,21 +844,24 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        routes = (
-            ("/v1/chat/completions",)
-            if self.replay.behaviour.v1_only
-            else ("/v1/chat/completions", "/chat/completions")
-        )
-        if self.path.rstrip("/") not in routes:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        prefixes = ("/v1",) if self.replay.behaviour.v1_only else ("/v1", "")
+        wire = next((w for w in WIRES for prefix in prefixes if path == prefix + w.SUFFIX), None)
+        if wire is None:
             self._send_error(_HttpError(404, f"no route POST {self.path}", "not_found"))
             return
         try:
-            body = json.loads(raw or b"null")
+            request = json.loads(raw or b"null")
         except json.JSONDecodeError as exc:
-            self._send_error(_HttpError(400, f"request body is not JSON: {exc}", "invalid_json"))
+            self._send_error(_HttpError(400, f"request body is not JSON: {exc}", "invalid_json"), wire)
             return
-        if not isinstance(body, dict):
-            self._send_error(_HttpError(400, "request body must be a JSON object", "invalid_json"))
+        if not isinstance(request, dict):
+            self._send_error(_HttpError(400, "request body must be a JSON object", "invalid_json"), wire)
+            return
+        try:
+            body = wire.chat_request(request)  # a Responses or Messages request as chat completions; chat's as it is
+        except WireError as exc:
+            self._send_error(_HttpError(400, str(exc), "invalid_request"), wire)
             return
         server = self.replay
         with server._lock:
@@ -866,12 +880,16 @@ class _Handler(BaseHTTPRequestHandler):
             status = int(failure)
             headers = {"Retry-After": f"{server.behaviour.retry_after_s:g}"} if status == 429 else None
             message = "Rate limit reached (injected)" if status == 429 else f"injected server error {status}"
-            self._send_error(_HttpError(status, message, f"injected_{status}", headers))
+            self._send_error(_HttpError(status, message, f"injected_{status}", headers), wire)
             return
         try:
             messages = server._check(body)
-            answer = server._answer(body, messages)
+            completion = server._answer(body, messages)
         except _HttpError as error:
-            self._send_error(error)
+            self._send_error(error, wire)
             return
-        self._send_json(200, answer)
+        answer = wire.answer(completion, request)
+        if isinstance(answer, dict):
+            self._send_json(200, answer)
+        else:
+            self._send_events(answer)

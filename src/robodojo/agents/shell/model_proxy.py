@@ -1,5 +1,5 @@
 """The model endpoint a sandboxed coding agent reaches: a Unix socket speaking the OpenAI chat-completions API (also
-streamed), the OpenAI Responses API and the Anthropic Messages API (robodojo.agents.shell.wire), answered by the
+streamed), the OpenAI Responses API and the Anthropic Messages API (robodojo.agents.llm.wire), answered by the
 episode's own LLM client, which holds the credential.
 
 The coding agent inside the sandbox sends ``POST .../chat/completions``, ``.../responses`` or ``.../messages``
@@ -23,12 +23,9 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from robodojo.agents.shell.wire import anthropic, chat, responses
-from robodojo.agents.shell.wire.chat import WireError
+from robodojo.agents.llm.wire import SERVED, WireError, wire_for
 
 MAX_BODY_BYTES = 64 << 20  # a request with many images; larger ones are refused (413)
-WIRES = (chat, responses, anthropic)  # robodojo.agents.shell.wire: each module's SUFFIX, chat_request, answer, error
-SERVED = "chat completions, responses and messages (POST), the model list (GET)"
 
 
 @dataclass
@@ -85,8 +82,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, error_body(f"{self.path} is not served here; only {SERVED}"))
 
     def do_POST(self) -> None:
-        path = self.path.split("?", 1)[0].rstrip("/")
-        wire = next((w for w in WIRES if path.endswith(w.SUFFIX)), None)
+        wire = wire_for(self.path)
         if wire is None:
             self._send(404, error_body(f"{self.path} is not served here; only {SERVED}"))
             return

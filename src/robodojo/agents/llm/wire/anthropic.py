@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from robodojo.agents.shell.wire.chat import WireError, sse_event
+from robodojo.agents.llm.wire.chat import WireError, sse_event
 
 SUFFIX = "/messages"
 STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens", "stop": "end_turn", "content_filter": "refusal"}

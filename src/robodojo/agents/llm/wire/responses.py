@@ -3,9 +3,10 @@
 A request's ``instructions`` and ``input`` items become chat messages and its function tools chat tools; the chat reply
 becomes a response object, streamed as the server-sent events the Responses API sends when ``stream`` is set
 (``response.created``, each output item added and done, the text as one delta, ``response.completed``). What chat
-completions cannot carry is left out, not faked: hosted tools (web search, file search, ...) and tool namespaces are
-dropped from the tools offered, reasoning items from the history. Freeform ("custom") tools become functions with
-one string argument, ``input``, and their calls go back as custom tool calls.
+completions cannot carry is left out, not faked: hosted tools (web search, file search, ...) are dropped from the
+tools offered, reasoning items from the history. Freeform ("custom") tools become functions with one string argument,
+``input``, and their calls go back as custom tool calls; the functions of a namespace (Codex puts each MCP server's
+tools in one, ``mcp__<server>``) become ``<namespace>__<tool>``, and their calls go back with the namespace.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from robodojo.agents.shell.wire.chat import WireError, sse_event
+from robodojo.agents.llm.wire.chat import WireError, sse_event
 
 SUFFIX = "/responses"
 CUSTOM_INPUT = "input"  # the one argument a freeform tool's function takes
@@ -39,11 +40,24 @@ def chat_request(body: dict[str, Any]) -> dict[str, Any]:
             raise WireError("every input item must be an object")
         _add_item(messages, item)
     chat: dict[str, Any] = {"model": body.get("model"), "messages": messages}
-    tools = [tool for t in body.get("tools") or [] if (tool := _chat_tool(t)) is not None]
+    tools = [tool for t in body.get("tools") or [] for tool in _chat_tools(t)]
     if tools:
         chat["tools"] = tools
         chat["tool_choice"] = _tool_choice(body.get("tool_choice"))
     return chat
+
+
+def namespaced_tools(body: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """The request's tools inside namespaces (Codex's MCP servers), by the name chat completions calls them:
+    ``<namespace>__<tool>`` -> (namespace, tool)."""
+    found = {}
+    for group in body.get("tools") or []:
+        if isinstance(group, dict) and group.get("type") == "namespace":
+            for tool in group.get("tools") or []:
+                if isinstance(tool, dict) and tool.get("type") == "function":
+                    namespace, name = str(group.get("name")), str(tool.get("name"))
+                    found[_qualified(namespace, name)] = (namespace, name)
+    return found
 
 
 def custom_tool_names(body: dict[str, Any]) -> frozenset[str]:
@@ -63,10 +77,16 @@ def response_object(chat: dict[str, Any], request: dict[str, Any]) -> dict[str, 
             "type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}],
         })  # fmt: skip
-    custom = custom_tool_names(request)
+    custom, namespaced = custom_tool_names(request), namespaced_tools(request)
     for k, call in enumerate(message.get("tool_calls") or []):
         name, arguments = call["function"]["name"], call["function"]["arguments"]
-        if name in custom:
+        if name in namespaced:
+            namespace, tool = namespaced[name]
+            output.append({
+                "type": "function_call", "id": f"fc_{n}_{k}", "call_id": call["id"], "name": tool,
+                "namespace": namespace, "arguments": arguments, "status": "completed",
+            })  # fmt: skip
+        elif name in custom:
             output.append({
                 "type": "custom_tool_call", "id": f"ctc_{n}_{k}", "call_id": call["id"], "name": name,
                 "input": _custom_input(arguments), "status": "completed",
@@ -148,7 +168,10 @@ def _add_item(messages: list[dict[str, Any]], item: dict[str, Any]) -> None:
             arguments = item.get("arguments")
         else:
             arguments = json.dumps({CUSTOM_INPUT: item.get("input", "")})
-        function = {"name": item.get("name"), "arguments": arguments}
+        name = str(item.get("name"))
+        if item.get("namespace"):
+            name = _qualified(str(item["namespace"]), name)
+        function = {"name": name, "arguments": arguments}
         call = {"id": item.get("call_id"), "type": "function", "function": function}
         last = messages[-1] if messages else None
         if last is not None and last["role"] == "assistant":
@@ -185,13 +208,26 @@ def _text_of(parts: list[dict[str, Any]]) -> str:
     return "\n".join(p["text"] for p in parts if p.get("type") == "text")
 
 
-def _chat_tool(tool: Any) -> dict[str, Any] | None:
+def _qualified(namespace: str, name: str) -> str:
+    return f"{namespace}__{name}"  # Codex names an MCP server's namespace mcp__<server>: mcp__<server>__<tool>
+
+
+def _chat_tools(tool: Any, namespace: str | None = None) -> list[dict[str, Any]]:
     if not isinstance(tool, dict):
         raise WireError("every tool must be an object")
+    if tool.get("type") == "namespace" and namespace is None:  # one level: the tools of an MCP server, say
+        return [t for inner in tool.get("tools") or [] for t in _chat_tools(inner, str(tool.get("name")))]
     if tool.get("type") == "function":
-        function = {"name": tool.get("name"), "description": tool.get("description", "")}
-        function["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
-        return {"type": "function", "function": function}
+        name = str(tool.get("name"))
+        description = str(tool.get("description", ""))
+        parameters = tool.get("parameters") or {"type": "object", "properties": {}}
+        function = {"name": _qualified(namespace, name) if namespace else name, "description": description}
+        return [{"type": "function", "function": {**function, "parameters": parameters}}]
+    chat_tool = _custom_function(tool) if namespace is None else None
+    return [chat_tool] if chat_tool is not None else []
+
+
+def _custom_function(tool: dict[str, Any]) -> dict[str, Any] | None:
     if tool.get("type") == "custom":
         parameters = {
             "type": "object", "properties": {CUSTOM_INPUT: {"type": "string", "description": "the tool's whole input"}},
@@ -199,7 +235,7 @@ def _chat_tool(tool: Any) -> dict[str, Any] | None:
         }  # fmt: skip
         function = {"name": tool.get("name"), "description": tool.get("description", ""), "parameters": parameters}
         return {"type": "function", "function": function}
-    return None  # hosted tools and namespaces: nothing a chat completion can call
+    return None  # hosted tools: nothing a chat completion can call
 
 
 def _tool_choice(choice: Any) -> Any:
