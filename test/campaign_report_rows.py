@@ -19,6 +19,9 @@ Usage = tuple[int, int, int, int, float]
 NO_USAGE: Usage = (0, 0, 0, 0, 0.0)
 
 
+WALL_S_PER_CALL = 0.5  #: each episode's wall time: half a second per LLM call
+
+
 def row(
     agent: str,
     task: str,
@@ -49,6 +52,7 @@ def row(
         cached_input_tokens=cached,
         output_tokens=output,
         cost_usd=cost,
+        wall_time_s=calls * WALL_S_PER_CALL,
     )
 
 

@@ -162,13 +162,13 @@ def test_efficiency_is_taken_on_jointly_solved_layouts_only():
     # Both solved pick standard 0, stack 0 and stack 2; move_eef's cluttered and stack-1 successes and code_cell's
     # pick-1 success (the 99-, 77-call episodes) stay out of the means.
     assert me.joint_layouts == cc.joint_layouts == 3 and me.solved_episodes == cc.solved_episodes == 3
-    # move_eef: calls (10 + 20 + 30) / 3 = 20; input 2000; cached 800; uncached 1200; output 200; $0.2
-    assert dataclasses.astuple(me.mean) == pytest.approx((20, 2000, 800, 1200, 200, 0.2))
-    # code_cell: calls (4 + 6 + 8) / 3 = 6; input 1000; cached 100; uncached 900; output 50; $0.1
-    assert dataclasses.astuple(cc.mean) == pytest.approx((6, 1000, 100, 900, 50, 0.1))
-    # code_cell / move_eef: 6/20, 1000/2000, 100/800, 900/1200, 50/200, 0.1/0.2
-    assert dataclasses.astuple(cc.ratio) == pytest.approx((0.3, 0.5, 0.125, 0.75, 0.25, 0.5))
-    assert dataclasses.astuple(me.ratio) == pytest.approx((1, 1, 1, 1, 1, 1))
+    # move_eef: calls (10 + 20 + 30) / 3 = 20; input 2000; cached 800; uncached 1200; output 200; $0.2; 10 s
+    assert dataclasses.astuple(me.mean) == pytest.approx((20, 2000, 800, 1200, 200, 0.2, 10))
+    # code_cell: calls (4 + 6 + 8) / 3 = 6; input 1000; cached 100; uncached 900; output 50; $0.1; 3 s
+    assert dataclasses.astuple(cc.mean) == pytest.approx((6, 1000, 100, 900, 50, 0.1, 3))
+    # code_cell / move_eef: 6/20, 1000/2000, 100/800, 900/1200, 50/200, 0.1/0.2, 3/10
+    assert dataclasses.astuple(cc.ratio) == pytest.approx((0.3, 0.5, 0.125, 0.75, 0.25, 0.5, 0.3))
+    assert dataclasses.astuple(me.ratio) == pytest.approx((1, 1, 1, 1, 1, 1, 1))
 
 
 def test_efficiency_leaves_out_an_llm_with_one_agent_and_takes_the_agents_given():

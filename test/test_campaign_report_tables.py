@@ -70,11 +70,13 @@ def test_write_tables_writes_every_table_as_csv(tmp_path):
     ]  # fmt: skip
     assert header[8:] == [f"{kind}_{m}" for kind in ("mean", "ratio") for m in (
         "llm_calls", "input_tokens", "cached_input_tokens", "uncached_input_tokens", "output_tokens", "cost_usd",
+        "wall_time_s",
     )]  # fmt: skip
     cc = _only(table, agent="code_cell")
     assert (cc["base_agent"], cc["joint_layouts"], cc["solved_episodes"]) == ("move_eef", "3", "3")
     assert float(cc["mean_llm_calls"]) == 6 and float(cc["ratio_llm_calls"]) == pytest.approx(0.3)
     assert float(cc["ratio_cached_input_tokens"]) == pytest.approx(0.125)
+    assert float(cc["mean_wall_time_s"]) == 3.0 and float(cc["ratio_wall_time_s"]) == pytest.approx(0.3)
 
     header, pairs = _read(out / "matched_pairs.csv")
     assert header == [
@@ -118,8 +120,8 @@ def test_report_markdown_in_seed_002s_cell_format():
         "| pick_and_place | pick | 56.25 / 37.50% | 75.00 / 50.00% | 100.00 / 100.00% |",
         "| pick_and_place | pick [cluttered] | 37.50 / 25.00% | - | - |",
         "| precision | press | 10.00 / 0.00% | 50.00 / 50.00% | - |",
-        "| gpt | move_eef | 12 | 41.67% | 3 | 3 | 20.00 | 2000 | 800 | 1200 | 200 | 0.2000 |",
-        "| gpt | code_cell / move_eef |  |  |  |  | 0.30x | 0.50x | 0.12x | 0.75x | 0.25x | 0.50x |",
+        "| gpt | move_eef | 12 | 41.67% | 3 | 3 | 20.00 | 2000 | 800 | 1200 | 200 | 0.2000 | 10.0 |",
+        "| gpt | code_cell / move_eef |  |  |  |  | 0.30x | 0.50x | 0.12x | 0.75x | 0.25x | 0.50x | 0.30x |",
         "| move_eef | gpt | demo_image | all | 3 | 5 | 60.00% (3) | 20.00% (1) | +40.00 pp | 0 | 3 | 1 | 1 | +2 | 1 |",
         "| move_eef | gpt | demo_image | tasks without | 2 | 3 | 66.67% (2) | 0.00% (0) | +66.67 pp | 0 | 2 | 0 | 1 "
         "| +2 |  |",

@@ -20,12 +20,15 @@ class Episode:
     cached_input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    wall_time_s: float = 0.0
 
 
 def test_means_ratios_and_their_undefined_cases():
-    means = UsageMeans.of([Episode("a", ("t", 0), True, 2, 100, 40, 10, 0.5), Episode("a", ("t", 1), True, 4, 300)])
-    # calls (2 + 4) / 2; input (100 + 300) / 2; cached 20; uncached (60 + 300) / 2; output 5; cost 0.25
-    assert dataclasses.astuple(means) == pytest.approx((3, 200, 20, 180, 5, 0.25))
+    means = UsageMeans.of(
+        [Episode("a", ("t", 0), True, 2, 100, 40, 10, 0.5, 7.0), Episode("a", ("t", 1), True, 4, 300, wall_time_s=3.0)]
+    )
+    # calls (2 + 4) / 2; input (100 + 300) / 2; cached 20; uncached (60 + 300) / 2; output 5; cost 0.25; wall 5 s
+    assert dataclasses.astuple(means) == pytest.approx((3, 200, 20, 180, 5, 0.25, 5))
     assert [means.value(m) for m in METRICS] == list(dataclasses.astuple(means))
     assert UsageMeans.of([]) == UsageMeans() and UsageMeans().llm_calls is None
     half = UsageMeans(llm_calls=1.5, input_tokens=100, cached_input_tokens=0).over(means)

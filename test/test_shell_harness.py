@@ -4,6 +4,7 @@ general_pickup through the CLI with the shared pick tool."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
@@ -12,12 +13,14 @@ import sys
 import cv2
 import numpy as np
 import pytest
+import yaml
 
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.shell.commands import BaseCommands
 from robodojo.agents.shell.settings import load_shell_settings
 from robodojo.agents.shell.workspace import ShellWorkspace
 from robodojo.episodes import episode_context
+from robodojo.errors import ConfigError
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
@@ -243,6 +246,43 @@ def test_an_npm_coding_agent_solves_general_pickup_through_its_own_loop(tmp_path
     assert results and '"command": "status"' in str(results[0]["content"])
     calls = [json.loads(line) for line in (folder / "robo_calls.jsonl").read_text().splitlines()]
     assert sum(c["record"]["steps_used"] for c in calls) == metrics["steps_used"] > 0
+
+
+@pytest.mark.skipif(
+    not load_shell_settings().coding_agents.get("codex").installed,
+    reason="Codex CLI is not installed (make agents installs it from npm into .venv/agents/npm)",
+)
+def test_a_campaign_compares_the_built_in_shell_agent_with_a_coding_agent_cli(tmp_path):
+    spec = tmp_path / "agents.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": "cli_axis", "tasks": ["general_pickup"], "seeds": [0], "agents": ["shell", "shell:codex"],
+        "llms": {"replay": {"shell": "replay:examples/shell/general_pickup.yaml",
+                            "shell:codex": "replay:examples/shell/general_pickup_codex.yaml"}},
+    }))  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "robodojo.cli", "eval", str(spec), "--out", str(tmp_path / "campaign")],
+        capture_output=True, text=True, timeout=300, cwd=PACKAGE_ROOT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2/2 episodes ended, 2 successes, 0 crashed" in result.stdout
+    with (tmp_path / "campaign" / "report" / "efficiency.csv").open() as f:
+        rows = {r["agent"]: r for r in csv.DictReader(f)}
+    # calls, tokens and wall time per solved episode, Codex over the built-in agent
+    assert rows["shell:codex"]["base_agent"] == "shell" and float(rows["shell:codex"]["mean_llm_calls"]) == 3
+    assert float(rows["shell:codex"]["ratio_input_tokens"]) > 1  # Codex's own prompt and tools ride along
+    assert float(rows["shell:codex"]["mean_wall_time_s"]) > 0
+
+
+@pytest.mark.parametrize(
+    "agent, why", [("shell:nope", "unknown coding agent 'nope'"), ("move_eef:codex", "only the shell agent")]
+)
+def test_a_campaign_refuses_an_unknown_coding_agent_before_it_starts(tmp_path, agent, why):
+    from robodojo.campaigns.spec import campaign_spec_from_dict
+
+    with pytest.raises(ConfigError, match=why):
+        campaign_spec_from_dict(
+            {"name": "x", "tasks": ["general_pickup"], "agents": [agent], "llms": {"r": "replay:x"}}
+        )
 
 
 def test_a_campaign_runs_the_shell_agent_when_listed(tmp_path):

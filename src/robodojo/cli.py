@@ -550,7 +550,10 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--tasks", default=None, help="task names separated by commas")
     evaluate.add_argument("--seeds", default=None, help="seeds and ranges, e.g. 0-49 or 0,2,5-7")
     evaluate.add_argument("--variants", default=None, help=f"variants separated by commas ({', '.join(VARIANTS)})")
-    evaluate.add_argument("--agents", default=None, help="agents separated by commas (move_eef, code_cell, shell)")
+    evaluate.add_argument(
+        "--agents", default=None,
+        help="agents separated by commas: move_eef, code_cell, shell, shell:<cli> (shell:codex, shell:opencode, ...)",
+    )  # fmt: skip
     evaluate.add_argument(
         "--llm", action="append", default=[],
         help="an LLM spec for every agent (repeatable; {task} and {seed} are filled per episode); replaces the "
@@ -592,7 +595,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--task", required=True)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--variant", default="standard", choices=VARIANTS)
-    run.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell", "shell"))
+    run.add_argument(
+        "--agent", default="move_eef",
+        help="move_eef (default), code_cell, shell, or shell:<cli> (a coding-agent CLI of config/agents/shell.yaml "
+        "acts in the shell harness; the same as --agent shell --coding-agent <cli>)",
+    )  # fmt: skip
     run.add_argument(
         "--tools",
         default=None,

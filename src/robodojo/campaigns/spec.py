@@ -46,7 +46,7 @@ import yaml
 from robodojo.agents.llm.settings import check_reasoning_effort
 from robodojo.campaigns.results import ZERO_SHOT
 from robodojo.episodes.compare import fill_spec, missing_script, parse_seeds
-from robodojo.episodes.factory import AGENTS, DEFAULT_AGENTS
+from robodojo.episodes.factory import DEFAULT_AGENTS, split_agent
 from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET
 from robodojo.errors import ConfigError, UnknownNameError
 
@@ -222,8 +222,10 @@ def campaign_spec_from_dict(values: Mapping[str, Any], source: str = "the campai
             raise ConfigError(f"{source}: unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     agents = _names(values.get("agents", list(DEFAULT_AGENTS)), "agents", source)
     for agent in agents:
-        if agent not in AGENTS:
-            raise ConfigError(f"{source}: unknown agent {agent!r}; known: {', '.join(AGENTS)}")
+        try:
+            split_agent(agent)
+        except (ConfigError, UnknownNameError) as exc:
+            raise ConfigError(f"{source}: {exc}") from None
     seeds = _seeds(values.get("seeds", [0]), source)
     llms = _llms(values.get("llms"), agents, source)
     conditions = _conditions(values.get("conditions", {ZERO_SHOT: {}}), source)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from robodojo.episodes.efficiency import jointly_solved
-from robodojo.episodes.factory import AGENTS, DEFAULT_AGENTS, make_agent
+from robodojo.episodes.factory import AGENTS, DEFAULT_AGENTS, make_agent, split_agent
 from robodojo.episodes.hosts import WorldHost
 from robodojo.episodes.runner import run_episode
 from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EndReason, EpisodeOutcome, EpisodeResult, EpisodeSpec
@@ -230,8 +230,7 @@ def run_compare(
     if variant not in VARIANTS:
         raise ConfigError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     for agent_name, spec in specs.items():
-        if agent_name not in AGENTS:
-            raise ConfigError(f"unknown agent {agent_name!r}; known: {', '.join(AGENTS)}")
+        split_agent(agent_name)  # an unknown agent or CLI: ConfigError
         check_spec(spec, settings)
         make_agent(agent_name, **(agent_options or {}))  # bad options fail here, before any world is built
         if tasks and seeds:

@@ -13,8 +13,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Generic, Protocol, TypeVar
 
-#: the usage metrics, in the order tables show them; ``uncached_input_tokens`` is input minus cached input
-METRICS = ("llm_calls", "input_tokens", "cached_input_tokens", "uncached_input_tokens", "output_tokens", "cost_usd")
+#: the usage metrics, in the order tables show them; ``uncached_input_tokens`` is input minus cached input;
+#: ``wall_time_s`` the episode's wall time (the model's, the harness's and the world's together)
+METRICS = (
+    "llm_calls", "input_tokens", "cached_input_tokens", "uncached_input_tokens", "output_tokens", "cost_usd",
+    "wall_time_s",
+)  # fmt: skip
 
 
 class UsageRecord(Protocol):
@@ -34,12 +38,14 @@ class UsageRecord(Protocol):
     def output_tokens(self) -> int: ...
     @property
     def cost_usd(self) -> float: ...
+    @property
+    def wall_time_s(self) -> float: ...
 
 
 @dataclass(frozen=True)
 class UsageMeans:
     """The usage metrics per episode (means, or ratios of means); None where there is nothing to average, or the
-    ratio's base is 0 or missing. Tokens are counts, cost is in US dollars."""
+    ratio's base is 0 or missing. Tokens are counts, cost is in US dollars, wall time in seconds."""
 
     llm_calls: float | None = None
     input_tokens: float | None = None
@@ -47,6 +53,7 @@ class UsageMeans:
     uncached_input_tokens: float | None = None
     output_tokens: float | None = None
     cost_usd: float | None = None
+    wall_time_s: float | None = None
 
     @classmethod
     def of(cls, episodes: Sequence[UsageRecord]) -> UsageMeans:
@@ -65,6 +72,7 @@ class UsageMeans:
             uncached_input_tokens=mean(lambda e: e.input_tokens - e.cached_input_tokens),
             output_tokens=mean(lambda e: e.output_tokens),
             cost_usd=mean(lambda e: e.cost_usd),
+            wall_time_s=mean(lambda e: e.wall_time_s),
         )
 
     def value(self, metric: str) -> float | None:

@@ -15,6 +15,24 @@ if TYPE_CHECKING:
 AGENTS = ("move_eef", "code_cell", "shell")
 #: what `robodojo compare` compares (seed 000's ratio code_cell / move_eef) and campaigns run unless told otherwise
 DEFAULT_AGENTS = ("move_eef", "code_cell")
+CODING_AGENT_SEP = ":"  #: shell:<cli>: the shell agent, acted by a coding-agent CLI of config/agents/shell.yaml
+
+
+def split_agent(name: str) -> tuple[str, str | None]:
+    """An agent name as runs and campaigns take it: one of :data:`AGENTS`, or ``shell:<cli>`` for the shell harness
+    acted by the coding-agent CLI ``<cli>`` (``shell:codex``, ``shell:claude-code``); (agent, cli or None). Unknown
+    agents and CLIs are ConfigErrors naming the known ones."""
+    agent, sep, cli = name.partition(CODING_AGENT_SEP)
+    if agent not in AGENTS:
+        raise UnknownNameError("agent", agent, AGENTS)
+    if not sep:
+        return agent, None
+    if agent != "shell":
+        raise ConfigError(f"agent {name!r}: only the shell agent takes a coding-agent CLI (shell:<cli>)")
+    from robodojo.agents.shell.settings import load_shell_settings
+
+    load_shell_settings().coding_agents.get(cli)  # an unknown CLI: ConfigError naming the configured ones
+    return agent, cli
 
 
 def horizon_value(image_horizon: int | str) -> int | None:
@@ -48,11 +66,12 @@ def make_agent(
     ``reply_reserve_tokens`` free for the answer: pass the client's max_output_tokens); ``probes`` fields of the
     move_eef agent's probes (seed 002 perturbations; its demonstration, a folder or an episode record, is read here:
     robodojo.episodes.demonstration); ``tools_root`` the shell agent's folder of task tool folders; ``coding_agent``
-    a coding-agent CLI of config/agents/shell.yaml to act for the shell agent (else the built-in shell-tool agent)."""
+    a coding-agent CLI of config/agents/shell.yaml to act for the shell agent (else the built-in shell-tool agent;
+    ``shell:<cli>`` as ``name`` says the same)."""
     from robodojo.agents.context_budget import ContextBudget, check_images, check_positive_or_none
 
-    if name not in AGENTS:
-        raise UnknownNameError("agent", name, AGENTS)
+    name, cli = split_agent(name)
+    coding_agent = coding_agent or cli
     overrides: dict[str, Any] = {}
     if image_horizon is not None:
         overrides["image_horizon"] = horizon_value(image_horizon)

@@ -59,6 +59,7 @@ METRIC_LABELS = {
     "uncached_input_tokens": "uncached input",
     "output_tokens": "output tokens",
     "cost_usd": "cost USD",
+    "wall_time_s": "wall s",
 }
 METRIC_FORMATS = {  # per solved episode: calls to two decimals, tokens whole, dollars to four
     "llm_calls": "{:.2f}",
@@ -67,6 +68,7 @@ METRIC_FORMATS = {  # per solved episode: calls to two decimals, tokens whole, d
     "uncached_input_tokens": "{:.0f}",
     "output_tokens": "{:.0f}",
     "cost_usd": "{:.4f}",
+    "wall_time_s": "{:.1f}",
 }
 SUBSETS = {  # the matched-pair splits: CSV name -> markdown label
     "all": "all",
