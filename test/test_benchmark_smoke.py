@@ -30,6 +30,14 @@ PARTS: dict[str, tuple[str, ...]] = {
         "2. request size per turn",
         "totals over",
     ),
+    "agents": (
+        "1. one replayed episode per agent",
+        "per call p50 ms",
+        "move_eef",
+        "shell:mini-swe-agent",
+        "2. robodojo mcp over stdio",
+        "observe (3 images)",
+    ),
     "campaign": (
         "episodes/min",
         "scaling 2 workers / 1",
