@@ -113,9 +113,10 @@ def _arguments() -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             "agent",
             default_value="move_eef",
-            choices=["move_eef", "code_cell", "shell", "none"],
+            choices=["move_eef", "code_cell", "shell", "mcp", "none"],
             description="Agent: move_eef tool calls, code_cell Python cells, shell commands in a sandbox (robo "
-            "command line), or none (no agent node)",
+            "command line), mcp (the episode served to one MCP client at http://127.0.0.1:8766/mcp; mcp_tools:=, "
+            "mcp_port:=), or none (no agent node)",
         ),
         DeclareLaunchArgument(
             "task",
@@ -139,6 +140,15 @@ def _arguments() -> list[DeclareLaunchArgument]:
             "base_url",
             default_value="",
             description="OpenAI-compatible endpoint; empty: the llm profile's own",
+        ),
+        DeclareLaunchArgument(
+            "mcp_tools",
+            default_value="robo",
+            choices=["robo", "move_eef"],
+            description="agent:=mcp: the tools served to the MCP client (robo: the shell harness's commands)",
+        ),
+        DeclareLaunchArgument(
+            "mcp_port", default_value="8766", description="agent:=mcp: the port of http://127.0.0.1:<port>/mcp"
         ),
         DeclareLaunchArgument(
             "images",
@@ -643,6 +653,8 @@ def _launch_setup(context, *args, **kwargs):
                     "llm": _text(llm),
                     "base_url": _text(base_url),
                     "images": _text(LaunchConfiguration("images").perform(context)),
+                    "mcp_tools": _text(LaunchConfiguration("mcp_tools").perform(context)),
+                    "mcp_port": _integer(context, "mcp_port"),
                     "context_tokens": _integer(context, "context_tokens"),
                     "tool_choice": _text(LaunchConfiguration("tool_choice").perform(context)),
                     "llm_reasoning_effort": _text(LaunchConfiguration("reasoning_effort").perform(context)),

@@ -358,6 +358,8 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         "tool_choice": args.tool_choice,
         "images": args.images or "",
         "context_tokens": args.context_tokens or 0,
+        "mcp_tools": args.mcp_tools,
+        "mcp_port": args.mcp_port,
     }
     config_param = "isaac_config" if args.hardware == "isaac" else "hardware_config"
     hardware_params = {config_param: args.hardware_config or ""}
@@ -677,7 +679,13 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--task", default=None, help="default: the robot's default_task (config/robots/<robot>.yaml)")
     graph.add_argument("--seed", type=int, default=0)
     graph.add_argument("--variant", default="standard", choices=VARIANTS)
-    graph.add_argument("--agent", default="move_eef", choices=("move_eef", "code_cell", "shell", "none"))
+    graph.add_argument(
+        "--agent", default="move_eef", choices=("move_eef", "code_cell", "shell", "mcp", "none"),
+        help="the agent node's agent; mcp: the episode is served to one MCP client over HTTP (--mcp-tools, "
+        "--mcp-port; http://127.0.0.1:8766/mcp by default)",
+    )  # fmt: skip
+    graph.add_argument("--mcp-tools", default="robo", choices=("robo", "move_eef"), help="--agent mcp: its tools")
+    graph.add_argument("--mcp-port", type=int, default=8766, help="--agent mcp: http://127.0.0.1:<port>/mcp (0: free)")
     graph.add_argument(
         "--llm",
         default=None,

@@ -10,9 +10,12 @@ the client is gone (or silent for the idle timeout).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 
@@ -23,7 +26,7 @@ from robodojo.agents.mcp.robo_tools import RoboTools
 from robodojo.agents.mcp.server import build_server, check_host, serve_http, serve_stdio
 from robodojo.agents.mcp.settings import LOCAL_HOST, TOOL_SETS, TRANSPORTS, McpSettings, load_mcp_settings
 from robodojo.agents.mcp.toolset import ToolSet
-from robodojo.episodes.hosts import WorldHost
+from robodojo.episodes.hosts import EpisodeHost, WorldHost
 from robodojo.episodes.runner import run_episode
 from robodojo.episodes.spec import EpisodeResult, EpisodeSpec
 from robodojo.errors import ConfigError
@@ -33,6 +36,7 @@ from robodojo.sim.world import EmbeddedWorld
 
 SERVER_FAILED = "the episode ended with an error of the robot server; nothing moved"
 SERVER_STOPPED = "the robot server stopped"
+INTERRUPT_POLL_S = 0.2  # how often the interruption is looked at (it is also the stop's latency)
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,33 @@ def make_tools(name: str, robot: RobotConfig) -> ToolSet:
     return MoveEefTools(robot) if name == "move_eef" else RoboTools(robot)
 
 
-def serve_episode(plan: McpPlan, settings: McpSettings | None = None) -> EpisodeResult | None:
+@contextmanager
+def embedded_host(robot: RobotConfig) -> Iterator[EpisodeHost]:
+    """The embedded world of ``robot`` in this process, closed after the episode."""
+    world = EmbeddedWorld(robot.name)
+    try:
+        yield WorldHost(world)
+    finally:
+        world.close()
+
+
+class Interruption(Protocol):
+    """What tells a server to stop early (the agent node's ShutdownNotice)."""
+
+    def wait(self, timeout_s: float) -> bool: ...
+
+
+def serve_episode(
+    plan: McpPlan,
+    settings: McpSettings | None = None,
+    *,
+    open_host: Callable[[RobotConfig], AbstractContextManager[EpisodeHost]] = embedded_host,
+    interrupted: Interruption | None = None,
+) -> EpisodeResult | None:
     """Serve one episode to an MCP client until it is over and the client is gone; its result (None if the episode
-    thread never got to run it)."""
+    thread never got to run it). ``open_host`` gives the episode's host (default: the embedded world; the agent node
+    passes the graph's); ``interrupted``, once it fires, ends a running episode as interrupted, with its record, and
+    stops the server."""
     settings = settings or load_mcp_settings()
     robot = load_robot_config(get_task(plan.spec.task).robot)
     channel = CallChannel(idle_timeout_s=settings.idle_timeout_s, max_pending=settings.max_pending_calls)
@@ -81,17 +109,16 @@ def serve_episode(plan: McpPlan, settings: McpSettings | None = None) -> Episode
 
     def episode() -> None:
         try:
-            world = EmbeddedWorld(robot.name)
-            try:
-                client = channel.wait_client(settings.idle_timeout_s) or ""
-                agent.client_name = client
-                llm = McpClientModel(plan.transport, client)
-                result = run_episode(WorldHost(world), agent, llm, plan.spec, plan.out, model=client)
-                outcome["result"] = result
-                channel.end(ended_text(result))
-            finally:
-                agent.close()
-                world.close()
+            with open_host(robot) as host:
+                try:
+                    client = channel.wait_client(settings.idle_timeout_s) or ""
+                    agent.client_name = client
+                    llm = McpClientModel(plan.transport, client)
+                    result = run_episode(host, agent, llm, plan.spec, plan.out, model=client)
+                    outcome["result"] = result
+                    channel.end(ended_text(result))
+                finally:
+                    agent.close()
             channel.wait_gone()
         except BaseException as exc:
             outcome["error"] = exc
@@ -99,6 +126,14 @@ def serve_episode(plan: McpPlan, settings: McpSettings | None = None) -> Episode
         finally:
             stop.set()
 
+    def watch() -> None:
+        while not stop.is_set():
+            if interrupted is not None and interrupted.wait(INTERRUPT_POLL_S):
+                channel.disconnect(SERVER_STOPPED)  # the episode ends as interrupted, its record written
+                return
+
+    if interrupted is not None:
+        threading.Thread(target=watch, name="mcp-interruption", daemon=True).start()
     thread = threading.Thread(target=episode, name="mcp-episode", daemon=True)
     started = thread.start  # once the transport holds stdout: nothing the world prints reaches the protocol
     try:

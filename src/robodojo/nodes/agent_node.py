@@ -1,4 +1,6 @@
-"""The agent node: runs a move_eef or code-cell agent on the graph, with the same runner and record as in-process.
+"""The agent node: runs a move_eef, code-cell or shell agent on the graph, with the same runner and record as
+in-process, or (agent mcp) serves the graph's episode to one MCP client over streamable HTTP, as ``robodojo mcp``
+serves the embedded world's.
 
 The agent sees what it sees in process, built from topics: camera images with CameraInfo and optical-frame poses,
 joint states (TCP poses by forward kinematics on the URDF, as the motion server judges them), and the episode
@@ -14,6 +16,7 @@ import sys
 import threading
 import time
 import traceback
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +29,13 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from robodojo.agents.context_budget import check_images
 from robodojo.agents.llm.client import open_llm
 from robodojo.agents.llm.settings import TOOL_CHOICES, run_llm_settings
-from robodojo.episodes import EndReason, EpisodeSpec, run_episode
+from robodojo.episodes import EndReason, EpisodeResult, EpisodeSpec, run_episode
 from robodojo.episodes.factory import make_agent
+from robodojo.episodes.mcp_episode import McpPlan, serve_episode
 from robodojo.errors import BackendLostError, ConfigError, EpisodeInterrupted, RobodojoError
 from robodojo.nodes import topics
 from robodojo.nodes.agent_graph import GraphEpisodeHost, GraphView, ShutdownNotice, wait_for
+from robodojo.nodes.graph_choices import MCP_AGENT
 from robodojo.nodes.parameters import AgentNodeParams
 from robodojo.nodes.params import declare_parameters
 from robodojo.nodes.runtime import CLOSE_DEADLINE_S, LATCHED_QOS, GraphNode, run_node
@@ -53,7 +58,10 @@ class AgentNode(GraphNode):
             check_images(p.images, "parameter 'images'")
         if p.context_tokens < 0:
             raise ConfigError(f"parameter 'context_tokens' must be >= 0 (0: unknown), got {p.context_tokens}")
-        make_agent(p.agent, **self.agent_options)
+        if p.agent == MCP_AGENT:
+            McpPlan(self.spec, p.mcp_tools, "http", Path(p.out), port=p.mcp_port)  # bad tools or port fail here
+        else:
+            make_agent(p.agent, **self.agent_options)
         self.llm_settings = run_llm_settings(
             p.llm_config or None,
             timeout_s=p.llm_timeout_s or None,
@@ -159,6 +167,18 @@ class AgentNode(GraphNode):
             raise ConfigError(f"the simulator refused the reset: {response.message}")
         self.current_status(newer_than=old)
 
+    def _serve_mcp(self, spec: EpisodeSpec, host: GraphEpisodeHost) -> int:
+        """Serve the graph's episode to one MCP client over streamable HTTP (robodojo mcp's server, this graph's
+        host); the exit code."""
+        p = self.params
+        plan = McpPlan(spec, p.mcp_tools, "http", Path(p.out), port=p.mcp_port)
+        self.get_logger().info(f"serving {spec.task} seed {spec.seed} to one MCP client ({p.mcp_tools} tools)")
+        result = serve_episode(plan, open_host=lambda robot: nullcontext(host), interrupted=self.interrupted)
+        if result is None:
+            self.get_logger().info("no episode ran: no MCP client came, or the node is shutting down")
+            return 0
+        return self._ended(spec, result, f"{result.llm_calls} calls of the MCP client")
+
     @property
     def agent_options(self) -> dict[str, Any]:
         """make_agent's options from the parameters (empty or 0: the agent's own configuration)."""
@@ -178,24 +198,7 @@ class AgentNode(GraphNode):
             self._wait_for_robot(robot)
             host = GraphEpisodeHost(self, robot)
             self._hosts.append(host)
-            with open_llm(
-                self.params.llm,
-                base_url=self.params.base_url or None,
-                settings=self.llm_settings,
-                tool_choice=self.params.tool_choice,
-            ) as llm:
-                agent = make_agent(self.params.agent, **self.agent_options, reply_reserve_tokens=llm.max_output_tokens)
-                try:
-                    result = run_episode(host, agent, llm, spec, Path(self.params.out), model=llm.model)
-                finally:
-                    getattr(agent, "close", lambda: None)()
-            self.result = result.end_reason
-            self.get_logger().info(
-                f"episode {status.task} seed {status.seed}: {'success' if result.success else 'no success'}, "
-                f"score {result.score:.2f}, ended by {result.end_reason.value}, {result.llm_calls} LLM calls, "
-                f"{result.steps_used} steps; record in {result.folder}"
-            )
-            code = 0 if result.end_reason not in (EndReason.CRASHED, EndReason.BACKEND_LOST) else 3
+            code = self._serve_mcp(spec, host) if self.params.agent == MCP_AGENT else self._run_agent(spec, host)
         except EpisodeInterrupted:
             self.get_logger().info("episode not started: the node is shutting down")
             code = 0
@@ -205,6 +208,31 @@ class AgentNode(GraphNode):
             self.get_logger().error(f"episode crashed:\n{traceback.format_exc()}")
         if self.params.exit_when_done:
             self.finish(code)
+
+    def _run_agent(self, spec: EpisodeSpec, host: GraphEpisodeHost) -> int:
+        """Run the agent's episode with its model; the exit code."""
+        with open_llm(
+            self.params.llm,
+            base_url=self.params.base_url or None,
+            settings=self.llm_settings,
+            tool_choice=self.params.tool_choice,
+        ) as llm:
+            agent = make_agent(self.params.agent, **self.agent_options, reply_reserve_tokens=llm.max_output_tokens)
+            try:
+                result = run_episode(host, agent, llm, spec, Path(self.params.out), model=llm.model)
+            finally:
+                getattr(agent, "close", lambda: None)()
+        return self._ended(spec, result, f"{result.llm_calls} LLM calls")
+
+    def _ended(self, spec: EpisodeSpec, result: EpisodeResult, calls: str) -> int:
+        """Log the episode's outcome; the node's exit code (3: the backend went away or the episode crashed)."""
+        self.result = result.end_reason
+        self.get_logger().info(
+            f"episode {spec.task} seed {spec.seed}: {'success' if result.success else 'no success'}, "
+            f"score {result.score:.2f}, ended by {result.end_reason.value}, {calls}, "
+            f"{result.steps_used} steps; record in {result.folder}"
+        )
+        return 0 if result.end_reason not in (EndReason.CRASHED, EndReason.BACKEND_LOST) else 3
 
 
 def main() -> int:

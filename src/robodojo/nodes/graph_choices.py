@@ -7,7 +7,7 @@
   simulator named beside a real arm's driver is refused (the arm is the backend: MuJoCo would run instead of it).
 - ``hardware``: each driver belongs to one robot (franka: fr3, arx5: dual_arx_x5).
 - ``llm``: empty means the replayed example of the agent's kind for the task and seed (examples/), refused with one
-  line when there is none.
+  line when there is none; ``agent:=mcp`` takes none (the MCP client brings its own model).
 - ``use_sim_time``: empty means true for a simulator (it publishes /clock), false for real hardware.
 - camera poses: under ``sim:=mujoco`` sim_node publishes /cameras/<camera>/pose from the simulator's own cameras (the
   scene URDF's mounts); under ``isaac`` and ``none`` camera_node publishes them from the calibration files, and
@@ -33,6 +33,7 @@ REPLAY_EXAMPLES = {
     "shell": "examples/shell/{task}.yaml",
 }
 NO_AGENT = "none"
+MCP_AGENT = "mcp"  #: an MCP client drives the graph's episode through agent_node's server: no model of ours
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
 
@@ -88,7 +89,7 @@ def llm_or_example(agent: str, llm: str, task: str, seed: int) -> str:
     """``llm`` when given; else ``replay:`` the agent's example for ``task`` and ``seed``; "" for no agent."""
     if llm.strip():
         return llm.strip()
-    if agent == NO_AGENT:
+    if agent in (NO_AGENT, MCP_AGENT):
         return ""
     if agent not in REPLAY_EXAMPLES:
         raise ConfigError(f"agent:={agent} has no replayed example; give llm:= (examples exist for "

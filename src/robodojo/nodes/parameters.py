@@ -96,7 +96,7 @@ class MotionServerParams:
 class AgentNodeParams:
     """agent_node: runs one agent's episode against the graph (MoveEef action, cameras, episode status)."""
 
-    agent: str = parameter("agent style")
+    agent: str = parameter("agent style: move_eef, code_cell, shell, shell:<cli>, or mcp (an MCP client drives it)")
     llm: str = parameter("LLM spec: profile:model (openai:, vllm:, ollama:, llamacpp:) or replay:FILE")
     base_url: str = parameter("OpenAI-compatible endpoint; empty: the llm profile's own")
     llm_config: str = parameter("LLM profiles merged over config/llm.yaml and the per-user file; empty: none")
@@ -126,6 +126,8 @@ class AgentNodeParams:
     reset_timeout_s: float = parameter(
         "wait this long for /episode/reset to answer (a real robot's reset waits for the operator) [s]", positive=True
     )
+    mcp_tools: str = parameter("agent mcp: the tool set served to the MCP client, robo or move_eef")
+    mcp_port: int = parameter("agent mcp: the port of http://127.0.0.1:<port>/mcp; 0: a free one, logged")
 
 
 @dataclass(frozen=True)

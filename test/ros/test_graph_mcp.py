@@ -1,0 +1,97 @@
+"""agent:=mcp: the agent node serves the graph's episode to one MCP client over streamable HTTP, the server of
+``robodojo mcp`` with the graph's host. The MCP SDK's own client solves general_pickup seed 0 with the move_eef tools
+(the replay's targets) through the simulator and motion server nodes; a call after the end moves nothing; the record
+is the agent node's, with agent ``mcp`` and the client's name, and the node exits 0 once the client is gone."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import anyio
+import graph_client as gc
+import mcp.types as types
+import pytest
+import yaml
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from robodojo import PACKAGE_ROOT
+from robodojo.nodes.process_graph import NodeProcess
+
+pytestmark = pytest.mark.ros
+
+REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
+CLIENT = "robodojo-graph-test-client"
+SERVE_TIMEOUT_S = 120  # the node resets the episode and waits for every camera before it serves
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_serving(port: int, agent: NodeProcess) -> None:
+    deadline = time.monotonic() + SERVE_TIMEOUT_S
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert agent.alive, f"agent_node exited {agent.returncode}:\n{agent.output()[-3000:]}"
+        assert time.monotonic() < deadline, f"agent_node never served:\n{agent.output()[-3000:]}"
+        time.sleep(0.2)
+
+
+def _text(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+async def _solve(url: str) -> list[str]:
+    info = types.Implementation(name=CLIENT, version="1.0")
+    texts = []
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write, client_info=info) as session:
+        await session.initialize()
+        tools = {t.name for t in (await session.list_tools()).tools}
+        assert {"move_eef", "give_up", "observe"} <= tools, tools
+        observed = await session.call_tool("observe", {})
+        assert sum(isinstance(c, types.ImageContent) for c in observed.content) == 3  # the graph's three cameras
+        for reply in yaml.safe_load(REPLAY.read_text()):
+            (call,) = reply["tool_calls"]
+            result = await session.call_tool(call["name"], call["arguments"])
+            texts.append(_text(result))
+        after = await session.call_tool("move_eef", {"targets": {"right_z": 0.9}})
+        assert after.is_error and "the episode is over" in _text(after)
+    return texts
+
+
+def test_an_mcp_client_solves_the_graphs_episode_through_agent_node(graph, tmp_path: Path):
+    gc.start_sim_and_motion(graph)
+    port = _free_port()
+    out = tmp_path / "graph"
+    agent = graph.start("agent_node", agent="mcp", mcp_tools="move_eef", mcp_port=port, out=str(out), use_sim_time=True)
+    _wait_serving(port, agent)
+    texts = anyio.run(_solve, f"http://127.0.0.1:{port}/mcp")
+    assert agent.wait(60) == 0, agent.output()[-3000:]
+    (folder,) = out.iterdir()
+    metrics = json.loads((folder / "metrics.json").read_text())
+    meta = json.loads((folder / "meta.json").read_text())
+    assert metrics["success"] and metrics["end_reason"] == "success", (metrics, texts)
+    assert meta["agent"] == "mcp" and meta["model"] == CLIENT
+    assert metrics["steps_used"] > 0  # the arm moved on the simulator node
+
+
+def test_ctrl_c_while_the_node_waits_for_its_client_ends_the_episode_as_interrupted(graph, tmp_path: Path):
+    gc.start_sim_and_motion(graph)
+    port = _free_port()
+    out = tmp_path / "graph"
+    agent = graph.start("agent_node", agent="mcp", mcp_tools="robo", mcp_port=port, out=str(out), use_sim_time=True)
+    _wait_serving(port, agent)
+    assert agent.stop() == 0, agent.output()[
+        -3000:
+    ]  # SIGINT: the episode ends, its record written, within launch's 5 s
+    (folder,) = out.iterdir()
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["end_reason"] == "interrupted" and metrics["steps_used"] == 0, metrics
