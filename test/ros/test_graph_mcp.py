@@ -67,12 +67,18 @@ async def _solve(url: str) -> list[str]:
     return texts
 
 
-def test_an_mcp_client_solves_the_graphs_episode_through_agent_node(graph, tmp_path: Path):
+def _serving_agent(graph, out: Path, tools: str) -> tuple[NodeProcess, int]:
+    """The simulator, the motion server and agent_node serving its episode (agent mcp); the node and its port."""
     gc.start_sim_and_motion(graph)
     port = _free_port()
-    out = tmp_path / "graph"
-    agent = graph.start("agent_node", agent="mcp", mcp_tools="move_eef", mcp_port=port, out=str(out), use_sim_time=True)
+    agent = graph.start("agent_node", agent="mcp", mcp_tools=tools, mcp_port=port, out=str(out), use_sim_time=True)
     _wait_serving(port, agent)
+    return agent, port
+
+
+def test_an_mcp_client_solves_the_graphs_episode_through_agent_node(graph, tmp_path: Path):
+    out = tmp_path / "graph"
+    agent, port = _serving_agent(graph, out, "move_eef")
     texts = anyio.run(_solve, f"http://127.0.0.1:{port}/mcp")
     assert agent.wait(60) == 0, agent.output()[-3000:]
     (folder,) = out.iterdir()
@@ -84,11 +90,8 @@ def test_an_mcp_client_solves_the_graphs_episode_through_agent_node(graph, tmp_p
 
 
 def test_ctrl_c_while_the_node_waits_for_its_client_ends_the_episode_as_interrupted(graph, tmp_path: Path):
-    gc.start_sim_and_motion(graph)
-    port = _free_port()
     out = tmp_path / "graph"
-    agent = graph.start("agent_node", agent="mcp", mcp_tools="robo", mcp_port=port, out=str(out), use_sim_time=True)
-    _wait_serving(port, agent)
+    agent, _ = _serving_agent(graph, out, "robo")
     assert agent.stop() == 0, agent.output()[
         -3000:
     ]  # SIGINT: the episode ends, its record written, within launch's 5 s
