@@ -33,6 +33,7 @@ ROBOT = load_robot_config("dual_arx_x5")
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 EXIT_DEADLINE_S = 15.0  # only to fail the test: every node's way out is bounded below ros2 launch's 5 s
 RESULT_TIMEOUT_S = 30.0
+MAX_LAPSED_LEASES = 5  # goals the step-budget drill lets end on a lapsed lease (load) before the budget runs out
 MAX_START_DELAY_S = 10.0  # config/control.yaml: the controllers refuse a trajectory stamped further ahead
 
 
@@ -146,14 +147,18 @@ def test_a_goal_cut_by_the_step_budget_is_aborted_not_succeeded(graph):
     rec, client = _start(graph, {"real_time_factor": 3.0})  # the budget (600 steps) runs out sooner
     z = rec.last(topics.tcp_pose("left")).pose.position.z
     targets = [[z - 0.08, 0.05], [z, -0.25]]  # back and forth until the episode's budget runs out mid-goal
+    lapsed = []  # goals whose lease lapsed first: the motion server starved for half a second on a loaded machine
     for i in range(200):
         sent = _send_async(graph, client, gc.goal(["left_z", "left_x"], targets[i % 2]))
         response = gc.wait_future(graph, sent, RESULT_TIMEOUT_S * 2, f"goal {i}'s result")
-        if response.result.stop_reason != "completed":
+        result = response.result
+        if result.stop_reason == "aborted" and "lease" in result.stop_detail and len(lapsed) < MAX_LAPSED_LEASES:
+            lapsed.append(result.stop_detail)  # said truthfully, and not what this test is about: on to the budget
+            continue
+        if result.stop_reason != "completed":
             break
         assert response.status == GoalStatus.STATUS_SUCCEEDED
-    result = response.result
-    assert result.stop_reason == "budget_exhausted", (result.stop_reason, result.stop_detail)
+    assert result.stop_reason == "budget_exhausted", (result.stop_reason, result.stop_detail, lapsed)
     assert response.status == GoalStatus.STATUS_ABORTED
     assert result.accepted and 0 < result.steps_used < result.waypoints and not result.arms[0].reached
     assert rec.last(topics.EPISODE_STATUS).steps_left == 0
