@@ -16,7 +16,7 @@ endif
 
 help:
 	@echo "make setup   Debian packages, .venv, project (editable) and ROS 2 wheels (scripts/setup_env.sh)"
-	@echo "make agents  the coding-agent CLIs from npm (Codex, opencode) into .venv/agents/npm (scripts/install_agents.sh)"
+	@echo "make agents  the coding-agent CLIs from npm (Codex, opencode, Claude Code) into .venv/agents/npm (scripts/install_agents.sh)"
 	@echo "make test    pytest over test/ in timed stages (scripts/run_tests.sh; PYTEST_ARGS='-k foo' narrows)"
 	@echo "make test-long  the tests marked long: calibration sessions and agent episodes on the emulated rigs"
 	@echo "make demo    robodojo demo --out out/demo"

@@ -15,7 +15,7 @@ DEST="${VENV:-$ROOT/.venv}/agents/npm"
 say() { printf 'install_agents: %s\n' "$*"; }
 
 if ! command -v npm >/dev/null; then
-  say "npm not found: the coding-agent CLIs (Codex, opencode) are not installed and their tests skip (Debian: apt install npm)"
+  say "npm not found: the coding-agent CLIs (Codex, opencode, Claude Code) are not installed and their tests skip (Debian: apt install npm)"
   exit 0
 fi
 STAMP="$DEST/.installed-lock"  # the lock file of the last install that ended well
