@@ -241,6 +241,9 @@ def test_graph_passes_the_llm_and_agent_options_to_the_agent_node(monkeypatch, t
                                     "llm_max_output_tokens": 0, "llm_reasoning_effort": "", "tool_choice": "profile",
                                     "images": "",
                                     "context_tokens": 0}  # fmt: skip
+    assert main(["graph", "--agent", "mcp", "--mcp-tools", "move_eef", "--mcp-port", "9000"]) == 0
+    assert seen["agent"] == "mcp" and seen["llm"] == ""  # the MCP client brings its own model
+    assert (seen["agent_params"]["mcp_tools"], seen["agent_params"]["mcp_port"]) == ("move_eef", 9000)
     assert main(["graph", "--llm-config", str(tmp_path / "missing.yaml")]) == 2  # said before any node starts
 
 

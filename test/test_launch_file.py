@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from robodojo.agents.mcp.settings import TOOL_SETS
 from robodojo.episodes.factory import AGENTS
 from robodojo.errors import ConfigError, RobodojoError
 from robodojo.nodes import topics
+from robodojo.nodes.graph_choices import MCP_AGENT, NO_AGENT
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_FILE = ROOT / "launch" / "robodojo.launch.py"
@@ -199,7 +201,8 @@ def test_choice_arguments_list_the_known_values(launch_tree):
     expected = {
         "robot": sorted(p.stem for p in (ROOT / "config" / "robots").glob("*.yaml")),
         "sim": ["", "isaac", "mujoco", "none"],
-        "agent": sorted([*AGENTS, "none"]),
+        "agent": sorted([*AGENTS, MCP_AGENT, NO_AGENT]),
+        "mcp_tools": sorted(TOOL_SETS),
         "planner": ["moveit", "native"],
     }
     for name, values in expected.items():

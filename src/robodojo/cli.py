@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from robodojo import calibrate
+from robodojo.agents.mcp.settings import TOOL_SETS
 from robodojo.errors import RobodojoError
 from robodojo.sim.variants import VARIANTS
 
@@ -358,9 +359,11 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         "tool_choice": args.tool_choice,
         "images": args.images or "",
         "context_tokens": args.context_tokens or 0,
-        "mcp_tools": args.mcp_tools,
-        "mcp_port": args.mcp_port,
     }
+    if args.mcp_tools is not None:  # else config/nodes.yaml's
+        agent_params["mcp_tools"] = args.mcp_tools
+    if args.mcp_port is not None:
+        agent_params["mcp_port"] = args.mcp_port
     config_param = "isaac_config" if args.hardware == "isaac" else "hardware_config"
     hardware_params = {config_param: args.hardware_config or ""}
     if args.hardware == "franka":
@@ -684,8 +687,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="the agent node's agent; mcp: the episode is served to one MCP client over HTTP (--mcp-tools, "
         "--mcp-port; http://127.0.0.1:8766/mcp by default)",
     )  # fmt: skip
-    graph.add_argument("--mcp-tools", default="robo", choices=("robo", "move_eef"), help="--agent mcp: its tools")
-    graph.add_argument("--mcp-port", type=int, default=8766, help="--agent mcp: http://127.0.0.1:<port>/mcp (0: free)")
+    graph.add_argument("--mcp-tools", choices=TOOL_SETS, help="--agent mcp: the tools served (default robo)")
+    graph.add_argument("--mcp-port", type=int, help="--agent mcp: http://127.0.0.1:<port>/mcp (default 8766; 0: free)")
     graph.add_argument(
         "--llm",
         default=None,
