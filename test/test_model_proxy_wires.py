@@ -4,6 +4,7 @@ LLM client makes and back. The episode's side is played by a thread answering ea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -14,7 +15,10 @@ import anthropic
 import httpx2 as httpx
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from robodojo.agents.llm.wire import WIRES, WireError
 from robodojo.agents.shell.model_proxy import ChatExchange, ModelProxy
 
 SOCKET = "model.sock"
@@ -297,3 +301,23 @@ def test_unparseable_tool_arguments_are_handed_back_for_the_cli_to_refuse(messag
     reply(broken)
     answer = client.messages.create(model="robodojo", max_tokens=10, messages=[{"role": "user", "content": "go"}])
     assert answer.content[0].input == {"invalid_json_arguments": '{"command": "ls'}
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from(
+        ["message", "user", "developer", "function_call", "function_call_output", "namespace", "custom", "input_text",
+         "input_image", "image", "tool_use", "tool_result", "base64", "text", "tool", "any"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["type", "role", "content", "text", "input", "output", "tools", "name", "namespace",
+                         "call_id", "arguments", "source", "image_url", "tool_use_id", "messages", "system"]),
+        inner, max_size=4),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["input", "messages", "tools", "system", "instructions", "tool_choice"]), JSON))
+def test_any_json_body_is_translated_or_refused_with_a_wire_error_never_a_crash(body):
+    for wire in WIRES:
+        with contextlib.suppress(WireError):
+            wire.chat_request(body)

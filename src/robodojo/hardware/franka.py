@@ -465,9 +465,10 @@ class FrankaArm(WatchdogStop):
 
         def recover(robot: Any) -> None:
             try:
-                self._braking = self._braking and not robot.join_motion(0.0)
+                ended = robot.join_motion(0.0)
             except (franky.Exception, RuntimeError):
-                self._braking = False  # the failed motion's error, collected
+                ended = True  # the failed motion's error, collected
+            self._braking = self._braking and not ended
             robot.recover_from_errors()
 
         with self._lock:

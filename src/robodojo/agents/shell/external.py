@@ -69,22 +69,25 @@ class ExternalShellAgent:
         self.close()
         self.episode = episode
         port = self.settings.coding_agents.model_port
+
+        def fill(text: str) -> str:  # the placeholders of a CLI's command, env and configuration file
+            return text.replace("{model_port}", str(port)).replace("{model}", MODEL_NAME)
+
         task_tools = self.tools_root / episode.task if self.tools_root is not None else None
         self.workspace = ws = ShellWorkspace(
             self.settings,
             lambda argv: self.commands.run(argv),
             task_tools=task_tools,
             extra_mounts=[Mount(self.cli.install, "/opt/agent")],
-            extra_env={name: value.replace("{model_port}", str(port)) for name, value in self.cli.env.items()},
+            extra_env={name: fill(value) for name, value in self.cli.env.items()},
         )
         self.commands = BaseCommands(episode, self.settings.commands, ws.obs_dir, obs_note=ws.obs_note)
         goal = GOAL_TEMPLATE.format(instruction=episode.instruction, recipe=episode.recipe)
         (ws.etc_dir / TASK_FILE).write_text(f"{goal}\n\n{ws.manual()}")
         if self.cli.config_template is not None:
-            text = self.cli.config_template.read_text().replace("{model_port}", str(port))
-            (ws.etc_dir / self.cli.config_template.name).write_text(text)
+            (ws.etc_dir / self.cli.config_template.name).write_text(fill(self.cli.config_template.read_text()))
         self.proxy = ModelProxy(ws.route.path.parent / PROXY_SOCKET, model=MODEL_NAME)
-        command = self.cli.command.replace("{model_port}", str(port)).replace("{model}", MODEL_NAME)
+        command = fill(self.cli.command)
         script = (
             f"python3 -m robo_shell.forward --listen 127.0.0.1:{port} --to {RUN}/{PROXY_SOCKET} &\nsleep 0.2\n{command}"
         )

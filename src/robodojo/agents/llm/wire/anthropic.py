@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from robodojo.agents.llm.wire.chat import WireError, sse_event
+from robodojo.agents.llm.wire.chat import WireError, listed, sse_event
 
 SUFFIX = "/messages"
 STOP_REASONS = {"tool_calls": "tool_use", "length": "max_tokens", "stop": "end_turn", "content_filter": "refusal"}
@@ -38,7 +38,7 @@ def chat_request(body: dict[str, Any]) -> dict[str, Any]:
             raise WireError("every message must be an object")
         _add_message(messages, message)
     chat: dict[str, Any] = {"model": body.get("model"), "messages": messages}
-    tools = [_chat_tool(t) for t in body.get("tools") or []]
+    tools = [_chat_tool(t) for t in listed(body, "tools")]
     tools = [t for t in tools if t is not None]
     if tools:
         chat["tools"] = tools

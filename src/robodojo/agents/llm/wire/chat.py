@@ -24,6 +24,14 @@ def chat_request(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def listed(body: dict[str, Any], key: str) -> list[Any]:
+    """``body[key]`` when it is a list, [] when absent or empty (WireError on anything else)."""
+    value = body.get(key) or []
+    if not isinstance(value, list):
+        raise WireError(f"expected {key!r}: a list")
+    return value
+
+
 def sse_event(event: str | None, data: Any) -> bytes:
     """One server-sent event (``event:`` only when named; chat completions' are not)."""
     head = f"event: {event}\n" if event else ""

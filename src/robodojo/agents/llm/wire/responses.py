@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from robodojo.agents.llm.wire.chat import WireError, sse_event
+from robodojo.agents.llm.wire.chat import WireError, listed, sse_event
 
 SUFFIX = "/responses"
 CUSTOM_INPUT = "input"  # the one argument a freeform tool's function takes
@@ -40,7 +40,7 @@ def chat_request(body: dict[str, Any]) -> dict[str, Any]:
             raise WireError("every input item must be an object")
         _add_item(messages, item)
     chat: dict[str, Any] = {"model": body.get("model"), "messages": messages}
-    tools = [tool for t in body.get("tools") or [] for tool in _chat_tools(t)]
+    tools = [tool for t in listed(body, "tools") for tool in _chat_tools(t)]
     if tools:
         chat["tools"] = tools
         chat["tool_choice"] = _tool_choice(body.get("tool_choice"))
@@ -154,7 +154,8 @@ def error(chat_error: dict[str, Any]) -> dict[str, Any]:
 def _add_item(messages: list[dict[str, Any]], item: dict[str, Any]) -> None:
     kind = item.get("type", "message")
     if kind == "message":
-        role = {"developer": "system"}.get(item.get("role", "user"), item.get("role", "user"))
+        role = item.get("role", "user")
+        role = "system" if role == "developer" else role
         if role not in ("system", "user", "assistant"):
             raise WireError(f"message role {item.get('role')!r} is not one of developer, system, user, assistant")
         content = item.get("content")
