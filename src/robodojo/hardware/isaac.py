@@ -85,6 +85,10 @@ class IsaacArticulation:
         self.changed = threading.Condition(self.lock)  #: notified on every joint state (gripper moves wait on it)
         self.latest: IsaacJointState | None = None
         self._tick: int | None = None  # the latest control tick a command was due for (simulation time / dt)
+        #: control ticks no command was sent for: Isaac's stamps jumped over them (a slow frame or states lost on the
+        #: way, the joint states being best effort); their targets were skipped, never played late
+        self.skipped_ticks = 0
+        self.commanded_ticks = 0  #: control ticks a command was built for (one command each)
         urdf = load_urdf(settings.robot.scene_urdf)
         self.arms: dict[str, IsaacArm] = {}
         for arm_settings in settings.arms:
@@ -141,6 +145,7 @@ class IsaacArticulation:
             self.latest = state
             tick = math.floor(stamp_s / self.dt_s + _TICK_EPS)
             due = 1 if self._tick is None else max(0, tick - self._tick)
+            self.skipped_ticks += max(0, due - 1)
             self._tick = tick if self._tick is None else max(tick, self._tick)
             self.changed.notify_all()
             return due
@@ -155,6 +160,8 @@ class IsaacArticulation:
                 targets = arm.advance(ticks)
                 names += list(targets)
                 positions += list(targets.values())
+            if names:
+                self.commanded_ticks += 1
         return names, positions
 
 

@@ -95,6 +95,8 @@ class IsaacBridgeNode(ArmDriverNode):
             "simulation_time_s": f"{self.articulation.now_s():.3f}",
             "joint_state_age_s": "never" if age == float("inf") else f"{age:.3f}",
             "trajectories_played": arm.adapter.sent_trajectories,
+            "control_ticks_commanded": self.articulation.commanded_ticks,
+            "control_ticks_skipped": self.articulation.skipped_ticks,
         }
 
     # -- Isaac's side ---------------------------------------------------------------------------------------------
