@@ -68,14 +68,19 @@ def test_a_frozen_simulator_aborts_the_goal_and_the_arm_never_plays_the_rest(gra
     try:
         time.sleep(3.0)  # the motion server gives up after joint_state_timeout_s and stops renewing the lease
         frozen = rec.snapshot()[topics.JOINT_STATES][-1][1]  # the last joint state the robot sent before it froze
+        answered_while_frozen = result_future.done()
     finally:
         os.kill(sim.proc.pid, signal.SIGCONT)
     response = gc.wait_future(graph, result_future, 30, "the aborted result")
     assert response.status == GoalStatus.STATUS_ABORTED
     result = response.result
     assert result.stop_reason == "backend_lost" and "no joint states" in result.stop_detail
-    # Answered while the simulator was still frozen, without waiting for it: whether the arms hold is unknown.
-    assert result.holding_unknown and not result.holding, result.stop_detail
+    # Answered while the simulator was still frozen, without waiting for it: whether the arms hold is unknown. (On a
+    # loaded machine the answer may come after the resume, once the stop is confirmed: then the arm holds, as below.)
+    if answered_while_frozen:
+        assert result.holding_unknown and not result.holding, result.stop_detail
+    else:
+        assert result.holding_unknown != result.holding, result.stop_detail
     assert 0 < result.steps_used < result.waypoints
 
     # After the resume the arm holds: the rest of the aborted trajectory is never played.
