@@ -129,6 +129,9 @@ def send(graph, client, goal, timeout_s: float = 40.0, feedback: list | None = N
 # flooded with malformed trajectories, once went silent for over 0.5 s mid-goal in a whole make test, and the goal
 # ended backend_lost. The frozen- and killed-simulator tests stop it for longer than this.
 JOINT_STATE_TIMEOUT_S = 2.0
+# The agent node's allowance for the cameras (config/nodes.yaml: 2 s, image_timeout_s). sim_node renders three
+# cameras on the CPU; in a whole make test a frame once took longer than 2 s and the episode ended backend_lost.
+AGENT_SLACK = {"image_timeout_s": 15.0}
 
 
 def start_sim_and_motion(graph, motion_params: dict | None = None, motion_remaps: dict | None = None, **sim_params):

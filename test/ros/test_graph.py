@@ -257,7 +257,12 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
 
     gc.start_sim_and_motion(graph)
     agent = graph.start(
-        "agent_node", agent="move_eef", llm=f"replay:{REPLAY}", out=str(tmp_path / "graph"), use_sim_time=True
+        "agent_node",
+        agent="move_eef",
+        llm=f"replay:{REPLAY}",
+        out=str(tmp_path / "graph"),
+        use_sim_time=True,
+        **gc.AGENT_SLACK,
     )
     code = agent.wait(180)
     if code != 0:  # every node's log, and the record's last move: why it ended (once seen: backend_lost at 7 steps)

@@ -71,7 +71,9 @@ def _serving_agent(graph, out: Path, tools: str) -> tuple[NodeProcess, int]:
     """The simulator, the motion server and agent_node serving its episode (agent mcp); the node and its port."""
     gc.start_sim_and_motion(graph)
     port = _free_port()
-    agent = graph.start("agent_node", agent="mcp", mcp_tools=tools, mcp_port=port, out=str(out), use_sim_time=True)
+    agent = graph.start(
+        "agent_node", agent="mcp", mcp_tools=tools, mcp_port=port, out=str(out), use_sim_time=True, **gc.AGENT_SLACK
+    )
     _wait_serving(port, agent)
     return agent, port
 

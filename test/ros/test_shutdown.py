@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import graph_client as gc
 import pytest
 
 from robodojo import PACKAGE_ROOT
@@ -80,7 +81,9 @@ def test_sim_and_motion_server_exit_0_on_one_or_two_sigints_or_sigterm(graph, si
 def test_agent_node_interrupted_mid_episode_exits_0_with_a_complete_interrupted_record(graph, tmp_path, times):
     sim, motion = _start_sim_and_motion(graph)
     out = tmp_path / "episodes"
-    agent = graph.start("agent_node", agent="move_eef", llm=f"replay:{REPLAY}", out=str(out), use_sim_time=True)
+    agent = graph.start(
+        "agent_node", agent="move_eef", llm=f"replay:{REPLAY}", out=str(out), use_sim_time=True, **gc.AGENT_SLACK
+    )
 
     def turns() -> int:
         return sum(len(f.read_text().splitlines()) for f in out.glob("*/turns.jsonl"))
