@@ -119,3 +119,70 @@ def test_an_npm_cli_solves_general_pickup_as_an_mcp_client(tmp_path, cli, tool_p
     meta = json.loads((folder / "meta.json").read_text())
     assert metrics["success"], (metrics, log)
     assert meta["agent"] == "mcp" and client_word in meta["model"].lower(), meta
+
+
+# -- mcp:<cli>: the CLI in the sandbox as the client of the episode's own server, its model the episode's --------------
+MCP_REPLAYS = {  # the move_eef calls under the names each CLI gives the server's tools
+    "codex": PACKAGE_ROOT / "examples" / "mcp" / "general_pickup.yaml",
+    "opencode": PACKAGE_ROOT / "examples" / "mcp" / "general_pickup_opencode.yaml",
+    "claude-code": PACKAGE_ROOT / "examples" / "mcp" / "general_pickup.yaml",
+}
+
+
+def _run_mcp_agent(tmp_path: Path, cli: str, replay: Path) -> Path:
+    if not load_shell_settings().coding_agents.get(cli).installed:
+        pytest.skip(f"{cli} is not installed (make agents installs it from npm into .venv/agents/npm)")
+    out = tmp_path / "episodes"
+    result = subprocess.run(
+        [sys.executable, "-m", "robodojo.cli", "run", "--task", "general_pickup", "--seed", "0", "--agent",
+         f"mcp:{cli}", "--llm", f"replay:{replay}", "--out", str(out)],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (folder,) = out.iterdir()
+    return folder
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("cli", list(MCP_REPLAYS))
+def test_a_run_with_an_npm_cli_as_the_mcp_client_solves_general_pickup(tmp_path, cli):
+    folder = _run_mcp_agent(tmp_path, cli, MCP_REPLAYS[cli])
+    metrics = json.loads((folder / "metrics.json").read_text())
+    meta = json.loads((folder / "meta.json").read_text())
+    # four model calls of the CLI, through the proxy to the episode's own client: counted, with their tokens
+    assert metrics["success"] and metrics["llm_calls"] == 4 and metrics["input_tokens"] > 0, metrics
+    assert meta["agent"] == "mcp" and meta["agent_settings"]["coding_agent"] == cli
+    # each turn: the model's answer, then the one move_eef call it made through the server, run and recorded
+    turns = _jsonl(folder / "turns.jsonl")
+    assert [[c["tool"] for c in t["details"]["tool_calls"]] for t in turns] == [["move_eef"]] * 4
+    assert not any(c["refused"] for t in turns for c in t["details"]["tool_calls"])
+    # the CLI's model saw the server's tools under the CLI's names (the replay's), observe among them
+    prefix = "robodojo_" if cli == "opencode" else "mcp__robodojo__"
+    names = [{t["function"]["name"] for t in r["tools"]} for r in _jsonl(folder / "requests.jsonl")]
+    assert all({f"{prefix}move_eef", f"{prefix}observe"} <= n for n in names), names[0]
+
+
+def test_a_refused_call_of_an_mcp_cli_moves_nothing_and_its_model_reads_why(tmp_path):
+    replies = yaml.safe_load(MCP_REPLAYS["claude-code"].read_text())
+    out_of_reach = {"name": "mcp__robodojo__move_eef", "arguments": {"targets": {"right_z": 5.0}, "note": "up"}}
+    wrong_type = {"name": "mcp__robodojo__move_eef", "arguments": {"targets": "up", "note": "up"}}
+    replay = tmp_path / "refused.yaml"
+    replay.write_text(yaml.safe_dump([{"content": None, "tool_calls": [out_of_reach]},
+                                      {"content": None, "tool_calls": [wrong_type]}, *replies]))  # fmt: skip
+    folder = _run_mcp_agent(tmp_path, "claude-code", replay)
+    metrics = json.loads((folder / "metrics.json").read_text())
+    turns = _jsonl(folder / "turns.jsonl")
+    assert metrics["success"] and metrics["llm_calls"] == 6, metrics
+    # both refused by the server before anything ran: no step taken, the arm where it was
+    assert [c["refused"] for t in turns[:2] for c in t["details"]["tool_calls"]] == [True, True]
+    limit = metrics["env_step_limit"]
+    assert turns[0]["steps_left"] == turns[1]["steps_left"] == limit, [t["steps_left"] for t in turns]
+    assert turns[0]["arms"] == turns[1]["arms"]
+    # and the CLI's model read each refusal as the tool's result in its next request
+    requests = _jsonl(folder / "requests.jsonl")
+    for request, said in ((requests[1], turns[0]["tool_results"][0]), (requests[2], turns[1]["tool_results"][0])):
+        results = [m for m in request["messages"] if m.get("role") == "tool"]
+        assert results and said.split(": ", 1)[1][:60] in json.dumps(results[-1]["content"]), (said, results[-1])

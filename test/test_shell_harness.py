@@ -232,26 +232,35 @@ def test_a_coding_agent_cli_solves_general_pickup_through_its_own_loop(tmp_path,
 def test_a_campaign_compares_the_built_in_shell_agent_with_a_coding_agent_cli(tmp_path):
     spec = tmp_path / "agents.yaml"
     spec.write_text(yaml.safe_dump({
-        "name": "cli_axis", "tasks": ["general_pickup"], "seeds": [0], "agents": ["shell", "shell:codex"],
+        "name": "cli_axis", "tasks": ["general_pickup"], "seeds": [0], "agents": ["shell", "shell:codex", "mcp:codex"],
         "llms": {"replay": {"shell": "replay:examples/shell/general_pickup.yaml",
-                            "shell:codex": "replay:examples/shell/general_pickup_codex.yaml"}},
+                            "shell:codex": "replay:examples/shell/general_pickup_codex.yaml",
+                            "mcp:codex": "replay:examples/mcp/general_pickup.yaml"}},
     }))  # fmt: skip
     result = subprocess.run(
         [sys.executable, "-m", "robodojo.cli", "eval", str(spec), "--out", str(tmp_path / "campaign")],
         capture_output=True, text=True, timeout=300, cwd=PACKAGE_ROOT,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2/2 episodes ended, 2 successes, 0 crashed" in result.stdout
+    assert "3/3 episodes ended, 3 successes, 0 crashed" in result.stdout
     with (tmp_path / "campaign" / "report" / "efficiency.csv").open() as f:
         rows = {r["agent"]: r for r in csv.DictReader(f)}
     # calls, tokens and wall time per solved episode, Codex over the built-in agent
     assert rows["shell:codex"]["base_agent"] == "shell" and float(rows["shell:codex"]["mean_llm_calls"]) == 3
     assert float(rows["shell:codex"]["ratio_input_tokens"]) > 1  # Codex's own prompt and tools ride along
     assert float(rows["shell:codex"]["mean_wall_time_s"]) > 0
+    # Codex as the MCP client: its four move_eef calls, one per model call
+    assert rows["mcp:codex"]["base_agent"] == "shell" and float(rows["mcp:codex"]["mean_llm_calls"]) == 4
 
 
 @pytest.mark.parametrize(
-    "agent, why", [("shell:nope", "unknown coding agent 'nope'"), ("move_eef:codex", "only the shell agent")]
+    "agent, why",
+    [
+        ("shell:nope", "unknown coding agent 'nope'"),
+        ("move_eef:codex", "only shell and mcp take a coding-agent CLI"),
+        ("mcp", "agent 'mcp' needs its client: mcp:<cli>"),
+        ("mcp:mini-swe-agent", "mini-swe-agent does not run as an MCP client; those that do: codex, opencode"),
+    ],
 )
 def test_a_campaign_refuses_an_unknown_coding_agent_before_it_starts(tmp_path, agent, why):
     from robodojo.campaigns.spec import campaign_spec_from_dict

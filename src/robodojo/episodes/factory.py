@@ -12,26 +12,37 @@ from robodojo.errors import ConfigError, UnknownNameError
 if TYPE_CHECKING:
     from robodojo.agents.base import Agent
 
-AGENTS = ("move_eef", "code_cell", "shell")
+AGENTS = ("move_eef", "code_cell", "shell", "mcp")
 #: what `robodojo compare` compares (seed 000's ratio code_cell / move_eef) and campaigns run unless told otherwise
 DEFAULT_AGENTS = ("move_eef", "code_cell")
-CODING_AGENT_SEP = ":"  #: shell:<cli>: the shell agent, acted by a coding-agent CLI of config/agents/shell.yaml
+#: shell:<cli>: the shell agent acted by a coding-agent CLI of config/agents/shell.yaml; mcp:<cli>: that CLI as the
+#: MCP client of the episode's robot server
+CODING_AGENT_SEP = ":"
 
 
 def split_agent(name: str) -> tuple[str, str | None]:
-    """An agent name as runs and campaigns take it: one of :data:`AGENTS`, or ``shell:<cli>`` for the shell harness
-    acted by the coding-agent CLI ``<cli>`` (``shell:codex``, ``shell:claude-code``); (agent, cli or None). Unknown
-    agents and CLIs are ConfigErrors naming the known ones."""
+    """An agent name as runs and campaigns take it: one of :data:`AGENTS`; ``shell:<cli>`` for the shell harness
+    acted by the coding-agent CLI ``<cli>`` (``shell:codex``, ``shell:claude-code``), ``mcp:<cli>`` for that CLI as
+    the MCP client of the robot server (``mcp`` needs one); (agent, cli or None). Unknown agents and CLIs are
+    ConfigErrors naming the known ones."""
     agent, sep, cli = name.partition(CODING_AGENT_SEP)
     if agent not in AGENTS:
         raise UnknownNameError("agent", agent, AGENTS)
+    if agent == "mcp" and not sep:
+        raise ConfigError(
+            "agent 'mcp' needs its client: mcp:<cli> (a coding-agent CLI of config/agents/shell.yaml); to serve the "
+            "robot to an MCP client of your own, run robodojo mcp"
+        )
     if not sep:
         return agent, None
-    if agent != "shell":
-        raise ConfigError(f"agent {name!r}: only the shell agent takes a coding-agent CLI (shell:<cli>)")
+    if agent not in ("shell", "mcp"):
+        raise ConfigError(f"agent {name!r}: only shell and mcp take a coding-agent CLI (shell:<cli>, mcp:<cli>)")
     from robodojo.agents.shell.settings import load_shell_settings
 
-    load_shell_settings().coding_agents.get(cli)  # an unknown CLI: ConfigError naming the configured ones
+    coding = load_shell_settings().coding_agents.get(cli)  # an unknown CLI: ConfigError naming the configured ones
+    if agent == "mcp" and coding.mcp_client is None:
+        clients = [n for n, c in load_shell_settings().coding_agents.clis.items() if c.mcp_client is not None]
+        raise ConfigError(f"agent {name!r}: {cli} does not run as an MCP client; those that do: {', '.join(clients)}")
     return agent, cli
 
 
@@ -81,6 +92,11 @@ def make_agent(
     budget: dict[str, int] = {} if context_tokens is None else {"context_tokens": context_tokens}
     if reply_reserve_tokens is not None:
         budget["reply_reserve_tokens"] = reply_reserve_tokens
+    if name == "mcp":
+        from robodojo.agents.mcp.cli_agent import McpCliAgent
+
+        assert cli is not None  # split_agent
+        return McpCliAgent(cli)
     if name == "shell" and coding_agent:
         from robodojo.agents.shell.external import ExternalShellAgent
 

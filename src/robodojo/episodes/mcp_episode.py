@@ -21,11 +21,9 @@ import anyio
 
 from robodojo.agents.mcp.agent import McpAgent, McpClientModel
 from robodojo.agents.mcp.channel import CallChannel
-from robodojo.agents.mcp.move_eef_tools import MoveEefTools
-from robodojo.agents.mcp.robo_tools import RoboTools
 from robodojo.agents.mcp.server import build_server, check_host, serve_http, serve_stdio
 from robodojo.agents.mcp.settings import LOCAL_HOST, TOOL_SETS, TRANSPORTS, McpSettings, load_mcp_settings
-from robodojo.agents.mcp.toolset import ToolSet
+from robodojo.agents.mcp.tool_sets import make_tools
 from robodojo.episodes.hosts import EpisodeHost, WorldHost
 from robodojo.episodes.runner import run_episode
 from robodojo.episodes.spec import EpisodeResult, EpisodeSpec
@@ -66,10 +64,6 @@ def ended_text(result: EpisodeResult) -> str:
         f"the episode is over (ended by {result.end_reason.value}: {outcome}, score {result.score:.2f}); "
         "this call was not run and nothing moved"
     )
-
-
-def make_tools(name: str, robot: RobotConfig) -> ToolSet:
-    return MoveEefTools(robot) if name == "move_eef" else RoboTools(robot)
 
 
 @contextmanager

@@ -97,13 +97,20 @@ class McpAgent:
         started = time.monotonic()
         while True:
             request = self.channel.next()
-            if not request.answer.set_running_or_notify_cancel():
-                continue  # cancelled by the client before it ran
-            if request.kind is RequestKind.RESOURCE:
-                self._serve(request, lambda r=request: resource_answer(r.name, self.episode, self.tools, self.settings))
-                continue
-            outcome = self._serve(request, lambda r=request: self._call(r))
-            return self._record(turn, request, outcome, time.monotonic() - started)
+            outcome = self.handle(request)
+            if outcome is not None:
+                return self._record(turn, request, outcome, time.monotonic() - started)
+
+    def handle(self, request: ClientRequest) -> CallOutcome | None:
+        """Serve one request and answer it: a tool call's outcome, None for a resource read or a call the client
+        cancelled before it ran (neither is a turn)."""
+        if not request.answer.set_running_or_notify_cancel():
+            return None
+        if request.kind is RequestKind.RESOURCE:
+            self._serve(request, lambda: resource_answer(request.name, self.episode, self.tools, self.settings))
+            return None
+        outcome: CallOutcome = self._serve(request, lambda: self._call(request))
+        return outcome
 
     def _serve(self, request: ClientRequest, run: Any) -> Any:
         """``run()``'s answer goes to the client; an error of the harness answers too before it propagates."""

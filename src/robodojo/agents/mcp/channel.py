@@ -169,6 +169,19 @@ class CallChannel:
             if time.monotonic() >= self.last_request_s + self.idle_timeout_s:
                 return
 
+    def poll(self, timeout_s: float) -> ClientRequest | None:
+        """The next request if one comes within ``timeout_s``, else None; no idle or disconnect judgement (for a
+        client whose own process the caller watches: robodojo.agents.mcp.cli_agent)."""
+        try:
+            item = self._queue.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+        if not isinstance(item, ClientRequest):
+            return None
+        with self._lock:
+            self._pending -= 1
+        return item
+
     def next(self) -> ClientRequest:
         """The next request, in arrival order; EpisodeInterrupted when the client is gone or silent for
         ``idle_timeout_s``."""

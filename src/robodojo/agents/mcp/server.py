@@ -20,6 +20,7 @@ import logging
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -192,14 +193,18 @@ async def serve_http(
     port: int,
     idle_timeout_s: float,
     started: Callable[[], None],
+    unix_socket: Path | None = None,
 ) -> None:
     """Serve streamable HTTP on ``host``:``port`` (127.0.0.1 only; port 0: a free one) until ``stop`` is set. One
-    session at a time; the URL is printed on stderr and ``started()`` called once the socket listens."""
+    session at a time; the URL is printed on stderr and ``started()`` called once the socket listens. With
+    ``unix_socket`` it listens there instead (a sandbox reaches it through its own loopback: robo_shell.forward),
+    and ``host``:``port`` is only what the client's requests name."""
     check_host(host)
     app = server.streamable_http_app(
         streamable_http_path=HTTP_PATH, host=host, max_sessions=1, session_idle_timeout=idle_timeout_s
     )
-    config = uvicorn.Config(_watch_deletes(app, channel), host=host, port=port, log_level="warning", lifespan="on")
+    where: dict[str, Any] = {"host": host, "port": port} if unix_socket is None else {"uds": str(unix_socket)}
+    config = uvicorn.Config(_watch_deletes(app, channel), **where, log_level="warning", lifespan="on")
     web = uvicorn.Server(config)
 
     def stop_web() -> None:
@@ -208,8 +213,9 @@ async def serve_http(
     async def announce() -> None:
         while not web.started:
             await anyio.sleep(WATCH_PERIOD_S / 10)
-        bound = web.servers[0].sockets[0].getsockname()[1]
-        print(f"robodojo mcp: serving http://{host}:{bound}{HTTP_PATH}", file=sys.stderr, flush=True)
+        if unix_socket is None:
+            bound = web.servers[0].sockets[0].getsockname()[1]
+            print(f"robodojo mcp: serving http://{host}:{bound}{HTTP_PATH}", file=sys.stderr, flush=True)
         started()
 
     async with anyio.create_task_group() as group:

@@ -26,6 +26,7 @@ class McpSettings:
     max_argument_chars: int  #: one call's arguments as compact JSON [characters]; longer calls are refused
     idle_timeout_s: float  #: [s] without a request from the client: the episode ends (interrupted)
     max_pending_calls: int  #: calls queued for the robot at once; beyond, a call is refused without waiting
+    cli_tools: str  #: the tool set served to a coding-agent CLI as the client (``mcp:<cli>``)
 
     @property
     def mime_type(self) -> str:
@@ -52,4 +53,12 @@ def load_mcp_settings(path: str | Path = CONFIG_PATH) -> McpSettings:
         max_argument_chars=s.integer("max_argument_chars", positive=True),
         idle_timeout_s=s.number("idle_timeout_s", positive=True),
         max_pending_calls=s.integer("max_pending_calls", positive=True),
+        cli_tools=_tool_set(s, "cli_tools"),
     )
+
+
+def _tool_set(section: Section, key: str) -> str:
+    value = section.str(key)
+    if value not in TOOL_SETS:
+        raise ConfigError(f"{section.where}.{key}: expected one of {', '.join(TOOL_SETS)}, got {value!r}")
+    return value

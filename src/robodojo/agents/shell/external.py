@@ -122,16 +122,8 @@ class ExternalShellAgent:
                 f"{self.cli.name} ended before asking its model anything (exit {self.process and self.process.poll()})"
                 f":\n{self.log_tail()}"
             )
-        body = exchange.body
-        messages = body["messages"]
-        tools = body.get("tools") or []
-        tool_choice = body.get("tool_choice") or ("auto" if tools else None)
-        try:
-            reply: ChatReply = llm.chat(messages, tools, tool_choice=tool_choice)
-        except LlmError as exc:
-            exchange.answer(error_body(f"the model call failed: {exc}", "upstream_error"), 502)
-            raise
-        exchange.answer(reply.raw or _openai_body(reply))
+        messages = exchange.body["messages"]
+        reply = answer_exchange(exchange, llm)
         self._pending = self._next_exchange()
         calls = [*self._early_calls, *self.workspace.route.take_calls()]
         self._early_calls = []
@@ -174,7 +166,21 @@ class ExternalShellAgent:
             self.workspace = None
 
 
-def _openai_body(reply: ChatReply) -> dict[str, Any]:
+def answer_exchange(exchange: ChatExchange, llm: LlmCaller) -> ChatReply:
+    """Make the CLI's model call with the episode's client and hand the answer back (a failed call: a 502 with why,
+    and the LlmError raised for the runner)."""
+    body = exchange.body
+    tools = body.get("tools") or []
+    try:
+        reply = llm.chat(body["messages"], tools, tool_choice=body.get("tool_choice") or ("auto" if tools else None))
+    except LlmError as exc:
+        exchange.answer(error_body(f"the model call failed: {exc}", "upstream_error"), 502)
+        raise
+    exchange.answer(reply.raw or openai_body(reply))
+    return reply
+
+
+def openai_body(reply: ChatReply) -> dict[str, Any]:
     """A chat-completions response body for a reply without the upstream's own (a test double's)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:

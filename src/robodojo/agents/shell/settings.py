@@ -54,6 +54,16 @@ class SandboxSettings:
 
 
 @dataclass(frozen=True)
+class McpClientMode:
+    """How a coding-agent CLI runs as the MCP client of the episode's robot server (``mcp:<cli>``,
+    robodojo.agents.mcp.cli_agent): its command line, and a configuration file and variables added to its own."""
+
+    command: str  #: bash command line; {mcp_port}, {model_port} and {model} are filled in
+    config_template: Path | None  #: written to /opt/robo/etc/ (placeholders filled in)
+    env: Mapping[str, str]  #: over the CLI's own ``env``
+
+
+@dataclass(frozen=True)
 class CodingAgentCli:
     """A coding-agent command line run whole inside the sandbox (robodojo.agents.shell.external)."""
 
@@ -63,6 +73,7 @@ class CodingAgentCli:
     command: str  #: bash command line; {model_port} and {model} are filled in
     config_template: Path | None  #: written to /opt/robo/etc/ with {model_port} filled in
     env: Mapping[str, str]
+    mcp_client: McpClientMode | None = None  #: None: the CLI is not run as an MCP client (it has no MCP support)
 
     @property
     def installed(self) -> bool:
@@ -75,6 +86,7 @@ class CodingAgents:
     clis: Mapping[str, CodingAgentCli]
     model_port: int
     run_timeout_s: float
+    mcp_port: int  #: where an MCP-client CLI finds the robot server on the sandbox's loopback
 
     def get(self, name: str) -> CodingAgentCli:
         if name not in self.clis:
@@ -156,26 +168,47 @@ def _choice(section: Section, key: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def _env(section: Section) -> dict[str, str]:
+    env = section.data.get("env", {})
+    if not isinstance(env, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise ConfigError(f"{section.where}.env: expected a mapping of names to strings, got {env!r}")
+    return dict(env)
+
+
+def _template(section: Section) -> Path | None:
+    template = section.data.get("config_template")
+    return resolve_path(template) if template else None
+
+
+def _port(section: Section, key: str) -> int:
+    port = section.integer(key, positive=True)
+    if port > 65535:
+        raise ConfigError(f"{section.where}.{key}: expected a TCP port, got {port}")
+    return port
+
+
 def _coding_agents(c: Section) -> CodingAgents:
     clis = {}
     for name in c.names():
-        if name in ("model_port", "run_timeout_s"):
+        if name in ("model_port", "mcp_port", "run_timeout_s"):
             continue
         a = c.section(name)
-        reject_unknown_keys(a.data, {"install", "executable", "command", "config_template", "env"}, a.where)
-        env = a.data.get("env", {})
-        if not isinstance(env, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-            raise ConfigError(f"{a.where}.env: expected a mapping of names to strings, got {env!r}")
-        template = a.data.get("config_template")
+        reject_unknown_keys(
+            a.data, {"install", "executable", "command", "config_template", "env", "mcp_client"}, a.where
+        )
+        mcp = a.optional_section("mcp_client")
+        if mcp is not None:
+            reject_unknown_keys(mcp.data, {"command", "config_template", "env"}, mcp.where)
         clis[name] = CodingAgentCli(
             name=name,
             install=resolve_path(a.str("install")),
             executable=a.str("executable"),
             command=a.str("command"),
-            config_template=resolve_path(template) if template else None,
-            env=dict(env),
+            config_template=_template(a),
+            env=_env(a),
+            mcp_client=None if mcp is None else McpClientMode(mcp.str("command"), _template(mcp), _env(mcp)),
         )
-    port = c.integer("model_port", positive=True)
-    if port > 65535:
-        raise ConfigError(f"{c.where}.model_port: expected a TCP port, got {port}")
-    return CodingAgents(clis, port, c.number("run_timeout_s", positive=True))
+    model_port, mcp_port = _port(c, "model_port"), _port(c, "mcp_port")
+    if model_port == mcp_port:
+        raise ConfigError(f"{c.where}: model_port and mcp_port must differ, both are {model_port}")
+    return CodingAgents(clis, model_port, c.number("run_timeout_s", positive=True), mcp_port)
