@@ -2,7 +2,10 @@
 stdio, as its users configure it, and solves general_pickup seed 0 with the move_eef tools, its model played by the
 replay server in the API the CLI speaks (Codex: the Responses API, whose tool namespace carries the MCP server's
 tools; opencode: streamed chat completions; Claude Code: the Anthropic Messages API). The record is the server's:
-success, agent ``mcp``, the CLI's own name from its initialize request."""
+success, agent ``mcp``, the CLI's own name from its initialize request.
+
+And as ``robodojo run --agent mcp:<cli>`` runs them: the CLI in the shell harness's sandbox as the client of the
+episode's own server, its model calls the episode's (counted and recorded), refusals read by its model."""
 
 from __future__ import annotations
 
@@ -20,7 +23,11 @@ from robodojo import PACKAGE_ROOT
 from robodojo.agents.llm.replay_server import ReplayScript, ReplayServer
 from robodojo.agents.shell.settings import load_shell_settings
 
-REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"  # move_eef calls that solve seed 0
+MCP_REPLAYS = {  # general_pickup seed 0's move_eef calls under the names each CLI gives the server's tools
+    "codex": PACKAGE_ROOT / "examples" / "mcp" / "general_pickup.yaml",
+    "opencode": PACKAGE_ROOT / "examples" / "mcp" / "general_pickup_opencode.yaml",
+    "claude-code": PACKAGE_ROOT / "examples" / "mcp" / "general_pickup.yaml",
+}
 NPM = PACKAGE_ROOT / ".venv" / "agents" / "npm" / "node_modules"
 RUN_TIMEOUT_S = 300
 PROMPT = "Pick up the cyan block with the robodojo tools; stop when the task is done."
@@ -36,13 +43,9 @@ def _server_command(out: Path) -> list[str]:
             "move_eef", "--transport", "stdio", "--out", str(out)]  # fmt: skip
 
 
-def _script(tool_prefix: str) -> ReplayScript:
-    """The move_eef replay with the CLI's names for the server's tools, and a last reply that ends the CLI's run."""
-    replies = yaml.safe_load(REPLAY.read_text())
-    for reply in replies:
-        for call in reply["tool_calls"]:
-            call["name"] = tool_prefix + call["name"]
-    return ReplayScript.parse([*replies, {"content": "The block is lifted; done."}], str(REPLAY))
+def _script(cli: str) -> ReplayScript:
+    """The move_eef replay under the CLI's names for the server's tools (examples/mcp); its last reply ends the run."""
+    return ReplayScript.parse(yaml.safe_load(MCP_REPLAYS[cli].read_text()), str(MCP_REPLAYS[cli]))
 
 
 def _platform_binary(package: str, executable: str) -> Path:
@@ -102,7 +105,7 @@ def test_an_npm_cli_solves_general_pickup_as_an_mcp_client(tmp_path, cli, tool_p
         pytest.skip(f"{cli} is not installed (make agents installs it from npm into .venv/agents/npm)")
     home, out = tmp_path / "home", tmp_path / "episodes"
     home.mkdir()
-    with ReplayServer(_script(tool_prefix)) as replay:
+    with ReplayServer(_script(cli)) as replay:
         command, env = setup(home, replay.url, _server_command(out))
         result = subprocess.run(
             command, env={**os.environ, **OFFLINE, **env, "HOME": str(home)}, cwd=home, stdin=subprocess.DEVNULL,
@@ -122,13 +125,6 @@ def test_an_npm_cli_solves_general_pickup_as_an_mcp_client(tmp_path, cli, tool_p
 
 
 # -- mcp:<cli>: the CLI in the sandbox as the client of the episode's own server, its model the episode's --------------
-MCP_REPLAYS = {  # the move_eef calls under the names each CLI gives the server's tools
-    "codex": PACKAGE_ROOT / "examples" / "mcp" / "general_pickup.yaml",
-    "opencode": PACKAGE_ROOT / "examples" / "mcp" / "general_pickup_opencode.yaml",
-    "claude-code": PACKAGE_ROOT / "examples" / "mcp" / "general_pickup.yaml",
-}
-
-
 def _run_mcp_agent(tmp_path: Path, cli: str, replay: Path) -> Path:
     if not load_shell_settings().coding_agents.get(cli).installed:
         pytest.skip(f"{cli} is not installed (make agents installs it from npm into .venv/agents/npm)")
