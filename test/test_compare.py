@@ -88,8 +88,13 @@ def test_missing_scripts_are_skipped_with_a_message(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--seeds", "0"], "give --llm SPEC for both agents, or --move-eef-llm SPEC and --code-cell-llm SPEC"),
-        (["--seeds", "0", "--move-eef-llm", "openai:gpt-x"], "give --llm SPEC for both agents"),
+        (["--seeds", "0"], "no LLM spec for move_eef, code_cell: give --llm SPEC for every agent, or --agent-llm"),
+        (["--seeds", "0", "--move-eef-llm", "openai:gpt-x"], "no LLM spec for code_cell"),
+        (["--seeds", "0", "--agents", "shell,shell", "--llm", "replay:x.yaml"], "--agents names an agent twice"),
+        (["--seeds", "0", "--agents", "shell,juggler", "--llm", "replay:x.yaml"], "unknown agent 'juggler'"),
+        (["--seeds", "0", "--agents", "shell,mcp:nope", "--llm", "replay:x.yaml"], "unknown coding agent 'nope'"),
+        (["--seeds", "0", "--agents", "shell", "--agent-llm", "code_cell=replay:x.yaml"], "AGENT one of --agents"),
+        (["--seeds", "0", "--agents", "shell,code_cell", "--agent-llm", "shell=replay:x.yaml"], "no LLM spec for code"),
         (["--seeds", "4-1", "--llm", "replay:x.yaml"], "bad seed range '4-1'"),
         (["--seeds", "zero", "--llm", "replay:x.yaml"], "bad seeds 'zero'"),
         (["--seeds", "0", "--llm", "gpt-4o"], "bad LLM spec 'gpt-4o'"),
@@ -167,3 +172,36 @@ def test_what_the_agents_send_is_set_for_the_whole_comparison_and_recorded(tmp_p
         main(["compare", "--tasks", "general_pickup", "--seeds", "0", "--llm", MOVE_EEF, "--context-tokens", "0",
               "--out", str(tmp_path / "bad")])  # fmt: skip
     assert "--context-tokens: expected a positive integer, got '0'" in capsys.readouterr().err
+
+
+def test_compare_takes_any_agents_and_prints_calls_tokens_and_wall_time_per_solved_episode(tmp_path, capsys):
+    """The built-in shell agent, Claude Code in the shell harness and Claude Code as the MCP client, each from its
+    replay: every later agent's ratio to the first, per solved episode, equal to the episodes' own metrics."""
+    from robodojo.agents.shell.settings import load_shell_settings
+
+    if not load_shell_settings().coding_agents.get("claude-code").installed:
+        pytest.skip("Claude Code is not installed (make agents installs it from npm into .venv/agents/npm)")
+    agents = ("shell", "shell:claude-code", "mcp:claude-code")
+    examples = PACKAGE_ROOT / "examples"
+    specs = {"shell": examples / "shell" / "general_pickup.yaml",
+             "shell:claude-code": examples / "shell" / "general_pickup_claude-code.yaml",
+             "mcp:claude-code": examples / "mcp" / "general_pickup.yaml"}  # fmt: skip
+    out = tmp_path / "cmp"
+    argv = ["compare", "--tasks", "general_pickup", "--seeds", "0", "--agents", ",".join(agents), "--out", str(out),
+            *(f"--agent-llm={a}=replay:{s}" for a, s in specs.items())]  # fmt: skip
+    code = main(argv)
+    text = capsys.readouterr().out
+    assert code == 0, text
+    report = json.loads((out / "compare.json").read_text())
+    assert report["summary"]["agents"] == list(agents)
+    folders = {e["agent"]: Path(e["folder"]) for e in report["episodes"]}
+    metrics = {a: json.loads((folders[a] / "metrics.json").read_text()) for a in agents}
+    assert all(m["success"] for m in metrics.values()), metrics
+    header = next(line for line in text.splitlines() if line.startswith("metric"))
+    assert "shell:claude-code / shell" in header and "mcp:claude-code / shell" in header
+    base = metrics["shell"]
+    for key, label in (("llm_calls", "LLM calls"), ("input_tokens", "input tokens"), ("wall_time_s", "wall time s")):
+        cells = _row(text, label)
+        assert len(cells) == 5, (label, cells)  # three means, two ratios
+        for agent, cell in zip(agents[1:], cells[3:], strict=True):
+            assert cell == f"{metrics[agent][key] / base[key]:.2f}x", (label, agent, cell)

@@ -421,16 +421,27 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from robodojo.episodes.factory import DEFAULT_AGENTS
     from robodojo.errors import ConfigError
 
-    given = {"move_eef": args.move_eef_llm or args.llm, "code_cell": args.code_cell_llm or args.llm}
-    if not all(given.values()):
-        raise ConfigError("give --llm SPEC for both agents, or --move-eef-llm SPEC and --code-cell-llm SPEC")
+    agents = [a.strip() for a in args.agents.split(",") if a.strip()] if args.agents else list(DEFAULT_AGENTS)
+    if len(agents) != len(set(agents)):
+        raise ConfigError(f"--agents names an agent twice: {args.agents}")
+    given = {"move_eef": args.move_eef_llm, "code_cell": args.code_cell_llm}
+    for item in args.agent_llm:
+        agent, sep, spec = item.partition("=")
+        if not sep or not spec or agent not in agents:
+            raise ConfigError(
+                f"--agent-llm takes AGENT=SPEC with AGENT one of --agents ({', '.join(agents)}), got {item!r}"
+            )
+        given[agent] = spec
+    specs = {agent: given.get(agent) or args.llm for agent in agents}
+    if not all(specs.values()):
+        missing = ", ".join(a for a, spec in specs.items() if not spec)
+        raise ConfigError(f"no LLM spec for {missing}: give --llm SPEC for every agent, or --agent-llm AGENT=SPEC")
     if args.budget < 1:
         raise ConfigError(f"--budget must be at least 1, got {args.budget}")
     tasks, seeds, out = parse_tasks(args.tasks), parse_seeds(args.seeds), Path(args.out)
-    specs = {agent: given[agent] for agent in DEFAULT_AGENTS}
     settings = llm_settings(args)
     print(
-        f"comparing {', '.join(DEFAULT_AGENTS)} on {', '.join(tasks)}, seeds {args.seeds} ({args.variant}), "
+        f"comparing {', '.join(agents)} on {', '.join(tasks)}, seeds {args.seeds} ({args.variant}), "
         f"LLM-call budget {args.budget}",
         flush=True,
     )
@@ -449,7 +460,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         tool_choice=args.tool_choice,
         agent_options=agent_options(args),
     )
-    summary = summarize(outcomes, DEFAULT_AGENTS)
+    summary = summarize(outcomes, agents)
     print()
     print(format_summary(summary))
     request = {
@@ -658,13 +669,24 @@ def build_parser() -> argparse.ArgumentParser:
     evolve.add_argument("--coding-agent", default=None, help="a coding-agent CLI acts (config/agents/shell.yaml)")
     evolve.add_argument("--out", default="out/evolve", help="the run's folder (default out/evolve/<task>)")
     evolve.set_defaults(func=_cmd_evolve)
-    compare = sub.add_parser("compare", help="run both agents on the same tasks and seeds and compare their costs")
+    compare = sub.add_parser(
+        "compare", help="run agents (move_eef and code_cell unless --agents) on the same tasks and seeds and compare "
+        "their success and what a solved episode costs"
+    )  # fmt: skip
     compare.add_argument("--tasks", required=True, help="task names separated by commas, e.g. general_pickup,handover")
     compare.add_argument("--seeds", default="0-4", help="seeds and ranges, e.g. 0-4 or 0,2,5-7 (default 0-4)")
     compare.add_argument("--variant", default="standard", choices=VARIANTS)
     compare.add_argument(
         "--llm", default=None, help="LLM spec for both agents (as for run); {task} and {seed} are filled per episode"
     )
+    compare.add_argument(
+        "--agents", default=None, help="agents separated by commas, the first the baseline of the ratios, e.g. "
+        "shell,shell:codex,mcp:claude-code (default move_eef,code_cell)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--agent-llm", action="append", default=[], metavar="AGENT=SPEC",
+        help="one agent's LLM spec (overrides --llm; repeat per agent)",
+    )  # fmt: skip
     compare.add_argument("--move-eef-llm", default=None, help="LLM spec for the move_eef agent (overrides --llm)")
     compare.add_argument("--code-cell-llm", default=None, help="LLM spec for the code_cell agent (overrides --llm)")
     compare.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: the provider's)")

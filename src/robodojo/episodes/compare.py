@@ -36,13 +36,15 @@ if TYPE_CHECKING:
     from robodojo.agents.llm.settings import LlmSettings
 
 PLACEHOLDERS = ("{task}", "{seed}")
-METRICS = ("llm_calls", "input_tokens", "cached_input_tokens", "output_tokens", "cost_usd")  # those compare shows
+#: those compare shows
+METRICS = ("llm_calls", "input_tokens", "cached_input_tokens", "output_tokens", "cost_usd", "wall_time_s")
 METRIC_LABELS = {
     "llm_calls": "LLM calls",
     "input_tokens": "input tokens",
     "cached_input_tokens": "  of which cached",
     "output_tokens": "output tokens",
     "cost_usd": "cost USD",
+    "wall_time_s": "wall time s",
 }
 MAX_SEEDS = 10_000
 
@@ -268,8 +270,8 @@ def run_compare(
 
 def summarize(outcomes: Iterable[Outcome], agents: Sequence[str] = DEFAULT_AGENTS) -> dict[str, Any]:
     """Per agent: episodes run, skipped, successes, success rate; on the episodes every agent solved: mean metrics
-    per agent and the ratio of the last agent to the first (code_cell / move_eef), from
-    :func:`robodojo.episodes.efficiency.jointly_solved`."""
+    per agent, each later agent's ratio to the first (``ratios``) and, as before, the last agent's (``ratio``:
+    code_cell / move_eef), from :func:`robodojo.episodes.efficiency.jointly_solved`."""
     outcomes = list(outcomes)
     per_agent: dict[str, Any] = {}
     for agent in agents:
@@ -285,7 +287,8 @@ def summarize(outcomes: Iterable[Outcome], agents: Sequence[str] = DEFAULT_AGENT
     # A skipped outcome never succeeded, so it never enters the means.
     joint = jointly_solved(outcomes, agents, layout=lambda o: o.key)
     means = {agent: {m: joint.mean[agent].value(m) for m in METRICS} for agent in agents}
-    ratio = {m: joint.ratio[agents[-1]].value(m) for m in METRICS} if len(agents) >= 2 else {}
+    ratios = {agent: {m: joint.ratio[agent].value(m) for m in METRICS} for agent in agents[1:]}
+    ratio = ratios[agents[-1]] if len(agents) >= 2 else {}
     return {
         "agents": list(agents),
         "per_agent": per_agent,
@@ -295,6 +298,7 @@ def summarize(outcomes: Iterable[Outcome], agents: Sequence[str] = DEFAULT_AGENT
             "mean": means,
             "ratio": ratio,
             "ratio_of": f"{agents[-1]} / {agents[0]}" if len(agents) >= 2 else "",
+            "ratios": ratios,
         },
     }
 
@@ -329,18 +333,20 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     lines = _table(("agent", "episodes", "successes", "success %", "skipped"), rows, "<>>>>")
     both = summary["both_solved"]
     lines.append("")
+    every = "both agents" if len(agents) == 2 else "every agent"
     if not both["count"]:
-        lines.append("no episode was solved by both agents: no per-episode means to compare")
+        lines.append(f"no episode was solved by {every}: no per-episode means to compare")
         return "\n".join(lines)
     names = ", ".join(f"{e['task']} seed {e['seed']}" for e in both["episodes"][:6])
     more = f", ... ({both['count']} in all)" if both["count"] > 6 else ""
-    lines.append(f"mean per solved episode, on the {both['count']} episode(s) both agents solved ({names}{more}):")
-    header = ("metric", *agents, both["ratio_of"]) if both["ratio_of"] else ("metric", *agents)
+    lines.append(f"mean per solved episode, on the {both['count']} episode(s) {every} solved ({names}{more}):")
+    later = agents[1:]
+    header = ("metric", *agents, *(f"{a} / {agents[0]}" for a in later))
     metric_rows = []
     for m in METRICS:
         row = [METRIC_LABELS[m], *(_fmt(m, both["mean"][a][m]) for a in agents)]
-        if both["ratio_of"]:
-            r = both["ratio"].get(m)
+        for agent in later:
+            r = both["ratios"][agent].get(m)
             row.append("-" if r is None else f"{r:.2f}x")
         metric_rows.append(tuple(row))
     lines += _table(header, metric_rows, "<" + ">" * (len(header) - 1))
