@@ -4,8 +4,9 @@ and the MCP server's round trip.
 1. Per agent (``--repeats`` episodes each, default 3; general_pickup seed 0, standard variant, the embedded world
    ``dual_arx_x5`` with its 3 cameras), in this process with ``time.perf_counter``: move_eef and code_cell (in
    process), the shell harness's built-in agent, and each coding-agent CLI the shell harness has installed
-   (mini-swe-agent from make setup; Codex, opencode, Claude Code from make agents), each against its own replay
-   (examples/), the model's answers served by the replay server through the episode's real LLM client. Each episode
+   (mini-swe-agent from make setup; Codex, opencode, Claude Code from make agents), and those three again as the
+   MCP client of the episode's server (``mcp:<cli>``), each against its own replay (examples/), the model's answers
+   served by the replay server through the episode's real LLM client. Each episode
    is run as campaigns run it (``robodojo.episodes.compare.run_one``) with these functions timed (monkeypatched,
    for the benchmark only):
 
@@ -17,10 +18,11 @@ and the MCP server's round trip.
 
    Printed per agent: LLM calls and success; start-up (ms); the harness's cost per model call, median and p95 over
    every call of every repeat: the wall time from the end of one model call to the start of the next (the first
-   from the end of start-up), less the robot's time in it. For a CLI that is the proxy, the CLI's own loop and the
-   commands the replay runs (a Python colour finder and ``robo`` calls, the same for every shell agent: compare the
-   shell agents with one another). Peak memory: the largest sum of RSS over this process's children (the sandbox,
-   the CLI, its commands; the code-cell kernel), sampled every 20 ms; the in-process agents add nothing there. A
+   from the end of start-up), less the robot's time in it. For a CLI in the shell harness that is the proxy, the
+   CLI's own loop and the commands the replay runs (a Python colour finder and ``robo`` calls, the same for every
+   shell agent: compare the shell agents with one another); as an MCP client, the proxy, its loop and its tool calls
+   through the sandbox's forwarder and the MCP server. Peak memory: the largest sum of RSS over this process's
+   children (the sandbox, the CLI, its commands; the code-cell kernel), sampled every 20 ms; the in-process agents add nothing there. A
    move_eef episode first warms the world up (its first render probes the GL platforms in child processes).
 
 2. ``robodojo mcp`` over stdio (``--tools robo``) with the official ``mcp`` client: round trip of ``status``
@@ -63,6 +65,9 @@ AGENTS = {
     "shell:codex": "examples/shell/general_pickup_codex.yaml",
     "shell:opencode": "examples/shell/general_pickup_opencode.yaml",
     "shell:claude-code": "examples/shell/general_pickup_claude-code.yaml",
+    "mcp:codex": "examples/mcp/general_pickup.yaml",
+    "mcp:opencode": "examples/mcp/general_pickup_opencode.yaml",
+    "mcp:claude-code": "examples/mcp/general_pickup.yaml",
 }
 
 
@@ -166,6 +171,7 @@ def installed(agent: str) -> str | None:
 
 def run_agent(world: Any, agent: str, repeats: int, out: Path) -> dict[str, Any]:
     from robodojo.agents.llm.client import LlmClient
+    from robodojo.agents.mcp.cli_agent import McpCliAgent
     from robodojo.agents.shell.agent import ShellAgent
     from robodojo.agents.shell.external import ExternalShellAgent
     from robodojo.episodes.compare import EpisodeRun, run_one
@@ -189,7 +195,7 @@ def run_agent(world: Any, agent: str, repeats: int, out: Path) -> dict[str, Any]
             stack.enter_context(timed(LlmClient, "chat", on_call))
             for name in ("step", "observe"):
                 stack.enter_context(timed(EmbeddedWorld, name, on_robot))
-            for cls in (ShellAgent, ExternalShellAgent):
+            for cls in (ShellAgent, ExternalShellAgent, McpCliAgent):
                 stack.enter_context(timed(cls, "begin", on_start))
             memory = stack.enter_context(PeakMemory())
             run = EpisodeRun(

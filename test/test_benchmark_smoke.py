@@ -35,6 +35,7 @@ PARTS: dict[str, tuple[str, ...]] = {
         "per call p50 ms",
         "move_eef",
         "shell:mini-swe-agent",
+        "mcp:claude-code",
         "2. robodojo mcp over stdio",
         "observe (3 images)",
     ),
