@@ -22,8 +22,9 @@ and the MCP server's round trip.
    CLI's own loop and the commands the replay runs (a Python colour finder and ``robo`` calls, the same for every
    shell agent: compare the shell agents with one another); as an MCP client, the proxy, its loop and its tool calls
    through the sandbox's forwarder and the MCP server. Peak memory: the largest sum of RSS over this process's
-   children (the sandbox, the CLI, its commands; the code-cell kernel), sampled every 20 ms; the in-process agents add nothing there. A
-   move_eef episode first warms the world up (its first render probes the GL platforms in child processes).
+   children (the sandbox, the CLI, its commands; the code-cell kernel), sampled every 20 ms; the in-process agents
+   add nothing there. A move_eef episode first warms the world up (its first render probes the GL platforms in child
+   processes).
 
 2. ``robodojo mcp`` over stdio (``--tools robo``) with the official ``mcp`` client: round trip of ``status``
    (``--calls`` times, default 30) and of ``observe`` (three PNG images and the state; a third as many), median and
