@@ -375,7 +375,8 @@ def test_a_coding_agent_cli_is_served_and_its_log_is_bounded_while_read(dual_wor
     from dataclasses import replace
 
     from robodojo.agents.llm.types import ChatReply, Usage
-    from robodojo.agents.shell.external import LOG_TAIL_CHARS, ExternalShellAgent
+    from robodojo.agents.shell.cli_run import LOG_TAIL_CHARS
+    from robodojo.agents.shell.external import ExternalShellAgent
     from robodojo.agents.shell.settings import CodingAgentCli
 
     install = tmp_path / "cli"  # the CLI is the bash script above; its install folder only has to exist

@@ -19,7 +19,6 @@ runner then ends the episode, and every later call is answered that it is over),
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -36,12 +35,11 @@ from robodojo.agents.mcp.server import build_server, serve_http
 from robodojo.agents.mcp.settings import LOCAL_HOST, McpSettings, load_mcp_settings
 from robodojo.agents.mcp.tool_sets import make_tools
 from robodojo.agents.mcp.toolset import CallOutcome
-from robodojo.agents.shell.external import INSTALL_HINT, LOG_TAIL_CHARS, MODEL_NAME, PROXY_SOCKET, answer_exchange
+from robodojo.agents.shell.cli_run import CliRun
+from robodojo.agents.shell.external import INSTALL_HINT, MODEL_NAME, PROXY_SOCKET, answer_exchange
 from robodojo.agents.shell.model_proxy import ChatExchange, ModelProxy
-from robodojo.agents.shell.output import PipeReader
 from robodojo.agents.shell.sandbox import OPT, RUN, Mount, Sandbox, sandbox_boundary
 from robodojo.agents.shell.settings import CodingAgentCli, ShellSettings, load_shell_settings
-from robodojo.agents.shell.workspace import KILL_GRACE_S, kill_group
 from robodojo.agents.text_limits import quote
 from robodojo.errors import ConfigError, RobodojoError
 from robodojo.motion.report import MoveReport, StopReason
@@ -86,12 +84,10 @@ class McpCliAgent:
         check_mcp_client(self.cli)
         self.agent: McpAgent | None = None
         self.channel: CallChannel | None = None
-        self.proxy: ModelProxy | None = None
-        self.process: subprocess.Popen | None = None
+        self.run: CliRun | None = None
         self.root: Path | None = None
         self._stop = threading.Event()
         self._server: threading.Thread | None = None
-        self._log: PipeReader | None = None
         self._pending: ChatExchange | None = None
 
     def describe(self) -> dict[str, Any]:
@@ -134,7 +130,6 @@ class McpCliAgent:
         self.agent.client_name = self.cli.name
         self.agent.begin(episode)
         self._start_server(sockets / MCP_SOCKET, coding.mcp_port)
-        self.proxy = ModelProxy(sockets / PROXY_SOCKET, model=MODEL_NAME)
         sandbox = Sandbox(
             self.shell_settings.sandbox, work, sockets, run_dir,
             tool_mounts=[Mount(self.cli.install, "/opt/agent"), Mount(etc, f"{OPT}/etc")],
@@ -146,10 +141,8 @@ class McpCliAgent:
             f"{forward} --listen 127.0.0.1:{coding.mcp_port} --to {RUN}/{MCP_SOCKET} &\n"
             f"sleep 0.2\n{fill(mode.command)}"
         )
-        self.started = time.monotonic()
-        self.process = sandbox.shell(script, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        assert self.process.stdout is not None
-        self._log = PipeReader(self.process.stdout, LOG_TAIL_CHARS)
+        proxy = ModelProxy(sockets / PROXY_SOCKET, model=MODEL_NAME)
+        self.run = CliRun(sandbox, script, proxy, coding.run_timeout_s)
         self._pending, early = self._work_until_model_call()
         if early:
             raise McpCliError(f"{self.cli.name} called the robot's tools before asking its model anything")
@@ -178,9 +171,6 @@ class McpCliAgent:
         if not listening.wait(SERVER_START_S) or failure:
             raise McpCliError(f"the robot's MCP server did not start: {failure[0] if failure else 'timed out'}")
 
-    def _deadline(self) -> float:
-        return self.started + self.shell_settings.coding_agents.run_timeout_s
-
     def _stopping(self, outcome: CallOutcome) -> bool:
         """Whether the turn ends after this call: the agent ended it, or the task is decided."""
         if outcome.finished or outcome.gave_up:
@@ -190,12 +180,12 @@ class McpCliAgent:
     def _work_until_model_call(self) -> tuple[ChatExchange | None, list[tuple[str, Any, CallOutcome]]]:
         """Serve the CLI's tool calls until it asks its model (that request), exits, runs past its time or ends the
         turn by a call (None); the calls served, in order."""
-        assert self.agent is not None and self.channel is not None and self.proxy is not None
-        assert self.process is not None
+        assert self.agent is not None and self.channel is not None and self.run is not None
+        run = self.run
         served: list[tuple[str, Any, CallOutcome]] = []
-        while time.monotonic() < self._deadline():
-            if not self.proxy.pending.empty():
-                return self.proxy.pending.get_nowait(), served
+        while time.monotonic() < run.deadline_s:
+            if (exchange := run.next_request()) is not None:
+                return exchange, served
             request = self.channel.poll(POLL_S)
             if request is not None:
                 outcome = self.agent.handle(request)
@@ -204,16 +194,16 @@ class McpCliAgent:
                     if self._stopping(outcome):
                         return None, served
                 continue
-            if self.process.poll() is not None:
-                return (None if self.proxy.pending.empty() else self.proxy.pending.get_nowait()), served
+            if not run.running:
+                return run.next_request(), served
         return None, served
 
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         exchange = self._pending
         if exchange is None:
             raise McpCliError(
-                f"{self.cli.name} ended before asking its model anything (exit {self.process and self.process.poll()})"
-                f":\n{self.log_tail()}"
+                f"{self.cli.name} ended before asking its model anything (exit {self.run and self.run.process.poll()})"
+                f":\n{self.run and self.run.log_tail()}"
             )
         messages = exchange.body["messages"]
         reply = answer_exchange(exchange, llm)
@@ -225,8 +215,8 @@ class McpCliAgent:
             "coding_agent": self.cli.name,
             "tool_calls": [{"tool": name, "refused": o.answer.is_error, **dict(o.details)} for name, _, o in served],
         }
-        if ended:
-            details.update(self._end_details())
+        if ended and self.run is not None:
+            details.update(self.run.end_details())
         texts = [f"{quote(name)}: {o.answer.text}" for name, _, o in served] or [
             f"{self.cli.name}: no robot tool call until its next model call"
         ]
@@ -237,34 +227,16 @@ class McpCliAgent:
             robo_calls=[call for o in outcomes for call in o.robo_calls],
         )  # fmt: skip
 
-    def _end_details(self) -> dict[str, Any]:
-        process = self.process
-        assert process is not None
-        details: dict[str, Any] = {"exit_code": process.poll(), "log_tail": self.log_tail()}
-        if process.poll() is None and time.monotonic() >= self._deadline():
-            details["timed_out"] = True
-        return details
-
-    def log_tail(self) -> str:
-        """The head and tail of what the CLI printed so far."""
-        return self._log.output.text(LOG_TAIL_CHARS) if self._log is not None else ""
-
     def close(self) -> None:
         if self.channel is not None:
             self.channel.end("the episode is over; this call was not run and nothing moved")
-        if self.process is not None:
-            if self.process.poll() is None:
-                kill_group(self.process)
-            self.process = None
-            if self._log is not None:
-                self._log.finish(KILL_GRACE_S)
+        if self.run is not None:
+            self.run.close()
+            self.run = None
         self._stop.set()
         if self._server is not None:
             self._server.join(timeout=SERVER_START_S)
             self._server = None
-        if self.proxy is not None:
-            self.proxy.close()
-            self.proxy = None
         if self.agent is not None:
             self.agent.close()
             self.agent = None

@@ -13,26 +13,23 @@ handed back, and the robot commands the CLI sends are served until it asks again
 
 from __future__ import annotations
 
-import subprocess
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
 from robodojo.agents.llm.types import ChatReply, LlmError
+from robodojo.agents.shell.cli_run import CliRun
 from robodojo.agents.shell.commands import BaseCommands
 from robodojo.agents.shell.model_proxy import ChatExchange, ModelProxy, error_body
-from robodojo.agents.shell.output import PipeReader
 from robodojo.agents.shell.prompts import GOAL_TEMPLATE
 from robodojo.agents.shell.sandbox import RUN, Mount, sandbox_boundary
 from robodojo.agents.shell.settings import CodingAgentCli, ShellSettings, load_shell_settings
-from robodojo.agents.shell.workspace import KILL_GRACE_S, ShellWorkspace, kill_group
+from robodojo.agents.shell.workspace import ShellWorkspace
 from robodojo.errors import ConfigError, RobodojoError
 
 PROXY_SOCKET = "model.sock"
 TASK_FILE = "task.md"
-LOG_TAIL_CHARS = 3000
 INSTALL_HINT = "make setup installs mini-swe-agent, make agents the coding-agent CLIs from npm"
 MODEL_NAME = "robodojo"  # what the CLI is told its model is called; the episode's client decides the real one
 
@@ -53,9 +50,7 @@ class ExternalShellAgent:
             raise ConfigError(f"coding agent {cli!r} is not installed at {self.cli.install} ({INSTALL_HINT})")
         self.tools_root = tools_root
         self.workspace: ShellWorkspace | None = None
-        self.proxy: ModelProxy | None = None
-        self.process: subprocess.Popen | None = None
-        self._log: PipeReader | None = None
+        self.run: CliRun | None = None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -86,41 +81,33 @@ class ExternalShellAgent:
         (ws.etc_dir / TASK_FILE).write_text(f"{goal}\n\n{ws.manual()}")
         if self.cli.config_template is not None:
             (ws.etc_dir / self.cli.config_template.name).write_text(fill(self.cli.config_template.read_text()))
-        self.proxy = ModelProxy(ws.route.path.parent / PROXY_SOCKET, model=MODEL_NAME)
         command = fill(self.cli.command)
         script = (
             f"python3 -m robo_shell.forward --listen 127.0.0.1:{port} --to {RUN}/{PROXY_SOCKET} &\nsleep 0.2\n{command}"
         )
-        self.started = time.monotonic()
-        self.process = ws.sandbox.shell(script, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        assert self.process.stdout is not None
-        self._log = PipeReader(self.process.stdout, LOG_TAIL_CHARS)  # its head and tail, bounded while it runs
+        proxy = ModelProxy(ws.route.path.parent / PROXY_SOCKET, model=MODEL_NAME)
+        self.run = CliRun(ws.sandbox, script, proxy, self.settings.coding_agents.run_timeout_s)
         self._pending = self._next_exchange()
         self._early_calls = ws.route.take_calls()  # robot commands before the first model call
 
-    def _deadline(self) -> float:
-        return self.started + self.settings.coding_agents.run_timeout_s
-
     def _next_exchange(self) -> ChatExchange | None:
         """Serve robot commands until the CLI asks its model (the request), exits or declares done (None)."""
-        assert self.workspace is not None and self.proxy is not None and self.process is not None
-        proxy, process = self.proxy, self.process
+        assert self.workspace is not None and self.run is not None
+        run = self.run
 
         def waiting() -> bool:
-            return proxy.pending.empty() and process.poll() is None and self.commands.declared_done is None
+            return run.proxy.pending.empty() and run.running and self.commands.declared_done is None
 
-        self.workspace.route.serve_while(waiting, self._deadline())
-        if not proxy.pending.empty() and self.commands.declared_done is None:
-            return proxy.pending.get_nowait()
-        return None
+        self.workspace.route.serve_while(waiting, run.deadline_s)
+        return run.next_request() if self.commands.declared_done is None else None
 
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         assert self.workspace is not None
         exchange = self._pending
         if exchange is None:
             raise CodingAgentError(
-                f"{self.cli.name} ended before asking its model anything (exit {self.process and self.process.poll()})"
-                f":\n{self.log_tail()}"
+                f"{self.cli.name} ended before asking its model anything (exit {self.run and self.run.process.poll()})"
+                f":\n{self.run and self.run.log_tail()}"
             )
         messages = exchange.body["messages"]
         reply = answer_exchange(exchange, llm)
@@ -138,29 +125,17 @@ class ExternalShellAgent:
         )  # fmt: skip
 
     def _end_details(self) -> dict[str, Any]:
-        process = self.process
-        assert process is not None
-        details: dict[str, Any] = {"exit_code": process.poll(), "log_tail": self.log_tail()}
+        assert self.run is not None
+        details = self.run.end_details()
         if self.commands.declared_done is not None:
             details["done_reason"] = self.commands.declared_done
-        elif process.poll() is None:
-            details["timed_out"] = True
+            details.pop("timed_out", None)
         return details
 
-    def log_tail(self) -> str:
-        """The head and tail of what the coding agent printed so far."""
-        return self._log.output.text(LOG_TAIL_CHARS) if self._log is not None else ""
-
     def close(self) -> None:
-        if self.process is not None:
-            if self.process.poll() is None:
-                kill_group(self.process)
-            self.process = None
-            if self._log is not None:
-                self._log.finish(KILL_GRACE_S)
-        if self.proxy is not None:
-            self.proxy.close()
-            self.proxy = None
+        if self.run is not None:
+            self.run.close()
+            self.run = None
         if self.workspace is not None:
             self.workspace.close()
             self.workspace = None
