@@ -402,3 +402,26 @@ def test_a_coding_agent_cli_is_served_and_its_log_is_bounded_while_read(dual_wor
     log = record.details["log_tail"]  # 20 MB printed; its head and tail kept while it was read
     assert log.startswith('the model says hi\n"note"\ny\n') and "bytes omitted" in log
     assert len(log) < LOG_TAIL_CHARS + 100
+
+
+def test_a_coding_agent_cli_that_exits_at_once_ends_the_turn_with_its_exit_code_and_output(dual_world, tmp_path):
+    from dataclasses import replace
+
+    from robodojo.agents.shell.external import CodingAgentError, ExternalShellAgent
+    from robodojo.agents.shell.settings import CodingAgentCli
+
+    install = tmp_path / "cli"
+    (install / "bin").mkdir(parents=True)
+    (install / "bin" / "python").touch()
+    cli = CodingAgentCli("quitter", install, "bin/python", "echo 'no key configured' >&2; exit 3", None, {})
+    settings = load_shell_settings()
+    settings = replace(settings, coding_agents=replace(settings.coding_agents, clis={"quitter": cli}))
+    dual_world.reset("general_pickup", seed=0)
+    agent = ExternalShellAgent("quitter", settings=settings)
+    agent.begin(episode_context(dual_world))
+    try:
+        with pytest.raises(CodingAgentError, match=r"quitter ended before asking its model anything \(exit 3\)"):
+            agent.turn(None, 1)  # no model call is made: the CLI never asked
+        assert "no key configured" in agent.run.log_tail()
+    finally:
+        agent.close()

@@ -201,10 +201,7 @@ class McpCliAgent:
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         exchange = self._pending
         if exchange is None:
-            raise McpCliError(
-                f"{self.cli.name} ended before asking its model anything (exit {self.run and self.run.process.poll()})"
-                f":\n{self.run and self.run.log_tail()}"
-            )
+            raise McpCliError(self.run.unasked_text(self.cli.name) if self.run else f"{self.cli.name} was not started")
         messages = exchange.body["messages"]
         reply = answer_exchange(exchange, llm)
         self._pending, served = self._work_until_model_call()

@@ -41,6 +41,10 @@ class CliRun:
         """The head and tail of what the CLI printed so far."""
         return self._log.output.text(LOG_TAIL_CHARS)
 
+    def unasked_text(self, name: str) -> str:
+        """Why a turn cannot be made: the CLI ``name`` ended without a model request waiting, and what it said."""
+        return f"{name} ended before asking its model anything (exit {self.process.poll()}):\n{self.log_tail()}"
+
     def end_details(self) -> dict[str, Any]:
         """For the last turn's record: its exit code (None while it runs), its output, whether it ran out of time."""
         details: dict[str, Any] = {"exit_code": self.process.poll(), "log_tail": self.log_tail()}

@@ -106,8 +106,7 @@ class ExternalShellAgent:
         exchange = self._pending
         if exchange is None:
             raise CodingAgentError(
-                f"{self.cli.name} ended before asking its model anything (exit {self.run and self.run.process.poll()})"
-                f":\n{self.run and self.run.log_tail()}"
+                self.run.unasked_text(self.cli.name) if self.run else f"{self.cli.name} was not started"
             )
         messages = exchange.body["messages"]
         reply = answer_exchange(exchange, llm)
