@@ -21,6 +21,7 @@ from robodojo import PACKAGE_ROOT
 from robodojo.agents.code_cell.agent import CodeCellAgent
 from robodojo.agents.llm.client import open_llm
 from robodojo.agents.move_eef.agent import MoveEefAgent
+from robodojo.cli import main
 from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
 from robodojo.episodes.mcap_record import (
     ACTION_TOPIC,
@@ -304,3 +305,46 @@ def test_message_definitions_are_jazzys(dual_world):
         assert datatype in parsed
         for name, definition in parsed.items():
             assert jazzy.fielddefs[name] == definition, name
+
+
+def _messages(path: Path) -> list[tuple[str, int, bytes]]:
+    """(topic, log time, raw data) of every message, in file order, by the mcap package's indexed reader."""
+    with path.open("rb") as stream:
+        return [(c.topic, m.log_time, m.data) for _, c, m in make_reader(stream).iter_messages(log_time_order=False)]
+
+
+@pytest.mark.parametrize("keep", [0.97, 0.6, 0.3])
+def test_a_record_cut_short_is_refused_by_indexed_readers_and_repaired_to_what_came_before_the_cut(
+    replayed, tmp_path, keep
+):
+    from robodojo.episodes.mcap_record import CUT_SUFFIX
+
+    result, _ = replayed
+    whole = result.folder / MCAP_FILE
+    original = _messages(whole)
+    data = whole.read_bytes()
+    cut = tmp_path / MCAP_FILE
+    cut.write_bytes(data[: int(len(data) * keep)])  # what a kill leaves: the file ends mid-record, no footer
+    with pytest.raises(Exception):  # noqa: B017 - the mcap reader's error depends on where the cut falls
+        _messages(cut)
+    done = main(["record", "repair", str(tmp_path)])
+    assert done == 0
+    repaired = _messages(cut)
+    # every message before the cut, byte for byte and in order; the partial chunk at the cut dropped
+    assert 0 < len(repaired) < len(original) and repaired == original[: len(repaired)]
+    assert (tmp_path / (MCAP_FILE + CUT_SUFFIX)).read_bytes() == data[: int(len(data) * keep)]
+    # and ROS tooling reads it: rosbags decodes every message with the file's own schemas
+    by_rosbags = _read_rosbags(cut)
+    assert sum(len(v) for v in by_rosbags.values()) == len(repaired)
+    with cut.open("rb") as stream:
+        assert "episode" in {m.name for m in make_reader(stream).iter_metadata()}  # the metadata before the cut
+
+
+def test_repair_leaves_an_intact_record_as_it_is(replayed, tmp_path, capsys):
+    result, _ = replayed
+    path = tmp_path / MCAP_FILE
+    path.write_bytes((result.folder / MCAP_FILE).read_bytes())
+    assert main(["record", "repair", str(path)]) == 0
+    assert "intact" in capsys.readouterr().out
+    assert path.read_bytes() == (result.folder / MCAP_FILE).read_bytes()
+    assert not list(tmp_path.glob("*.cut"))

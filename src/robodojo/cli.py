@@ -103,6 +103,31 @@ def _add_scene(sub: argparse._SubParsersAction) -> None:
     export.set_defaults(func=_cmd_scene_export)
 
 
+def _cmd_record_repair(args: argparse.Namespace) -> int:
+    from robodojo.episodes.mcap_record import MCAP_FILE, repair_mcap
+    from robodojo.errors import ConfigError
+
+    path = Path(args.path)
+    if path.is_dir():
+        path = path / MCAP_FILE
+    if not path.is_file():
+        raise ConfigError(f"no MCAP file at {path} (give an episode folder or its {MCAP_FILE})")
+    print(f"{path}: {repair_mcap(path).text()}")
+    return 0
+
+
+def _add_record(sub: argparse._SubParsersAction) -> None:
+    record = sub.add_parser("record", help="work on an episode's record")
+    actions = record.add_subparsers(dest="record_command", required=True)
+    repair = actions.add_parser(
+        "repair",
+        help="make an episode.mcap cut short (a killed try) complete again: every record before the cut, indexed, "
+        "with its summary and footer (the file as found is kept as episode.mcap.cut)",
+    )
+    repair.add_argument("path", help="an episode folder or its episode.mcap")
+    repair.set_defaults(func=_cmd_record_repair)
+
+
 def add_llm_options(parser: argparse.ArgumentParser) -> None:
     """--llm-config, --timeout, --retries, --max-output-tokens, --reasoning-effort and --tool-choice: the LLM
     client's settings."""
@@ -785,6 +810,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--out", default="out/render")
     render.set_defaults(func=_cmd_render)
     _add_scene(sub)
+    _add_record(sub)
     _add_doctor(sub)
     _add_mcp(sub)
     return parser

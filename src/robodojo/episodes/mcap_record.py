@@ -34,20 +34,27 @@ header stamp, and each topic's stamps never decrease. The file also carries two 
 
 Written as the episode runs: one chunk per turn reaches the file when the turn ends, so a process killed mid-episode
 leaves every finished turn readable by a streaming reader; :meth:`McapRecord.close` (the runner's ``finally``) writes
-the summary and footer that indexed readers (rosbags, ``ros2 bag``) need.
+the summary and footer that indexed readers (rosbags, ``ros2 bag``, the mcap package's reader) need.
+:func:`repair_mcap` (``robodojo record repair``) rewrites a file cut short that way as a complete one: every record
+before the cut, the last partial chunk dropped, indexed, with its summary and footer.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import cv2
 import numpy as np
-from mcap.records import Schema
+from mcap.exceptions import McapError
+from mcap.records import Channel, Footer, Message, Metadata, Schema
+from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType
+from mcap.writer import Writer as McapWriter
 from mcap_ros2.writer import Writer as Ros2Writer
 
 from robodojo.agents.base import TurnRecord
@@ -301,3 +308,88 @@ def camera_frames(path: Path, cameras: Iterable[str]) -> Iterator[tuple[str, int
         reader = make_reader(f, decoder_factories=[DecoderFactory()])
         for _schema, channel, message, decoded in reader.iter_decoded_messages(topics=list(topics)):
             yield topics[channel.topic], message.log_time, bytes(decoded.data)
+
+
+# -- a record cut short (a killed try) --------------------------------------------------------------------------------
+ROS2_PROFILE = "ros2"
+CUT_SUFFIX = ".cut"  #: repair_mcap keeps the file as it was found beside the repaired one, with this suffix added
+
+
+@dataclass(frozen=True)
+class McapRepair:
+    """What :func:`repair_mcap` found and kept."""
+
+    intact: bool  #: the file had its footer: nothing was rewritten
+    messages: int  #: messages in the (repaired) file
+    topics: tuple[str, ...]  #: topics with at least one message
+    last_stamp_s: float  #: the latest message's log time [s] (0 with none)
+    metadata: tuple[str, ...]  #: metadata records kept (``episode``; ``metrics`` only in a file that was closed)
+    dropped_bytes: int  #: bytes after the last complete record (the partial chunk the kill cut off)
+    kept: Path | None = None  #: where the file as found was kept (None when intact)
+
+    def text(self) -> str:
+        if self.intact:
+            return f"intact: {self.messages} messages on {len(self.topics)} topics; nothing to repair"
+        return (
+            f"repaired: {self.messages} messages on {len(self.topics)} topics up to {self.last_stamp_s:.3f} s, "
+            f"metadata {', '.join(self.metadata) or 'none'}; {self.dropped_bytes} bytes after the last complete record "
+            f"dropped; the file as found is kept as {self.kept}"
+        )
+
+
+def _salvage(path: Path) -> tuple[list[Any], bool, int]:
+    """Every record of ``path`` a streaming reader gets before the file ends or breaks; whether it had a footer; the
+    offset after the last complete record."""
+    records: list[Any] = []
+    footer = False
+    end = 0
+    with path.open("rb") as f:
+        reader = StreamReader(f, validate_crcs=True)
+        try:
+            for record in reader.records:
+                records.append(record)
+                footer = footer or isinstance(record, Footer)
+                end = f.tell()
+        except (McapError, ValueError, EOFError, OSError):  # the cut: a record (often a chunk) ends past the file
+            pass
+    return records, footer, end
+
+
+def repair_mcap(path: Path) -> McapRepair:
+    """Make ``path`` a complete MCAP again if it was cut short (see :class:`McapRepair`): the schemas, channels,
+    messages and metadata before the cut are written, indexed and chunked, to a new file that replaces it; the file
+    as found is kept beside it (``<name>.cut``). A file with its footer is left as it is."""
+    records, footer, end = _salvage(path)
+    messages = [r for r in records if isinstance(r, Message)]
+    channels = {r.id: r for r in records if isinstance(r, Channel)}
+    topics = tuple(sorted({channels[m.channel_id].topic for m in messages if m.channel_id in channels}))
+    metadata = tuple(r.name for r in records if isinstance(r, Metadata))
+    last_s = max((m.log_time for m in messages), default=0) / NS_PER_S
+    if footer:
+        return McapRepair(True, len(messages), topics, last_s, metadata, 0)
+    repaired = path.with_name(path.name + ".repairing")
+    with repaired.open("wb") as out:
+        writer = McapWriter(out, compression=COMPRESSION)
+        writer.start(profile=ROS2_PROFILE, library="robodojo record repair")
+        schema_ids: dict[int, int] = {}
+        channel_ids: dict[int, int] = {}
+        for record in records:
+            if isinstance(record, Schema):
+                schema_ids[record.id] = writer.register_schema(record.name, record.encoding, record.data)
+            elif isinstance(record, Channel) and record.schema_id in schema_ids:
+                channel_ids[record.id] = writer.register_channel(
+                    record.topic, record.message_encoding, schema_ids[record.schema_id], dict(record.metadata)
+                )
+            elif isinstance(record, Message) and record.channel_id in channel_ids:
+                writer.add_message(
+                    channel_ids[record.channel_id], record.log_time, record.data, record.publish_time,
+                    record.sequence,
+                )  # fmt: skip
+            elif isinstance(record, Metadata):
+                writer.add_metadata(record.name, dict(record.metadata))
+        writer.finish()
+    kept = path.with_name(path.name + CUT_SUFFIX)
+    os.replace(path, kept)
+    os.replace(repaired, path)
+    size = kept.stat().st_size
+    return McapRepair(False, len(messages), topics, last_s, metadata, max(0, size - end), kept)
