@@ -9,10 +9,11 @@ runner records after a turn), and per turn a move_eef TurnRecord whose request c
 sends them (base64 JPEG data URLs at quality 85, new every turn, so the recorder decodes, hashes and stores them as it
 does in an episode). ``--turns`` (30) turns cycle through the layouts.
 
-Each variant then records the same ``--turns`` turns into a fresh folder, as the runner does each turn:
+Each variant then records the same ``--turns`` turns into a fresh folder, as the runner does each turn: first one
+``record_tick`` per control step of the turn's motion (20; with MCAP: joint states and the moving links' /tf), then
 ``record_observation`` (the agent's observation; with MCAP: 3 JPEG encodes at quality 85, CameraInfo and camera
-pose), ``record_turn`` (requests, responses, turns.jsonl; with MCAP: tool call and result, joint states, grasp-point
-poses, and the chunk written and flushed) and ``write_metrics``. Variants: the recorder without MCAP (``mcap=False``,
+pose), ``record_turn`` (requests, responses, turns.jsonl; with MCAP: tool call and result, grasp-point poses, and
+the chunk written and flushed) and ``write_metrics``. Variants: the recorder without MCAP (``mcap=False``,
 the baseline), with MCAP as shipped (chunks not compressed), and with MCAP and zstd chunks (the benchmark sets
 ``mcap_record.COMPRESSION``, only to show why it is off). ``--repeats`` (3) rounds, variants interleaved; percentiles
 over every turn of every round. Printed: per-turn time p50 / p95 / max [ms] of each variant and of its MCAP parts,
@@ -124,11 +125,16 @@ def compression(kind: CompressionType | None) -> Iterator[None]:
 def record(folder: Path, robot, data: list[TurnData], kind: CompressionType | None) -> dict:
     """Record ``data`` as the runner does; per-turn times [s] of the observation, the turn (with metrics), the
     total, and episode.mcap's size."""
-    obs_s, turn_s = [], []
+    obs_s, turn_s, tick_s = [], [], []
     with compression(kind):
         recorder = EpisodeRecorder(folder, RecordMeta(task=TASK, robot=ROBOT), robot, mcap=kind is not None)
         recorder.record_start(data[0].state, "pick up the block")
         for i, turn in enumerate(data):
+            for k in range(STEPS_PER_TURN, 0, -1):  # the world's control steps while the turn's motion plays
+                state = dataclasses.replace(turn.state, step=turn.state.step - k + 1)
+                t_tick = time.perf_counter()
+                recorder.record_tick(state)
+                tick_s.append(time.perf_counter() - t_tick)
             t0 = time.perf_counter()
             recorder.record_observation(turn.obs)
             t1 = time.perf_counter()
@@ -144,6 +150,7 @@ def record(folder: Path, robot, data: list[TurnData], kind: CompressionType | No
         "observation_s": obs_s,
         "turn_s": turn_s,
         "total_s": [a + b for a, b in zip(obs_s, turn_s, strict=True)],
+        "tick_s": tick_s,
         "mcap_bytes": path.stat().st_size if path.exists() else 0,
     }
 
@@ -204,6 +211,13 @@ def main(argv: list[str] | None = None) -> int:
         figures["per_turn_ms"][f"{name}: added p50"] = added
         size_rows.append((name, f"{added:.2f}", f"{added / base:.1f}x", f"{per_turn / 1024:.1f}"))
     table(("", "added p50 [ms]", "added / baseline", "episode.mcap per turn [KiB]"), size_rows, "<>>>")
+    tick_rows = []
+    for name in (SHIPPED, ZSTD):
+        p = percentiles_ms(pooled(name, "tick_s"))
+        figures["per_turn_ms"][f"{name}: record_tick"] = p
+        tick_rows.append((name, f"{p['p50']:.3f}", f"{p['p95']:.3f}", f"{p['max']:.3f}"))
+    print(f"\nper control step [ms]: record_tick (joint states and /tf), {STEPS_PER_TURN} steps per turn")
+    table(("", "p50", "p95", "max"), tick_rows, "<>>>")
     print(f"\nfor scale: one three-camera render (EmbeddedWorld.observe), paid before recording: p50 {render:.1f} ms")
     print(f"benchmark wall time {time.perf_counter() - t_all:.1f} s")
 

@@ -50,7 +50,14 @@ PARTS: dict[str, tuple[str, ...]] = {
     ),
     "motion": ("30 cm", "two-arm", "mink", "arrival"),
     "calibration": ("hand-eye closed form", "refined flat / closed form", "board placed", "head from placed board"),
-    "mcap_record": ("per-turn write time", "record_observation", "record_turn", "episode.mcap per turn", "for scale"),
+    "mcap_record": (
+        "per-turn write time",
+        "record_observation",
+        "record_turn",
+        "record_tick",
+        "episode.mcap per turn",
+        "for scale",
+    ),
     "code_cell": (
         "kernel round trip",
         "empty cell",

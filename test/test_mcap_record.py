@@ -28,12 +28,17 @@ from robodojo.episodes.mcap_record import (
     ERROR_TOPIC,
     INSTRUCTION_TOPIC,
     MCAP_FILE,
+    ROBOT_DESCRIPTION_TOPIC,
+    TF_STATIC_TOPIC,
+    TF_TOPIC,
     TOOL_RESULT_TOPIC,
     message_definition,
 )
 from robodojo.episodes.record import RecordMeta
 from robodojo.episodes.recorder import EpisodeRecorder
+from robodojo.geometry import matrix_from_quat
 from robodojo.nodes import topics
+from robodojo.robots.urdf import parse_urdf
 
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 SPEC = EpisodeSpec("general_pickup", 0)
@@ -47,6 +52,9 @@ def _expected_types(robot) -> dict[str, str]:
         topics.JOINT_STATES: "sensor_msgs/msg/JointState",
         ACTION_TOPIC: "std_msgs/msg/String",
         TOOL_RESULT_TOPIC: "std_msgs/msg/String",
+        ROBOT_DESCRIPTION_TOPIC: "std_msgs/msg/String",
+        TF_TOPIC: "tf2_msgs/msg/TFMessage",
+        TF_STATIC_TOPIC: "tf2_msgs/msg/TFMessage",
     }
     for arm in robot.arm_names:
         types[topics.tcp_pose(arm)] = "geometry_msgs/msg/PoseStamped"
@@ -111,9 +119,10 @@ def test_both_readers_see_the_expected_topics_and_counts(replayed, dual_world):
         assert {schema for _, _, schema, _ in by_mcap[topic]} == {datatype}, topic
         assert {msgtype for _, msgtype, _ in by_rosbags[topic]} == {datatype}, topic
         assert len(by_mcap[topic]) == len(by_rosbags[topic]), topic
-    # the first state, then one after each turn
-    assert len(by_mcap[topics.JOINT_STATES]) == turns + 1
+    # joints and moving frames: the first state, then one after every control step; grasp points after each turn
+    assert len(by_mcap[topics.JOINT_STATES]) == len(by_mcap[TF_TOPIC]) == replayed.steps_used + 1
     assert all(len(by_mcap[topics.tcp_pose(arm)]) == turns + 1 for arm in robot.arm_names)
+    assert len(by_mcap[TF_STATIC_TOPIC]) == len(by_mcap[ROBOT_DESCRIPTION_TOPIC]) == 1
     # the move_eef agent observes every camera at the start of each turn, the first of them the initial state
     for cam in robot.camera_names:
         for topic in (topics.camera_image(cam) + "/compressed", topics.camera_info(cam), topics.camera_pose(cam)):
@@ -144,10 +153,12 @@ def test_stamps_are_simulation_time_and_never_go_back(replayed, dual_world):
     end_ns = round(replayed.steps_used * dt_s * NS_PER_S)
     assert by_mcap[topics.JOINT_STATES][0][0] == 0 and by_mcap[topics.JOINT_STATES][-1][0] == end_ns
     assert by_mcap[TOOL_RESULT_TOPIC][-1][0] == end_ns
+    every_step = [round(k * dt_s * NS_PER_S) for k in range(replayed.steps_used + 1)]
+    assert [log for log, *_ in by_mcap[topics.JOINT_STATES]] == [log for log, *_ in by_mcap[TF_TOPIC]] == every_step
     steps_left = [t["steps_left"] for t in _jsonl(replayed.folder, "turns.jsonl")]
     step_limit = json.loads((replayed.folder / "meta.json").read_text())["env_step_limit"]
     after_turns = [round((step_limit - left) * dt_s * NS_PER_S) for left in steps_left]
-    assert [log for log, *_ in by_mcap[topics.JOINT_STATES][1:]] == after_turns
+    assert [log for log, *_ in by_mcap[topics.tcp_pose("left")][1:]] == after_turns
     # each turn's action at the state it began from, its result at the state after it
     assert [log for log, *_ in by_mcap[ACTION_TOPIC]] == [0, *after_turns[:-1]]
     assert [log for log, *_ in by_mcap[topics.camera_image("head") + "/compressed"]] == [0, *after_turns[:-1]]
@@ -237,7 +248,7 @@ def test_a_crash_mid_episode_leaves_a_readable_file(dual_world, tmp_path):
     by_mcap, by_rosbags = _read_mcap_ros2(path), _read_rosbags(path)
     assert {t: len(m) for t, m in by_mcap.items()} == {t: len(m) for t, m in by_rosbags.items()}
     assert len(by_mcap[ACTION_TOPIC]) == len(by_mcap[TOOL_RESULT_TOPIC]) == 2  # the turns before the crash
-    assert len(by_mcap[topics.JOINT_STATES]) == 3
+    assert len(by_mcap[topics.tcp_pose("left")]) == 3  # the first state and one after each of those turns
     assert len(by_mcap[topics.camera_image("head") + "/compressed"]) == 2
     [(_, _, error)] = by_rosbags[ERROR_TOPIC]
     assert json.loads(error.data) == {"turn": 3, "error": "RuntimeError: agent bug"}
@@ -247,6 +258,7 @@ def test_a_crash_mid_episode_leaves_a_readable_file(dual_world, tmp_path):
     metrics = json.loads((path.parent / "metrics.json").read_text())
     assert metadata["metrics"]["end_reason"] == metrics["end_reason"] == "crashed"
     assert json.loads(metadata["metrics"]["steps_used"]) == metrics["steps_used"] > 0
+    assert len(by_mcap[topics.JOINT_STATES]) == metrics["steps_used"] + 1  # the first state and every step's
     assert metadata["episode"]["task"] == "general_pickup"
 
     # While the episode ran, every finished turn was already in the file: a streaming reader gets them up to the end
@@ -256,7 +268,8 @@ def test_a_crash_mid_episode_leaves_a_readable_file(dual_world, tmp_path):
     with pytest.raises(EndOfFile):
         for _, channel, _, _ in reader.iter_decoded_messages(log_time_order=False):
             partial[channel.topic] += 1
-    assert partial[ACTION_TOPIC] == partial[TOOL_RESULT_TOPIC] == 2 and partial[topics.JOINT_STATES] == 3
+    assert partial[ACTION_TOPIC] == partial[TOOL_RESULT_TOPIC] == 2 and partial[topics.tcp_pose("left")] == 3
+    assert partial[topics.JOINT_STATES] == partial[TF_TOPIC] == metrics["steps_used"] + 1  # the crash moved nothing
 
 
 def test_code_cells_record_the_frames_robo_took(dual_world, tmp_path):
@@ -284,7 +297,10 @@ def test_code_cells_record_the_frames_robo_took(dual_world, tmp_path):
     assert head == [0, result.steps_used]
     assert [round(t / dt_ns) for t, *_ in by_rosbags[topics.camera_image("left_wrist") + "/compressed"]] == [0]
     assert topics.camera_image("right_wrist") + "/compressed" not in by_rosbags  # never looked at
-    assert len(by_rosbags[ACTION_TOPIC]) == len(cells) + 1 and len(by_rosbags[topics.JOINT_STATES]) == len(cells) + 2
+    assert (
+        len(by_rosbags[ACTION_TOPIC]) == len(cells) + 1 and len(by_rosbags[topics.tcp_pose("left")]) == len(cells) + 2
+    )
+    assert len(by_rosbags[topics.JOINT_STATES]) == result.steps_used + 1  # the first state and every control step
     calls = [json.loads(m.data)["tool_calls"][0] for *_, m in by_rosbags[ACTION_TOPIC]]
     assert [c["name"] for c in calls] == ["python"] * len(cells) + ["finish"]
     assert [json.loads(c["arguments"])["code"].strip() for c in calls[: len(cells)]] == cells
@@ -348,3 +364,49 @@ def test_repair_leaves_an_intact_record_as_it_is(replayed, tmp_path, capsys):
     assert "intact" in capsys.readouterr().out
     assert path.read_bytes() == (result.folder / MCAP_FILE).read_bytes()
     assert not list(tmp_path.glob("*.cut"))
+
+
+def _matrix(transform) -> np.ndarray:
+    t, r = transform.translation, transform.rotation
+    T = np.eye(4)
+    T[:3, :3] = matrix_from_quat((r.w, r.x, r.y, r.z))
+    T[:3, 3] = (t.x, t.y, t.z)
+    return T
+
+
+def test_the_frames_follow_the_urdf_and_put_each_grasp_point_where_its_pose_says(replayed, dual_world):
+    """What Foxglove's 3D panel and RViz draw from the file alone: /robot_description is the robot's URDF, /tf_static
+    its fixed joints, /tf its moving ones at each joint state; chained from the world they are the URDF's forward
+    kinematics of the recorded joints, and put each grasp point where its recorded pose says."""
+    replayed, _ = replayed
+    robot = dual_world.robot
+    by_rosbags = _read_rosbags(replayed.folder / MCAP_FILE)
+    [(_, _, description)] = by_rosbags[ROBOT_DESCRIPTION_TOPIC]
+    assert description.data == robot.scene_urdf.read_text()
+    urdf = parse_urdf(description.data)
+    [(_, _, static)] = by_rosbags[TF_STATIC_TOPIC]
+    assert {t.child_frame_id for t in static.transforms} == {j.child for j in urdf.joints.values() if not j.movable}
+    for (stamp, _, moving), (joints_stamp, _, joints) in zip(
+        by_rosbags[TF_TOPIC][::20], by_rosbags[topics.JOINT_STATES][::20], strict=True
+    ):
+        assert stamp == joints_stamp and all(_stamp_ns(t) == stamp for t in moving.transforms)
+        assert {t.child_frame_id for t in moving.transforms} == {j.child for j in urdf.movable_joints}
+        parent = {
+            t.child_frame_id: (t.header.frame_id, _matrix(t.transform))
+            for t in (*static.transforms, *moving.transforms)
+        }
+        fk = urdf.forward_kinematics(dict(zip(joints.name, joints.position, strict=True)))
+        for link in fk:
+            frame, T = link, np.eye(4)
+            while frame != topics.WORLD_FRAME:
+                frame, T_parent = parent[frame]
+                T = T_parent @ T
+            np.testing.assert_allclose(T, fk[link], atol=1e-9, err_msg=link)
+    # the grasp points after the last turn: within a millimetre (the world reports them from MuJoCo's body poses,
+    # computed at the start of its last physics substep, the joints at its end)
+    *_, last = by_rosbags[topics.JOINT_STATES][-1]
+    fk = urdf.forward_kinematics(dict(zip(last.name, last.position, strict=True)))
+    for arm in robot.arm_names:
+        *_, tcp = by_rosbags[topics.tcp_pose(arm)][-1]
+        p = tcp.pose.position
+        assert np.linalg.norm(fk[urdf.joint(f"{arm}_tcp_joint").child][:3, 3] - [p.x, p.y, p.z]) < 1e-3

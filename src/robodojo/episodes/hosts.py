@@ -8,6 +8,7 @@ The ROS agent node's host (robodojo.nodes.agent_graph) follows a simulator elsew
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from robodojo.agents.base import EpisodeContext
@@ -109,6 +110,15 @@ class WorldHost:
 
     def state(self) -> Observation:
         return self.world.observe(cameras=())
+
+    def follow_steps(self, seen: Callable[[Observation], None]) -> Callable[[], None]:
+        """``seen`` gets the state after every counted control step; call the result to stop."""
+
+        def observer(world: EmbeddedWorld) -> None:
+            seen(world.observe(cameras=()))
+
+        self.world.step_observers.append(observer)
+        return lambda: self.world.step_observers.remove(observer) if observer in self.world.step_observers else None
 
     def _ground_truth(self) -> PrivilegedView:
         if self._truth is None:

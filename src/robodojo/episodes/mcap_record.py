@@ -8,8 +8,14 @@ message packages.
 Topics (camera, joint and pose names as on the graph: robodojo.robots.topic_names)::
 
     /episode/instruction             std_msgs/String: once, with the first state
-    /joint_states                    sensor_msgs/JointState: the first state, then the state after each turn; every
-                                     arm joint [rad] and each gripper's driven joint [m]
+    /robot_description               std_msgs/String: once, the robot's URDF (the scene's: arms, table, cameras)
+    /tf_static                       tf2_msgs/TFMessage: once, every fixed joint of that URDF (camera frames too)
+    /joint_states                    sensor_msgs/JointState: the first state, then the state after every control
+                                     step where the host reports them (the embedded world: WorldHost.follow_steps),
+                                     else after each turn; every arm joint [rad] and each gripper's driven joint [m]
+    /tf                              tf2_msgs/TFMessage: with each joint state, every movable joint's child link in
+                                     its parent (mimic fingers included): Foxglove's 3D panel and RViz draw the
+                                     moving robot from the file alone
     /<arm>/tcp_pose                  geometry_msgs/PoseStamped: the grasp point in the world frame, with the joints
     /cameras/<camera>/image_raw/compressed
                                      sensor_msgs/CompressedImage (JPEG): every camera frame the agent took (move_eef:
@@ -62,12 +68,16 @@ from robodojo.geometry import quat_from_matrix
 from robodojo.observation import CameraFrame, Observation
 from robodojo.robots import topic_names
 from robodojo.robots.config import RobotConfig
+from robodojo.robots.urdf import Joint, load_urdf
 
 MCAP_FILE = "episode.mcap"
 INSTRUCTION_TOPIC = "/episode/instruction"
 ERROR_TOPIC = "/episode/error"
 ACTION_TOPIC = "/agent/action"
 TOOL_RESULT_TOPIC = "/agent/tool_result"
+ROBOT_DESCRIPTION_TOPIC = "/robot_description"
+TF_TOPIC = "/tf"
+TF_STATIC_TOPIC = "/tf_static"
 #: the agents' own default (config/agents/move_eef.yaml): the record's pictures look like what the model was sent
 JPEG_QUALITY = 85
 #: JPEG does not compress further; zstd on each chunk would cost time for the few kilobytes of state and text
@@ -95,6 +105,10 @@ _MSG: dict[str, str] = {
     "sensor_msgs/msg/JointState": (
         "std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\nfloat64[] effort\n"
     ),
+    "geometry_msgs/msg/Vector3": "float64 x\nfloat64 y\nfloat64 z\n",
+    "geometry_msgs/msg/Transform": "Vector3 translation\nQuaternion rotation\n",
+    "geometry_msgs/msg/TransformStamped": "std_msgs/Header header\nstring child_frame_id\nTransform transform\n",
+    "tf2_msgs/msg/TFMessage": "geometry_msgs/TransformStamped[] transforms\n",
 }
 _HEADER_DEPS = ("std_msgs/msg/Header", "builtin_interfaces/msg/Time")
 _POSE_DEPS = ("geometry_msgs/msg/Pose", "geometry_msgs/msg/Point", "geometry_msgs/msg/Quaternion")
@@ -104,6 +118,13 @@ _DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "sensor_msgs/msg/CompressedImage": _HEADER_DEPS,
     "sensor_msgs/msg/CameraInfo": (*_HEADER_DEPS, "sensor_msgs/msg/RegionOfInterest"),
     "sensor_msgs/msg/JointState": _HEADER_DEPS,
+    "tf2_msgs/msg/TFMessage": (
+        "geometry_msgs/msg/TransformStamped",
+        *_HEADER_DEPS,
+        "geometry_msgs/msg/Transform",
+        "geometry_msgs/msg/Vector3",
+        "geometry_msgs/msg/Quaternion",
+    ),
 }
 _IDENTITY_R = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
 
@@ -168,15 +189,25 @@ class McapRecord:
         self._latest_ns = 0  # the latest stamp of any message: errors are stamped with it
         self._turn_start_ns = 0  # the stamp of the state the current turn began from
         self._frame_steps: dict[str, int] = {}  # camera -> the step of its latest frame written
+        self._joints_step: int | None = None  # the step of the latest joint states written
+        self._urdf = load_urdf(robot.scene_urdf)
         self._closed = False
 
     # -- what the recorder sees ---------------------------------------------------------------------------------
     def start(self, state: Observation, instruction: str) -> None:
-        """The episode's first state and its instruction."""
+        """The episode's first state and its instruction; the robot's URDF and its fixed frames (the cameras' too)."""
         stamp = self._stamp(state.step)
         self._write(INSTRUCTION_TOPIC, "std_msgs/msg/String", {"data": instruction}, stamp)
+        description = self.robot.scene_urdf.read_text()
+        self._write(ROBOT_DESCRIPTION_TOPIC, "std_msgs/msg/String", {"data": description}, stamp)
+        fixed = [j for j in self._urdf.joints.values() if not j.movable]
+        self._write(TF_STATIC_TOPIC, "tf2_msgs/msg/TFMessage", self._transforms(fixed, {}, stamp), stamp)
         self._state(state, stamp)
         self.flush()
+
+    def tick(self, state: Observation) -> None:
+        """The joints after one control step (the world's), and the moving links' frames with them."""
+        self._joints(state, self._stamp(state.step))
 
     def observation(self, obs: Observation) -> None:
         """The camera frames of an observation the agent took (state-only observations write nothing)."""
@@ -248,21 +279,43 @@ class McapRecord:
 
     def _state(self, state: Observation, stamp_ns: int) -> None:
         """Every arm's joints (the gripper's driven joint in metres) and grasp-point pose; the next turn starts here."""
-        names: list[str] = []
-        positions: list[float] = []
         for arm_name, arm in state.arms.items():
-            config = self.robot.arm(arm_name)
-            names += [*arm.joint_names, config.gripper_joint]
-            positions += [*arm.joint_positions_rad, arm.gripper_opening * config.gripper_max_m]
             pose = {"pose": _pose(arm.tcp_pos_m, arm.tcp_quat_wxyz)}
             self._write(
                 topic_names.tcp_pose(arm_name), "geometry_msgs/msg/PoseStamped", pose, stamp_ns,
                 frame_id=topic_names.WORLD_FRAME,
             )  # fmt: skip
-        joints = {"name": names, "position": positions, "velocity": [], "effort": []}
+        if self._joints_step != state.step:  # a control step's tick wrote them already
+            self._joints(state, stamp_ns)
+        self._turn_start_ns = max(self._turn_start_ns, stamp_ns)
+
+    def _joints(self, state: Observation, stamp_ns: int) -> None:
+        """/joint_states (each arm's joints and its gripper's driven joint [m]) and /tf (each movable joint's child
+        link in its parent, mimic fingers included) at ``stamp_ns``."""
+        q: dict[str, float] = {}
+        for arm_name, arm in state.arms.items():
+            config = self.robot.arm(arm_name)
+            q.update(zip(arm.joint_names, (float(v) for v in arm.joint_positions_rad), strict=True))
+            q[config.gripper_joint] = float(arm.gripper_opening * config.gripper_max_m)
+        joints = {"name": list(q), "position": list(q.values()), "velocity": [], "effort": []}
         # frame_id empty, as robot_state_publisher and the simulator node publish joint states
         self._write(topic_names.JOINT_STATES, "sensor_msgs/msg/JointState", joints, stamp_ns, frame_id="")
-        self._turn_start_ns = max(self._turn_start_ns, stamp_ns)
+        transforms = self._transforms(self._urdf.movable_joints, q, stamp_ns)
+        self._write(TF_TOPIC, "tf2_msgs/msg/TFMessage", transforms, stamp_ns)
+        self._joints_step = state.step
+
+    def _transforms(self, joints: Iterable[Joint], q: Mapping[str, float], stamp_ns: int) -> dict[str, Any]:
+        """A TFMessage: each joint's child link in its parent link at the positions ``q`` (mimic joints follow)."""
+        out = []
+        for joint in joints:
+            T = joint.origin.matrix @ joint.motion(self._urdf.position_of(joint, q))
+            w, x, y, z = (float(v) for v in quat_from_matrix(T[:3, :3]))
+            tx, ty, tz = (float(v) for v in T[:3, 3])
+            out.append({
+                "header": _header(stamp_ns, joint.parent), "child_frame_id": joint.child,
+                "transform": {"translation": {"x": tx, "y": ty, "z": tz}, "rotation": {"x": x, "y": y, "z": z, "w": w}},
+            })  # fmt: skip
+        return {"transforms": out}
 
     def _camera(self, frame: CameraFrame, stamp_ns: int) -> None:
         calibration = frame.calibration

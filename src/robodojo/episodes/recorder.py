@@ -84,6 +84,11 @@ class EpisodeRecorder:
         if self._mcap is not None:
             self._mcap.start(state, instruction)
 
+    def record_tick(self, state: Observation) -> None:
+        """The state after one control step of the world (no images): episode.mcap's joint states and frames."""
+        if self._mcap is not None:
+            self._mcap.tick(state)
+
     def record_observation(self, obs: Observation) -> None:
         """An observation the agent took: its camera frames go into episode.mcap (state-only ones add nothing), and a
         camera seen for the first time into meta.json's cameras."""

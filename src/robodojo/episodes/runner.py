@@ -81,6 +81,14 @@ class _ObservedBackend:
         self.__backend.hold()
 
 
+def _follow_steps(host: EpisodeHost, seen: Callable[[Observation], None]) -> Callable[[], None]:
+    """Hand ``seen`` the state (no images) after every control step of ``host``'s robot, where the host can (the
+    embedded world's :meth:`~robodojo.episodes.hosts.WorldHost.follow_steps`); the function that stops it. Other
+    hosts are recorded after each turn only."""
+    follow = getattr(host, "follow_steps", None)
+    return follow(seen) if callable(follow) else lambda: None
+
+
 def run_episode(
     host: EpisodeHost,
     agent: Agent,
@@ -133,8 +141,10 @@ def run_episode(
             error=error,
         )
 
+    unfollow: Callable[[], None] = lambda: None  # noqa: E731 - replaced once the record has started
     try:
         recorder.record_start(host.state(), context.instruction)
+        unfollow = _follow_steps(host, recorder.record_tick)
         context = dataclasses.replace(context, backend=_ObservedBackend(context.backend, recorder.record_observation))
         agent.begin(context)
         turn = 0
@@ -192,6 +202,7 @@ def run_episode(
         recorder.record_error(calls + 1, exc)
         raise
     finally:
+        unfollow()
         final = outcome()
         recorder.write_metrics(final, host.step_limit)
         recorder.close()
