@@ -201,7 +201,7 @@ def test_choice_arguments_list_the_known_values(launch_tree):
     expected = {
         "robot": sorted(p.stem for p in (ROOT / "config" / "robots").glob("*.yaml")),
         "sim": ["", "isaac", "mujoco", "none"],
-        "agent": sorted([*AGENTS, MCP_AGENT, NO_AGENT]),
+        "agent": sorted({*AGENTS, MCP_AGENT, NO_AGENT}),  # mcp on the graph: agent_node serves an MCP client
         "mcp_tools": sorted(TOOL_SETS),
         "planner": ["moveit", "native"],
     }
@@ -363,7 +363,7 @@ def test_default_llm_follows_the_agent_and_an_explicit_llm_wins(stand_in_launch,
 def test_default_llms_exist_and_match_the_node_default(stand_in_launch):
     from robodojo.nodes.graph_choices import REPLAY_EXAMPLES, llm_or_example
 
-    assert set(REPLAY_EXAMPLES) == set(AGENTS)  # every agent the launch file offers, besides none
+    assert set(REPLAY_EXAMPLES) == set(AGENTS) - {MCP_AGENT}  # every agent the launch file offers but none and mcp
     node = _nodes_yaml()["agent_node"]["ros__parameters"]
     for robot in ("dual_arx_x5", "fr3"):  # each robot's default task runs as given, with every agent
         task = _robot_yaml(robot)["default_task"]

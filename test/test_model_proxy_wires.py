@@ -321,3 +321,29 @@ def test_any_json_body_is_translated_or_refused_with_a_wire_error_never_a_crash(
     for wire in WIRES:
         with contextlib.suppress(WireError):
             wire.chat_request(body)
+
+
+def test_a_client_gone_before_its_answer_is_no_error_of_the_proxy(tmp_path, capfd):
+    """The CLI killed at the episode's end with a model request waiting: the proxy answers into a closed socket and
+    says nothing about it (socketserver would print a BrokenPipeError traceback)."""
+    import socket
+    import time
+
+    proxy = ModelProxy(tmp_path / "model.sock")
+    try:
+        for _ in range(3):
+            body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+            with socket.socket(socket.AF_UNIX) as client:
+                client.connect(str(proxy.path))
+                client.sendall(
+                    b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+                )
+                exchange = proxy.pending.get(timeout=10)
+            # the client is gone: a big answer cannot go anywhere
+            exchange.answer({"error": {"message": "x" * 1_000_000, "type": "upstream_error"}}, 502)
+            time.sleep(0.2)
+    finally:
+        proxy.close()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

@@ -398,7 +398,7 @@ BAD_PARAMETERS = [  # (node, parameters, what its one line must say)
     ("sim_node", {"camera_rate_hz": "fast"}, "parameter 'camera_rate_hz' must be a float, got 'fast'"),
     ("motion_server_node", {"planner": "rrt"}, "parameter 'planner' must be native or moveit, got 'rrt'"),
     ("motion_server_node", {"robot": "ur5"}, "ur5"),
-    ("agent_node", {"agent": "react"}, "unknown agent 'react'; available: code_cell, move_eef"),
+    ("agent_node", {"agent": "react"}, "unknown agent 'react'; available: code_cell, mcp, move_eef, shell"),
     ("agent_node", {"status_timeout_s": 0.0}, "parameter 'status_timeout_s' must be > 0"),
     ("agent_node", {"images": "some"}, "parameter 'images' must be one of none, head, all, got 'some'"),
     ("agent_node", {"tool_choice": "always"}, "parameter 'tool_choice' must be one of auto, required, none"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import queue
 import socketserver
+import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -49,6 +50,12 @@ def error_body(message: str, kind: str = "invalid_request_error") -> dict[str, A
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     proxy: ModelProxy
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away before its answer (the CLI killed at the episode's end) is no error to print."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
