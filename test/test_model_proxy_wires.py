@@ -337,7 +337,8 @@ def test_a_client_gone_before_its_answer_is_no_error_of_the_proxy(tmp_path, capf
                 client.connect(str(proxy.path))
                 client.sendall(
                     b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                    + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                    + body
                 )
                 exchange = proxy.pending.get(timeout=10)
             # the client is gone: a big answer cannot go anywhere
