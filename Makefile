@@ -12,7 +12,7 @@ ifneq ($(origin MUJOCO_GL),undefined)
 export MUJOCO_GL
 endif
 
-.PHONY: help setup agents test test-long demo graph bench lint docs colcon urdf tasks-table clean
+.PHONY: help setup agents test test-long demo graph bench lint docs isaac-check colcon urdf tasks-table clean
 
 help:
 	@echo "make setup   Debian packages, .venv, project (editable) and ROS 2 wheels (scripts/setup_env.sh)"
@@ -24,6 +24,7 @@ help:
 	@echo "make bench   run every benchmarks/*.py"
 	@echo "make lint    ruff check, ruff format --check and mypy (what CI runs besides the tests)"
 	@echo "make docs    the documentation site (mkdocs.yml, docs/) into site/, strict: a broken link fails it"
+	@echo "make isaac-check  the Isaac Sim runner's API calls against the pinned Isaac Sim 6.2 wheels (258 MB, fetched once)"
 	@echo "make colcon  colcon build of the ROS package (build/ install/ log/); COLCON_ARGS passes options"
 	@echo "make tasks-table  render a head-camera image per task and rewrite the README's task table"
 	@echo "make urdf    regenerate the scene URDFs, the MoveIt config and the RViz configs (scripts/generate_*.py)"
@@ -83,6 +84,14 @@ $(DOCS_STAMP): docs/requirements.txt | setup
 
 docs: setup $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
+# The Isaac Sim runner's API contract (scripts/isaac_contract.py): its names, signatures, keyword choices and OmniGraph
+# attributes against the Isaac Sim 6.2 wheels pinned in scripts/isaac-wheels.txt, read as zip files. pip fetches them
+# once into ISAAC_WHEELS (258 MB; kept while their sha256 match); with the registry out of reach and nothing cached it
+# prints one line and succeeds.
+ISAAC_WHEELS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/robodojo/isaac-wheels
+isaac-check: setup
+	$(PY) scripts/isaac_contract.py --download --wheels "$(ISAAC_WHEELS)"
 
 # The ROS wheels need AMENT_PREFIX_PATH (and PATH) pointing at the venv; a sourced ROS install keeps its own.
 # The venv already has robodojo (editable), so the install gets only the interfaces and node launchers.

@@ -7,16 +7,19 @@
 
 LIMITS, plainly: Isaac Sim cannot be installed or run on the machines this project is developed and tested on (no RTX
 GPU; PyPI's isaacsim 6.x wheels are for Python 3.12 and its ROS 2 extras do not resolve; see shared/HARDWARE.md).
-The Isaac part of this script is written against the Isaac Sim 6.x API (the URDF importer, OmniGraph node types of
+The Isaac part of this script is written against the Isaac Sim 6.2 API (the URDF importer, OmniGraph node types of
 isaacsim.ros2.bridge and isaacsim.core.nodes) and has never been run by the project. ``--check`` runs here and in CI:
 it validates everything the Isaac part reads (the stage, the robot URDF beside it, cameras, topics, textures) with
-usd-core alone and prints the graph it would build.
+usd-core alone and prints the graph it would build. ``make isaac-check`` (scripts/isaac_contract.py) checks what the
+Isaac part calls against the pinned Isaac Sim 6.2 wheels' sources and node definitions: names, signatures, keyword
+choices, OmniGraph attributes and their types. What it does at run time still needs a GPU to be known.
 
 What the Isaac part does:
 1. opens the stage (table, floor, objects with physics, cameras, lights: the embedded world's scene, settled);
-2. imports the robot URDF beside it (the scene URDF without its table, which the stage holds) into ``<robot>.usd``,
-   fixed base, position drives with the embedded world's servo gains, fixed joints kept so that the camera frames exist;
-   the stage's ``/World/Robot`` payload loads it;
+2. imports the robot URDF beside it (the scene URDF without its table, which the stage holds) into ``isaac_import/``
+   beside the stage (rewritten on every run), fixed base, position drives with the embedded world's servo gains, fixed
+   joints kept so that the camera frames exist; Isaac opens ``isaac_import/launch.usda``, the stage with its
+   ``/World/Robot`` payload on the file the import wrote;
 3. attaches each camera to its mount link (the wrist cameras move with the arms) at its exact mount offset;
 4. builds one OmniGraph driven by the playback tick that publishes ``/clock`` (simulation time),
    ``/isaac/joint_states`` (every joint of the articulation, stamped with simulation time), and per camera
@@ -35,8 +38,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +49,11 @@ GRAPH_PATH = "/World/ROS2Bridge"
 ROBOT_PATH = "/World/Robot"
 CAMERAS_PATH = "/World/Cameras"
 SETTLE_S = 0.5  # the embedded world settles its layouts for about this long before an episode starts
+IMPORT_DIR = "isaac_import"  # beside the stage: the URDF import and the layer Isaac opens, rewritten on every run
+LAUNCH_LAYER = "launch.usda"  # in IMPORT_DIR: the stage, with the robot payload on what the import wrote
+ROS2_BRIDGE_EXTENSION = "isaacsim.ros2.bridge"
+# PhysX's joint state schema (multiple-apply, one instance per drive axis): where a joint starts when playing.
+JOINT_STATE_API = "PhysicsJointStateAPI"
 
 
 @dataclass(frozen=True)
@@ -65,7 +75,7 @@ class ScenePlan:
     stage: Path
     robot: str
     robot_urdf: Path
-    robot_usd: Path
+    import_dir: Path  #: where the URDF import writes (the stage's /World/Robot payload is pointed at its output)
     joint_names: tuple[str, ...]
     joint_positions_rad: tuple[float, ...]
     drive_stiffness: tuple[float, ...]
@@ -79,6 +89,24 @@ class ScenePlan:
 
 class PlanError(Exception):
     """The stage or what it refers to cannot be run; the message lists every problem."""
+
+
+class IsaacError(Exception):
+    """Isaac Sim refused a step the runner needs (an extension, the URDF import)."""
+
+
+@dataclass(frozen=True)
+class OmniGraphEdit:
+    """The one OmniGraph the runner builds, as ``og.Controller.edit`` takes it.
+
+    ``nodes`` are (alias, node type), ``values`` (``alias.inputs:name``, value) and ``connections``
+    (``alias.outputs:name``, ``alias.inputs:name``); scripts/isaac_contract.py checks each against Isaac Sim 6.2's node
+    definitions.
+    """
+
+    nodes: tuple[tuple[str, str], ...]
+    values: tuple[tuple[str, object], ...]
+    connections: tuple[tuple[str, str], ...]
 
 
 def read_plan(stage_path: Path) -> ScenePlan:
@@ -132,7 +160,6 @@ def read_plan(stage_path: Path) -> ScenePlan:
     items = list(payloads.GetAddedOrExplicitItems()) if payloads else []
     if len(items) != 1:
         problems.append(f"{ROBOT_PATH} must have one payload (the URDF import), has {len(items)}")
-    robot_usd = (stage_path.parent / (items[0].assetPath if items else f"{robot_name}.usd")).resolve()
 
     names = tuple(attribute(robot, "robodojo:jointNames", []))
     positions = tuple(float(q) for q in attribute(robot, "robodojo:jointPositions_rad", []))
@@ -191,7 +218,7 @@ def read_plan(stage_path: Path) -> ScenePlan:
         stage=stage_path.resolve(),
         robot=robot_name,
         robot_urdf=urdf_path,
-        robot_usd=robot_usd,
+        import_dir=stage_path.parent.resolve() / IMPORT_DIR,
         joint_names=names,
         joint_positions_rad=positions,
         drive_stiffness=stiffness,
@@ -207,12 +234,18 @@ def read_plan(stage_path: Path) -> ScenePlan:
 def describe_plan(plan: ScenePlan) -> str:
     lines = [
         f"stage {plan.stage} (robot {plan.robot})",
-        f"  import {plan.robot_urdf.name} -> {plan.robot_usd.name} (fixed base, position drives, fixed joints kept)",
+        f"  import {plan.robot_urdf.name} into {IMPORT_DIR}/ (fixed base, position drives, fixed joints kept); "
+        f"{ROBOT_PATH} loads what it writes",
         f"  {len(plan.joint_names)} joints at their described positions",
         f"  publish {plan.clock_topic} (rosgraph_msgs/Clock, simulation time)",
         f"  publish {plan.joint_states_topic} (sensor_msgs/JointState, every joint of {ROBOT_PATH})",
         f"  follow  {plan.joint_command_topic} (sensor_msgs/JointState position targets)",
     ]
+    edit = graph_edit(plan, {cam.name: f"{ROBOT_PATH}/{cam.mount_frame}/{cam.name}" for cam in plan.cameras})
+    lines.append(
+        f"  OmniGraph {GRAPH_PATH}: {len(edit.nodes)} nodes, {len(edit.values)} values, "
+        f"{len(edit.connections)} connections"
+    )
     for cam in plan.cameras:
         lines.append(
             f"  camera {cam.name} on {cam.mount_frame}: {cam.width}x{cam.height} rgb8 on {cam.image_topic}, "
@@ -223,70 +256,13 @@ def describe_plan(plan: ScenePlan) -> str:
     return "\n".join(lines)
 
 
-# -- Isaac Sim 6.x (not run by the project: see the header) -------------------------------------------------------
+def graph_edit(plan: ScenePlan, camera_paths: Mapping[str, str]) -> OmniGraphEdit:
+    """The OmniGraph of the Isaac part: ``camera_paths`` maps each camera to its prim under its mount link.
 
-
-def run_in_isaac(plan: ScenePlan, headless: bool) -> None:  # pragma: no cover - needs Isaac Sim and an RTX GPU
-    from isaacsim import SimulationApp
-
-    app = SimulationApp({"headless": headless})
-    import omni.graph.core as og
-    import omni.timeline
-    import omni.usd
-    from isaacsim.asset.importer.urdf import URDFImporter, URDFImporterConfig
-    from isaacsim.core.utils.extensions import enable_extension
-    from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
-
-    enable_extension("isaacsim.ros2.bridge")
-    app.update()
-
-    config = URDFImporterConfig(
-        urdf_path=str(plan.robot_urdf),
-        usd_path=str(plan.robot_usd),
-        fix_base=True,
-        merge_fixed_joints=False,  # the camera and TCP frames are fixed links: keep them as prims
-        joint_drive_type="position",
-    )
-    URDFImporter(config).import_urdf()
-    omni.usd.get_context().open_stage(str(plan.stage))
-    app.update()
-    stage = omni.usd.get_context().get_stage()
-    stage.Load(ROBOT_PATH)  # the payload: the import just written
-
-    prims_by_name = {p.GetName(): p for p in Usd.PrimRange(stage.GetPrimAtPath(ROBOT_PATH))}
-    for name, q, kp, kv in zip(
-        plan.joint_names, plan.joint_positions_rad, plan.drive_stiffness, plan.drive_damping, strict=True
-    ):
-        joint = prims_by_name.get(name)
-        if joint is None:
-            raise PlanError(f"the URDF import has no joint prim {name!r}")
-        angular = joint.IsA(UsdPhysics.RevoluteJoint)
-        drive = UsdPhysics.DriveAPI.Apply(joint, "angular" if angular else "linear")
-        per_unit = math.pi / 180 if angular else 1.0  # PhysX angular drives: per degree
-        drive.CreateStiffnessAttr(kp * per_unit)
-        drive.CreateDampingAttr(kv * per_unit)
-        start = math.degrees(q) if angular else q
-        drive.CreateTargetPositionAttr(start)
-        kind = "angular" if angular else "linear"
-        joint.AddAppliedSchema(f"PhysxJointStateAPI:{kind}")  # where the joint starts
-        joint.CreateAttribute(f"state:{kind}:physics:position", Sdf.ValueTypeNames.Float).Set(start)
-
-    camera_paths = {}
-    for cam in plan.cameras:  # attach each camera to its mount link, keeping its exact offset
-        camera = stage.GetPrimAtPath(cam.prim_path)
-        mount = prims_by_name.get(cam.mount_frame)
-        if mount is None:
-            raise PlanError(f"camera {cam.name}: the URDF import has no link prim {cam.mount_frame!r}")
-        attached = UsdGeom.Camera.Define(stage, f"{mount.GetPath()}/{cam.name}")
-        for attr in camera.GetAttributes():
-            if attr.GetNamespace() != "xformOp" and attr.GetName() != "xformOpOrder" and attr.HasAuthoredValue():
-                attached.GetPrim().CreateAttribute(attr.GetName(), attr.GetTypeName()).Set(attr.Get())
-        offset = camera.GetAttribute("robodojo:mountOffset").Get()
-        UsdGeom.Xformable(attached).AddTransformOp().Set(Gf.Matrix4d(offset))
-        camera.SetActive(False)
-        camera_paths[cam.name] = str(attached.GetPath())
-
-    keys = og.Controller.Keys
+    One graph driven by the playback tick publishes the clock (simulation time) and the joint states of the
+    articulation, follows position targets through the articulation controller, and renders each camera into
+    rgb8 images and their CameraInfo in the camera's optical frame.
+    """
     nodes = [
         ("tick", "omni.graph.action.OnPlaybackTick"),
         ("context", "isaacsim.ros2.bridge.ROS2Context"),
@@ -340,9 +316,115 @@ def run_in_isaac(plan: ScenePlan, headless: bool) -> None:  # pragma: no cover -
             ("context.outputs:context", f"{image}.inputs:context"),
             ("context.outputs:context", f"{info}.inputs:context"),
         ]
+    return OmniGraphEdit(nodes=tuple(nodes), values=tuple(values), connections=tuple(connections))
+
+
+def write_launch_layer(plan: ScenePlan, robot_usd: Path) -> Path:
+    """Write the layer Isaac opens: the stage as a sublayer, ``/World/Robot``'s payload on ``robot_usd`` (usd-core).
+
+    The stage's own payload names ``<robot>.usd`` beside it; the importer writes where it chooses and returns that
+    path, so a stronger layer replaces the payload rather than the stage file being edited.
+    """
+    from pxr import Sdf
+
+    stage_layer = Sdf.Layer.FindOrOpen(str(plan.stage))
+    if stage_layer is None:
+        raise PlanError(f"{plan.stage}: not a USD layer")
+    layer = Sdf.Layer.CreateAnonymous(".usda")
+    # Stage metadata (up axis, metres per unit, default prim, robodojo's layer data) is read from the root layer only.
+    for key in stage_layer.pseudoRoot.ListInfoKeys():
+        if key not in ("subLayers", "subLayerOffsets"):
+            layer.pseudoRoot.SetInfo(key, stage_layer.pseudoRoot.GetInfo(key))
+    layer.subLayerPaths.append(str(plan.stage))
+    robot = Sdf.CreatePrimInLayer(layer, ROBOT_PATH)
+    robot.payloadList.explicitItems = [Sdf.Payload(str(robot_usd))]
+    path = plan.import_dir / LAUNCH_LAYER
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not layer.Export(str(path)):
+        raise PlanError(f"{path}: cannot be written")
+    return path
+
+
+# -- Isaac Sim 6.2 (not run by the project: see the header) -------------------------------------------------------
+
+
+def run_in_isaac(plan: ScenePlan, headless: bool) -> None:  # pragma: no cover - needs Isaac Sim and an RTX GPU
+    from isaacsim import SimulationApp
+
+    app = SimulationApp({"headless": headless})
+    import omni.graph.core as og
+    import omni.timeline
+    import omni.usd
+    from isaacsim.asset.importer.urdf import URDFImporter, URDFImporterConfig
+    from isaacsim.core.experimental.utils.app import enable_extension
+    from isaacsim.core.simulation_manager import SimulationManager
+    from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+
+    if not enable_extension(ROS2_BRIDGE_EXTENSION):
+        raise IsaacError(f"Isaac Sim did not enable {ROS2_BRIDGE_EXTENSION} (is a ROS 2 Jazzy environment set?)")
+    app.update()
+
+    shutil.rmtree(plan.import_dir, ignore_errors=True)  # the importer writes beside an earlier import, never over it
+    plan.import_dir.mkdir(parents=True)
+    config = URDFImporterConfig(
+        urdf_path=str(plan.robot_urdf),
+        usd_path=str(plan.import_dir),  # a directory: the importer writes <robot>/<robot>.usda in it
+        fix_base=True,
+        merge_fixed_joints=False,  # the camera and TCP frames are fixed links: keep them as prims
+        joint_drive_type="force",  # the servo gains are torques per radian, as in the embedded world
+        joint_target_type="position",
+    )
+    robot_usd = Path(URDFImporter(config).import_urdf())
+    if not robot_usd.is_file():
+        raise IsaacError(f"the URDF import returned {robot_usd}, which does not exist")
+    omni.usd.get_context().open_stage(str(write_launch_layer(plan, robot_usd)))
+    app.update()
+    stage = omni.usd.get_context().get_stage()
+    stage.Load(ROBOT_PATH)  # the payload: the import just written
+
+    prims_by_name = {p.GetName(): p for p in Usd.PrimRange(stage.GetPrimAtPath(ROBOT_PATH))}
+    for name, q, kp, kv in zip(
+        plan.joint_names, plan.joint_positions_rad, plan.drive_stiffness, plan.drive_damping, strict=True
+    ):
+        joint = prims_by_name.get(name)
+        if joint is None:
+            raise PlanError(f"the URDF import has no joint prim {name!r}")
+        angular = joint.IsA(UsdPhysics.RevoluteJoint)
+        drive = UsdPhysics.DriveAPI.Apply(joint, "angular" if angular else "linear")
+        per_unit = math.pi / 180 if angular else 1.0  # PhysX angular drives: per degree
+        drive.CreateStiffnessAttr(kp * per_unit)
+        drive.CreateDampingAttr(kv * per_unit)
+        start = math.degrees(q) if angular else q
+        drive.CreateTargetPositionAttr(start)
+        kind = "angular" if angular else "linear"
+        joint.AddAppliedSchema(f"{JOINT_STATE_API}:{kind}")  # where the joint starts
+        joint.CreateAttribute(f"state:{kind}:physics:position", Sdf.ValueTypeNames.Float).Set(start)
+
+    camera_paths = {}
+    for cam in plan.cameras:  # attach each camera to its mount link, keeping its exact offset
+        camera = stage.GetPrimAtPath(cam.prim_path)
+        mount = prims_by_name.get(cam.mount_frame)
+        if mount is None:
+            raise PlanError(f"camera {cam.name}: the URDF import has no link prim {cam.mount_frame!r}")
+        attached = UsdGeom.Camera.Define(stage, f"{mount.GetPath()}/{cam.name}")
+        for attr in camera.GetAttributes():
+            if attr.GetNamespace() != "xformOp" and attr.GetName() != "xformOpOrder" and attr.HasAuthoredValue():
+                attached.GetPrim().CreateAttribute(attr.GetName(), attr.GetTypeName()).Set(attr.Get())
+        offset = camera.GetAttribute("robodojo:mountOffset").Get()
+        UsdGeom.Xformable(attached).AddTransformOp().Set(Gf.Matrix4d(offset))
+        camera.SetActive(False)
+        camera_paths[cam.name] = str(attached.GetPath())
+
+    belts = [stage.GetPrimAtPath(p) for p in plan.velocities]
+    belts = [prim for prim in belts if not prim.HasAPI(UsdPhysics.RigidBodyAPI)]
+    for prim in belts:  # a belt moves what touches it from a kinematic body (as 6.2's conveyor builder makes one)
+        UsdPhysics.RigidBodyAPI.Apply(prim).CreateKinematicEnabledAttr(True)
+
+    edit = graph_edit(plan, camera_paths)
+    keys = og.Controller.Keys
     og.Controller.edit(
         {"graph_path": GRAPH_PATH, "evaluator_name": "execution"},
-        {keys.CREATE_NODES: nodes, keys.SET_VALUES: values, keys.CONNECT: connections},
+        {keys.CREATE_NODES: list(edit.nodes), keys.SET_VALUES: list(edit.values), keys.CONNECT: list(edit.connections)},
     )
 
     timeline = omni.timeline.get_timeline_interface()
@@ -350,16 +432,16 @@ def run_in_isaac(plan: ScenePlan, headless: bool) -> None:  # pragma: no cover -
     launched = False
     while app.is_running():
         app.update()
-        if not launched and timeline.get_current_time() >= SETTLE_S:
+        if not launched and SimulationManager.get_simulation_time() >= SETTLE_S:  # the time /clock publishes
             for path, velocity in plan.velocities.items():
                 prim = stage.GetPrimAtPath(path)
-                if prim.HasAPI(UsdPhysics.RigidBodyAPI):
-                    UsdPhysics.RigidBodyAPI(prim).GetVelocityAttr().Set(Gf.Vec3f(*velocity))
-                else:  # a belt: PhysX moves what touches it
+                if prim in belts:  # PhysX moves what touches the belt's surface
                     prim.AddAppliedSchema("PhysxSurfaceVelocityAPI")
                     prim.CreateAttribute("physxSurfaceVelocity:surfaceVelocity", Sdf.ValueTypeNames.Vector3f).Set(
                         Gf.Vec3f(*velocity)
                     )
+                else:
+                    UsdPhysics.RigidBodyAPI(prim).GetVelocityAttr().Set(Gf.Vec3f(*velocity))
             launched = True
     app.close()
 

@@ -3,11 +3,14 @@ Isaac Sim (which cannot run on these machines; the script's header says so).
 
 The plan it prints publishes Isaac's topic names (robodojo.robots.topic_names, not a copy: the ones isaac_bridge_node
 and camera_node read under sim:=isaac) for every camera of the robot; a stage with a missing URDF, a camera mounted on
-a link the robot lacks, or missing drive gains is refused with a message naming each problem.
+a link the robot lacks, or missing drive gains is refused with a message naming each problem. The layer Isaac opens
+points the robot's payload at the file the URDF import wrote. What the Isaac part calls is checked against Isaac Sim
+6.2's wheels in test/test_isaac_contract.py.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 
@@ -19,9 +22,18 @@ from robodojo.robots.config import load_robot_config
 from robodojo.sim.usd import write_usd_stage
 
 pytest.importorskip("pxr", reason="usd-core is not installed (make setup installs it)")
-from pxr import Usd
+from pxr import Usd, UsdGeom
 
 RUNNER = PACKAGE_ROOT / "scripts" / "isaac_sim_robodojo.py"
+
+
+def _runner():
+    spec = importlib.util.spec_from_file_location("isaac_sim_robodojo", RUNNER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("isaac_sim_robodojo", module)  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 def _check(stage) -> subprocess.CompletedProcess:
@@ -43,6 +55,7 @@ def test_check_prints_the_bridge_topics_for_every_camera(request, tmp_path, worl
     assert "check: OK (Isaac Sim was not started)" in out
     assert f"publish {topic_names.CLOCK} " in out and f"publish {topic_names.ISAAC_JOINT_STATES} " in out
     assert f"follow  {topic_names.ISAAC_JOINT_COMMAND} " in out
+    assert "OmniGraph /World/ROS2Bridge: " in out
     robot = load_robot_config(world.robot.name)
     for cam in robot.cameras:
         assert (
@@ -98,3 +111,26 @@ def test_check_names_a_robot_mesh_missing_beside_the_stage(fr3_world, tmp_path):
     result = _check(written.stage)
     assert result.returncode == 1
     assert f"mesh 'meshes/{shipped[0].name}' of the robot URDF is missing beside it" in result.stderr
+
+
+def test_the_layer_isaac_opens_loads_the_robot_the_import_wrote(dual_world, tmp_path):
+    """Isaac's URDF importer writes into a folder of its choosing (numbered beside an earlier import) and returns the
+    file; the stage's own payload names <robot>.usd beside it, so the runner opens a layer over the stage whose
+    /World/Robot payload is the returned file, keeping the stage's metadata and everything else it holds."""
+    runner = _runner()
+    dual_world.reset("general_pickup", seed=0)
+    written = write_usd_stage(dual_world.describe(), tmp_path / "scene.usda", dual_world.settings)
+    plan = runner.read_plan(written.stage)
+    imported = plan.import_dir / f"{plan.robot}_1" / f"{plan.robot}.usda"  # a stand-in for the importer's output
+    robot = Usd.Stage.CreateNew(str(imported))
+    robot.SetDefaultPrim(UsdGeom.Xform.Define(robot, f"/{plan.robot}").GetPrim())
+    robot.DefinePrim(f"/{plan.robot}/joints/{plan.joint_names[0]}", "PhysicsRevoluteJoint")
+    robot.GetRootLayer().Save()
+
+    assert not Usd.Stage.Open(str(written.stage)).GetPrimAtPath(f"/World/Robot/joints/{plan.joint_names[0]}")
+    stage = Usd.Stage.Open(str(runner.write_launch_layer(plan, imported)))
+    assert stage.GetPrimAtPath(f"/World/Robot/joints/{plan.joint_names[0]}").GetTypeName() == "PhysicsRevoluteJoint"
+    assert UsdGeom.GetStageUpAxis(stage) == UsdGeom.Tokens.z and UsdGeom.GetStageMetersPerUnit(stage) == 1.0
+    assert stage.GetRootLayer().customLayerData["robodojo:robot"] == plan.robot
+    assert list(stage.GetPrimAtPath("/World/Robot").GetAttribute("robodojo:jointNames").Get()) == list(plan.joint_names)
+    assert stage.GetPrimAtPath("/World/Cameras/head").IsValid()

@@ -264,8 +264,8 @@ class _StageWriter:
     def _robot(self) -> None:
         robot = self.scene.robot
         prim = self.UsdGeom.Xform.Define(self.stage, f"{WORLD}/Robot").GetPrim()
-        # Isaac's URDF importer writes <robot>.usd beside the stage (scripts/isaac_sim_robodojo.py); a payload, so the
-        # stage opens (and is checked) without it.
+        # A payload, so the stage opens (and is checked) without the robot: scripts/isaac_sim_robodojo.py imports the
+        # URDF into isaac_import/ and opens a layer that points this payload at the file the import wrote.
         prim.GetPayloads().AddPayload(f"./{robot.name}.usd")
         types = self.Sdf.ValueTypeNames
         prim.CreateAttribute("robodojo:urdf", types.Asset).Set(f"./{self.robot_urdf.name}")
