@@ -28,6 +28,7 @@ from robodojo.episodes.mcap_record import (
     ERROR_TOPIC,
     INSTRUCTION_TOPIC,
     MCAP_FILE,
+    OBSERVED_TOPIC,
     ROBOT_DESCRIPTION_TOPIC,
     TF_STATIC_TOPIC,
     TF_TOPIC,
@@ -35,6 +36,7 @@ from robodojo.episodes.mcap_record import (
     message_definition,
 )
 from robodojo.episodes.record import RecordMeta
+from robodojo.episodes.record_settings import RecordSettings, shipped_record_settings
 from robodojo.episodes.recorder import EpisodeRecorder
 from robodojo.geometry import matrix_from_quat
 from robodojo.nodes import topics
@@ -43,6 +45,7 @@ from robodojo.robots.urdf import parse_urdf
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 SPEC = EpisodeSpec("general_pickup", 0)
 NS_PER_S = 1e9
+AGENT_ONLY = RecordSettings(camera_rate_hz=0.0)  # the frames the agent took, nothing rendered for the record
 
 
 def _expected_types(robot) -> dict[str, str]:
@@ -52,6 +55,7 @@ def _expected_types(robot) -> dict[str, str]:
         topics.JOINT_STATES: "sensor_msgs/msg/JointState",
         ACTION_TOPIC: "std_msgs/msg/String",
         TOOL_RESULT_TOPIC: "std_msgs/msg/String",
+        OBSERVED_TOPIC: "std_msgs/msg/String",
         ROBOT_DESCRIPTION_TOPIC: "std_msgs/msg/String",
         TF_TOPIC: "tf2_msgs/msg/TFMessage",
         TF_STATIC_TOPIC: "tf2_msgs/msg/TFMessage",
@@ -94,9 +98,16 @@ def _jsonl(folder: Path, name: str) -> list[dict]:
     return [json.loads(line) for line in (folder / name).read_text().splitlines()]
 
 
-def _run(world, out: Path, agent=None):
+def _run(world, out: Path, agent=None, record_settings: RecordSettings | None = None):
     with open_llm(f"replay:{REPLAY}") as llm:
-        return run_episode(WorldHost(world), agent or MoveEefAgent(), llm, SPEC, out, model=llm.model)
+        host, agent = WorldHost(world), agent or MoveEefAgent()
+        return run_episode(host, agent, llm, SPEC, out, model=llm.model, record_settings=record_settings)
+
+
+def _frame_steps(world, agent_steps: list[int], steps_used: int) -> list[int]:
+    """The steps of a camera's frames: those the agent took, and the shipped rate's (config/record.yaml) in between."""
+    every = shipped_record_settings().camera_every_steps(world.robot.control_dt_s)
+    return sorted({*agent_steps, *range(every, steps_used + 1, every)})
 
 
 @pytest.fixture(scope="module")
@@ -123,10 +134,15 @@ def test_both_readers_see_the_expected_topics_and_counts(replayed, dual_world):
     assert len(by_mcap[topics.JOINT_STATES]) == len(by_mcap[TF_TOPIC]) == replayed.steps_used + 1
     assert all(len(by_mcap[topics.tcp_pose(arm)]) == turns + 1 for arm in robot.arm_names)
     assert len(by_mcap[TF_STATIC_TOPIC]) == len(by_mcap[ROBOT_DESCRIPTION_TOPIC]) == 1
-    # the move_eef agent observes every camera at the start of each turn, the first of them the initial state
+    # the move_eef agent observes every camera at the start of each turn, the first of them the initial state; the
+    # record renders every camera at the shipped rate besides, and lists the agent's observations on their own
+    agent_steps = [json.loads(m.data)["step"] for *_, m in by_mcap[OBSERVED_TOPIC]]
+    assert len(agent_steps) == turns and agent_steps[0] == 0
+    frames = _frame_steps(dual_world, agent_steps, replayed.steps_used)
+    assert len(frames) > turns + 5
     for cam in robot.camera_names:
         for topic in (topics.camera_image(cam) + "/compressed", topics.camera_info(cam), topics.camera_pose(cam)):
-            assert len(by_mcap[topic]) == turns, topic
+            assert len(by_mcap[topic]) == len(frames), topic
     assert len(by_mcap[ACTION_TOPIC]) == len(by_mcap[TOOL_RESULT_TOPIC]) == turns
     assert [m.data for *_, m in by_mcap[INSTRUCTION_TOPIC]] == [dual_world.instruction]
     assert [m.data for *_, m in by_rosbags[INSTRUCTION_TOPIC]] == [dual_world.instruction]
@@ -161,7 +177,11 @@ def test_stamps_are_simulation_time_and_never_go_back(replayed, dual_world):
     assert [log for log, *_ in by_mcap[topics.tcp_pose("left")][1:]] == after_turns
     # each turn's action at the state it began from, its result at the state after it
     assert [log for log, *_ in by_mcap[ACTION_TOPIC]] == [0, *after_turns[:-1]]
-    assert [log for log, *_ in by_mcap[topics.camera_image("head") + "/compressed"]] == [0, *after_turns[:-1]]
+    assert [log for log, *_ in by_mcap[OBSERVED_TOPIC]] == [0, *after_turns[:-1]]
+    dt_ns = dt_s * NS_PER_S
+    agent_steps = [round(log / dt_ns) for log, *_ in by_mcap[OBSERVED_TOPIC]]
+    frames = [round(log / dt_ns) for log, *_ in by_mcap[topics.camera_image("head") + "/compressed"]]
+    assert frames == _frame_steps(dual_world, agent_steps, replayed.steps_used)
 
 
 def test_images_joints_and_poses_match_the_robot(replayed, dual_world):
@@ -243,7 +263,7 @@ class CrashingAgent(MoveEefAgent):
 def test_a_crash_mid_episode_leaves_a_readable_file(dual_world, tmp_path):
     agent = CrashingAgent(crash_at=3, out_root=tmp_path)
     with pytest.raises(RuntimeError, match="agent bug"):
-        _run(dual_world, tmp_path, agent)
+        _run(dual_world, tmp_path, agent, AGENT_ONLY)
     [path] = tmp_path.glob(f"*/{MCAP_FILE}")
     by_mcap, by_rosbags = _read_mcap_ros2(path), _read_rosbags(path)
     assert {t: len(m) for t, m in by_mcap.items()} == {t: len(m) for t, m in by_rosbags.items()}
@@ -285,7 +305,8 @@ def test_code_cells_record_the_frames_robo_took(dual_world, tmp_path):
     agent = CodeCellAgent()
     try:
         with open_llm(f"replay:{script}") as llm:
-            result = run_episode(WorldHost(dual_world), agent, llm, SPEC, tmp_path / "eps")
+            # the frames robo took only: no camera rate
+            result = run_episode(WorldHost(dual_world), agent, llm, SPEC, tmp_path / "eps", record_settings=AGENT_ONLY)
     finally:
         agent.close()
     assert result.end_reason is EndReason.FINISHED and result.llm_calls == len(cells) + 1
@@ -410,3 +431,35 @@ def test_the_frames_follow_the_urdf_and_put_each_grasp_point_where_its_pose_says
         *_, tcp = by_rosbags[topics.tcp_pose(arm)][-1]
         p = tcp.pose.position
         assert np.linalg.norm(fk[urdf.joint(f"{arm}_tcp_joint").child][:3, 3] - [p.x, p.y, p.z]) < 1e-3
+
+
+def test_the_frames_the_agent_took_are_told_apart_from_those_rendered_for_the_record(replayed, dual_world):
+    from robodojo.episodes.mcap_record import camera_frames
+
+    replayed, _ = replayed
+    path = replayed.folder / MCAP_FILE
+    dt_ns = dual_world.robot.control_dt_s * NS_PER_S
+    seen = [json.loads(m.data) for *_, m in _read_rosbags(path)[OBSERVED_TOPIC]]
+    every = [(c, round(t / dt_ns)) for c, t, _ in camera_frames(path, dual_world.robot.camera_names)]
+    taken = [(c, round(t / dt_ns)) for c, t, _ in camera_frames(path, dual_world.robot.camera_names, seen_only=True)]
+    assert sorted(taken) == sorted((c, s["step"]) for s in seen for c in s["cameras"])
+    assert set(taken) < set(every) and len(every) > 2 * len(taken)
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("camera_rate_hz: -1\n", "camera_rate_hz must be >= 0"),
+        ("camera_rate_hz: 5\nfps: 3\n", "fps"),
+        ("{}\n", "camera_rate_hz"),
+    ],
+)
+def test_record_settings_refuse_what_they_cannot_mean(tmp_path, text, error):
+    from robodojo.episodes.record_settings import load_record_settings
+    from robodojo.errors import ConfigError
+
+    path = tmp_path / "record.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=error):
+        load_record_settings(path)
+    assert RecordSettings(5.0).camera_every_steps(0.04) == 5 and RecordSettings(0.0).camera_every_steps(0.04) == 0

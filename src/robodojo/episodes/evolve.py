@@ -203,14 +203,15 @@ def _round_row(record: Any, report: Any, *, kept: bool) -> dict[str, Any]:
 
 
 def write_frames(episode: Path, folder: Path, robot: RobotConfig) -> int:
-    """The camera frames of an episode's record (episode.mcap) as ``step<NNNNN>_<camera>.jpg`` files in ``folder``,
-    named by the env step they show (a robot command's record says its ``step``). Returns how many were written."""
+    """The camera frames the acting agent took in an episode's record (episode.mcap) as ``step<NNNNN>_<camera>.jpg``
+    files in ``folder``, named by the env step they show (a robot command's record says its ``step``). Returns how
+    many were written."""
     record = episode / MCAP_FILE
     if not record.is_file():
         return 0
     folder.mkdir(parents=True, exist_ok=True)
     written = 0
-    for camera, stamp_ns, jpeg in camera_frames(record, robot.camera_names):
+    for camera, stamp_ns, jpeg in camera_frames(record, robot.camera_names, seen_only=True):
         step = round(stamp_ns / NS_PER_S / robot.control_dt_s)
         (folder / f"step{step:05d}_{camera}.jpg").write_bytes(jpeg)
         written += 1

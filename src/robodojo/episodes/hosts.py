@@ -111,11 +111,14 @@ class WorldHost:
     def state(self) -> Observation:
         return self.world.observe(cameras=())
 
-    def follow_steps(self, seen: Callable[[Observation], None]) -> Callable[[], None]:
-        """``seen`` gets the state after every counted control step; call the result to stop."""
+    def follow_steps(self, seen: Callable[[Observation], None], camera_every_steps: int = 0) -> Callable[[], None]:
+        """``seen`` gets the state after every counted control step, with every camera's frame each
+        ``camera_every_steps`` steps (0: never); call the result to stop."""
+        cameras = self.robot.camera_names
 
         def observer(world: EmbeddedWorld) -> None:
-            seen(world.observe(cameras=()))
+            frames = camera_every_steps > 0 and world.step_count % camera_every_steps == 0
+            seen(world.observe(cameras=cameras if frames else ()))
 
         self.world.step_observers.append(observer)
         return lambda: self.world.step_observers.remove(observer) if observer in self.world.step_observers else None

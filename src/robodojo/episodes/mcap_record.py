@@ -19,8 +19,11 @@ Topics (camera, joint and pose names as on the graph: robodojo.robots.topic_name
     /<arm>/tcp_pose                  geometry_msgs/PoseStamped: the grasp point in the world frame, with the joints
     /cameras/<camera>/image_raw/compressed
                                      sensor_msgs/CompressedImage (JPEG): every camera frame the agent took (move_eef:
-                                     each turn's observation; code cells: robo.image, show, segment, ...), once per
-                                     camera and step; no frame is rendered for the record
+                                     each turn's observation; code cells: robo.image, show, segment, ...), and in
+                                     process every camera at config/record.yaml's camera_rate_hz (5 Hz of simulation
+                                     time); once per camera and step
+    /agent/observed                  std_msgs/String, per observation the agent took: JSON {step, cameras}, the frames
+                                     it saw among those above
     /cameras/<camera>/camera_info    sensor_msgs/CameraInfo: that frame's calibration (K, P = K [I | 0], size, frame)
     /cameras/<camera>/pose           geometry_msgs/PoseStamped: its optical frame in the world (wrist cameras move)
     /agent/action                    std_msgs/String, per answered call, stamped when the turn began: JSON
@@ -76,6 +79,7 @@ ERROR_TOPIC = "/episode/error"
 ACTION_TOPIC = "/agent/action"
 TOOL_RESULT_TOPIC = "/agent/tool_result"
 ROBOT_DESCRIPTION_TOPIC = "/robot_description"
+OBSERVED_TOPIC = "/agent/observed"
 TF_TOPIC = "/tf"
 TF_STATIC_TOPIC = "/tf_static"
 #: the agents' own default (config/agents/move_eef.yaml): the record's pictures look like what the model was sent
@@ -206,19 +210,28 @@ class McapRecord:
         self.flush()
 
     def tick(self, state: Observation) -> None:
-        """The joints after one control step (the world's), and the moving links' frames with them."""
-        self._joints(state, self._stamp(state.step))
+        """The joints after one control step (the world's), the moving links' frames with them, and the camera
+        frames rendered for the record at that step, if any."""
+        stamp = self._stamp(state.step)
+        self._joints(state, stamp)
+        self._frames(state, stamp)
 
     def observation(self, obs: Observation) -> None:
-        """The camera frames of an observation the agent took (state-only observations write nothing)."""
+        """The camera frames of an observation the agent took, and /agent/observed naming them (state-only
+        observations write nothing)."""
         if not obs.cameras:
             return
         stamp = self._stamp(obs.step)
+        self._frames(obs, stamp)
+        seen = {"step": obs.step, "cameras": list(obs.cameras)}
+        self._write(OBSERVED_TOPIC, "std_msgs/msg/String", {"data": json.dumps(seen)}, stamp)
+
+    def _frames(self, obs: Observation, stamp_ns: int) -> None:
         for name, frame in obs.cameras.items():
-            if self._frame_steps.get(name) == obs.step:  # asked again before anything moved: the same picture
+            if self._frame_steps.get(name) == obs.step:  # already written at this step: the same picture
                 continue
             self._frame_steps[name] = obs.step
-            self._camera(frame, stamp)
+            self._camera(frame, stamp_ns)
 
     def turn(self, record: TurnRecord, state: Observation) -> None:
         """One answered call: what the model sent (at the turn's start), the tool results and the state after it."""
@@ -351,16 +364,26 @@ class McapRecord:
         )  # fmt: skip
 
 
-def camera_frames(path: Path, cameras: Iterable[str]) -> Iterator[tuple[str, int, bytes]]:
-    """The frames of ``cameras`` in an episode.mcap, in file order: (camera, stamp [ns], JPEG bytes)."""
+def camera_frames(path: Path, cameras: Iterable[str], *, seen_only: bool = False) -> Iterator[tuple[str, int, bytes]]:
+    """The frames of ``cameras`` in an episode.mcap, in file order: (camera, stamp [ns], JPEG bytes); ``seen_only``:
+    only those the agent took (listed on /agent/observed), not those rendered for the record."""
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
 
     topics = {topic_names.camera_image_compressed(camera): camera for camera in cameras}
     with path.open("rb") as f:
         reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        seen: set[tuple[str, int]] | None = None
+        if seen_only:
+            seen = {
+                (camera, message.log_time)
+                for _schema, _channel, message, decoded in reader.iter_decoded_messages(topics=[OBSERVED_TOPIC])
+                for camera in json.loads(decoded.data)["cameras"]
+            }
         for _schema, channel, message, decoded in reader.iter_decoded_messages(topics=list(topics)):
-            yield topics[channel.topic], message.log_time, bytes(decoded.data)
+            camera = topics[channel.topic]
+            if seen is None or (camera, message.log_time) in seen:
+                yield camera, message.log_time, bytes(decoded.data)
 
 
 # -- a record cut short (a killed try) --------------------------------------------------------------------------------

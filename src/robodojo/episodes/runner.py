@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 from robodojo.agents.base import Agent, LlmCaller
 from robodojo.agents.llm.types import LlmError, Usage
 from robodojo.episodes.record import RecordMeta
+from robodojo.episodes.record_settings import RecordSettings, shipped_record_settings
 from robodojo.episodes.recorder import EpisodeRecorder
 from robodojo.episodes.spec import EndReason, EpisodeOutcome, EpisodeResult, EpisodeSpec
 from robodojo.errors import BackendLostError, EpisodeInterrupted
@@ -81,12 +82,15 @@ class _ObservedBackend:
         self.__backend.hold()
 
 
-def _follow_steps(host: EpisodeHost, seen: Callable[[Observation], None]) -> Callable[[], None]:
-    """Hand ``seen`` the state (no images) after every control step of ``host``'s robot, where the host can (the
-    embedded world's :meth:`~robodojo.episodes.hosts.WorldHost.follow_steps`); the function that stops it. Other
-    hosts are recorded after each turn only."""
+def _follow_steps(
+    host: EpisodeHost, seen: Callable[[Observation], None], camera_every_steps: int
+) -> Callable[[], None]:
+    """Hand ``seen`` the state after every control step of ``host``'s robot (every camera's frame too each
+    ``camera_every_steps`` steps; 0: never), where the host can (the embedded world's
+    :meth:`~robodojo.episodes.hosts.WorldHost.follow_steps`); the function that stops it. Other hosts are recorded
+    after each turn only."""
     follow = getattr(host, "follow_steps", None)
-    return follow(seen) if callable(follow) else lambda: None
+    return follow(seen, camera_every_steps) if callable(follow) else lambda: None
 
 
 def run_episode(
@@ -98,11 +102,12 @@ def run_episode(
     *,
     model: str = "",
     mcap: bool = True,
+    record_settings: RecordSettings | None = None,
 ) -> EpisodeResult:
     """Run one episode of ``spec.task`` with ``agent`` talking to ``llm``; record it under ``out_root``.
 
     ``host`` is where it runs (:class:`~robodojo.episodes.hosts.WorldHost` for the embedded world); ``mcap=False``
-    leaves episode.mcap out of the record.
+    leaves episode.mcap out of the record; ``record_settings`` say what else it holds (default: config/record.yaml).
     """
     start = time.perf_counter()
     context = host.start(spec)
@@ -144,7 +149,9 @@ def run_episode(
     unfollow: Callable[[], None] = lambda: None  # noqa: E731 - replaced once the record has started
     try:
         recorder.record_start(host.state(), context.instruction)
-        unfollow = _follow_steps(host, recorder.record_tick)
+        settings = record_settings or shipped_record_settings()
+        every = settings.camera_every_steps(host.robot.control_dt_s) if mcap else 0
+        unfollow = _follow_steps(host, recorder.record_tick, every)
         context = dataclasses.replace(context, backend=_ObservedBackend(context.backend, recorder.record_observation))
         agent.begin(context)
         turn = 0
