@@ -463,3 +463,22 @@ def test_record_settings_refuse_what_they_cannot_mean(tmp_path, text, error):
     with pytest.raises(ConfigError, match=error):
         load_record_settings(path)
     assert RecordSettings(5.0).camera_every_steps(0.04) == 5 and RecordSettings(0.0).camera_every_steps(0.04) == 0
+
+
+def test_the_foxglove_layout_shows_topics_the_record_has(replayed):
+    """config/foxglove/episode.json (Foxglove's layout format; Foxglove itself cannot run here): every panel it lays
+    out exists, and every topic it names is in a recorded episode.mcap."""
+    replayed, _ = replayed
+    layout = json.loads((PACKAGE_ROOT / "config" / "foxglove" / "episode.json").read_text())
+    panels = set(layout["configById"])
+
+    def leaves(node) -> set[str]:
+        return {node} if isinstance(node, str) else leaves(node["first"]) | leaves(node["second"])
+
+    assert leaves(layout["layout"]) == panels
+    named = {c["imageMode"]["imageTopic"] for c in layout["configById"].values() if "imageMode" in c}
+    named |= {c["topicPath"] for c in layout["configById"].values() if "topicPath" in c}
+    three_d = layout["configById"]["3D!robot"]
+    named |= set(three_d["topics"]) | {layer["topic"] for layer in three_d["layers"].values() if "topic" in layer}
+    recorded = set(_read_rosbags(replayed.folder / MCAP_FILE))
+    assert named <= recorded, named - recorded
