@@ -388,3 +388,25 @@ def test_the_report_in_a_headless_browser_renders_offline(campaign, report, tmp_
         url for url in requests if not url.startswith(campaign_url)
     ]
     assert any(url.endswith(".jpg") for url in requests)
+
+
+@pytest.mark.parametrize(
+    "seconds, text", [(12.4, "12 s"), (119.0, "119 s"), (200.0, "3.3 min"), (7199.0, "120.0 min"), (9000.0, "2.50 h")]
+)
+def test_the_episode_time_is_said_in_the_unit_people_read(seconds, text):
+    from robodojo.campaigns.report.html import duration_text
+
+    assert duration_text(seconds) == text
+
+
+def test_the_report_is_titled_with_the_campaigns_name(tmp_path):
+    from robodojo.campaigns.reporting import campaign_title
+
+    (tmp_path / "campaign.yaml").write_text("name: grasping sweep\ntasks: [general_pickup]\n")
+    assert campaign_title(tmp_path) == "Campaign grasping sweep"
+    (tmp_path / "campaign.yaml").write_text("name: [not, a, name]\n")
+    assert campaign_title(tmp_path) == f"Campaign {tmp_path.name}"
+    (tmp_path / "campaign.yaml").write_text(": : :\n")
+    assert campaign_title(tmp_path) == f"Campaign {tmp_path.name}"
+    (tmp_path / "campaign.yaml").unlink()
+    assert campaign_title(tmp_path) == f"Campaign {tmp_path.name}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -251,6 +252,11 @@ def test_a_campaign_compares_the_built_in_shell_agent_with_a_coding_agent_cli(tm
     assert float(rows["shell:codex"]["mean_wall_time_s"]) > 0
     # Codex as the MCP client: its four move_eef calls, one per model call
     assert rows["mcp:codex"]["base_agent"] == "shell" and float(rows["mcp:codex"]["mean_llm_calls"]) == 4
+    # the report is titled with the spec's name, its episode time said in seconds (three short episodes)
+    report = tmp_path / "campaign" / "report"
+    assert (report / "report.md").read_text().startswith("# Campaign cli_axis\n")
+    index = (report / "index.html").read_text()
+    assert "<h1>Campaign cli_axis</h1>" in index and re.search(r"<b>\d+ s</b> episode time", index), index[:2000]
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from robodojo.campaigns.report.html import sections_html, write_html_report
 from robodojo.campaigns.report.plots import write_plots
 from robodojo.campaigns.report.tables import REPORT_MD, report_sections, write_tables
@@ -36,6 +38,18 @@ class ReportFiles:
     crashed: int  #: episodes left out of them (crashed on every try)
 
 
+def campaign_title(campaign_dir: Path) -> str:
+    """The report's title: the campaign spec's ``name`` (campaign.yaml in the folder), else the folder's name."""
+    from robodojo.campaigns.campaign import SPEC_FILE
+
+    try:
+        spec = yaml.safe_load((campaign_dir / SPEC_FILE).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        spec = None
+    name = spec.get("name") if isinstance(spec, dict) else None
+    return f"Campaign {name if isinstance(name, str) and name.strip() else campaign_dir.name}"
+
+
 def write_report(campaign_dir: Path) -> ReportFiles:
     """Write the report of the campaign in ``campaign_dir`` (its results store) into ``campaign_dir/report``."""
     campaign_dir = Path(campaign_dir)
@@ -45,7 +59,8 @@ def write_report(campaign_dir: Path) -> ReportFiles:
     with ResultsStore(store_path) as store:
         finished, crashed = store.rows(status=FINISHED), store.rows(status=CRASHED)
     out = campaign_dir / REPORT_DIR
-    tables = write_tables(finished, out)
+    title = campaign_title(campaign_dir)
+    tables = write_tables(finished, out, title=title)
     markdown = out / REPORT_MD
     if crashed:
         lines = [f"- {r.episode_id} (try {r.tries}): {r.error}" for r in crashed]
@@ -54,7 +69,7 @@ def write_report(campaign_dir: Path) -> ReportFiles:
     plots = write_plots(finished, out)
     summary = sections_html(report_sections(finished)) if finished else "<p>No finished episodes yet.</p>"
     index = write_html_report(
-        campaign_dir, [*finished, *crashed], out, title=f"Campaign {campaign_dir.name}", summary_html=summary,
+        campaign_dir, [*finished, *crashed], out, title=title, summary_html=summary,
         plots=plots,
     )  # fmt: skip
     return ReportFiles(out, index, markdown, tuple(tables), tuple(plots), len(finished), len(crashed))

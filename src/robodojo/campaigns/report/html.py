@@ -57,6 +57,8 @@ EPISODE_PAGES = "episodes"  #: the folder under out_dir holding one page per epi
 CODE_TOOL = "python"  # the code-cell agent's tool: its ``code`` argument is shown as code, not as JSON
 MAX_ROBO_VALUE_CHARS = 600  # a robo call's arguments or result beyond this are cut (the record keeps them whole)
 MAX_CAPTION_CHARS = 200  # a short text right before an image ("camera 'head' (step 24):") is its caption
+SECONDS_SHOWN_UP_TO = 120.0  # the header says a campaign's episode time in seconds below this, then minutes
+MINUTES_SHOWN_UP_TO_S = 7200.0  # ... and in hours from this on
 MAX_URL_CHARS = 200  # an image sent by URL (a data URL is megabytes) is shown cut to this
 MAX_CRASH_TEXT_CHARS = 20_000  # a crash traceback is shown up to this length, head and tail kept
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -671,6 +673,15 @@ class _EpisodePage:
 # -- the campaign page -----------------------------------------------------------------------------------------------
 
 
+def duration_text(seconds: float) -> str:
+    """A duration as people read it: ``12 s``, ``3.4 min``, ``1.25 h``."""
+    if seconds < SECONDS_SHOWN_UP_TO:
+        return f"{seconds:.0f} s"
+    if seconds < MINUTES_SHOWN_UP_TO_S:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:,.2f} h"
+
+
 def _counts(rows: Sequence[EpisodeRow]) -> str:
     successes = sum(r.success for r in rows)
     rate = f" ({successes / len(rows):.0%})" if rows else ""
@@ -685,7 +696,7 @@ def _counts(rows: Sequence[EpisodeRow]) -> str:
         *(f"<span><b>{n}</b> {name}</span>" for name, n in distinct.items()),
         f"<span><b>{sum(r.llm_calls for r in rows):,}</b> LLM calls</span>",
         f"<span><b>${sum(r.cost_usd for r in rows):,.2f}</b> cost</span>",
-        f"<span><b>{sum(r.wall_time_s for r in rows) / 3600:,.2f} h</b> episode time</span>",
+        f"<span><b>{duration_text(sum(r.wall_time_s for r in rows))}</b> episode time</span>",
     ]
     if crashed:
         items.append(f'<span class="bad"><b>{crashed}</b> crashed</span>')

@@ -48,6 +48,7 @@ REPORT_MD = "report.md"
 
 PCT_DIGITS = 2  #: Score and SR in markdown, as seed 002 prints them (28.97 / 22.48%)
 RATIO_DIGITS = 2
+DEFAULT_TITLE = "Campaign report"  #: report.md's heading when the campaign's name is not known
 NO_VALUE = "-"  #: a markdown cell with nothing to show
 TASK_SEPARATOR = ";"  #: between task names in a CSV cell
 
@@ -400,12 +401,12 @@ def report_sections(rows: Sequence[EpisodeRow]) -> list[Section]:
     ]  # fmt: skip
 
 
-def report_markdown(rows: Iterable[EpisodeRow]) -> str:
+def report_markdown(rows: Iterable[EpisodeRow], title: str = DEFAULT_TITLE) -> str:
     """The whole report as markdown: the leaderboard, the per-task table, efficiency and matched pairs."""
     rows = list(rows)
     if not rows:
-        return "# Campaign report\n\nNo episodes.\n"
-    parts = ["# Campaign report", f"{len(rows)} episodes in {len(leaderboard(rows))} groups (agent / LLM / condition)."]
+        return f"# {title}\n\nNo episodes.\n"
+    parts = [f"# {title}", f"{len(rows)} episodes in {len(leaderboard(rows))} groups (agent / LLM / condition)."]
     for section in report_sections(rows):
         parts.append(f"## {section.title}")
         if section.note:
@@ -422,7 +423,7 @@ def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Value]
     return path
 
 
-def write_tables(rows: Iterable[EpisodeRow], out_dir: Path) -> list[Path]:
+def write_tables(rows: Iterable[EpisodeRow], out_dir: Path, *, title: str = DEFAULT_TITLE) -> list[Path]:
     """Write the CSV tables and ``report.md`` into ``out_dir`` (created if needed); the paths written.
 
     Every file is written even when it has no row (a CSV then holds its header), so tools find the same files."""
@@ -438,7 +439,7 @@ def write_tables(rows: Iterable[EpisodeRow], out_dir: Path) -> list[Path]:
     }
     written = [_write_csv(out_dir / name, header, body) for name, (header, body) in tables.items()]
     report = out_dir / REPORT_MD
-    report.write_text(report_markdown(rows), encoding="utf-8")
+    report.write_text(report_markdown(rows, title), encoding="utf-8")
     return [*written, report]
 
 
