@@ -114,17 +114,23 @@ def test_an_axis_a_group_never_ran_is_an_empty_cell(tmp_path):
 def test_report_markdown_in_seed_002s_cell_format():
     text = report_markdown(ROWS)
     for line in (
-        "| agent | llm | condition | pick_and_place | precision | Average | micro | micro successes |",
-        "| move_eef | gpt | zero_shot | 56.25 / 37.50% | 48.75 / 37.50% | 52.50 / 37.50% | 55.83 / 41.67% | 5/12 |",
+        "| agent | llm | condition | pick_and_place | precision | Average | micro [95% CI] | micro successes |",
+        # every pooled rate with its 95 % Wilson interval: 5 of 12 is [19.3, 68.0] %
+        "| move_eef | gpt | zero_shot | 56.25 / 37.50% | 48.75 / 37.50% | 52.50 / 37.50% | 55.83 / 41.67% [19.3-68.0] "
+        "| 5/12 |",
         "| axis | task | move_eef / gpt / zero_shot | move_eef / gpt / demo_image | code_cell / gpt / zero_shot |",
-        "| pick_and_place | pick | 56.25 / 37.50% | 75.00 / 50.00% | 100.00 / 100.00% |",
-        "| pick_and_place | pick [cluttered] | 37.50 / 25.00% | - | - |",
-        "| precision | press | 10.00 / 0.00% | 50.00 / 50.00% | - |",
-        "| gpt | move_eef | 12 | 41.67% | 3 | 3 | 20.00 | 2000 | 800 | 1200 | 200 | 0.2000 | 10.0 |",
-        "| gpt | code_cell / move_eef |  |  |  |  | 0.30x | 0.50x | 0.12x | 0.75x | 0.25x | 0.50x | 0.30x |",
-        "| move_eef | gpt | demo_image | all | 3 | 5 | 60.00% (3) | 20.00% (1) | +40.00 pp | 0 | 3 | 1 | 1 | +2 | 1 |",
-        "| move_eef | gpt | demo_image | tasks without | 2 | 3 | 66.67% (2) | 0.00% (0) | +66.67 pp | 0 | 2 | 0 | 1 "
-        "| +2 |  |",
+        "| pick_and_place | pick | 56.25 / 37.50% [9.7-70.0] | 75.00 / 50.00% [9.5-90.5] "
+        "| 100.00 / 100.00% [34.2-100.0] |",
+        "| pick_and_place | pick [cluttered] | 37.50 / 25.00% [4.6-69.9] | - | - |",
+        "| precision | press | 10.00 / 0.00% [0.0-65.8] | 50.00 / 50.00% [9.5-90.5] | - |",
+        "| gpt | move_eef | 12 | 41.67% [19.3-68.0] | 3 | 3 | 20.00 | 2000 | 800 | 1200 | 200 | 0.2000 | 10.0 |",
+        # a ratio over 3 jointly solved layouts is marked as too few to cite
+        "| gpt | code_cell / move_eef (only 3 layouts: not to cite) |  |  |  |  | 0.30x | 0.50x | 0.12x | 0.75x "
+        "| 0.25x | 0.50x | 0.30x |",
+        "| move_eef | gpt | demo_image | all | 3 | 5 | 60.00% [23.1-88.2] | 20.00% [3.6-62.4] | +40.00 pp | 0 | 3 | 1 "
+        "| 1 | +2 | 1 |",
+        "| move_eef | gpt | demo_image | tasks without | 2 | 3 | 66.67% [20.8-93.9] | 0.00% [0.0-56.2] | +66.67 pp | 0 "
+        "| 2 | 0 | 1 | +2 |  |",
     ):
         assert line in text.splitlines(), line
     assert "| :--- | :--- | :--- | ---: |" in text  # names left, numbers right

@@ -26,15 +26,18 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from robodojo.campaigns.report.stats import (
+    PERCENT,
     AgentEfficiency,
     LeaderboardEntry,
     MatchedPairs,
     PairSplit,
+    Rate,
     TaskCell,
     efficiency,
     leaderboard,
     matched_pairs,
     variant_order,
+    wilson_interval,
 )
 from robodojo.campaigns.results import EpisodeRow
 from robodojo.episodes.efficiency import METRICS
@@ -48,6 +51,8 @@ REPORT_MD = "report.md"
 
 PCT_DIGITS = 2  #: Score and SR in markdown, as seed 002 prints them (28.97 / 22.48%)
 RATIO_DIGITS = 2
+CI_DIGITS = 1  #: a Wilson interval's bounds [%]
+MIN_RATIO_LAYOUTS = 10  #: an efficiency ratio over fewer jointly solved layouts is marked as not worth citing
 DEFAULT_TITLE = "Campaign report"  #: report.md's heading when the campaign's name is not known
 NO_VALUE = "-"  #: a markdown cell with nothing to show
 TASK_SEPARATOR = ";"  #: between task names in a CSV cell
@@ -90,6 +95,23 @@ def score_sr_cell(score: float, sr_pct: float) -> str:
 
 def _pct(value: float | None) -> str:
     return NO_VALUE if value is None else f"{value:.{PCT_DIGITS}f}%"
+
+
+def _interval(low_pct: float, high_pct: float) -> str:
+    """A 95 % Wilson interval as a cell shows it after its rate: ``[19.3-68.0]`` (percent)."""
+    return f"[{low_pct:.{CI_DIGITS}f}-{high_pct:.{CI_DIGITS}f}]"
+
+
+def _rate_cell(rate: Rate) -> str:
+    """A pooled rate's cell: seed 002's ``score / SR%`` and the SR's 95 % Wilson interval."""
+    return f"{score_sr_cell(rate.score, rate.sr_pct)} {_interval(rate.ci_low_pct, rate.ci_high_pct)}"
+
+
+def _sr_with_interval(successes: int, n: int, sr_pct: float | None) -> str:
+    if sr_pct is None or n == 0:
+        return NO_VALUE
+    low, high = wilson_interval(successes, n)
+    return f"{_pct(sr_pct)} {_interval(PERCENT * low, PERCENT * high)}"
 
 
 def _signed_pp(value: float | None) -> str:
@@ -165,7 +187,7 @@ def _cell(entry: LeaderboardEntry, task: str) -> TaskCell | None:
 def leaderboard_table(board: Sequence[LeaderboardEntry]) -> TextTable:
     """Per group: each axis, the Average over the axes, and the micro figures (every episode pooled)."""
     axes = _axes(board)
-    header = [*GROUP_COLUMNS, *axes, "Average", "micro", "micro successes"]
+    header = [*GROUP_COLUMNS, *axes, "Average", "micro [95% CI]", "micro successes"]
     rows = []
     for entry in board:
         by_axis = {a.axis: a for a in entry.axes}
@@ -176,7 +198,7 @@ def leaderboard_table(board: Sequence[LeaderboardEntry]) -> TextTable:
                 entry.group.condition,
                 *(score_sr_cell(by_axis[a].score, by_axis[a].sr_pct) if a in by_axis else NO_VALUE for a in axes),
                 score_sr_cell(entry.average_score, entry.average_sr_pct),
-                score_sr_cell(entry.micro.score, entry.micro.sr_pct),
+                _rate_cell(entry.micro),
                 f"{entry.micro.successes}/{entry.micro.n}",
             ]
         )
@@ -221,12 +243,12 @@ def tasks_table(board: Sequence[LeaderboardEntry]) -> TextTable:
     rows = []
     for axis, task, variants in _task_order(board):
         cells = [_cell(entry, task) for entry in board]
-        rows.append([axis, task, *(NO_VALUE if c is None else score_sr_cell(c.score, c.sr_pct) for c in cells)])
+        rows.append([axis, task, *(NO_VALUE if c is None else _rate_cell(c) for c in cells)])
         for variant in variants:
             values = []
             for c in cells:
                 v = None if c is None else next((v for v in c.variants if v.variant == variant), None)
-                values.append(NO_VALUE if v is None else score_sr_cell(v.score, v.sr_pct))
+                values.append(NO_VALUE if v is None else _rate_cell(v))
             rows.append([axis, f"{task} [{variant}]", *values])
     return TextTable(header, rows, 2)
 
@@ -251,7 +273,7 @@ def _tasks_csv(board: Sequence[LeaderboardEntry]) -> tuple[list[str], list[list[
 
 def efficiency_table(table: Sequence[AgentEfficiency]) -> TextTable:
     """Per LLM and agent: the means per solved episode on the jointly solved layouts; per other agent, its ratios."""
-    header = ["llm", "agent", "episodes", "SR", "joint layouts", "solved episodes", *METRIC_LABELS.values()]
+    header = ["llm", "agent", "episodes", "SR [95% CI]", "joint layouts", "solved episodes", *METRIC_LABELS.values()]
     rows = []
     for e in table:
         rows.append(
@@ -259,7 +281,7 @@ def efficiency_table(table: Sequence[AgentEfficiency]) -> TextTable:
                 e.llm,
                 e.agent,
                 str(e.episodes),
-                _pct(e.sr_pct),
+                _sr_with_interval(e.successes, e.episodes, e.sr_pct),
                 str(e.joint_layouts),
                 str(e.solved_episodes),
                 *(_metric(m, e.mean.value(m)) for m in METRICS),
@@ -267,6 +289,8 @@ def efficiency_table(table: Sequence[AgentEfficiency]) -> TextTable:
         )
         if e.agent != e.base_agent:
             ratio_label = f"{e.agent} / {e.base_agent}"
+            if e.joint_layouts < MIN_RATIO_LAYOUTS:  # a ratio of a few layouts' means swings with any one of them
+                ratio_label += f" (only {e.joint_layouts} layouts: not to cite)"
             rows.append([e.llm, ratio_label, "", "", "", "", *(_ratio(e.ratio.value(m)) for m in METRICS)])
     return TextTable(header, rows, 2)
 
@@ -304,8 +328,8 @@ def matched_pairs_table(table: Sequence[MatchedPairs]) -> TextTable:
         "subset",
         "tasks",
         "pairs",
-        "condition SR",
-        "zero-shot SR",
+        "condition SR [95% CI]",
+        "zero-shot SR [95% CI]",
         "delta",
         "both",
         "only condition",
@@ -323,8 +347,8 @@ def matched_pairs_table(table: Sequence[MatchedPairs]) -> TextTable:
                     SUBSETS[name],
                     str(len(split.tasks)),
                     str(split.pairs),
-                    f"{_pct(split.condition_sr_pct)} ({split.condition_successes})",
-                    f"{_pct(split.zero_shot_sr_pct)} ({split.zero_shot_successes})",
+                    _sr_with_interval(split.condition_successes, split.pairs, split.condition_sr_pct),
+                    _sr_with_interval(split.zero_shot_successes, split.pairs, split.zero_shot_sr_pct),
                     _signed_pp(split.delta_pp),
                     str(split.both),
                     str(split.only_condition),
