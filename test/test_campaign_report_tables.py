@@ -11,7 +11,15 @@ from campaign_report_rows import CODE_CELL, MOVE_EEF, ROWS
 from robodojo.campaigns.report.tables import report_markdown, write_tables
 from robodojo.campaigns.results import EpisodeRow
 
-FILES = ["leaderboard.csv", "tasks.csv", "efficiency.csv", "matched_pairs.csv", "episodes.csv", "report.md"]
+FILES = [
+    "leaderboard.csv",
+    "tasks.csv",
+    "efficiency.csv",
+    "endings.csv",
+    "matched_pairs.csv",
+    "episodes.csv",
+    "report.md",
+]
 
 
 def _read(path) -> tuple[list[str], list[dict[str, str]]]:
@@ -148,3 +156,23 @@ def test_no_rows_still_write_every_file_with_its_header(tmp_path):
     assert _read(tmp_path / "leaderboard.csv")[0][:3] == ["agent", "llm", "condition"]
     assert (tmp_path / "report.md").read_text(encoding="utf-8") == report_markdown([])
     assert report_markdown([]) == "# Campaign report\n\nNo episodes.\n"
+
+
+def test_endings_count_every_episode_and_charge_the_failures_to_the_successes(tmp_path):
+    write_tables(ROWS, tmp_path)
+    _, table = _read(tmp_path / "endings.csv")
+    assert {r["agent"] + "/" + r["condition"] for r in table} == {"move_eef/zero_shot", "move_eef/demo_image",
+                                                                   "code_cell/zero_shot"}  # fmt: skip
+    for row in table:
+        mine = [r for r in ROWS if (r.agent, r.llm, r.condition) == (row["agent"], row["llm"], row["condition"])]
+        ended = {k.removeprefix("ended_"): int(v) for k, v in row.items() if k.startswith("ended_")}
+        assert sum(ended.values()) == int(row["episodes"]) == len(mine)
+        assert ended["success"] == int(row["successes"]) == sum(r.success for r in mine)
+        for reason in {r.end_reason for r in mine}:
+            assert ended[str(reason)] == sum(r.end_reason == reason for r in mine)
+        successes = sum(r.success for r in mine)
+        assert float(row["cost_usd_per_success"]) == pytest.approx(sum(r.cost_usd for r in mine) / successes)
+        assert float(row["llm_calls_per_success"]) == pytest.approx(sum(r.llm_calls for r in mine) / successes)
+    text = report_markdown(ROWS)
+    assert "## How episodes ended, and what a success cost" in text
+    assert "| agent | llm | condition | episodes | success | llm_call_budget | LLM calls per success |" in text

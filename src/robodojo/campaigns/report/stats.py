@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from statistics import fmean
 
@@ -28,6 +28,7 @@ from robodojo.campaigns.results import ZERO_SHOT, EpisodeRow
 # The efficiency core is shared with ``robodojo compare``, a floor below.
 from robodojo.episodes.efficiency import UsageMeans, jointly_solved
 from robodojo.episodes.factory import AGENTS
+from robodojo.episodes.spec import EndReason
 
 Z_95 = 1.96  #: the standard normal quantile of a two-sided 95 % interval
 PERCENT = 100.0  #: Score and SR are on seed 002's 0-100 scale (a row's score is in [0, 1])
@@ -257,6 +258,41 @@ def leaderboard_entry(group: Group, rows: Sequence[EpisodeRow]) -> LeaderboardEn
 def leaderboard(rows: Iterable[EpisodeRow]) -> tuple[LeaderboardEntry, ...]:
     """Seed 002's leaderboard: one entry per (agent, LLM, condition) group, in report order."""
     return tuple(leaderboard_entry(group, mine) for group, mine in groups(rows).items())
+
+
+# -- how episodes ended, and what a success cost ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupEndings:
+    """One group's episodes by end reason, and everything they spent (failures included) per success.
+
+    ``per_success`` holds the totals of LLM calls, input and output tokens and cost over every episode of the group
+    divided by its successes (None without a success): what one success costs when the failures are paid for too."""
+
+    group: Group
+    episodes: int
+    successes: int
+    ended_by: Mapping[str, int]  #: end reason -> episodes, in EndReason order
+    per_success: Mapping[str, float | None]
+
+
+PER_SUCCESS_METRICS = ("llm_calls", "input_tokens", "output_tokens", "cost_usd")
+
+
+def endings(rows: Iterable[EpisodeRow]) -> tuple[GroupEndings, ...]:
+    """Per group, in report order: how its episodes ended and what a success cost."""
+    order = {reason.value: i for i, reason in enumerate(EndReason)}
+    out = []
+    for group, mine in groups(rows).items():
+        counts = Counter(str(r.end_reason) for r in mine)
+        successes = sum(r.success for r in mine)
+        per_success = {
+            m: (sum(float(getattr(r, m)) for r in mine) / successes if successes else None) for m in PER_SUCCESS_METRICS
+        }
+        ended_by = {reason: counts[reason] for reason in sorted(counts, key=lambda x: order.get(x, len(order)))}
+        out.append(GroupEndings(group, len(mine), successes, ended_by, per_success))
+    return tuple(out)
 
 
 # -- efficiency -----------------------------------------------------------------------------------------------------

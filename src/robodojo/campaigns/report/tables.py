@@ -26,14 +26,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from robodojo.campaigns.report.stats import (
+    PER_SUCCESS_METRICS,
     PERCENT,
     AgentEfficiency,
+    GroupEndings,
     LeaderboardEntry,
     MatchedPairs,
     PairSplit,
     Rate,
     TaskCell,
     efficiency,
+    endings,
     leaderboard,
     matched_pairs,
     variant_order,
@@ -41,10 +44,12 @@ from robodojo.campaigns.report.stats import (
 )
 from robodojo.campaigns.results import EpisodeRow
 from robodojo.episodes.efficiency import METRICS
+from robodojo.episodes.spec import EndReason
 
 LEADERBOARD_CSV = "leaderboard.csv"
 TASKS_CSV = "tasks.csv"
 EFFICIENCY_CSV = "efficiency.csv"
+ENDINGS_CSV = "endings.csv"
 MATCHED_PAIRS_CSV = "matched_pairs.csv"
 EPISODES_CSV = "episodes.csv"
 REPORT_MD = "report.md"
@@ -398,6 +403,10 @@ DEFINITIONS = (
     "figures pool every episode of the group, and differ from the Average when the axes hold different numbers of "
     "tasks. A generalization task's cell is the mean of its variants' values (listed under it)."
 )
+ENDINGS_NOTE = (
+    "Episodes by how they ended (crashed ones are listed at the end of the report, not here), and per success the "
+    "LLM calls, tokens and cost of every episode of the group, failures included: what one success costs."
+)
 EFFICIENCY_NOTE = (
     "Zero-shot episodes. Means per solved episode, taken only on the layouts (task, variant, seed) every compared "
     "agent solved, so that no agent is averaged over easier episodes than another; ratios are over the first agent."
@@ -407,6 +416,40 @@ PAIRS_NOTE = (
     "split by tasks with and without a zero-shot success among the matched pairs. Unpaired episodes are left out of "
     "the figures and counted."
 )
+
+
+def endings_table(table: Sequence[GroupEndings]) -> TextTable:
+    """Per group: its episodes by end reason (a column per reason that occurs), then every episode's LLM calls,
+    tokens and cost divided by the group's successes."""
+    reasons = [r for r in (e.value for e in EndReason) if any(r in g.ended_by for g in table)]
+    header = [*GROUP_COLUMNS, "episodes", *reasons, *(f"{METRIC_LABELS[m]} per success" for m in PER_SUCCESS_METRICS)]
+    rows = [
+        [
+            *dataclasses.astuple(g.group),
+            str(g.episodes),
+            *(str(g.ended_by.get(r, 0)) for r in reasons),
+            *(_metric(m, g.per_success[m]) for m in PER_SUCCESS_METRICS),
+        ]
+        for g in table
+    ]
+    return TextTable(header, rows, len(GROUP_COLUMNS))
+
+
+def _endings_csv(table: Sequence[GroupEndings]) -> tuple[list[str], list[list[Value]]]:
+    reasons = [e.value for e in EndReason]
+    header = [*GROUP_COLUMNS, "episodes", "successes", *(f"ended_{r}" for r in reasons),
+              *(f"{m}_per_success" for m in PER_SUCCESS_METRICS)]  # fmt: skip
+    rows: list[list[Value]] = [
+        [
+            *dataclasses.astuple(g.group),
+            g.episodes,
+            g.successes,
+            *(g.ended_by.get(r, 0) for r in reasons),
+            *(g.per_success[m] for m in PER_SUCCESS_METRICS),
+        ]
+        for g in table
+    ]
+    return header, rows
 
 
 def report_sections(rows: Sequence[EpisodeRow]) -> list[Section]:
@@ -419,6 +462,7 @@ def report_sections(rows: Sequence[EpisodeRow]) -> list[Section]:
     return [
         Section("Leaderboard (Score / SR%)", DEFINITIONS, leaderboard_table(board)),
         Section("Per task (Score / SR%)", "", tasks_table(board)),
+        Section("How episodes ended, and what a success cost", ENDINGS_NOTE, endings_table(endings(rows))),
         Section("Efficiency on jointly solved layouts", EFFICIENCY_NOTE, efficiency_table(table) if table else None,
                 no_efficiency),
         Section("Matched pairs against zero-shot", PAIRS_NOTE, matched_pairs_table(pairs) if pairs else None, no_pairs),
@@ -458,6 +502,7 @@ def write_tables(rows: Iterable[EpisodeRow], out_dir: Path, *, title: str = DEFA
         LEADERBOARD_CSV: _leaderboard_csv(board),
         TASKS_CSV: _tasks_csv(board),
         EFFICIENCY_CSV: _efficiency_csv(efficiency(rows)),
+        ENDINGS_CSV: _endings_csv(endings(rows)),
         MATCHED_PAIRS_CSV: _matched_pairs_csv(matched_pairs(rows)),
         EPISODES_CSV: _episodes_csv(rows),
     }
@@ -469,6 +514,7 @@ def write_tables(rows: Iterable[EpisodeRow], out_dir: Path, *, title: str = DEFA
 
 __all__ = [
     "EFFICIENCY_CSV",
+    "ENDINGS_CSV",
     "EPISODES_CSV",
     "LEADERBOARD_CSV",
     "MATCHED_PAIRS_CSV",
