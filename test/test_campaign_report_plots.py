@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from campaign_report_rows import MOVE_EEF, ROWS
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -38,3 +39,28 @@ def test_figures_draw_on_their_own_agg_canvas():
     deltas = probe_deltas_figure(matched_pairs(ROWS))
     assert deltas is not None and len(deltas.axes[0].patches) == 3  # all, with and without a zero-shot success
     assert sr_per_task_figure(()) is None and probe_deltas_figure(()) is None
+
+
+def _overlaps(boxes) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes)) if boxes[i].overlaps(boxes[j])]
+
+
+def test_the_budget_figures_token_labels_never_overlap():
+    """Input tokens spanning a decade and a half (20k to 600k) made the log axis label its minor ticks on top of
+    each other; every drawn x label now stands apart, and there are at least two of them, whatever the range."""
+    from robodojo.campaigns.report.plots import budget_figure
+    from robodojo.campaigns.report.stats import BudgetCurve, Group
+
+    for low, high in ((20_000, 600_000), (12_000, 40_000), (900, 1_200_000), (50_000, 60_000), (2_000, 9_000)):
+        budgets = tuple(np.geomspace(low, high, 6).astype(int))
+        curve = BudgetCurve(Group("move_eef", "gpt", "zero_shot"), 8, budgets, tuple(range(10, 70, 10)), high)
+        fig = budget_figure([curve])
+        fig.canvas.draw()
+        (ax,) = fig.axes
+        renderer = fig.canvas.get_renderer()
+        labels = [t for t in ax.get_xticklabels(minor=False) + ax.get_xticklabels(minor=True) if t.get_text()]
+        x_min, x_max = ax.get_xlim()
+        shown = [t for t in labels if x_min <= t.get_position()[0] <= x_max]
+        assert len(shown) >= 2, (low, high, [t.get_text() for t in shown])
+        boxes = [t.get_window_extent(renderer) for t in shown]
+        assert not _overlaps(boxes), (low, high, [t.get_text() for t in shown])

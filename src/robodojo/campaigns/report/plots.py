@@ -12,12 +12,14 @@ A figure with nothing to show (no episode, no success, no condition) is not writ
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from robodojo.campaigns.report.stats import (
     PERCENT,
@@ -46,6 +48,9 @@ TICK_ROTATION_DEG = 30.0
 SR_AXIS_TOP_PCT = PERCENT * 1.05  #: a little headroom above 100 % for the caps
 STEP_MARKER = "."  #: marks each budget at which an episode was solved
 SUBSET_LABELS = ("all pairs", "tasks with a zero-shot success", "tasks without")
+TICK_MANTISSAS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0))  #: token-axis ticks
+MIN_TOKEN_TICKS = 3  #: the token axis gets at least this many labels when a finer series has them
+MAX_TOKEN_TICKS = 9  #: ... and no more: beyond, labels of a 6 in wide figure run into each other
 
 
 def _figure(categories: int = 0) -> Figure:
@@ -93,6 +98,29 @@ def sr_per_task_figure(board: Sequence[LeaderboardEntry]) -> Figure | None:
     return fig
 
 
+def token_ticks(low: float, high: float) -> list[float]:
+    """Ticks for a log axis of token counts from ``low`` to ``high``: the first of the mantissa series (1; 1-2-5;
+    1-1.5-2-3-...-9) that puts enough ticks in the range, and no more than fit (:data:`MAX_TOKEN_TICKS`)."""
+    decades = range(math.floor(math.log10(max(low, 1))), math.ceil(math.log10(max(high, 1))) + 1)
+    chosen: list[float] = []
+    for mantissas in TICK_MANTISSAS:
+        ticks = [m * 10.0**d for d in decades for m in mantissas if low <= m * 10.0**d <= high]
+        if len(ticks) > MAX_TOKEN_TICKS:
+            break
+        chosen = ticks
+        if len(ticks) >= MIN_TOKEN_TICKS:
+            break
+    return chosen or [float(low), float(high)]
+
+
+def tokens_text(tokens: float) -> str:
+    """A token count as a tick label: ``900``, ``20k``, ``1.5M``."""
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if tokens >= size:
+            return f"{tokens / size:.{0 if (tokens / size).is_integer() else 1}f}{suffix}"
+    return f"{tokens:.0f}"
+
+
 def budget_figure(curves: Sequence[BudgetCurve]) -> Figure | None:
     """Share of episodes solved within each input-token budget, one step curve per group; None without a curve."""
     if not curves:
@@ -106,6 +134,11 @@ def budget_figure(curves: Sequence[BudgetCurve]) -> Figure | None:
         solved = [0.0, *curve.solved_pct, curve.solved_pct[-1]]
         ax.step(budgets, solved, where="post", marker=STEP_MARKER, label=f"{curve.group.label} (n={curve.episodes})")
     ax.set_xscale("log")
+    low = min(c.budgets_tokens[0] for c in curves)
+    high = max(c.max_input_tokens for c in curves)
+    ticks = token_ticks(low, high)
+    ax.set_xticks(ticks, [tokens_text(t) for t in ticks])
+    ax.xaxis.set_minor_formatter(NullFormatter())  # matplotlib labels a log axis's minor ticks too: they collide
     ax.set_ylim(0, SR_AXIS_TOP_PCT)
     ax.set_xlabel("input-token budget per episode")
     ax.set_ylabel("episodes solved within the budget [%]")
