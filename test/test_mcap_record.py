@@ -36,7 +36,7 @@ from robodojo.episodes.mcap_record import (
     message_definition,
 )
 from robodojo.episodes.record import RecordMeta
-from robodojo.episodes.record_settings import RecordSettings, shipped_record_settings
+from robodojo.episodes.record_settings import RecordSettings
 from robodojo.episodes.recorder import EpisodeRecorder
 from robodojo.geometry import matrix_from_quat
 from robodojo.nodes import topics
@@ -46,6 +46,7 @@ REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 SPEC = EpisodeSpec("general_pickup", 0)
 NS_PER_S = 1e9
 AGENT_ONLY = RecordSettings(camera_rate_hz=0.0)  # the frames the agent took, nothing rendered for the record
+FRAMES_5HZ = RecordSettings(camera_rate_hz=5.0)  # config/record.yaml's default (the suite's own turns them off)
 
 
 def _expected_types(robot) -> dict[str, str]:
@@ -105,15 +106,15 @@ def _run(world, out: Path, agent=None, record_settings: RecordSettings | None = 
 
 
 def _frame_steps(world, agent_steps: list[int], steps_used: int) -> list[int]:
-    """The steps of a camera's frames: those the agent took, and the shipped rate's (config/record.yaml) in between."""
-    every = shipped_record_settings().camera_every_steps(world.robot.control_dt_s)
+    """The steps of a camera's frames: those the agent took, and those of the 5 Hz record frames in between."""
+    every = FRAMES_5HZ.camera_every_steps(world.robot.control_dt_s)
     return sorted({*agent_steps, *range(every, steps_used + 1, every)})
 
 
 @pytest.fixture(scope="module")
 def replayed(dual_world, tmp_path_factory):
     """One replayed move_eef episode (4 turns, success): its result, and the world's state at its end."""
-    result = _run(dual_world, tmp_path_factory.mktemp("episodes"))
+    result = _run(dual_world, tmp_path_factory.mktemp("episodes"), record_settings=FRAMES_5HZ)
     assert result.end_reason is EndReason.SUCCESS and result.llm_calls == 4
     return result, dual_world.observe(cameras=())
 
@@ -463,6 +464,7 @@ def test_record_settings_refuse_what_they_cannot_mean(tmp_path, text, error):
     with pytest.raises(ConfigError, match=error):
         load_record_settings(path)
     assert RecordSettings(5.0).camera_every_steps(0.04) == 5 and RecordSettings(0.0).camera_every_steps(0.04) == 0
+    assert load_record_settings() == FRAMES_5HZ  # the shipped default
 
 
 def test_the_foxglove_layout_shows_topics_the_record_has(replayed):

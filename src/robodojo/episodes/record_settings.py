@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from robodojo.config import CONFIG_DIR, Section, load_yaml, reject_unknown_keys
 from robodojo.errors import ConfigError
 
 CONFIG_PATH = CONFIG_DIR / "record.yaml"
+CONFIG_ENV = "ROBODOJO_RECORD_CONFIG"  #: names another file of the same shape for every episode of the process
 
 
 @dataclass(frozen=True)
@@ -42,5 +44,6 @@ def load_record_settings(path: str | Path = CONFIG_PATH) -> RecordSettings:
 
 @functools.cache
 def shipped_record_settings() -> RecordSettings:
-    """config/record.yaml, read once per process."""
-    return load_record_settings()
+    """The record's settings, read once per process: the file ``$ROBODOJO_RECORD_CONFIG`` names (a file of the same
+    shape; the test suite's turns the camera frames off), else config/record.yaml."""
+    return load_record_settings(os.environ.get(CONFIG_ENV) or CONFIG_PATH)
