@@ -145,12 +145,11 @@ def test_step_budget(dual_world, tmp_path):
         quat = ctx.backend.observe(cameras=()).arm("left").tcp_quat_wxyz
         return ("left", [x, -0.25 + 0.05 * (turn % 2), 0.85], quat, None)
 
-    original = dual_world.task
     result = run_episode(
         WorldHost(dual_world), PlanAgent(far_moves), ScriptedCaller(), EpisodeSpec("general_pickup", 2), tmp_path
     )
+    assert dual_world.task is not None and dual_world.task.name == "general_pickup"
     assert result.end_reason is EndReason.STEP_BUDGET and result.steps_used == dual_world.task.step_limit
-    assert original is not None
 
 
 def test_unreachable_llm_ends_the_episode_with_a_record(dual_world, tmp_path):
