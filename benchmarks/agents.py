@@ -31,7 +31,7 @@ and the MCP server's round trip.
    p95, after the server answered its first call.
 
 Run: ``.venv/bin/python benchmarks/agents.py [--repeats 3] [--calls 30] [--smoke] [--json out.json]``; ``--smoke``
-(1 repeat, 3 MCP calls; the test suite runs it) takes under a minute on 2 cores.
+(1 repeat, 3 MCP calls, one agent of each kind; the test suite runs it) takes under a minute on 2 cores.
 """
 
 from __future__ import annotations
@@ -159,6 +159,10 @@ class PeakMemory:
         self._thread.join()
 
 
+#: --smoke: each kind of agent once (the CLIs' own loops are the test suite's: test_shell_harness, test_mcp_cli_clients)
+SMOKE_AGENTS = ("move_eef", "code_cell", "shell", "shell:mini-swe-agent", "shell:claude-code", "mcp:claude-code")
+
+
 def installed(agent: str) -> str | None:
     """Why ``agent`` cannot run here, or None."""
     from robodojo.agents.shell.settings import load_shell_settings
@@ -264,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, Any] = {"agents": {}, "skipped": {}}
     with tempfile.TemporaryDirectory() as out:
         run_agent(world, "move_eef", 1, Path(out))  # warm-up: the first render probes the GL platforms in children
-        for agent in AGENTS:
+        for agent in SMOKE_AGENTS if args.smoke else AGENTS:
             why = installed(agent)
             if why:
                 figures["skipped"][agent] = why
