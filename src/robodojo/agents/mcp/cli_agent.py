@@ -35,17 +35,25 @@ from robodojo.agents.mcp.server import build_server, serve_http
 from robodojo.agents.mcp.settings import LOCAL_HOST, McpSettings, load_mcp_settings
 from robodojo.agents.mcp.tool_sets import make_tools
 from robodojo.agents.mcp.toolset import CallOutcome
-from robodojo.agents.shell.cli_run import CliRun
-from robodojo.agents.shell.external import INSTALL_HINT, MODEL_NAME, PROXY_SOCKET, answer_exchange
+from robodojo.agents.shell.cli_run import (
+    MODEL_NAME,
+    PROXY_SOCKET,
+    TASK_FILE,
+    CliRun,
+    CodingAgentError,
+    answer_exchange,
+    cli_script,
+    fill_placeholders,
+    require_installed,
+)
 from robodojo.agents.shell.model_proxy import ChatExchange, ModelProxy
-from robodojo.agents.shell.sandbox import OPT, RUN, Mount, Sandbox, sandbox_boundary
+from robodojo.agents.shell.sandbox import OPT, Mount, Sandbox, sandbox_boundary
 from robodojo.agents.shell.settings import CodingAgentCli, ShellSettings, load_shell_settings
 from robodojo.agents.text_limits import quote
-from robodojo.errors import ConfigError, RobodojoError
+from robodojo.errors import ConfigError
 from robodojo.motion.report import MoveReport, StopReason
 
 MCP_SOCKET = "mcp.sock"
-TASK_FILE = "task.md"
 POLL_S = 0.01  # how often the CLI's two channels (model calls, tool calls) are looked at while it works
 SERVER_START_S = 30.0
 GOAL = """{instruction}
@@ -58,16 +66,11 @@ done.
 """
 
 
-class McpCliError(RobodojoError):
-    """The CLI ended before it asked its model anything, or its robot server did not start."""
-
-
 def check_mcp_client(cli: CodingAgentCli) -> None:
     """ConfigError unless ``cli`` can run as an MCP client here (configured for it, and installed)."""
     if cli.mcp_client is None:
         raise ConfigError(f"coding agent {cli.name!r} has no mcp_client configuration (config/agents/shell.yaml)")
-    if not cli.installed:
-        raise ConfigError(f"coding agent {cli.name!r} is not installed at {cli.install} ({INSTALL_HINT})")
+    require_installed(cli)
 
 
 class McpCliAgent:
@@ -105,12 +108,9 @@ class McpCliAgent:
         coding = self.shell_settings.coding_agents
         mode = self.cli.mcp_client
         assert mode is not None  # check_mcp_client
-        ports = {"{mcp_port}": str(coding.mcp_port), "{model_port}": str(coding.model_port), "{model}": MODEL_NAME}
 
         def fill(text: str) -> str:
-            for key, value in ports.items():
-                text = text.replace(key, value)
-            return text
+            return fill_placeholders(text, coding)
 
         self.root = root = Path(tempfile.mkdtemp(prefix="robodojo-mcp-cli-"))
         # sockets/ is /run/robo inside (read-only: its sockets connect all the same); work/ the CLI's home
@@ -135,17 +135,12 @@ class McpCliAgent:
             tool_mounts=[Mount(self.cli.install, "/opt/agent"), Mount(etc, f"{OPT}/etc")],
             env={name: fill(value) for name, value in {**self.cli.env, **mode.env}.items()},
         )  # fmt: skip
-        forward = "python3 -m robo_shell.forward"
-        script = (
-            f"{forward} --listen 127.0.0.1:{coding.model_port} --to {RUN}/{PROXY_SOCKET} &\n"
-            f"{forward} --listen 127.0.0.1:{coding.mcp_port} --to {RUN}/{MCP_SOCKET} &\n"
-            f"sleep 0.2\n{fill(mode.command)}"
-        )
+        script = cli_script(fill(mode.command), {coding.model_port: PROXY_SOCKET, coding.mcp_port: MCP_SOCKET})
         proxy = ModelProxy(sockets / PROXY_SOCKET, model=MODEL_NAME)
         self.run = CliRun(sandbox, script, proxy, coding.run_timeout_s)
         self._pending, early = self._work_until_model_call()
         if early:
-            raise McpCliError(f"{self.cli.name} called the robot's tools before asking its model anything")
+            raise CodingAgentError(f"{self.cli.name} called the robot's tools before asking its model anything")
 
     def _start_server(self, socket_path: Path, port: int) -> None:
         assert self.agent is not None and self.channel is not None
@@ -169,7 +164,7 @@ class McpCliAgent:
         self._server = threading.Thread(target=serve, name="mcp-cli-server", daemon=True)
         self._server.start()
         if not listening.wait(SERVER_START_S) or failure:
-            raise McpCliError(f"the robot's MCP server did not start: {failure[0] if failure else 'timed out'}")
+            raise CodingAgentError(f"the robot's MCP server did not start: {failure[0] if failure else 'timed out'}")
 
     def _stopping(self, outcome: CallOutcome) -> bool:
         """Whether the turn ends after this call: the agent ended it, or the task is decided."""
@@ -177,12 +172,12 @@ class McpCliAgent:
             return True
         return self.episode.is_success() or self.episode.backend.steps_left <= 0
 
-    def _work_until_model_call(self) -> tuple[ChatExchange | None, list[tuple[str, Any, CallOutcome]]]:
+    def _work_until_model_call(self) -> tuple[ChatExchange | None, list[tuple[str, CallOutcome]]]:
         """Serve the CLI's tool calls until it asks its model (that request), exits, runs past its time or ends the
         turn by a call (None); the calls served, in order."""
         assert self.agent is not None and self.channel is not None and self.run is not None
         run = self.run
-        served: list[tuple[str, Any, CallOutcome]] = []
+        served: list[tuple[str, CallOutcome]] = []
         while time.monotonic() < run.deadline_s:
             if (exchange := run.next_request()) is not None:
                 return exchange, served
@@ -190,7 +185,7 @@ class McpCliAgent:
             if request is not None:
                 outcome = self.agent.handle(request)
                 if outcome is not None:
-                    served.append((request.name, request.arguments, outcome))
+                    served.append((request.name, outcome))
                     if self._stopping(outcome):
                         return None, served
                 continue
@@ -201,20 +196,22 @@ class McpCliAgent:
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         exchange = self._pending
         if exchange is None:
-            raise McpCliError(self.run.unasked_text(self.cli.name) if self.run else f"{self.cli.name} was not started")
+            raise CodingAgentError(
+                self.run.unasked_text(self.cli.name) if self.run else f"{self.cli.name} was not started"
+            )
         messages = exchange.body["messages"]
         reply = answer_exchange(exchange, llm)
         self._pending, served = self._work_until_model_call()
         ended = self._pending is None
-        outcomes = [outcome for _, _, outcome in served]
+        outcomes = [outcome for _, outcome in served]
         moves = [o.move for o in outcomes if o.move is not None]
         details: dict[str, Any] = {
             "coding_agent": self.cli.name,
-            "tool_calls": [{"tool": name, "refused": o.answer.is_error, **dict(o.details)} for name, _, o in served],
+            "tool_calls": [{"tool": name, "refused": o.answer.is_error, **dict(o.details)} for name, o in served],
         }
         if ended and self.run is not None:
             details.update(self.run.end_details())
-        texts = [f"{quote(name)}: {o.answer.text}" for name, _, o in served] or [
+        texts = [f"{quote(name)}: {o.answer.text}" for name, o in served] or [
             f"{self.cli.name}: no robot tool call until its next model call"
         ]
         return TurnRecord(

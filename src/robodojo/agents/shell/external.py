@@ -18,24 +18,25 @@ from pathlib import Path
 from typing import Any
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
-from robodojo.agents.llm.types import ChatReply, LlmError
-from robodojo.agents.shell.cli_run import CliRun
+from robodojo.agents.shell.cli_run import (
+    MODEL_NAME,
+    PROXY_SOCKET,
+    TASK_FILE,
+    CliRun,
+    CodingAgentError,
+    answer_exchange,
+    cli_script,
+    fill_placeholders,
+    require_installed,
+)
 from robodojo.agents.shell.commands import BaseCommands
-from robodojo.agents.shell.model_proxy import ChatExchange, ModelProxy, error_body
+from robodojo.agents.shell.model_proxy import ChatExchange, ModelProxy
 from robodojo.agents.shell.prompts import GOAL_TEMPLATE
-from robodojo.agents.shell.sandbox import RUN, Mount, sandbox_boundary
+from robodojo.agents.shell.sandbox import Mount, sandbox_boundary
 from robodojo.agents.shell.settings import CodingAgentCli, ShellSettings, load_shell_settings
 from robodojo.agents.shell.workspace import ShellWorkspace
-from robodojo.errors import ConfigError, RobodojoError
 
-PROXY_SOCKET = "model.sock"
-TASK_FILE = "task.md"
-INSTALL_HINT = "make setup installs mini-swe-agent, make agents the coding-agent CLIs from npm"
-MODEL_NAME = "robodojo"  # what the CLI is told its model is called; the episode's client decides the real one
-
-
-class CodingAgentError(RobodojoError):
-    """The coding agent ended before it asked its model anything, or cannot be started."""
+__all__ = ["CodingAgentError", "ExternalShellAgent"]
 
 
 class ExternalShellAgent:
@@ -46,8 +47,7 @@ class ExternalShellAgent:
     def __init__(self, cli: str, *, settings: ShellSettings | None = None, tools_root: Path | None = None) -> None:
         self.settings = settings or load_shell_settings()
         self.cli: CodingAgentCli = self.settings.coding_agents.get(cli)
-        if not self.cli.installed:
-            raise ConfigError(f"coding agent {cli!r} is not installed at {self.cli.install} ({INSTALL_HINT})")
+        require_installed(self.cli)
         self.tools_root = tools_root
         self.workspace: ShellWorkspace | None = None
         self.run: CliRun | None = None
@@ -63,10 +63,10 @@ class ExternalShellAgent:
     def begin(self, episode: EpisodeContext) -> None:
         self.close()
         self.episode = episode
-        port = self.settings.coding_agents.model_port
+        coding = self.settings.coding_agents
 
-        def fill(text: str) -> str:  # the placeholders of a CLI's command, env and configuration file
-            return text.replace("{model_port}", str(port)).replace("{model}", MODEL_NAME)
+        def fill(text: str) -> str:
+            return fill_placeholders(text, coding)
 
         task_tools = self.tools_root / episode.task if self.tools_root is not None else None
         self.workspace = ws = ShellWorkspace(
@@ -81,12 +81,9 @@ class ExternalShellAgent:
         (ws.etc_dir / TASK_FILE).write_text(f"{goal}\n\n{ws.manual()}")
         if self.cli.config_template is not None:
             (ws.etc_dir / self.cli.config_template.name).write_text(fill(self.cli.config_template.read_text()))
-        command = fill(self.cli.command)
-        script = (
-            f"python3 -m robo_shell.forward --listen 127.0.0.1:{port} --to {RUN}/{PROXY_SOCKET} &\nsleep 0.2\n{command}"
-        )
+        script = cli_script(fill(self.cli.command), {coding.model_port: PROXY_SOCKET})
         proxy = ModelProxy(ws.route.path.parent / PROXY_SOCKET, model=MODEL_NAME)
-        self.run = CliRun(ws.sandbox, script, proxy, self.settings.coding_agents.run_timeout_s)
+        self.run = CliRun(ws.sandbox, script, proxy, coding.run_timeout_s)
         self._pending = self._next_exchange()
         self._early_calls = ws.route.take_calls()  # robot commands before the first model call
 
@@ -138,35 +135,3 @@ class ExternalShellAgent:
         if self.workspace is not None:
             self.workspace.close()
             self.workspace = None
-
-
-def answer_exchange(exchange: ChatExchange, llm: LlmCaller) -> ChatReply:
-    """Make the CLI's model call with the episode's client and hand the answer back (a failed call: a 502 with why,
-    and the LlmError raised for the runner)."""
-    body = exchange.body
-    tools = body.get("tools") or []
-    try:
-        reply = llm.chat(body["messages"], tools, tool_choice=body.get("tool_choice") or ("auto" if tools else None))
-    except LlmError as exc:
-        exchange.answer(error_body(f"the model call failed: {exc}", "upstream_error"), 502)
-        raise
-    exchange.answer(reply.raw or openai_body(reply))
-    return reply
-
-
-def openai_body(reply: ChatReply) -> dict[str, Any]:
-    """A chat-completions response body for a reply without the upstream's own (a test double's)."""
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in reply.tool_calls
-        ]
-    return {
-        "id": "robodojo",
-        "object": "chat.completion",
-        "model": reply.model,
-        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-        "usage": {"prompt_tokens": reply.usage.input_tokens, "completion_tokens": reply.usage.output_tokens,
-                  "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens},
-    }  # fmt: skip
