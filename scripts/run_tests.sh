@@ -35,9 +35,6 @@ eval "EXTRA+=(${PYTEST_ARGS:-})"  # quoted as on a command line: PYTEST_ARGS="-k
 EXTRA+=(--durations=10 --durations-min=5)  # each stage names its slowest tests: where the time goes
 LOGS=out/test-logs
 mkdir -p "$LOGS"
-# No camera frames rendered for episode records (config/record.yaml's 5 Hz doubles every in-process episode); the
-# tests of those frames give their own settings.
-export ROBODOJO_RECORD_CONFIG="${ROBODOJO_RECORD_CONFIG:-$PWD/test/record_without_frames.yaml}"
 GRAPH_SUITES=(test/hardware test/launch test/ros)
 
 failed=()

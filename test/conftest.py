@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -10,6 +11,11 @@ from pathlib import Path
 import pytest
 
 from robodojo import PACKAGE_ROOT
+from robodojo.episodes.record_settings import CONFIG_ENV
+
+# Every episode of the suite (and of the processes it starts) records without the 5 Hz camera frames of
+# config/record.yaml, which double an in-process episode's time; the tests of those frames give their own settings.
+os.environ.setdefault(CONFIG_ENV, str(Path(__file__).with_name("record_without_frames.yaml")))
 from robodojo.errors import HardwareError
 from robodojo.hardware.x5_bus import shim
 from robodojo.sim.world import EmbeddedWorld

@@ -11,25 +11,18 @@ from robodojo import PACKAGE_ROOT
 from robodojo.agents.code_cell.agent import CodeCellAgent
 from robodojo.agents.llm.client import open_llm
 from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
-from robodojo.episodes.record_settings import RecordSettings
 
 CELLS = PACKAGE_ROOT / "examples" / "cells"
 CASES = [
     (task, seed) for task in ("general_pickup", "stack_blocks", "bowl_on_plate", "fr3_pick_cube") for seed in (0, 1)
 ]
 
-# These tests ask whether the cells solve their tasks: the record's camera frames (config/record.yaml) would
-# double their time.
-NO_FRAMES = RecordSettings(camera_rate_hz=0.0)
-
 
 def _run(world, task: str, seed: int, out: Path):
     agent = CodeCellAgent()
     try:
         with open_llm(f"replay:{CELLS / f'{task}.py'}") as llm:
-            return run_episode(
-                WorldHost(world), agent, llm, EpisodeSpec(task, seed, "standard"), out, record_settings=NO_FRAMES
-            )
+            return run_episode(WorldHost(world), agent, llm, EpisodeSpec(task, seed, "standard"), out)
     finally:
         agent.close()
 

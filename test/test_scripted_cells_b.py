@@ -13,13 +13,8 @@ from robodojo import PACKAGE_ROOT
 from robodojo.agents.code_cell.agent import CodeCellAgent
 from robodojo.agents.llm.client import open_llm
 from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
-from robodojo.episodes.record_settings import RecordSettings
 
 CELLS = PACKAGE_ROOT / "examples" / "cells"
-
-# These tests ask whether the cells solve their tasks: the record's camera frames (config/record.yaml) would
-# double their time.
-NO_FRAMES = RecordSettings(camera_rate_hz=0.0)
 
 
 @pytest.mark.parametrize(
@@ -37,9 +32,7 @@ def test_scripted_cells_solve_the_task(dual_world, tmp_path, task, seed):
     agent = CodeCellAgent()
     try:
         with open_llm(f"replay:{CELLS / f'{task}.py'}") as llm:
-            result = run_episode(
-                WorldHost(dual_world), agent, llm, EpisodeSpec(task, seed), tmp_path, record_settings=NO_FRAMES
-            )
+            result = run_episode(WorldHost(dual_world), agent, llm, EpisodeSpec(task, seed), tmp_path)
     finally:
         agent.close()
     assert result.success and result.end_reason is EndReason.SUCCESS, (

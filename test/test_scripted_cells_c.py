@@ -13,7 +13,6 @@ from robodojo import PACKAGE_ROOT
 from robodojo.agents.code_cell.agent import CodeCellAgent
 from robodojo.agents.llm.client import open_llm
 from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
-from robodojo.episodes.record_settings import RecordSettings
 from robodojo.sim.tasks import get_task
 
 CELLS = PACKAGE_ROOT / "examples" / "cells"
@@ -28,10 +27,6 @@ TASKS = (
 )  # fmt: skip
 WORLD_FIXTURE = {"dual_arx_x5": "dual_world", "fr3": "fr3_world"}  # one shared world per robot (conftest.py)
 
-# These tests ask whether the cells solve their tasks: the record's camera frames (config/record.yaml) would
-# double their time.
-NO_FRAMES = RecordSettings(camera_rate_hz=0.0)
-
 
 @pytest.mark.parametrize(("task", "seed"), [(task, seed) for task in TASKS for seed in (0, 1)])
 def test_scripted_cells_solve_the_task(request, tmp_path, task, seed):
@@ -39,9 +34,7 @@ def test_scripted_cells_solve_the_task(request, tmp_path, task, seed):
     agent = CodeCellAgent()
     try:
         with open_llm(f"replay:{CELLS / f'{task}.py'}") as llm:
-            result = run_episode(
-                WorldHost(world), agent, llm, EpisodeSpec(task, seed), tmp_path, record_settings=NO_FRAMES
-            )
+            result = run_episode(WorldHost(world), agent, llm, EpisodeSpec(task, seed), tmp_path)
     finally:
         agent.close()
     assert result.success and result.end_reason is EndReason.SUCCESS, (

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +72,7 @@ from robodojo.geometry import quat_from_matrix
 from robodojo.observation import CameraFrame, Observation
 from robodojo.robots import topic_names
 from robodojo.robots.config import RobotConfig
-from robodojo.robots.urdf import Joint, load_urdf
+from robodojo.robots.urdf import Joint, parse_urdf
 
 MCAP_FILE = "episode.mcap"
 INSTRUCTION_TOPIC = "/episode/instruction"
@@ -194,7 +195,8 @@ class McapRecord:
         self._turn_start_ns = 0  # the stamp of the state the current turn began from
         self._frame_steps: dict[str, int] = {}  # camera -> the step of its latest frame written
         self._joints_step: int | None = None  # the step of the latest joint states written
-        self._urdf = load_urdf(robot.scene_urdf)
+        self._description = robot.scene_urdf.read_text()  # read once: /robot_description, and the frames of /tf
+        self._urdf = parse_urdf(self._description, str(robot.scene_urdf))
         self._closed = False
 
     # -- what the recorder sees ---------------------------------------------------------------------------------
@@ -202,8 +204,7 @@ class McapRecord:
         """The episode's first state and its instruction; the robot's URDF and its fixed frames (the cameras' too)."""
         stamp = self._stamp(state.step)
         self._write(INSTRUCTION_TOPIC, "std_msgs/msg/String", {"data": instruction}, stamp)
-        description = self.robot.scene_urdf.read_text()
-        self._write(ROBOT_DESCRIPTION_TOPIC, "std_msgs/msg/String", {"data": description}, stamp)
+        self._write(ROBOT_DESCRIPTION_TOPIC, "std_msgs/msg/String", {"data": self._description}, stamp)
         fixed = [j for j in self._urdf.joints.values() if not j.movable]
         self._write(TF_STATIC_TOPIC, "tf2_msgs/msg/TFMessage", self._transforms(fixed, {}, stamp), stamp)
         self._state(state, stamp)
@@ -431,10 +432,32 @@ def _salvage(path: Path) -> tuple[list[Any], bool, int]:
     return records, footer, end
 
 
+def _intact(path: Path) -> McapRepair | None:
+    """What a complete file holds, read from its summary alone (None when it has none: cut short, or unindexed)."""
+    from mcap.reader import make_reader
+
+    with path.open("rb") as f:
+        reader = make_reader(f)
+        try:
+            summary = reader.get_summary()
+            metadata = tuple(m.name for m in reader.iter_metadata())
+        except (McapError, ValueError, EOFError, OSError, struct.error):  # no footer, or it does not add up
+            return None
+    if summary is None or summary.statistics is None:
+        return None
+    stats = summary.statistics
+    counts = stats.channel_message_counts
+    topics = tuple(sorted({c.topic for i, c in summary.channels.items() if counts.get(i)}))
+    return McapRepair(True, stats.message_count, topics, stats.message_end_time / NS_PER_S, metadata, 0)
+
+
 def repair_mcap(path: Path) -> McapRepair:
     """Make ``path`` a complete MCAP again if it was cut short (see :class:`McapRepair`): the schemas, channels,
     messages and metadata before the cut are written, indexed and chunked, to a new file that replaces it; the file
-    as found is kept beside it (``<name>.cut``). A file with its footer is left as it is."""
+    as found is kept beside it (``<name>.cut``). A file with its footer is left as it is (read from its summary)."""
+    intact = _intact(path)
+    if intact is not None:
+        return intact
     records, footer, end = _salvage(path)
     messages = [r for r in records if isinstance(r, Message)]
     channels = {r.id: r for r in records if isinstance(r, Channel)}

@@ -149,9 +149,9 @@ def run_episode(
     unfollow: Callable[[], None] = lambda: None  # noqa: E731 - replaced once the record has started
     try:
         recorder.record_start(host.state(), context.instruction)
-        settings = record_settings or shipped_record_settings()
-        every = settings.camera_every_steps(host.robot.control_dt_s) if mcap else 0
-        unfollow = _follow_steps(host, recorder.record_tick, every)
+        if mcap:  # only episode.mcap takes the state of every step: without it, nothing is observed per step
+            every = (record_settings or shipped_record_settings()).camera_every_steps(host.robot.control_dt_s)
+            unfollow = _follow_steps(host, recorder.record_tick, every)
         context = dataclasses.replace(context, backend=_ObservedBackend(context.backend, recorder.record_observation))
         agent.begin(context)
         turn = 0
