@@ -402,7 +402,7 @@ def test_the_episode_time_is_said_in_the_unit_people_read(seconds, text):
 def test_the_report_is_titled_with_the_campaigns_name(tmp_path):
     from robodojo.campaigns.reporting import campaign_title
 
-    (tmp_path / "campaign.yaml").write_text("name: grasping sweep\ntasks: [general_pickup]\n")
+    (tmp_path / "campaign.yaml").write_text("name: grasping sweep\ntasks: [general_pickup]\nllms: {r: 'replay:x'}\n")
     assert campaign_title(tmp_path) == "Campaign grasping sweep"
     (tmp_path / "campaign.yaml").write_text("name: [not, a, name]\n")
     assert campaign_title(tmp_path) == f"Campaign {tmp_path.name}"

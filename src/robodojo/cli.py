@@ -437,6 +437,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         all_failed,
         format_summary,
         outcome_line,
+        parse_agents,
         parse_seeds,
         parse_tasks,
         run_compare,
@@ -446,9 +447,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from robodojo.episodes.factory import DEFAULT_AGENTS
     from robodojo.errors import ConfigError
 
-    agents = [a.strip() for a in args.agents.split(",") if a.strip()] if args.agents else list(DEFAULT_AGENTS)
-    if len(agents) != len(set(agents)):
-        raise ConfigError(f"--agents names an agent twice: {args.agents}")
+    agents = parse_agents(args.agents) if args.agents else list(DEFAULT_AGENTS)
     given = {"move_eef": args.move_eef_llm, "code_cell": args.code_cell_llm}
     for item in args.agent_llm:
         agent, sep, spec = item.partition("=")

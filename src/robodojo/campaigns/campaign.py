@@ -68,11 +68,25 @@ class CampaignOutcome:
         return self.ended == self.total and not self.interrupted
 
 
+def read_campaign_spec(folder: Path) -> CampaignSpec | None:
+    """The spec of the campaign in ``folder`` (its campaign.yaml), None when there is none; ConfigError when it is
+    not a valid spec."""
+    spec_path = folder / SPEC_FILE
+    if not spec_path.exists():
+        return None
+    try:
+        values = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{spec_path}: not YAML ({exc})") from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"{spec_path}: expected a campaign spec (a mapping)")
+    return campaign_spec_from_dict(values, str(spec_path))
+
+
 def open_campaign_folder(spec: CampaignSpec, folder: Path) -> CampaignSpec:
     """Create ``folder`` for ``spec``, or check that the campaign already in it is the same one (resume)."""
-    spec_path = folder / SPEC_FILE
-    if spec_path.exists():
-        stored = campaign_spec_from_dict(yaml.safe_load(spec_path.read_text(encoding="utf-8")), str(spec_path))
+    stored = read_campaign_spec(folder)
+    if stored is not None:
         if stored.fingerprint() != spec.fingerprint():
             differ = [k for k, v in spec.as_dict().items() if k != "name" and stored.as_dict().get(k) != v]
             raise ConfigError(

@@ -16,8 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from robodojo.campaigns.report.html import sections_html, write_html_report
 from robodojo.campaigns.report.plots import write_plots
 from robodojo.campaigns.report.tables import REPORT_MD, report_sections, write_tables
@@ -40,14 +38,13 @@ class ReportFiles:
 
 def campaign_title(campaign_dir: Path) -> str:
     """The report's title: the campaign spec's ``name`` (campaign.yaml in the folder), else the folder's name."""
-    from robodojo.campaigns.campaign import SPEC_FILE
+    from robodojo.campaigns.campaign import read_campaign_spec
 
     try:
-        spec = yaml.safe_load((campaign_dir / SPEC_FILE).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        spec = read_campaign_spec(campaign_dir)
+    except (ConfigError, OSError):
         spec = None
-    name = spec.get("name") if isinstance(spec, dict) else None
-    return f"Campaign {name if isinstance(name, str) and name.strip() else campaign_dir.name}"
+    return f"Campaign {spec.name if spec is not None and spec.name.strip() else campaign_dir.name}"
 
 
 def write_report(campaign_dir: Path) -> ReportFiles:

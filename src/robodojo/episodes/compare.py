@@ -122,6 +122,19 @@ def parse_tasks(text: str) -> list[str]:
     return list(dict.fromkeys(tasks))
 
 
+def parse_agents(text: str) -> list[str]:
+    """``"shell,shell:codex,mcp:codex"`` -> agent names (robodojo.episodes.factory.split_agent checks each), in
+    order, the first the baseline of the ratios; an agent named twice is refused."""
+    agents = [a.strip() for a in str(text).split(",") if a.strip()]
+    if not agents:
+        raise ConfigError(f"no agents in {text!r}: expected agent names separated by commas")
+    if len(agents) != len(set(agents)):
+        raise ConfigError(f"--agents names an agent twice: {text}")
+    for agent in agents:
+        split_agent(agent)  # an unknown agent or CLI: ConfigError naming the known ones
+    return agents
+
+
 def fill_spec(spec: str, task: str, seed: int) -> str:
     """The LLM spec of one episode: ``{task}`` and ``{seed}`` replaced (other braces are left as they are)."""
     return spec.replace("{task}", task).replace("{seed}", str(seed))

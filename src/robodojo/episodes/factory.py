@@ -39,9 +39,10 @@ def split_agent(name: str) -> tuple[str, str | None]:
         raise ConfigError(f"agent {name!r}: only shell and mcp take a coding-agent CLI (shell:<cli>, mcp:<cli>)")
     from robodojo.agents.shell.settings import load_shell_settings
 
-    coding = load_shell_settings().coding_agents.get(cli)  # an unknown CLI: ConfigError naming the configured ones
+    coding_agents = load_shell_settings().coding_agents
+    coding = coding_agents.get(cli)  # an unknown CLI: ConfigError naming the configured ones
     if agent == "mcp" and coding.mcp_client is None:
-        clients = [n for n, c in load_shell_settings().coding_agents.clis.items() if c.mcp_client is not None]
+        clients = [n for n, c in coding_agents.clis.items() if c.mcp_client is not None]
         raise ConfigError(f"agent {name!r}: {cli} does not run as an MCP client; those that do: {', '.join(clients)}")
     return agent, cli
 

@@ -28,7 +28,6 @@ from robodojo.campaigns.results import ZERO_SHOT, EpisodeRow
 # The efficiency core is shared with ``robodojo compare``, a floor below.
 from robodojo.episodes.efficiency import UsageMeans, jointly_solved
 from robodojo.episodes.factory import AGENTS
-from robodojo.episodes.spec import EndReason
 
 Z_95 = 1.96  #: the standard normal quantile of a two-sided 95 % interval
 PERCENT = 100.0  #: Score and SR are on seed 002's 0-100 scale (a row's score is in [0, 1])
@@ -273,7 +272,7 @@ class GroupEndings:
     group: Group
     episodes: int
     successes: int
-    ended_by: Mapping[str, int]  #: end reason -> episodes, in EndReason order
+    ended_by: Mapping[str, int]  #: end reason -> episodes
     per_success: Mapping[str, float | None]
 
 
@@ -282,16 +281,13 @@ PER_SUCCESS_METRICS = ("llm_calls", "input_tokens", "output_tokens", "cost_usd")
 
 def endings(rows: Iterable[EpisodeRow]) -> tuple[GroupEndings, ...]:
     """Per group, in report order: how its episodes ended and what a success cost."""
-    order = {reason.value: i for i, reason in enumerate(EndReason)}
     out = []
     for group, mine in groups(rows).items():
-        counts = Counter(str(r.end_reason) for r in mine)
         successes = sum(r.success for r in mine)
         per_success = {
             m: (sum(float(getattr(r, m)) for r in mine) / successes if successes else None) for m in PER_SUCCESS_METRICS
         }
-        ended_by = {reason: counts[reason] for reason in sorted(counts, key=lambda x: order.get(x, len(order)))}
-        out.append(GroupEndings(group, len(mine), successes, ended_by, per_success))
+        out.append(GroupEndings(group, len(mine), successes, Counter(str(r.end_reason) for r in mine), per_success))
     return tuple(out)
 
 
