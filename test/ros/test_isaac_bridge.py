@@ -277,6 +277,51 @@ def test_a_gripper_trajectory_moves_the_fingers_and_their_mimic_and_finishes(isa
     graph.wait(lambda: at_goal(topics.JOINT_STATES), 10, "the finger at its goal in /joint_states")
 
 
+@pytest.mark.long  # a drill: make test-long (CI runs it after make test)
+def test_an_operators_abuse_moves_nothing_unasked_and_every_request_is_answered(isaac_graph):
+    """Malformed joint states flooding in beside Isaac's, a burst of goals, then a hundred e-stops on an arm at
+    rest: the bridge serves on, each goal and each e-stop gets an answer, and the held arm does not move."""
+    from sensor_msgs.msg import JointState
+    from std_srvs.srv import Trigger
+
+    from robodojo.nodes.operator_services import ESTOP, RELEASE
+
+    graph, _, rec = isaac_graph
+    c = graph.client
+    flood = c.create_publisher(JointState, topics.ISAAC_JOINT_STATES, 100)
+    graph.wait(lambda: flood.get_subscription_count() > 0, 20, "the bridge's subscription")
+    for k in range(500):  # names and positions of different lengths, and empty ones: dropped, logged once
+        names = [f"j{i}" for i in range(k % 7 + 1)]
+        flood.publish(JointState(name=names, position=[0.1] * (len(names) + 1)))
+        flood.publish(JointState())
+    graph.wait(lambda: _tick_counts(rec) is not None, 10, "the bridge's diagnostics after the flood")
+
+    client = gc.move_eef_client(graph)
+    graph.wait(lambda: rec.last(topics.tcp_pose("right")) is not None, START_S, "the TCP poses")
+    z = rec.last(topics.tcp_pose("right")).pose.position.z
+    sent = [graph.call(lambda dz=dz: client.send_goal_async(gc.goal(["right_z"], [z - dz]))) for dz in
+            (0.02, 0.04, 0.03, 0.05, 0.01, 0.02)]  # fmt: skip
+    handles = [gc.wait_future(graph, f, 30, "a goal's acceptance") for f in sent]
+    results = [gc.wait_future(graph, graph.call(h.get_result_async), 90, "a goal's result").result for h in handles
+               if h.accepted]  # fmt: skip
+    assert results and all(r.stop_reason for r in results), [r.stop_reason for r in results]
+
+    time.sleep(1.0)  # the last goal has ended: the arm holds
+    left, right = ROBOT.arm("left").joints, ROBOT.arm("right").joints
+    held = {j: _fake_q(rec)[j] for j in (*left, *right)}
+    estop, release = c.create_client(Trigger, ESTOP), c.create_client(Trigger, RELEASE)
+    graph.wait(lambda: estop.service_is_ready() and release.service_is_ready(), 20, "the operator services")
+
+    def trigger(service) -> Trigger.Response:
+        return gc.wait_future(graph, graph.call(lambda: service.call_async(Trigger.Request())), 20, "an answer")
+
+    answers = [trigger(estop) for _ in range(100)]
+    assert all(a.success and "stopped" in a.message for a in answers), answers[-1]
+    time.sleep(1.0)
+    assert max(abs(_fake_q(rec)[j] - q) for j, q in held.items()) < 1e-3  # a stop never moves an arm at rest
+    assert trigger(release).success
+
+
 def test_freezing_isaac_is_lost_contact_the_trajectory_stops_and_nothing_moves_after(isaac_graph):
     graph, isaac, rec = isaac_graph
     left = ROBOT.arm("left")
