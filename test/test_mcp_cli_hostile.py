@@ -8,7 +8,6 @@ and the record says what happened."""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 
 from robodojo.agents.llm.types import ChatReply, Usage
@@ -89,12 +88,11 @@ def test_a_hostile_mcp_client_reaches_nothing_outside_and_moves_nothing(dual_wor
     mode = McpClientMode("python3 /opt/agent/hostile.py </dev/null", None, {})
     cli = CodingAgentCli("hostile", install, "hostile.py", "true", None, {}, mode)
     settings = replace(settings, coding_agents=replace(coding, clis={"hostile": cli}))
-    temp_before = set(os.listdir("/tmp"))
-
     agent = McpCliAgent("hostile", shell_settings=settings)
     model = _Model()
     try:
         result = run_episode(WorldHost(dual_world), agent, model, EpisodeSpec("general_pickup", 0), tmp_path / "eps")
+        episode_root = agent.root  # its own: other tests' episodes run beside it in the same temp folder
     finally:
         agent.close()
 
@@ -111,7 +109,7 @@ def test_a_hostile_mcp_client_reaches_nothing_outside_and_moves_nothing(dual_wor
     assert report["initialize_after"] == 200, report
     # outside: untouched, and the episode's folders gone (links and FIFO removed without being followed)
     assert canary.read_text() == "untouched"
-    assert not [n for n in set(os.listdir("/tmp")) - temp_before if n.startswith("robodojo-mcp-cli-")]
+    assert episode_root is not None and not episode_root.exists()
     turns = [json.loads(line) for line in (result.folder / "turns.jsonl").read_text().splitlines()]
     assert len(turns) == 1 and turns[0]["details"]["coding_agent"] == "hostile" and turns[0]["finished"]
     assert all(not t["details"]["tool_calls"] or all(c["refused"] for c in t["details"]["tool_calls"]) for t in turns)
