@@ -50,13 +50,12 @@ PARTS: dict[str, tuple[str, ...]] = {
     ),
     "motion": ("30 cm", "two-arm", "mink", "arrival"),
     "calibration": ("hand-eye closed form", "refined flat / closed form", "board placed", "head from placed board"),
-    "mcap_record": (
-        "per-turn write time",
-        "record_observation",
-        "record_turn",
-        "record_tick",
-        "episode.mcap per turn",
-        "for scale",
+    "latency": ("1. success per task and clock", "2. per axis", "3. static unchanged across clocks", "fixed:3"),
+    "records": (
+        "1. episode.mcap at the shipped rates",
+        "record_tick p50/p95/max ms",
+        "2. the campaign report",
+        "report for 20",
     ),
     "code_cell": (
         "kernel round trip",
@@ -111,6 +110,17 @@ PARTS: dict[str, tuple[str, ...]] = {
         "serial  real time",
         "worker  real time",
         "worker / serial (same process)",
+    ),
+    "viewer": (
+        "1. per control step",
+        "no live view",
+        "--view to a file",
+        "--view, stalled viewer (FIFO)",
+        "p50 / no view",
+        "2. robodojo view",
+        "convert time [s]",
+        ".rrd / mcap",
+        "3. stalled viewer",
     ),
     "tasks": (
         "1. the suite",

@@ -1,6 +1,8 @@
-"""The report's PNG figures: written when there is something to show, valid PNG files, nothing otherwise."""
+"""The report's figures: written when there is something to show, as SVG and PNG files, nothing otherwise."""
 
 from __future__ import annotations
+
+from xml.etree import ElementTree
 
 import numpy as np
 from campaign_report_rows import MOVE_EEF, ROWS
@@ -17,16 +19,24 @@ def _is_png(path) -> bool:
     return data.startswith(PNG_SIGNATURE) and len(data) > len(PNG_SIGNATURE)
 
 
-def test_every_figure_is_a_png(tmp_path):
+def _is_svg(path) -> bool:
+    """An SVG that scales: its root has a viewBox (the HTML report sizes it to the page's width)."""
+    root = ElementTree.parse(path).getroot()
+    return root.tag == "{http://www.w3.org/2000/svg}svg" and len(root.get("viewBox", "").split()) == 4
+
+
+def test_every_figure_is_an_svg_and_a_png(tmp_path):
     paths = write_plots(ROWS, tmp_path / "plots")
-    assert [p.name for p in paths] == ["sr_per_task.png", "success_vs_input_tokens.png", "probe_deltas.png"]
-    assert all(_is_png(p) for p in paths)
+    names = ["sr_per_task", "success_vs_input_tokens", "probe_deltas"]
+    assert [p.name for p in paths] == [f"{n}.{fmt}" for n in names for fmt in ("svg", "png")]
+    assert all(_is_svg(p) for p in paths if p.suffix == ".svg") and all(_is_png(p) for p in paths if p.suffix == ".png")
+    assert [p.name for p in write_plots(ROWS, tmp_path / "png", formats=("png",))] == [f"{n}.png" for n in names]
 
 
 def test_figures_with_nothing_to_show_are_not_written(tmp_path):
     assert write_plots([], tmp_path / "none") == [] and not (tmp_path / "none").exists()
     failures = [r for r in MOVE_EEF if not r.success]  # tasks to show, but no success and no condition
-    paths = write_plots(failures, tmp_path / "failures")
+    paths = write_plots(failures, tmp_path / "failures", formats=("png",))
     assert [p.name for p in paths] == ["sr_per_task.png"] and _is_png(paths[0])
     assert sorted(p.name for p in (tmp_path / "failures").iterdir()) == ["sr_per_task.png"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 from campaign_report_rows import CODE_CELL, LLM, MOVE_EEF, PROBE, PROBED, ROWS, row
@@ -10,11 +11,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from robodojo.campaigns.report.stats import (
+    EarlierUsage,
     Group,
+    axis_leaderboard,
     budget_curves,
     efficiency,
+    endings,
+    failure_reasons,
+    holm,
     leaderboard,
     matched_pairs,
+    mcnemar_exact,
     wilson_interval,
 )
 from robodojo.campaigns.results import ZERO_SHOT
@@ -238,3 +245,128 @@ def test_budget_curves_count_successes_within_each_input_token_budget():
     assert probe.budgets_tokens == (1,) and probe.solved_pct == pytest.approx((100 * 4 / 6,))
     assert probe.max_input_tokens == 1
     assert budget_curves([r for r in ROWS if not r.success]) == ()
+
+
+# -- paired tests and the axis leaderboards ------------------------------------------------------------------------
+
+# Exact McNemar: 2 P(X <= min(b, c)) for X ~ Binomial(b + c, 1/2), at most 1.
+#   b=10, c=2: 2 (C(12,0) + C(12,1) + C(12,2)) / 2^12 = 2 (1 + 12 + 66) / 4096 = 158 / 4096 = 0.038574
+#   b=7, c=0: 2 / 2^7 = 0.015625;  b=4, c=1: 2 (1 + 5) / 32 = 0.375;  b=c: 1;  b=1, c=0: 2 / 2 = 1
+MCNEMAR = {(10, 2): 158 / 4096, (2, 10): 158 / 4096, (7, 0): 2 / 128, (4, 1): 12 / 32, (4, 4): 1.0, (1, 0): 1.0,
+           (0, 0): 1.0}  # fmt: skip
+
+
+@pytest.mark.parametrize(("b", "c"), list(MCNEMAR))
+def test_mcnemar_exact_matches_the_binomial_by_hand(b, c):
+    test = mcnemar_exact(b, c)
+    assert (test.b, test.c) == (b, c) and test.p_value == pytest.approx(MCNEMAR[b, c], rel=1e-9)
+
+
+def test_mcnemar_refuses_negative_counts():
+    with pytest.raises(ValueError, match="discordant pair counts >= 0"):
+        mcnemar_exact(-1, 3)
+
+
+def test_holm_step_down_against_published_values():
+    # R: p.adjust(c(0.01, 0.02, 0.03, 0.04, 0.05), "holm") = 0.05 0.08 0.09 0.09 0.09
+    assert holm([0.01, 0.02, 0.03, 0.04, 0.05]) == pytest.approx((0.05, 0.08, 0.09, 0.09, 0.09))
+    # out of order: sorted 0.005 (x4 = 0.02), 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1, raised to 0.06)
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx((0.03, 0.06, 0.06, 0.02))
+    assert holm([0.6, 0.9]) == (1.0, 1.0) and holm([]) == ()
+    with pytest.raises(ValueError, match="p-values in"):
+        holm([1.5])
+
+
+# Four groups (one agent, four LLMs) on the axis "pick": twelve layouts every group ran (task t1 and t2, seeds 0-5),
+# successes per layout below; "a" ran one more layout, which no other group ran (left out of the ranking).
+OUTCOMES = {
+    "a": [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0],  # 11 of 12
+    "b": [1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0],  # 4
+    "c": [0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0],  # 4: ties with b
+    "d": [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],  # 1
+}
+LAYOUTS = [(task, seed) for task in ("t1", "t2") for seed in range(6)]
+
+
+def _axis_rows():
+    rows = []
+    for llm, outcome in OUTCOMES.items():
+        for (task, seed), won in zip(LAYOUTS, outcome, strict=True):
+            rows.append(row("move_eef", "pick", "standard", seed, bool(won), float(won), llm=llm))
+            rows[-1] = dataclasses.replace(rows[-1], task=task, episode_id=f"{llm}-{task}-{seed}")
+    extra = dataclasses.replace(rows[0], seed=6, success=False, episode_id="a-t1-6")
+    return [*rows, extra]
+
+
+def test_an_axis_is_ranked_by_sr_on_shared_layouts_with_holm_corrected_neighbour_tests():
+    board = axis_leaderboard("pick_and_place", _axis_rows(), min_shared_layouts=10, significance_level=0.05)
+    assert board.ranked and board.shared_layouts == 12 and board.pairs == 12 and board.tasks == ("t1", "t2")
+    assert [(e.group.llm, e.rank) for e in board.entries] == [("a", 1), ("b", 2), ("c", 2), ("d", 4)]  # b, c tie
+    a = board.entries[0].rate
+    assert (a.n, a.successes) == (12, 11)  # the layout only "a" ran is not in its rate
+    assert (a.ci_low_pct, a.ci_high_pct) == pytest.approx([100 * v for v in wilson_interval(11, 12)])
+    # a-b: only a on 7 layouts (seeds 4-5 of t1, t2 0-4), only b on none: p = 2 / 2^7 = 0.015625
+    # b-c: 4 and 4: p = 1;  c-d: 4 and 1: p = 0.375.  Holm over three: 0.046875, 1, 0.75
+    tests = [(t.upper.llm, t.lower.llm, t.only_upper, t.only_lower) for t in board.neighbours]
+    assert tests == [("a", "b", 7, 0), ("b", "c", 4, 4), ("c", "d", 4, 1)]
+    assert [t.p_value for t in board.neighbours] == pytest.approx([2 / 128, 1.0, 0.375])
+    assert [t.p_holm for t in board.neighbours] == pytest.approx([3 * 2 / 128, 1.0, 0.75])
+    assert [t.significant for t in board.neighbours] == [True, False, False]
+    stricter = axis_leaderboard("pick_and_place", _axis_rows(), min_shared_layouts=10, significance_level=0.01)
+    assert not any(t.significant for t in stricter.neighbours)
+
+
+def test_an_axis_with_too_few_shared_layouts_has_no_rank():
+    board = axis_leaderboard("pick_and_place", _axis_rows(), min_shared_layouts=13, significance_level=0.05)
+    assert not board.ranked and board.neighbours == ()
+    assert all(e.rank is None for e in board.entries)
+    assert [e.group.llm for e in board.entries] == ["a", "b", "c", "d"]  # report order
+    assert (board.entries[0].rate.n, board.entries[0].rate.successes) == (13, 11)  # every episode it ran
+    # the hand-worked campaign: no layout of the precision axis was run by every group of it
+    (precision,) = [axis_leaderboard("precision", [r for r in ROWS if r.capability == "precision"],
+                                     min_shared_layouts=10, significance_level=0.05)]  # fmt: skip
+    assert not precision.ranked and precision.shared_layouts == 0
+
+
+def test_failure_reasons_group_by_end_reason_and_last_refusal():
+    refused = "target for 'right_z' is outside [#, #]"
+    refusals = {MOVE_EEF[1].episode_id: refused, MOVE_EEF[3].episode_id: refused, MOVE_EEF[4].episode_id: ""}
+    reasons = failure_reasons(MOVE_EEF, refusals)
+    # move_eef's 7 failures all ended by the call budget: 2 after the same refusal, 5 with none
+    assert [(r.end_reason, r.last_refusal, len(r.episodes)) for r in reasons] == [
+        ("llm_call_budget", "", 5),
+        ("llm_call_budget", refused, 2),
+    ]
+    assert reasons[1].episodes == (MOVE_EEF[1].episode_id, MOVE_EEF[3].episode_id)
+    assert reasons[0].by_group == ((Group("move_eef", LLM, ZERO_SHOT), 5),)
+    assert failure_reasons([r for r in ROWS if r.success], {}) == ()
+
+
+def test_endings_charge_the_earlier_tries_to_the_successes():
+    lost = EarlierUsage(tries=2, llm_calls=6, input_tokens=600, output_tokens=60, cost_usd=0.6)
+    plain = {e.group: e for e in endings(ROWS)}
+    charged = {e.group: e for e in endings(ROWS, {MOVE_EEF[0].episode_id: lost})}
+    group = Group("move_eef", LLM, ZERO_SHOT)
+    successes = plain[group].successes
+    assert charged[group].earlier == lost and plain[group].earlier == EarlierUsage()
+    for metric, extra in (("llm_calls", 6), ("input_tokens", 600), ("output_tokens", 60), ("cost_usd", 0.6)):
+        assert charged[group].per_success[metric] == pytest.approx(plain[group].per_success[metric] + extra / successes)
+    assert charged[group].episodes == plain[group].episodes  # a try is not an episode
+    other = Group("code_cell", LLM, ZERO_SHOT)
+    assert charged[other] == plain[other]
+
+
+@given(st.integers(0, 60), st.integers(0, 60))
+def test_mcnemar_is_symmetric_and_a_probability(b, c):
+    p = mcnemar_exact(b, c).p_value
+    assert 0 < p <= 1 and p == mcnemar_exact(c, b).p_value
+    if b == c:
+        assert p == 1.0
+
+
+@given(st.lists(st.floats(0, 1), max_size=12))
+def test_holm_never_lowers_a_p_value_and_keeps_their_order(p_values):
+    adjusted = holm(p_values)
+    assert all(raw <= adj <= 1 for raw, adj in zip(p_values, adjusted, strict=True))
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    assert all(adjusted[i] <= adjusted[j] for i, j in itertools.pairwise(order))

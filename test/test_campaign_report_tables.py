@@ -13,10 +13,13 @@ from robodojo.campaigns.results import EpisodeRow
 
 FILES = [
     "leaderboard.csv",
+    "axis_ranks.csv",
     "tasks.csv",
     "efficiency.csv",
     "endings.csv",
     "matched_pairs.csv",
+    "failure_reasons.csv",
+    "earlier_tries.csv",
     "episodes.csv",
     "report.md",
 ]
@@ -176,3 +179,67 @@ def test_endings_count_every_episode_and_charge_the_failures_to_the_successes(tm
     text = report_markdown(ROWS)
     assert "## How episodes ended, and what a success cost" in text
     assert "| agent | llm | condition | episodes | success | llm_call_budget | LLM calls per success |" in text
+
+
+def test_each_axis_is_ranked_or_says_it_has_too_few_shared_layouts(tmp_path):
+    text = report_markdown(ROWS)
+    assert "## Ranking on the pick_and_place axis" in text and "## Ranking on the precision axis" in text
+    assert "Too few shared layouts to rank: 0 layout(s) (task, variant, seed) of this axis (press, stack)" in text
+    assert ("| rank | agent | llm | condition | episodes | SR [95% CI] | vs next: only this / only next | p "
+            "| p (Holm) | significant at 0.05 |") in text  # fmt: skip
+    assert "| - | move_eef | gpt | zero_shot | 6 | 33.33% [9.7-70.0] | - | - | - | - |" in text
+    write_tables(ROWS, tmp_path)
+    _, ranks = _read(tmp_path / "axis_ranks.csv")
+    assert {(r["axis"], r["ranked"], r["rank"]) for r in ranks} == {("pick_and_place", "False", ""),
+                                                                      ("precision", "False", "")}  # fmt: skip
+
+
+def test_a_ranked_axis_marks_its_significant_neighbour_differences():
+    from test_campaign_report_stats import _axis_rows
+
+    text = report_markdown(_axis_rows())
+    # a (11 of its 12 shared layouts) over b (4): only a won 7 of them, p = 0.0156, Holm x3 = 0.0469 < 0.05
+    assert "| 1 | move_eef | a | zero_shot | 12 | 91.67% [64.6-98.5] | 7 / 0 | 0.016 | 0.047 | yes * |" in text
+    assert "| 2 | move_eef | c | zero_shot | 12 | 33.33% [13.8-60.9] | 4 / 1 | 0.375 | 0.750 | no |" in text
+    assert "| 4 | move_eef | d | zero_shot | 12 | 8.33% [1.5-35.4] | - | - | - | - |" in text
+    assert "Ranked by SR on the 12 layouts" in text and "Holm-adjusted over the axis's 3 neighbour" in text
+
+
+def test_record_findings_add_failure_reasons_and_earlier_tries_with_links(tmp_path):
+    from robodojo.campaigns.report.stats import EarlierUsage
+    from robodojo.campaigns.report.tables import RecordFindings
+    from robodojo.campaigns.report.tries import EarlierTry
+
+    failed = [r for r in ROWS if not r.success]
+    lost = EarlierTry(MOVE_EEF[0].episode_id, 1, "killed", "killed", "ended", "episodes/x/try1",
+                      EarlierUsage(tries=1, llm_calls=3, input_tokens=300, output_tokens=30, cost_usd=0.5),
+                      "requests.jsonl")  # fmt: skip
+    findings = RecordFindings(
+        last_refusals={failed[0].episode_id: "target for 'right_z' is outside [#, #]"},
+        earlier=(lost,),
+        episode_pages={r.episode_id: f"episodes/{r.episode_id}.html" for r in ROWS},
+        campaign_href="..",
+    )
+    text = report_markdown(ROWS, findings=findings)
+    calls = sum(r.llm_calls for r in ROWS) + 3
+    assert f"; {calls:,} LLM calls, $" in text and "(of which 3 calls and $0.50 in 1 earlier tries)" in text
+    assert "## Why episodes failed" in text and "## Killed and retried tries" in text
+    example = failed[0].episode_id
+    assert (
+        f"| llm_call_budget | target for 'right_z' is outside [#, #] | move_eef / gpt / zero_shot: 1 "
+        f"| [{example}](episodes/{example}.html) | 1 |"
+    ) in text
+    assert (
+        f"| [{lost.episode_id}](episodes/{lost.episode_id}.html) | 1 | killed | killed: ended "
+        "| [record folder](../episodes/x/try1/) | 3 | 300 | 30 | 0.5000 |"
+    ) in text
+    write_tables(ROWS, tmp_path, findings=findings)
+    _, earlier = _read(tmp_path / "earlier_tries.csv")
+    assert [(e["episode_id"], e["try"], e["llm_calls"], e["cost_usd"]) for e in earlier] == [
+        (lost.episode_id, "1", "3", "0.5")
+    ]
+    _, reasons = _read(tmp_path / "failure_reasons.csv")
+    assert sum(int(r["episodes"]) for r in reasons) == len(failed)
+    _, ends = _read(tmp_path / "endings.csv")
+    me = _only(ends, agent="move_eef", condition="zero_shot")
+    assert (me["earlier_tries"], me["earlier_llm_calls"]) == ("1", "3")

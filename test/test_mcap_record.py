@@ -60,6 +60,7 @@ def _expected_types(robot) -> dict[str, str]:
         ROBOT_DESCRIPTION_TOPIC: "std_msgs/msg/String",
         TF_TOPIC: "tf2_msgs/msg/TFMessage",
         TF_STATIC_TOPIC: "tf2_msgs/msg/TFMessage",
+        topics.PLANNED_PATH: "visualization_msgs/msg/MarkerArray",
     }
     for arm in robot.arm_names:
         types[topics.tcp_pose(arm)] = "geometry_msgs/msg/PoseStamped"
@@ -147,6 +148,35 @@ def test_both_readers_see_the_expected_topics_and_counts(replayed, dual_world):
     assert len(by_mcap[ACTION_TOPIC]) == len(by_mcap[TOOL_RESULT_TOPIC]) == turns
     assert [m.data for *_, m in by_mcap[INSTRUCTION_TOPIC]] == [dual_world.instruction]
     assert [m.data for *_, m in by_rosbags[INSTRUCTION_TOPIC]] == [dual_world.instruction]
+
+
+def test_each_motion_played_is_drawn_from_where_the_grasp_point_was_to_its_target(replayed, dual_world):
+    replayed, _ = replayed
+    by_mcap = _read_mcap_ros2(replayed.folder / MCAP_FILE)
+    moves = [t["move"] for t in _jsonl(replayed.folder, "turns.jsonl") if t.get("move")]
+    played = [m for m in moves if m["accepted"] and m["steps_used"] > 0]
+    assert played and len(by_mcap[topics.PLANNED_PATH]) == len(played)
+    joints = {log_time: msg for log_time, _, _, msg in by_mcap[topics.JOINT_STATES]}
+    tcp = {
+        arm: {t: msg.pose.position for t, _, _, msg in by_mcap[topics.tcp_pose(arm)]}
+        for arm in dual_world.robot.arm_names
+    }
+    for (log_time, _, _, array), move in zip(by_mcap[topics.PLANNED_PATH], played, strict=True):
+        assert log_time in joints  # stamped with the joint state the motion started from
+        lines = {m.id: m for m in array.markers if m.ns == "planned_path"}
+        spheres = {m.id: m for m in array.markers if m.ns == "target"}
+        assert set(lines) == set(spheres) and len(lines) == len(move["arms"])
+        for marker_id, line in lines.items():
+            assert line.type == 4 and line.header.frame_id == "world"
+            assert len(line.points) == move["waypoints"] + 1  # the start state and every point played
+            end, target = line.points[-1], spheres[marker_id].pose.position
+            # a completed move's planned path ends at its target (the planner's IK tolerance)
+            if move["stop_reason"] == "completed":
+                assert np.linalg.norm([end.x - target.x, end.y - target.y, end.z - target.z]) < 0.005
+        # the path starts at a grasp point the record holds (the state after the turn before)
+        starts = [(p.x, p.y, p.z) for p in (line.points[0] for line in lines.values())]
+        recorded = [(q.x, q.y, q.z) for arm in tcp for t, q in tcp[arm].items() if t <= log_time]
+        assert all(min(np.linalg.norm(np.subtract(s, r)) for r in recorded) < 0.002 for s in starts)
 
 
 def test_stamps_are_simulation_time_and_never_go_back(replayed, dual_world):

@@ -197,6 +197,9 @@ def test_colcon_build_installs_library_and_share(colcon_installs):
         assert inits[0].read_bytes() == (ROOT / "src" / "robodojo" / "__init__.py").read_bytes()
         # a copy install copies, or the install tree would break when build/ goes
         assert inits[0].is_symlink() == (kind == "symlink"), f"{kind} install: {inits[0]}"
+        # package data the library reads at run time: the report's page templates (jinja2.PackageLoader)
+        templates = inits[0].parent / "campaigns" / "report" / "templates"
+        assert (templates / "index.html.j2").is_file(), f"{kind} install: no report templates in {templates.parent}"
         for folder in ("urdf", "config", "launch", "rviz"):
             if (ROOT / folder).is_dir() and any((ROOT / folder).iterdir()):
                 assert (prefix / "share" / "agent_bringup" / folder).is_dir(), f"{kind}: {folder}/ was not installed"

@@ -15,6 +15,7 @@ from robodojo.sim.variants import VARIANTS
 
 if TYPE_CHECKING:
     from robodojo.campaigns.reporting import ReportFiles
+    from robodojo.episodes.clock import ClockSetting
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -207,6 +208,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from robodojo.sim.tasks import get_task
     from robodojo.sim.world import EmbeddedWorld
 
+    _start_view(args, one_episode=True)
     spec = EpisodeSpec(task=args.task, seed=args.seed, variant=args.variant, llm_call_budget=args.budget)
     robot = get_task(args.task).robot
     settings = llm_settings(args)
@@ -216,7 +218,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         try:
             agent = _make_agent(args, reply_reserve_tokens=llm.max_output_tokens)
             try:
-                result = run_episode(WorldHost(world), agent, llm, spec, Path(args.out), model=llm.model)
+                result = run_episode(
+                    WorldHost(world), agent, llm, spec, Path(args.out), model=llm.model, clock=args.clock
+                )
             finally:
                 getattr(agent, "close", lambda: None)()
         finally:
@@ -229,11 +233,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         f"  {result.llm_calls} LLM calls, {u.input_tokens} input tokens ({u.cached_input_tokens} cached), "
         f"{u.output_tokens} output tokens ({u.reasoning_tokens} reasoning), ${u.cost_usd:.4f}; "
         f"{result.steps_used} env steps; "
-        f"{result.wall_time_s:.1f} s\n  record: {result.folder}/"
+        f"{result.wall_time_s:.1f} s{_latency_text(args.clock, result.latency_applied_s)}\n  record: {result.folder}/"
     )
     if result.error:  # why it ended (llm_error, backend_lost, ...): the last line is the cause
         print(f"  error: {result.error.strip().splitlines()[-1]}")
     return 0 if result.success else 1
+
+
+def _latency_text(clock: ClockSetting | None, latency_s: float) -> str:
+    """What a clock that is not paused let pass, for the episode's summary line."""
+    return "" if clock is None or clock.is_paused else f"; clock {clock.text}: {latency_s:.1f} s of latency applied"
 
 
 def _cmd_evolve(args: argparse.Namespace) -> int:
@@ -279,7 +288,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     settings = load_mcp_settings()
     budget = args.max_calls if args.max_calls is not None else settings.call_budget
     spec = EpisodeSpec(task=args.task, seed=args.seed, variant=args.variant, llm_call_budget=budget)
-    plan = McpPlan(spec, args.tools, args.transport, Path(args.out), host=args.host, port=args.port)
+    plan = McpPlan(spec, args.tools, args.transport, Path(args.out), host=args.host, port=args.port, clock=args.clock)
     result = serve_episode(plan, settings)
     # stderr: with --transport stdio, stdout was the protocol's
     if result is None:
@@ -316,6 +325,7 @@ def _add_mcp(sub: argparse._SubParsersAction) -> None:
         "--max-calls", type=_positive_int, default=None,
         help="tool calls the episode allows (default: config/agents/mcp.yaml call_budget)",
     )  # fmt: skip
+    add_clock_option(mcp)
     mcp.set_defaults(func=_cmd_mcp)
 
 
@@ -370,6 +380,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     from robodojo.nodes.graph_choices import HARDWARE, backend, task_or_default
     from robodojo.nodes.process_graph import run_graph
 
+    _start_view(args, one_episode=True)  # the agent node's episodes read it from the environment they inherit
     if args.hardware in HARDWARE:
         backend("", args.hardware, args.robot)  # a driver of another robot: refused in one line
     args.task = task_or_default(args.robot, args.task or "")
@@ -389,6 +400,8 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         agent_params["mcp_tools"] = args.mcp_tools
     if args.mcp_port is not None:
         agent_params["mcp_port"] = args.mcp_port
+    if args.clock is not None:  # else config/nodes.yaml's: real
+        agent_params["clock"] = args.clock.text
     config_param = "isaac_config" if args.hardware == "isaac" else "hardware_config"
     hardware_params = {config_param: args.hardware_config or ""}
     if args.hardware == "franka":
@@ -463,10 +476,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.budget < 1:
         raise ConfigError(f"--budget must be at least 1, got {args.budget}")
     tasks, seeds, out = parse_tasks(args.tasks), parse_seeds(args.seeds), Path(args.out)
+    _start_view(args, one_episode=False)
     settings = llm_settings(args)
     print(
         f"comparing {', '.join(agents)} on {', '.join(tasks)}, seeds {args.seeds} ({args.variant}), "
-        f"LLM-call budget {args.budget}",
+        f"LLM-call budget {args.budget}, clock {args.clock.text}",
         flush=True,
     )
     for agent, spec in specs.items():
@@ -483,6 +497,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         settings=settings,
         tool_choice=args.tool_choice,
         agent_options=agent_options(args),
+        clock=args.clock,
     )
     summary = summarize(outcomes, agents)
     print()
@@ -499,6 +514,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         "max_retries": settings.max_retries,
         "tool_choice": args.tool_choice,
         "reasoning_effort": settings.reasoning_effort,
+        "clock": args.clock.text,
     }
     write_report(out / "compare.json", outcomes, summary, request)
     print(f"\nreport: {out / 'compare.json'}; episode records under {out / 'episodes'}/")
@@ -517,9 +533,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     overrides = {
         "name": args.name, "tasks": args.tasks, "seeds": args.seeds, "variants": args.variants,
         "agents": args.agents, "llm_call_budget": args.budget, "retries": args.retries,
-        "llms": {llm_name(spec): spec for spec in args.llm} if args.llm else None,
+        "llms": {llm_name(spec): spec for spec in args.llm} if args.llm else None, "clock": args.clock,
     }  # fmt: skip
+    if args.spec is None and args.ray is not None and _names_a_spec(args.ray):
+        args.spec, args.ray = args.ray, "local"  # `eval --ray SPEC`: --ray's optional ADDRESS took the spec
     spec = load_campaign_spec(args.spec, overrides)
+    _start_view(args, one_episode=False)  # the workers' episodes read it from the environment they inherit
     out = Path(args.out or f"out/campaigns/{spec.name}")
     per_worker = args.per_worker or spec.default_per_worker()
     if args.ray is not None:
@@ -561,6 +580,95 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if report.working else 1
 
 
+def _cmd_view(args: argparse.Namespace) -> int:
+    from robodojo.episodes.viewing.commands import view_episode, wait_while_serving
+
+    save = Path(args.save) if args.save else None
+    report = view_episode(
+        Path(args.episode), save=save, spawn=args.spawn, connect=args.connect or "", serve=args.serve, port=args.port
+    )
+    print(report.text())
+    if args.serve:
+        print(f"serving {report.url}: open it with `rerun {report.url}`; Ctrl-C stops")
+        wait_while_serving()
+    return 0
+
+
+def _add_view(sub: argparse._SubParsersAction) -> None:
+    view = sub.add_parser(
+        "view",
+        help="an episode in Rerun: episode.mcap as episode.rrd beside it (default: `rerun episode.rrd` opens it), "
+        "or streamed to a viewer",
+    )
+    view.add_argument("episode", metavar="EPISODE", help="an episode folder or its episode.mcap")
+    view.add_argument(
+        "--save", metavar="FILE.rrd", default=None,
+        help="write the recording here (default with no other target: episode.rrd beside the episode.mcap)",
+    )  # fmt: skip
+    view.add_argument("--spawn", action="store_true", help="start a native Rerun viewer here and stream to it")
+    view.add_argument(
+        "--connect", metavar="URL", default=None,
+        help="stream to a running viewer or server, e.g. rerun+http://127.0.0.1:9876/proxy",
+    )  # fmt: skip
+    view.add_argument(
+        "--serve", action="store_true",
+        help="serve the recording over gRPC from this process until Ctrl-C (a viewer connects with `rerun URL`; no "
+        "web viewer: its analytics cannot be turned off)",
+    )  # fmt: skip
+    view.add_argument(
+        "--port", type=int, default=None, help="--spawn/--serve: the gRPC port (default config/view.yaml)"
+    )
+    view.set_defaults(func=_cmd_view)
+
+
+def add_view_option(parser: argparse.ArgumentParser) -> None:
+    """``--view [TARGET]``: every episode shown live in Rerun as it runs (robodojo.episodes.viewing.live)."""
+    parser.add_argument(
+        "--view", nargs="?", const="spawn", default=None, metavar="TARGET",
+        help="show the episodes live in Rerun: spawn (the default: a native viewer here), rrd (episode.rrd in each "
+        "episode's folder), a rerun+http://HOST:PORT/proxy URL, or FILE.rrd (one episode); Rerun's analytics are "
+        "turned off first",
+    )  # fmt: skip
+
+
+def add_clock_option(parser: argparse.ArgumentParser, *, sweep: bool = False, default: str | None = "paused") -> None:
+    """``--clock``: how much world time a model call costs (robodojo.episodes.clock); ``sweep``: several, each a
+    campaign condition."""
+    from robodojo.episodes.clock import CLOCK_FORMS, ClockSetting, parse_clock_sweep
+
+    def one(text: str) -> ClockSetting:
+        try:
+            return ClockSetting.parse(text)
+        except RobodojoError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    def several(text: str) -> str:
+        try:
+            return ",".join(c.text for c in parse_clock_sweep(text))
+        except RobodojoError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    what = "clocks separated by commas, each a condition (fixed:0,1,3,10)" if sweep else "the clock"
+    default_text = (
+        "paused (the default) lets none pass" if default == "paused" or sweep
+        else "the world never waits on the graph: real (the default) adds nothing to it"
+    )  # fmt: skip
+    parser.add_argument(
+        "--clock", type=several if sweep else one, default=None if sweep else default, metavar="CLOCK",
+        help=f"world time a model call costs, {what}: {CLOCK_FORMS}; {default_text}; fixed:S compares across "
+        "machines and models (docs/clock.md)",
+    )  # fmt: skip
+
+
+def _start_view(args: argparse.Namespace, *, one_episode: bool) -> None:
+    """``--view``: set up the live target every episode of this process and its children reads."""
+    if getattr(args, "view", None) is None:
+        return
+    from robodojo.episodes.viewing.commands import start_live_view
+
+    print(f"live view: {start_live_view(args.view, one_episode=one_episode)}", file=sys.stderr)
+
+
 def _add_doctor(sub: argparse._SubParsersAction) -> None:
     from robodojo.agents.llm.settings import REASONING_EFFORTS
 
@@ -575,6 +683,11 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
         help="the effort to probe, sent as the profile sends it (default: config/llm.yaml's, if any)",
     )  # fmt: skip
     doctor.set_defaults(func=_cmd_doctor)
+
+
+def _names_a_spec(value: str) -> bool:
+    """Whether a value given to ``--ray`` is a campaign spec, not an address."""
+    return value.endswith((".yaml", ".yml")) or Path(value).is_file()
 
 
 def _add_eval(sub: argparse._SubParsersAction) -> None:
@@ -612,6 +725,8 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
         help="run the episodes as Ray actors: on the cluster at ADDRESS ('auto': the one this machine is in), or on "
         "a Ray started here without one; --workers actors",
     )  # fmt: skip
+    add_clock_option(evaluate, sweep=True)
+    add_view_option(evaluate)
     evaluate.set_defaults(func=_cmd_eval)
     report = sub.add_parser(
         "report", help="write a campaign's report (tables, plots, HTML with a page per episode) into DIR/report"
@@ -672,6 +787,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--pose-jitter", type=float, default=None, help="mean per-move pose jitter [m]")
     run.add_argument("--demonstration", default=None, help="folder of a recorded demonstration (one-shot)")
+    add_clock_option(run)
+    add_view_option(run)
     run.set_defaults(func=_cmd_run)
     evolve = sub.add_parser(
         "evolve", help="seed 003's repair loop: the shell agent attempts layouts, an optimizer agent repairs its tools"
@@ -718,6 +835,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_agent_options(compare)
     compare.add_argument("--budget", type=int, default=100, help="LLM-call budget per episode (default 100)")
     compare.add_argument("--out", default="out/compare", help="compare.json and episodes/ (default out/compare)")
+    add_clock_option(compare)
+    add_view_option(compare)
     compare.set_defaults(func=_cmd_compare)
     _add_eval(sub)
     calibrate.add_parser(sub)
@@ -745,6 +864,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_llm_options(graph)
     add_agent_options(graph, image_horizon=False)
     graph.add_argument("--out", default="out/episodes", help="episode records go here (default out/episodes)")
+    add_clock_option(graph, default=None)
     graph.add_argument("--log-dir", default="out/graph", help="one log file per node (default out/graph)")
     graph.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: the environment's)")
     graph.add_argument(
@@ -786,6 +906,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="25 Hz trajectory points every episode may play (default: the task's); a calibration session needs more",
     )
+    add_view_option(graph)
     graph.set_defaults(func=_cmd_graph)
     judge = sub.add_parser(
         "judge", help="real robots: the operator's verdict on the running episode, or --ready after a reset"
@@ -810,6 +931,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.set_defaults(func=_cmd_render)
     _add_scene(sub)
     _add_record(sub)
+    _add_view(sub)
     _add_doctor(sub)
     _add_mcp(sub)
     return parser

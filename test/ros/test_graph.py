@@ -304,11 +304,23 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
         for arm, report in g["move"]["arms"].items():
             assert abs(report["pos_error_mm"] - loc["move"]["arms"][arm]["pos_error_mm"]) < 3.0
     # The agent node writes the same episode.mcap as the in-process run (rosbags reads both): the same topics, one
-    # action per turn, the joint states at the start and after each turn.
+    # action per turn; the joint states (with /tf) of every control step, in process one per step and the start, on
+    # the graph every state the simulator published at its physics rate while the arms moved, stamped within its step.
     on_graph_mcap, local_mcap = _mcap_topic_counts(graph_folder), _mcap_topic_counts(local_folder)
     assert set(on_graph_mcap) == set(local_mcap)
     assert on_graph_mcap["/agent/action"] == local_mcap["/agent/action"] == len(on_graph["turns"])
-    assert on_graph_mcap[topics.JOINT_STATES] == len(on_graph["turns"]) + 1
+    assert local_mcap[topics.JOINT_STATES] == local_mcap["/tf"] == local["metrics"]["steps_used"] + 1
+    steps = on_graph["metrics"]["steps_used"]
+    stamps = _joint_state_stamps_ns(graph_folder)
+    assert stamps == sorted(stamps) and on_graph_mcap["/tf"] == len(stamps)
+    step_ns = round(world.robot.control_dt_s * 1e9)
+    covered = {stamp // step_ns for stamp in stamps}
+    # best-effort joint states may lose one now and then, never most of a step's several
+    assert len(covered & set(range(steps + 1))) >= 0.95 * (steps + 1), (steps, sorted(covered))
+    assert len(stamps) > 2 * steps  # between the steps too: the physics rate, not the step rate
+    # the motion server's planned paths, one per motion played (a trajectory sent again is drawn again)
+    played = [t for t in on_graph["turns"] if t.get("move") and t["move"]["accepted"] and t["move"]["steps_used"]]
+    assert local_mcap[topics.PLANNED_PATH] == len(played) <= on_graph_mcap[topics.PLANNED_PATH] <= 2 * len(played)
 
 
 def _mcap_topic_counts(folder: Path) -> dict[str, int]:
@@ -316,6 +328,14 @@ def _mcap_topic_counts(folder: Path) -> dict[str, int]:
 
     with AnyReader([folder / "episode.mcap"]) as reader:
         return {c.topic: c.msgcount for c in reader.connections}
+
+
+def _joint_state_stamps_ns(folder: Path) -> list[int]:
+    from rosbags.highlevel import AnyReader
+
+    with AnyReader([folder / "episode.mcap"]) as reader:
+        connections = [c for c in reader.connections if c.topic == topics.JOINT_STATES]
+        return [stamp for _, stamp, _ in reader.messages(connections=connections)]
 
 
 @pytest.mark.long

@@ -37,11 +37,12 @@ MAX_LAPSED_LEASES = 5  # goals the step-budget drill lets end on a lapsed lease 
 MAX_START_DELAY_S = 10.0  # config/control.yaml: the controllers refuse a trajectory stamped further ahead
 
 
-def _start(graph, sim_params: dict | None = None, **motion_params):
-    """sim_node and motion_server_node (``motion_params`` over the graph tests' defaults), a recorder, a client."""
+def _start(graph, sim_params: dict | None = None, sim_remaps: dict[str, str] | None = None, **motion_params):
+    """sim_node (its topics remapped by ``sim_remaps``) and motion_server_node (``motion_params`` over the graph
+    tests' defaults), a recorder, a client."""
     rec = gc.Recorder()
     gc.subscribe(graph, rec, cameras=False)
-    graph.start("sim_node", **(sim_params or {}))
+    graph.start("sim_node", remaps=sim_remaps, **(sim_params or {}))
     params = {"use_sim_time": True, "joint_state_timeout_s": gc.JOINT_STATE_TIMEOUT_S, **motion_params}
     graph.start("motion_server_node", **params)
     client = gc.move_eef_client(graph)
@@ -139,6 +140,30 @@ def test_a_trajectory_the_controllers_refuse_is_a_refusal_and_nothing_moves(grap
     assert result.steps_used == 0 and not any(a.reached for a in result.arms)
     time.sleep(0.5)
     assert np.max(np.abs(_left_q(rec.last(topics.JOINT_STATES)) - before)) < 1e-3
+
+
+def test_a_trajectory_whose_reports_are_lost_plays_once_and_is_answered_by_the_joint_states(graph):
+    """The controllers play the trajectory but none of their reports arrives (here: their status topics remapped
+    away): the motion server must not send a playing trajectory again; it follows it on the joint states and answers
+    what they show, saying so."""
+    from action_msgs.msg import GoalStatus
+
+    lost = {topics.trajectory_status(c): f"/lost{topics.trajectory_status(c)}" for c in _controllers()}
+    rec, client = _start(graph, sim_remaps=lost)
+    response = gc.wait_future(graph, _send_async(graph, client, _long_goal(rec)), RESULT_TIMEOUT_S, "the result")
+    result = response.result
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, (result.stop_reason, result.stop_detail)
+    assert result.accepted and result.stop_reason == "completed" and "reports" in result.stop_detail, result
+    assert all(a.reached for a in result.arms if a.arm == "left"), result.arms
+    _reported_pose_is_the_last_joint_states(result, rec)
+    motion_log = next(n for n in graph.nodes if n.node == "motion_server_node").output()
+    assert "sending it again" not in motion_log, motion_log[-2000:]
+
+
+def _controllers() -> list[str]:
+    return [
+        c for arm in ROBOT.arm_names for c in (topics.arm_controller_name(arm), topics.gripper_controller_name(arm))
+    ]
 
 
 def test_a_goal_cut_by_the_step_budget_is_aborted_not_succeeded(graph):

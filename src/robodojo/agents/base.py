@@ -18,6 +18,35 @@ from robodojo.motion.report import MoveReport
 from robodojo.robots.config import RobotConfig
 
 
+class AgentTime(Protocol):
+    """Where an agent reports time it spent that the runner cannot see from outside, so that the episode's clock
+    (robodojo.episodes.clock, ``--clock``) lets that much world time pass. Model calls made through the ``llm`` a turn
+    is handed are timed by the runner itself; only what happens elsewhere is reported here."""
+
+    def model_called(self, wall_s: float) -> None:
+        """A decision of a model the runner's LLM caller does not carry took ``wall_s`` [s] (an MCP client's time to
+        its tool call); called before the decision acts."""
+        ...
+
+    def computed(self, wall_s: float) -> None:
+        """The agent's own code computed for ``wall_s`` [s] between robot calls (a code cell between robo calls);
+        called before the next robot call."""
+        ...
+
+
+class NoAgentTime:
+    """An :class:`AgentTime` that lets no time pass: the world waits for the agent (the ``paused`` clock)."""
+
+    def model_called(self, wall_s: float) -> None:
+        """Nothing passes."""
+
+    def computed(self, wall_s: float) -> None:
+        """Nothing passes."""
+
+
+NO_AGENT_TIME = NoAgentTime()
+
+
 @dataclass(frozen=True)
 class EpisodeContext:
     """Everything an agent may use during one episode."""
@@ -33,6 +62,8 @@ class EpisodeContext:
     #: the backend's cameras give depth images (``backend.observe(cameras, depth=True)``): declared by whoever builds
     #: the context (the embedded world's do; the ROS graph's topic view and real cameras without RGB-D do not)
     has_depth: bool = False
+    #: where the agent reports its own time (code cells' computing, an MCP client's decisions); the runner sets it
+    agent_time: AgentTime = NO_AGENT_TIME
 
 
 @dataclass(frozen=True)
@@ -49,6 +80,8 @@ class TurnRecord:
     finished: bool = False  # the agent declared the episode over (code-cell finish tool)
     details: dict[str, Any] = field(default_factory=dict)  # agent-specific extras for the record (e.g. give_up reason)
     robo_calls: list[Any] = field(default_factory=list)  # code cells: the robo calls this turn made (robo_calls.jsonl)
+    #: world time [s] the episode's clock let pass for this turn's model calls and computing (the runner fills it in)
+    latency_applied_s: float = 0.0
 
 
 class LlmCaller(Protocol):

@@ -14,6 +14,8 @@ import multiprocessing
 import os
 import queue
 import signal
+import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,6 +30,13 @@ from robodojo.errors import ConfigError
 STOP = None  #: a worker's job queue item asking its threads to end
 WORKER_JOIN_S = 10.0  #: how long a worker may take to end its threads when the campaign closes
 PARENT_CHECK_S = 1.0  #: how often a worker checks that the coordinator is still there
+#: A Ray address that does not take a TCP connection within this is not a cluster: said at once, where ray.init would
+#: wait 41 s per attempt and try again.
+RAY_PROBE_TIMEOUT_S = 5.0
+RAY_GCS_PORT = 6379  #: Ray's default ports when an address names none: the GCS (ray start --head) ...
+RAY_CLIENT_PORT = 10001  #: ... and the Ray Client server (ray://)
+#: where `ray start` notes the cluster this machine is in (what address "auto" reads when RAY_ADDRESS is not set)
+RAY_CURRENT_CLUSTER = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
 
 
 class Engine(Protocol):
@@ -172,6 +181,37 @@ class LocalEngine:
 # -- Ray ------------------------------------------------------------------------------------------------------------
 
 
+def check_ray_address(address: str) -> None:
+    """ConfigError, at once and in one line, unless a Ray cluster may answer at ``address`` (host[:port],
+    ray://host[:port], or "auto": RAY_ADDRESS, else the cluster `ray start` left noted on this machine): something
+    must accept a TCP connection there within RAY_PROBE_TIMEOUT_S."""
+    given = address
+    if address == "auto":
+        noted = RAY_CURRENT_CLUSTER.read_text().strip() if RAY_CURRENT_CLUSTER.is_file() else ""
+        address = os.environ.get("RAY_ADDRESS", "") or noted
+        if not address or address == "auto":
+            raise ConfigError(
+                "--ray auto: no Ray cluster on this machine (RAY_ADDRESS is not set and `ray start` noted none in "
+                f"{RAY_CURRENT_CLUSTER}); start one with `ray start --head`, or give its address"
+            )
+    client, rest = address.startswith("ray://"), address.removeprefix("ray://")
+    host, _, port_text = rest.rpartition(":") if ":" in rest else (rest, "", "")
+    try:
+        port = int(port_text) if port_text else (RAY_CLIENT_PORT if client else RAY_GCS_PORT)
+    except ValueError:
+        raise ConfigError(f"--ray {given}: '{port_text}' is not a port (host:port, ray://host:port or auto)") from None
+    if not host or not 0 < port < 65536:
+        raise ConfigError(f"--ray {given}: not an address (host:port, ray://host:port or auto)")
+    try:
+        socket.create_connection((host.strip("[]"), port), timeout=RAY_PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ConfigError(
+            f"--ray {given}: nothing answers at {host}:{port} ({why} within {RAY_PROBE_TIMEOUT_S:.0f} s): is the "
+            "cluster running (`ray status` on its head node)?"
+        ) from None
+
+
 class RayEngine:
     """``workers`` Ray actors (one CPU each, ``per_worker`` episodes at a time in threads) on the cluster at
     ``address`` ("auto": the running cluster this machine belongs to; None: a Ray started here for the campaign).
@@ -188,6 +228,8 @@ class RayEngine:
             raise ConfigError(f"--workers and --per-worker must be at least 1, got {workers} and {per_worker}")
         self._ray = ray
         self._started_here = not ray.is_initialized()
+        if self._started_here and address is not None:
+            check_ray_address(address)
         if self._started_here:
             ray.init(address=address, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
         self.campaign_dir = campaign_dir

@@ -62,7 +62,7 @@ def job_row(
         **{**outcome, "error": error.splitlines()[-1] if error else ""},
         episode_id=job.episode_id, task=job.task, variant=job.variant, seed=job.seed, agent=job.agent, llm=job.llm,
         condition=job.condition.name, capability=get_task(job.task).capability, tries=try_index,
-        folder=str(folder.relative_to(campaign_dir)),
+        folder=str(folder.relative_to(campaign_dir)), clock=job.condition.clock,
     )  # fmt: skip
 
 
@@ -99,6 +99,7 @@ def run_job(job: EpisodeJob, campaign_dir: str | Path, try_index: int) -> Episod
             tool_choice=options.get("tool_choice", "profile"),
             agent_options={**job.agent_options, "probes": job.condition.probe_options() or None},
             crash_log=out_root / CRASH_FILE,
+            clock=job.condition.clock_setting,
         )
         result = run_one(_world(get_task(job.task).robot), run)
         return job_row(job, try_index, campaign_dir, result.folder, result.outcome_fields())

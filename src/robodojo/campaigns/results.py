@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from robodojo.episodes.clock import PAUSED
 from robodojo.episodes.spec import EpisodeOutcome
 
 ZERO_SHOT = "zero_shot"  #: the condition name of an episode with no probe and no demonstration
@@ -19,7 +20,8 @@ class EpisodeRow(EpisodeOutcome):
 
     ``llm`` is the LLM's name in the campaign spec (not its spec text, which may hold per-episode placeholders);
     ``condition`` is :data:`ZERO_SHOT` or the name of a probe or demonstration condition; ``capability`` is the
-    task's capability axis (seed 002's leaderboard groups tasks by it). ``folder`` is the episode record's path
+    task's capability axis (seed 002's leaderboard groups tasks by it); ``clock`` the condition's clock (the report's
+    success against latency groups by it). ``folder`` is the episode record's path
     relative to the campaign folder. ``tries`` counts the runs it took (a crashed run is retried up to the campaign's
     bound; each try's record is kept). ``error`` is the last line of the cause.
     """
@@ -34,6 +36,7 @@ class EpisodeRow(EpisodeOutcome):
     capability: str
     tries: int = 1
     folder: str = ""
+    clock: str = PAUSED  #: the condition's clock (robodojo.episodes.clock): the world time a model call cost
 
     @property
     def layout(self) -> tuple[str, str, int]:

@@ -18,6 +18,8 @@ A spec file, every key but ``tasks`` optional::
       flip_ud: {probes: {flip_vision_ud: true}}
       jitter: {probes: {pose_jitter_m: 0.1}}
       demo_images: {demonstration: demos/general_pickup, demonstration_mode: images}
+      slow_model: {clock: "fixed:3"}       # every model call costs 3 s of world time (robodojo.episodes.clock)
+    clock: fixed:0,1,3,10                  # optional: every condition above under each clock (--clock)
     llm_call_budget: 100
     retries: 2                             # re-runs of a crashed episode (each try is kept)
     agent_options: {images: all, image_horizon: 2, context_tokens: null}
@@ -25,8 +27,11 @@ A spec file, every key but ``tasks`` optional::
                   reasoning_effort: null, tool_choice: profile}
 
 LLM specs may hold ``{task}`` and ``{seed}``, filled per episode. Probes and demonstrations are move_eef's (seed 002):
-a condition other than zero-shot gives the code-cell agent no episodes. An episode whose replay script does not
-exist is left out of the grid and listed (:attr:`CampaignGrid.skipped`), as ``robodojo compare`` does.
+a condition with probes or a demonstration gives the code-cell agent no episodes. A clock applies to every agent;
+the ``clock`` key crosses every condition with each clock it lists: the zero-shot condition becomes the clock's own
+(``fixed_1s``), another ``<name>_<clock>`` (``flip_ud_fixed_1s``); a paused clock keeps the name. An episode whose
+replay script does not exist is left out of the grid and listed (:attr:`CampaignGrid.skipped`), as ``robodojo
+compare`` does.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import yaml
 
 from robodojo.agents.llm.settings import check_reasoning_effort
 from robodojo.campaigns.results import ZERO_SHOT
+from robodojo.episodes.clock import PAUSED, ClockSetting, parse_clock_sweep
 from robodojo.episodes.compare import fill_spec, missing_script, parse_seeds
 from robodojo.episodes.factory import DEFAULT_AGENTS, split_agent
 from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET
@@ -53,10 +59,10 @@ from robodojo.errors import ConfigError, UnknownNameError
 DEFAULT_RETRIES = 2
 MAX_RETRIES = 10
 SPEC_KEYS = (
-    "name", "tasks", "variants", "seeds", "agents", "llms", "conditions", "llm_call_budget", "retries",
+    "name", "tasks", "variants", "seeds", "agents", "llms", "conditions", "clock", "llm_call_budget", "retries",
     "agent_options", "llm_options",
 )  # fmt: skip
-CONDITION_KEYS = ("probes", "demonstration", "demonstration_mode")
+CONDITION_KEYS = ("probes", "demonstration", "demonstration_mode", "clock")
 AGENT_OPTION_KEYS = ("images", "image_horizon", "context_tokens")
 LLM_OPTION_KEYS = (
     "llm_config", "base_url", "timeout_s", "retries", "max_output_tokens", "reasoning_effort", "tool_choice",
@@ -69,12 +75,18 @@ REMOTE_LLM_PER_WORKER = 8
 
 @dataclass(frozen=True)
 class Condition:
-    """A named episode condition: zero-shot (nothing set), seed 002's probes, or a one-shot demonstration."""
+    """A named episode condition: zero-shot (nothing set), seed 002's probes, or a one-shot demonstration; and the
+    clock its episodes run under (any agent's)."""
 
     name: str
     probes: Mapping[str, Any] = field(default_factory=dict)
     demonstration: str = ""  #: a demonstration folder ("" for none)
     demonstration_mode: str = "images"
+    clock: str = PAUSED  #: robodojo.episodes.clock's setting, in its canonical text
+
+    @property
+    def clock_setting(self) -> ClockSetting:
+        return ClockSetting.parse(self.clock)
 
     @property
     def is_zero_shot(self) -> bool:
@@ -155,9 +167,13 @@ class CampaignSpec:
         values["seeds"] = list(self.seeds)
         values["llms"] = {name: dict(specs) for name, specs in self.llms.items()}
         values["conditions"] = {
-            c.name: {k: v for k, v in dataclasses.asdict(c).items() if k != "name" and v not in ({}, "")}
+            # the defaults left out: a campaign from before clocks keeps its fingerprint (and resumes)
+            c.name: {
+                k: v for k, v in dataclasses.asdict(c).items()
+                if k != "name" and v not in ({}, "") and not (k == "clock" and v == PAUSED)
+            }
             for c in self.conditions
-        }
+        }  # fmt: skip
         for c in values["conditions"].values():
             if "demonstration" not in c:
                 c.pop("demonstration_mode", None)
@@ -229,6 +245,8 @@ def campaign_spec_from_dict(values: Mapping[str, Any], source: str = "the campai
     seeds = _seeds(values.get("seeds", [0]), source)
     llms = _llms(values.get("llms"), agents, source)
     conditions = _conditions(values.get("conditions", {ZERO_SHOT: {}}), source)
+    if values.get("clock") is not None:
+        conditions = _with_clocks(conditions, values["clock"], source)
     budget = _int(values.get("llm_call_budget", DEFAULT_LLM_CALL_BUDGET), "llm_call_budget", source, 1, None)
     retries = _int(values.get("retries", DEFAULT_RETRIES), "retries", source, 0, MAX_RETRIES)
     agent_options = _options(values.get("agent_options"), AGENT_OPTION_KEYS, "agent_options", source)
@@ -309,11 +327,40 @@ def _conditions(value: Any, source: str) -> tuple[Condition, ...]:
             )
         if mode not in DEMONSTRATION_MODES:
             raise ConfigError(f"{where}.demonstration_mode must be one of {', '.join(DEMONSTRATION_MODES)}")
-        condition = Condition(name, probes, str(demonstration), mode)
+        try:
+            clock = ClockSetting.parse(settings.get("clock", PAUSED)).text
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.clock: {exc}") from None
+        condition = Condition(name, probes, str(demonstration), mode, clock)
         if name == ZERO_SHOT and not condition.is_zero_shot:
             raise ConfigError(f"{where}: the {ZERO_SHOT} condition has no probes and no demonstration")
         conditions.append(condition)
     return tuple(conditions)
+
+
+def _with_clocks(conditions: Sequence[Condition], value: Any, source: str) -> tuple[Condition, ...]:
+    """Every condition under each clock ``value`` lists (``fixed:0,1,3,10``), named as the module docstring says."""
+    try:
+        clocks = parse_clock_sweep(value if isinstance(value, str | list | tuple) else str(value))
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: clock: {exc}") from None
+    crossed = []
+    for condition in conditions:
+        if condition.clock != PAUSED:
+            raise ConfigError(
+                f"{source}: conditions.{condition.name} sets its own clock; the clock key crosses the other "
+                "conditions with its clocks (give one or the other)"
+            )
+        for clock in clocks:
+            if clock.is_paused:
+                name = condition.name
+            else:
+                name = clock.label if condition.name == ZERO_SHOT else f"{condition.name}_{clock.label}"
+            crossed.append(dataclasses.replace(condition, name=name, clock=clock.text))
+    names = [c.name for c in crossed]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{source}: clock: conditions named twice once crossed with the clocks: {', '.join(names)}")
+    return tuple(crossed)
 
 
 def _int(value: Any, key: str, source: str, low: int, high: int | None) -> int:

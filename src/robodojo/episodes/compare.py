@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from robodojo.episodes.clock import PAUSED_CLOCK, ClockSetting
 from robodojo.episodes.efficiency import jointly_solved
 from robodojo.episodes.factory import AGENTS, DEFAULT_AGENTS, make_agent, split_agent
 from robodojo.episodes.hosts import WorldHost
@@ -76,7 +77,8 @@ class EpisodeRun:
 
     ``llm_spec`` has its placeholders filled; ``settings`` and ``tool_choice`` go to open_llm (the user's profiles and
     the run's overrides), ``agent_options`` to make_agent (image_horizon, images, context_tokens, probes); a crash's
-    traceback is written to ``crash_log`` when given. The record goes under ``out_root``."""
+    traceback is written to ``crash_log`` when given; ``clock`` goes to the runner. The record goes under
+    ``out_root``."""
 
     agent: str
     llm_spec: str
@@ -87,6 +89,7 @@ class EpisodeRun:
     tool_choice: str | None = None
     agent_options: Mapping[str, Any] = field(default_factory=dict)
     crash_log: Path | None = None
+    clock: ClockSetting = PAUSED_CLOCK  #: the world time a model call costs (robodojo.episodes.clock)
 
 
 # -- arguments ------------------------------------------------------------------------------------------------------
@@ -183,7 +186,9 @@ def run_one(world: Any, run: EpisodeRun) -> EpisodeResult:
             tool_choice=run.tool_choice,
         ) as llm:
             agent = make_agent(run.agent, **run.agent_options, reply_reserve_tokens=llm.max_output_tokens)
-            return run_episode(WorldHost(world), agent, llm, run.episode, run.out_root, model=llm.model)
+            return run_episode(
+                WorldHost(world), agent, llm, run.episode, run.out_root, model=llm.model, clock=run.clock
+            )
     except ConfigError:
         raise
     except Exception as exc:  # the episode crashed (its record, if any, says where); the comparison goes on
@@ -232,8 +237,10 @@ def run_compare(
     settings: LlmSettings | None = None,
     tool_choice: str | None = None,
     agent_options: Mapping[str, Any] | None = None,
+    clock: ClockSetting = PAUSED_CLOCK,
 ) -> list[Outcome]:
-    """Run every agent of ``specs`` (agent name -> LLM spec, placeholders allowed) on every task and seed.
+    """Run every agent of ``specs`` (agent name -> LLM spec, placeholders allowed) on every task and seed, each
+    model call costing the world time ``clock`` says (robodojo.episodes.clock).
 
     Episode records go to ``out/episodes``. One embedded world per robot is reused across episodes. Every spec's
     credentials, and ``agent_options`` (make_agent's image_horizon, images, context_tokens), are checked before the
@@ -267,6 +274,7 @@ def run_compare(
                         settings=settings,
                         tool_choice=tool_choice,
                         agent_options=agent_options or {},
+                        clock=clock,
                     )
                     outcome = _compared(run, robot, worlds)
                     outcomes.append(outcome)

@@ -8,10 +8,13 @@ The ROS agent node's host (robodojo.nodes.agent_graph) follows a simulator elsew
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Protocol
 
 from robodojo.agents.base import EpisodeContext
+from robodojo.episodes.clock import STEP_ROUNDING_S
+from robodojo.episodes.recorder import StepSeen
 from robodojo.episodes.spec import DEFAULT_LLM_CALL_BUDGET, EpisodeSpec
 from robodojo.errors import RobodojoError
 from robodojo.motion.server import MotionServer
@@ -72,6 +75,16 @@ class EpisodeHost(Protocol):
         """The agent-side state without images, for the record after each turn."""
         ...
 
+    @property
+    def world_time_s(self) -> float:
+        """The world's (simulated) time now [s]: what the episode's clock (robodojo.episodes.clock) measures by."""
+        ...
+
+    def let_time_pass(self, seconds: float) -> float:
+        """Let ``seconds`` of world time pass with every arm holding its current command and no step of the budget
+        used (a model call's latency, robodojo.episodes.clock); the world time that passed [s]."""
+        ...
+
 
 class WorldHost:
     """The embedded world in this process; success and score come from its privileged view."""
@@ -111,7 +124,21 @@ class WorldHost:
     def state(self) -> Observation:
         return self.world.observe(cameras=())
 
-    def follow_steps(self, seen: Callable[[Observation], None], camera_every_steps: int = 0) -> Callable[[], None]:
+    @property
+    def world_time_s(self) -> float:
+        return float(self.world.data.time)
+
+    def let_time_pass(self, seconds: float) -> float:
+        """Whole control steps of ``seconds`` (the rest is the clock's to carry to the next call), each uncounted: the
+        arms keep their commands, as a trajectory controller holds between trajectories, objects roll and belts run,
+        and the step budget is untouched (time, not an action). The time that passed [s]."""
+        dt = self.world.control_dt_s
+        steps = math.floor(max(0.0, seconds) / dt + STEP_ROUNDING_S / dt)
+        for _ in range(steps):
+            self.world.step(counted=False)
+        return steps * dt
+
+    def follow_steps(self, seen: StepSeen, camera_every_steps: int = 0) -> Callable[[], None]:
         """``seen`` gets the state after every counted control step, with every camera's frame each
         ``camera_every_steps`` steps (0: never); call the result to stop."""
         cameras = self.robot.camera_names

@@ -22,6 +22,10 @@ Topics (camera, joint and pose names as on the graph: robodojo.robots.topic_name
                                      each turn's observation; code cells: robo.image, show, segment, ...), and in
                                      process every camera at config/record.yaml's camera_rate_hz (5 Hz of simulation
                                      time); once per camera and step
+    /motion/planned_path             visualization_msgs/MarkerArray, per motion the robot plays: each moving arm's
+                                     planned grasp-point path (a line strip) and target (a sphere), stamped where
+                                     the motion starts (in process from the motion server; on the graph, what the
+                                     motion server node draws for RViz)
     /agent/observed                  std_msgs/String, per observation the agent took: JSON {step, cameras}, the frames
                                      it saw among those above
     /cameras/<camera>/camera_info    sensor_msgs/CameraInfo: that frame's calibration (K, P = K [I | 0], size, frame)
@@ -53,6 +57,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,9 +74,12 @@ from mcap_ros2.writer import Writer as Ros2Writer
 
 from robodojo.agents.base import TurnRecord
 from robodojo.geometry import quat_from_matrix
+from robodojo.motion.path_markers import PathMarker, planned_path_markers
+from robodojo.motion.plan import Plan
 from robodojo.observation import CameraFrame, Observation
 from robodojo.robots import topic_names
 from robodojo.robots.config import RobotConfig
+from robodojo.robots.ik import ArmKinematics
 from robodojo.robots.urdf import Joint, parse_urdf
 
 MCAP_FILE = "episode.mcap"
@@ -114,6 +122,22 @@ _MSG: dict[str, str] = {
     "geometry_msgs/msg/Transform": "Vector3 translation\nQuaternion rotation\n",
     "geometry_msgs/msg/TransformStamped": "std_msgs/Header header\nstring child_frame_id\nTransform transform\n",
     "tf2_msgs/msg/TFMessage": "geometry_msgs/TransformStamped[] transforms\n",
+    "builtin_interfaces/msg/Duration": "int32 sec\nuint32 nanosec\n",
+    "std_msgs/msg/ColorRGBA": "float32 r\nfloat32 g\nfloat32 b\nfloat32 a\n",
+    "visualization_msgs/msg/UVCoordinate": "float32 u\nfloat32 v\n",
+    "visualization_msgs/msg/MeshFile": "string filename\nuint8[] data\n",
+    # Jazzy's Marker.msg, field for field (ros2 bag play hands the bytes to RViz as they are), with its constants
+    "visualization_msgs/msg/Marker": (
+        "int32 ARROW=0\nint32 CUBE=1\nint32 SPHERE=2\nint32 CYLINDER=3\nint32 LINE_STRIP=4\nint32 LINE_LIST=5\n"
+        "int32 CUBE_LIST=6\nint32 SPHERE_LIST=7\nint32 POINTS=8\nint32 TEXT_VIEW_FACING=9\nint32 MESH_RESOURCE=10\n"
+        "int32 TRIANGLE_LIST=11\nint32 ARROW_STRIP=12\nint32 ADD=0\nint32 MODIFY=0\nint32 DELETE=2\nint32 DELETEALL=3\n"
+        "std_msgs/Header header\nstring ns\nint32 id\nint32 type\nint32 action\ngeometry_msgs/Pose pose\n"
+        "geometry_msgs/Vector3 scale\nstd_msgs/ColorRGBA color\nbuiltin_interfaces/Duration lifetime\n"
+        "bool frame_locked\ngeometry_msgs/Point[] points\nstd_msgs/ColorRGBA[] colors\nstring texture_resource\n"
+        "sensor_msgs/CompressedImage texture\nUVCoordinate[] uv_coordinates\nstring text\nstring mesh_resource\n"
+        "MeshFile mesh_file\nbool mesh_use_embedded_materials\n"
+    ),
+    "visualization_msgs/msg/MarkerArray": "Marker[] markers\n",
 }
 _HEADER_DEPS = ("std_msgs/msg/Header", "builtin_interfaces/msg/Time")
 _POSE_DEPS = ("geometry_msgs/msg/Pose", "geometry_msgs/msg/Point", "geometry_msgs/msg/Quaternion")
@@ -131,6 +155,18 @@ _DEPENDENCIES: dict[str, tuple[str, ...]] = {
         "geometry_msgs/msg/Quaternion",
     ),
 }
+_MARKER_DEPS = (
+    "visualization_msgs/msg/Marker",
+    *_HEADER_DEPS,
+    *_POSE_DEPS,
+    "geometry_msgs/msg/Vector3",
+    "std_msgs/msg/ColorRGBA",
+    "builtin_interfaces/msg/Duration",
+    "sensor_msgs/msg/CompressedImage",
+    "visualization_msgs/msg/UVCoordinate",
+    "visualization_msgs/msg/MeshFile",
+)
+_DEPENDENCIES["visualization_msgs/msg/MarkerArray"] = _MARKER_DEPS
 _IDENTITY_R = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
 
 
@@ -198,34 +234,45 @@ class McapRecord:
         self._description = robot.scene_urdf.read_text()  # read once: /robot_description, and the frames of /tf
         self._urdf = parse_urdf(self._description, str(robot.scene_urdf))
         self._closed = False
+        self._kinematics: ArmKinematics | None = None
+        # The host's control steps may come on a thread of their own (the graph's joint states): one writer at a time
+        self._lock = threading.RLock()
 
     # -- what the recorder sees ---------------------------------------------------------------------------------
     def start(self, state: Observation, instruction: str) -> None:
         """The episode's first state and its instruction; the robot's URDF and its fixed frames (the cameras' too)."""
-        stamp = self._stamp(state.step)
-        self._write(INSTRUCTION_TOPIC, "std_msgs/msg/String", {"data": instruction}, stamp)
-        self._write(ROBOT_DESCRIPTION_TOPIC, "std_msgs/msg/String", {"data": self._description}, stamp)
-        fixed = [j for j in self._urdf.joints.values() if not j.movable]
-        self._write(TF_STATIC_TOPIC, "tf2_msgs/msg/TFMessage", self._transforms(fixed, {}, stamp), stamp)
-        self._state(state, stamp)
-        self.flush()
+        with self._lock:
+            stamp = self._stamp(state.step)
+            self._write(INSTRUCTION_TOPIC, "std_msgs/msg/String", {"data": instruction}, stamp)
+            self._write(ROBOT_DESCRIPTION_TOPIC, "std_msgs/msg/String", {"data": self._description}, stamp)
+            fixed = [j for j in self._urdf.joints.values() if not j.movable]
+            self._write(TF_STATIC_TOPIC, "tf2_msgs/msg/TFMessage", self._transforms(fixed, {}, stamp), stamp)
+            self._state(state, stamp)
+            self.flush()
 
-    def tick(self, state: Observation) -> None:
-        """The joints after one control step (the world's), the moving links' frames with them, and the camera
-        frames rendered for the record at that step, if any."""
-        stamp = self._stamp(state.step)
-        self._joints(state, stamp)
-        self._frames(state, stamp)
+    def tick(self, state: Observation, within_step_s: float = 0.0) -> None:
+        """The joints after one control step, the moving links' frames with them, and the camera frames rendered for
+        the record at that step, if any. ``within_step_s``: a state between steps (the graph's joint states come at
+        the physics rate), stamped that far past the step's start, never as far as the next step."""
+        step_ns = self._stamp(1)
+        within_ns = min(max(0, round(within_step_s * NS_PER_S)), step_ns - 1)
+        stamp = self._stamp(state.step) + within_ns
+        with self._lock:
+            if self._closed:  # a host's step feed may outlive the episode by a state
+                return
+            self._joints(state, stamp)
+            self._frames(state, stamp)
 
     def observation(self, obs: Observation) -> None:
         """The camera frames of an observation the agent took, and /agent/observed naming them (state-only
         observations write nothing)."""
-        if not obs.cameras:
-            return
-        stamp = self._stamp(obs.step)
-        self._frames(obs, stamp)
-        seen = {"step": obs.step, "cameras": list(obs.cameras)}
-        self._write(OBSERVED_TOPIC, "std_msgs/msg/String", {"data": json.dumps(seen)}, stamp)
+        with self._lock:
+            if not obs.cameras:
+                return
+            stamp = self._stamp(obs.step)
+            self._frames(obs, stamp)
+            seen = {"step": obs.step, "cameras": list(obs.cameras)}
+            self._write(OBSERVED_TOPIC, "std_msgs/msg/String", {"data": json.dumps(seen)}, stamp)
 
     def _frames(self, obs: Observation, stamp_ns: int) -> None:
         for name, frame in obs.cameras.items():
@@ -236,45 +283,68 @@ class McapRecord:
 
     def turn(self, record: TurnRecord, state: Observation) -> None:
         """One answered call: what the model sent (at the turn's start), the tool results and the state after it."""
-        reply = record.reply
-        action = {
-            "turn": record.turn,
-            "action": record.action,
-            "content": reply.content,
-            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
-        }
-        self._write(ACTION_TOPIC, "std_msgs/msg/String", {"data": json.dumps(action)}, self._turn_start_ns)
-        stamp = self._stamp(state.step)
-        result = {"turn": record.turn, "tool_results": list(record.tool_results)}
-        self._write(TOOL_RESULT_TOPIC, "std_msgs/msg/String", {"data": json.dumps(result)}, stamp)
-        self._state(state, stamp)
-        self.flush()
+        with self._lock:
+            reply = record.reply
+            action = {
+                "turn": record.turn,
+                "action": record.action,
+                "content": reply.content,
+                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
+                "latency_applied_s": record.latency_applied_s,
+            }
+            self._write(ACTION_TOPIC, "std_msgs/msg/String", {"data": json.dumps(action)}, self._turn_start_ns)
+            stamp = self._stamp(state.step)
+            result = {"turn": record.turn, "tool_results": list(record.tool_results)}
+            self._write(TOOL_RESULT_TOPIC, "std_msgs/msg/String", {"data": json.dumps(result)}, stamp)
+            self._state(state, stamp)
+            self.flush()
+
+    def plan(self, plan: Plan, points: int) -> None:
+        """A motion about to play its first ``points`` points: each arm's planned grasp-point path and target (see
+        :meth:`markers`)."""
+        with self._lock:
+            if self._kinematics is None:  # built on the first motion: an episode that never moves needs none
+                self._kinematics = ArmKinematics(self.robot)
+            self.markers(planned_path_markers(plan, self._kinematics, points))
+
+    def markers(self, markers: Iterable[PathMarker]) -> None:
+        """A planned motion's markers (robodojo.motion.path_markers: paths and targets), stamped with the latest
+        joint state, where the motion starts."""
+        with self._lock:
+            if self._closed:
+                return
+            stamp = self._last_ns.get(topic_names.JOINT_STATES, 0)
+            array = {"markers": [_marker(m, stamp, topic_names.WORLD_FRAME) for m in markers]}
+            self._write(topic_names.PLANNED_PATH, "visualization_msgs/msg/MarkerArray", array, stamp)
 
     def error(self, turn: int, text: str) -> None:
         """What ended the episode early, stamped with the latest time recorded (the host may be gone)."""
-        data = json.dumps({"turn": turn, "error": text})
-        self._write(ERROR_TOPIC, "std_msgs/msg/String", {"data": data}, self._latest_ns)
-        self.flush()
+        with self._lock:
+            data = json.dumps({"turn": turn, "error": text})
+            self._write(ERROR_TOPIC, "std_msgs/msg/String", {"data": data}, self._latest_ns)
+            self.flush()
 
     def flush(self) -> None:
         """Put everything written so far into the file (one chunk; compression, if any, works per chunk)."""
-        # mcap-ros2-support's writer has no flush of its own; the McapWriter it wraps has one from mcap 1.6 on. An
-        # older mcap writes a chunk only when it is full and at close: the file is as complete, a kill loses more.
-        flush = getattr(self._writer._writer, "flush", None)
-        if flush is not None:
-            flush()
+        with self._lock:
+            # mcap-ros2-support's writer has no flush of its own; the McapWriter it wraps has one from mcap 1.6 on. An
+            # older mcap writes a chunk only when it is full and at close: the file is as complete, a kill loses more.
+            flush = getattr(self._writer._writer, "flush", None)
+            if flush is not None:
+                flush()
 
     def close(self, metrics: Mapping[str, Any] | None = None) -> None:
         """Write ``metrics`` as the ``metrics`` metadata record, then the summary and footer; close the file."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            if metrics is not None:
-                self._writer.add_metadata("metrics", _metadata(metrics))
-            self._writer.finish()
-        finally:
-            self._stream.close()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if metrics is not None:
+                    self._writer.add_metadata("metrics", _metadata(metrics))
+                self._writer.finish()
+            finally:
+                self._stream.close()
 
     # -- messages -----------------------------------------------------------------------------------------------
     def _stamp(self, step: int) -> int:
@@ -363,6 +433,21 @@ class McapRecord:
             topic_names.camera_image_compressed(name), "sensor_msgs/msg/CompressedImage", image, stamp_ns,
             frame_id=optical_frame,
         )  # fmt: skip
+
+
+def _marker(marker: PathMarker, stamp_ns: int, frame_id: str) -> dict[str, Any]:
+    """visualization_msgs/Marker fields of ``marker``."""
+    r, g, b, a = marker.color_rgba
+    position = dict(zip("xyz", marker.position_m, strict=True))
+    return {
+        "header": _header(stamp_ns, frame_id), "ns": marker.namespace, "id": marker.id, "type": int(marker.kind),
+        "action": 0, "pose": {"position": position, "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}},
+        "scale": {"x": marker.scale_m, "y": marker.scale_m, "z": marker.scale_m},
+        "color": {"r": r, "g": g, "b": b, "a": a}, "lifetime": {"sec": 0, "nanosec": 0}, "frame_locked": False,
+        "points": [dict(zip("xyz", p, strict=True)) for p in marker.points_m], "colors": [], "texture_resource": "",
+        "texture": {"header": _header(0, ""), "format": "", "data": b""}, "uv_coordinates": [], "text": "",
+        "mesh_resource": "", "mesh_file": {"filename": "", "data": b""}, "mesh_use_embedded_materials": False,
+    }  # fmt: skip
 
 
 def camera_frames(path: Path, cameras: Iterable[str], *, seen_only: bool = False) -> Iterator[tuple[str, int, bytes]]:
@@ -492,3 +577,95 @@ def repair_mcap(path: Path) -> McapRepair:
     os.replace(repaired, path)
     size = kept.stat().st_size
     return McapRepair(False, len(messages), topics, last_s, metadata, max(0, size - end), kept)
+
+
+# -- reading a record back (robodojo view: robodojo.episodes.viewing) ------------------------------------------------
+from robodojo.errors import RobodojoError  # noqa: E402 - this section's alone: the writer above raises none of its own
+
+
+class McapReadError(RobodojoError):
+    """An episode.mcap that cannot be read as MCAP at all."""
+
+
+class McapCutShort(McapReadError):
+    """An episode.mcap that ends before its footer: a killed episode, or one still being written. :func:`read_mcap`
+    raises it after yielding every message before the cut."""
+
+    def __init__(self, path: Path, messages: int, last_stamp_ns: int, why: str) -> None:
+        self.path = path
+        self.messages = messages  #: messages read before the cut
+        self.last_stamp_ns = last_stamp_ns  #: the latest stamp among them [ns] (0 with none)
+        super().__init__(
+            f"{path} ends early ({why}): {messages} messages up to {last_stamp_ns / NS_PER_S:.2f} s were readable. "
+            "A killed episode leaves it so; `robodojo record repair` makes it a complete file (every record before "
+            "the cut, indexed)"
+        )
+
+
+@dataclass(frozen=True)
+class RecordedMessage:
+    """One message of an episode.mcap, decoded: topic, ROS type (``sensor_msgs/msg/CameraInfo``), stamp [ns] of
+    simulation time (the log time, equal to its header stamp) and the message (mcap-ros2-support's decoded object:
+    the .msg fields as attributes)."""
+
+    topic: str
+    datatype: str
+    stamp_ns: int
+    message: Any
+
+
+def read_mcap(path: Path, topics: Iterable[str] | None = None) -> Iterator[RecordedMessage]:
+    """Every message of the episode.mcap at ``path`` (only those of ``topics``, if given), decoded, in file order.
+
+    The file is read as a stream, so a file cut short still gives every message before the cut; then
+    :class:`McapCutShort` is raised (it says to run ``robodojo record repair``). A file that is not MCAP raises
+    :class:`McapReadError`; so does a message of a type the file has no schema for."""
+    from mcap.exceptions import RecordLengthLimitExceeded
+    from mcap.records import Header
+    from mcap_ros2.decoder import DecoderFactory
+
+    wanted = None if topics is None else set(topics)
+    factory = DecoderFactory()
+    schemas: dict[int, Schema] = {}
+    channels: dict[int, Channel] = {}
+    decoders: dict[int, Any] = {}
+    count, last_ns, started, ended = 0, 0, False, False
+    with path.open("rb") as f:
+        # No record can be longer than the file: a length field cut or garbled past that is the cut, not a read
+        # of gigabytes.
+        reader = StreamReader(f, validate_crcs=True, record_size_limit=max(1, os.fstat(f.fileno()).st_size))
+        records = iter(reader.records)
+        while True:
+            try:
+                record = next(records)
+            except StopIteration:
+                break
+            except (McapError, RecordLengthLimitExceeded, ValueError, EOFError, OSError, struct.error) as exc:
+                if not started:
+                    raise McapReadError(f"{path} is not an MCAP file ({type(exc).__name__}: {exc})") from None
+                raise McapCutShort(path, count, last_ns, f"{type(exc).__name__}: {exc}") from None
+            if isinstance(record, Header):
+                started = True
+            elif isinstance(record, Footer):
+                ended = True
+            elif isinstance(record, Schema):
+                schemas[record.id] = record
+            elif isinstance(record, Channel):
+                channels[record.id] = record
+            elif isinstance(record, Message):
+                channel = channels.get(record.channel_id)
+                if channel is None or (wanted is not None and channel.topic not in wanted):
+                    continue
+                schema = schemas.get(channel.schema_id)
+                if schema is None:
+                    raise McapReadError(f"{path}: topic {channel.topic} has no schema ({channel.schema_id})")
+                decoder = decoders.get(channel.id)
+                if decoder is None:
+                    decoder = decoders[channel.id] = factory.decoder_for(channel.message_encoding, schema)
+                if decoder is None:
+                    raise McapReadError(f"{path}: cannot decode {channel.message_encoding} message {schema.name}")
+                count += 1
+                last_ns = max(last_ns, record.log_time)
+                yield RecordedMessage(channel.topic, schema.name, record.log_time, decoder(record.data))
+    if not ended:
+        raise McapCutShort(path, count, last_ns, "no footer")

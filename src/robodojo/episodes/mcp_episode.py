@@ -24,6 +24,7 @@ from robodojo.agents.mcp.channel import CallChannel
 from robodojo.agents.mcp.server import build_server, check_host, serve_http, serve_stdio
 from robodojo.agents.mcp.settings import LOCAL_HOST, TOOL_SETS, TRANSPORTS, McpSettings, load_mcp_settings
 from robodojo.agents.mcp.tool_sets import make_tools
+from robodojo.episodes.clock import PAUSED_CLOCK, ClockSetting
 from robodojo.episodes.hosts import EpisodeHost, WorldHost
 from robodojo.episodes.runner import run_episode
 from robodojo.episodes.spec import EpisodeResult, EpisodeSpec
@@ -47,6 +48,7 @@ class McpPlan:
     out: Path  #: the episode record goes under here
     host: str = LOCAL_HOST
     port: int = 0  #: http: 0 picks a free port (printed on stderr)
+    clock: ClockSetting = PAUSED_CLOCK  #: the world time each of the client's decisions costs (robodojo.episodes.clock)
 
     def __post_init__(self) -> None:
         if self.tools not in TOOL_SETS:
@@ -108,7 +110,7 @@ def serve_episode(
                     client = channel.wait_client(settings.idle_timeout_s) or ""
                     agent.client_name = client
                     llm = McpClientModel(plan.transport, client)
-                    result = run_episode(host, agent, llm, plan.spec, plan.out, model=client)
+                    result = run_episode(host, agent, llm, plan.spec, plan.out, model=client, clock=plan.clock)
                     outcome["result"] = result
                     channel.end(ended_text(result))
                 finally:

@@ -9,7 +9,8 @@ Folder layout (one per episode)::
                       retries, call deadline and tool_choice override), ``agent_settings`` (what the agent sends the
                       model) and ``cameras``: every camera whose frame the agent took, in the order first taken
                       (rewritten when a camera is first seen; the move_eef agent's observation messages show their
-                      pictures in this order)
+                      pictures in this order); ``clock``: how much world time a model call cost
+                      (robodojo.episodes.clock)
     requests.jsonl    one line per LLM call, failed calls included: the request body as sent (after the profile's
                       rewrites: model, messages, tools, tool_choice, ...; images replaced by :data:`IMAGE_PART`
                       parts), then ``attempts`` (per HTTP attempt: attempt, latency_s, error, status) and ``error``
@@ -17,7 +18,8 @@ Folder layout (one per episode)::
     responses.jsonl   one line per answered LLM call: the reply (content, tool calls, usage, latency with retries,
                       attempts, attempt_log, raw body)
     turns.jsonl       :class:`TurnLine`: one line per turn (action, tool results, motion report, the agent-side
-                      state after acting), or per error (turn, action "error", error)
+                      state after acting, the world time the clock let pass for it), or per error (turn, action
+                      "error", error)
     robo_calls.jsonl  code cells: one line per robo call (turn, index in the turn, method, arguments, result summary,
                       error, duration), written once a call is made
     images/           every image sent, once, named by content hash (JPEG as sent)
@@ -48,6 +50,7 @@ import numpy as np
 
 from robodojo.agents.base import TurnRecord
 from robodojo.agents.llm.types import AttemptRecord, ChatReply
+from robodojo.episodes.clock import PAUSED
 from robodojo.episodes.spec import EpisodeOutcome
 from robodojo.observation import ArmState, Observation
 from robodojo.text import quote
@@ -179,6 +182,7 @@ class RecordMeta:
     env_step_limit: int | None = None
     started_unix_s: float | None = None
     cameras: tuple[str, ...] | None = None  #: None: a record from before meta.json named its cameras
+    clock: str = PAUSED  #: how much world time a model call cost (robodojo.episodes.clock)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,6 +200,7 @@ class TurnLine:
     details: Mapping[str, Any] = field(default_factory=dict)
     steps_left: int | None = None
     arms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    latency_applied_s: float = 0.0  #: world time the episode's clock let pass for this turn (robodojo.episodes.clock)
     error: str = ""
 
     @classmethod
@@ -210,6 +215,7 @@ class TurnLine:
             details=jsonable(record.details),
             steps_left=state.steps_left,
             arms=jsonable(state.arms),
+            latency_applied_s=record.latency_applied_s,
         )
 
     @classmethod

@@ -11,18 +11,47 @@ from __future__ import annotations
 import base64
 import dataclasses
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from robodojo.agents.base import TurnRecord
 from robodojo.agents.llm.types import AttemptRecord, LlmError, Message
 from robodojo.episodes import record as rec
 from robodojo.episodes.mcap_record import MCAP_FILE, McapRecord
 from robodojo.episodes.spec import EpisodeOutcome
+from robodojo.motion.path_markers import PathMarker
+from robodojo.motion.plan import Plan
 from robodojo.observation import Observation
 from robodojo.robots.config import RobotConfig
 
 DATA_URL_PREFIX = "data:image/jpeg;base64,"
+
+
+class StepSeen(Protocol):
+    """What follows a host's control steps (:meth:`EpisodeRecorder.record_tick`): the state after a step, and for a
+    host that reports states between steps (the graph's joint states come at the physics rate), how far past the
+    step's start this one came [s]."""
+
+    def __call__(self, state: Observation, within_step_s: float = 0.0) -> None: ...
+
+
+class RecordWatcher(Protocol):
+    """Sees what the record gets, as it gets it: the live view (robodojo.episodes.viewing.live.LiveView). Each hook
+    runs on the episode's threads, the control loop's among them, so it must return at once (queue, never wait) and
+    never raise; ``close`` gets metrics.json's last state and may wait, bounded."""
+
+    def start(self, state: Observation, instruction: str) -> None: ...
+
+    def tick(self, state: Observation, within_step_s: float = 0.0) -> None: ...
+
+    def observation(self, obs: Observation) -> None: ...
+
+    def turn(self, record: TurnRecord, state: Observation) -> None: ...
+
+    def error(self, turn: int, text: str) -> None: ...
+
+    def close(self, metrics: dict[str, Any] | None = None) -> object: ...
 
 
 class EpisodeRecorder:
@@ -30,11 +59,20 @@ class EpisodeRecorder:
 
     ``meta`` is what meta.json says of the episode; the recorder adds the start time and the cameras the agent
     observes. ``robot`` is the episode's robot (its joints, cameras and control period name and stamp the MCAP
-    messages); ``mcap=False`` leaves episode.mcap out.
+    messages); ``mcap=False`` leaves episode.mcap out. ``watchers`` see what the record gets (:class:`RecordWatcher`).
     """
 
-    def __init__(self, folder: Path, meta: rec.RecordMeta, robot: RobotConfig, *, mcap: bool = True) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        meta: rec.RecordMeta,
+        robot: RobotConfig,
+        *,
+        mcap: bool = True,
+        watchers: Sequence[RecordWatcher] = (),
+    ) -> None:
         self.folder = folder
+        self.watchers = tuple(watchers)
         (folder / rec.IMAGES_DIR).mkdir(parents=True, exist_ok=True)
         self._meta = dataclasses.replace(meta, started_unix_s=time.time(), cameras=())
         rec.write_json(folder, rec.META_FILE, self._meta)
@@ -83,11 +121,26 @@ class EpisodeRecorder:
         """The episode's first state (before any turn) and its instruction."""
         if self._mcap is not None:
             self._mcap.start(state, instruction)
+        for watcher in self.watchers:
+            watcher.start(state, instruction)
 
-    def record_tick(self, state: Observation) -> None:
-        """The state after one control step of the world (no images): episode.mcap's joint states and frames."""
+    def record_tick(self, state: Observation, within_step_s: float = 0.0) -> None:
+        """The state after one control step of the host (``within_step_s`` past it: a state between steps), with the
+        camera frames rendered for the record, if any: episode.mcap's joint states and frames."""
         if self._mcap is not None:
-            self._mcap.tick(state)
+            self._mcap.tick(state, within_step_s)
+        for watcher in self.watchers:
+            watcher.tick(state, within_step_s)
+
+    def record_plan(self, plan: Plan, points: int) -> None:
+        """A motion about to play (the motion server's plan observers): its planned paths into episode.mcap."""
+        if self._mcap is not None:
+            self._mcap.plan(plan, points)
+
+    def record_markers(self, markers: Iterable[PathMarker]) -> None:
+        """A planned motion's markers as the graph's motion server drew them: into episode.mcap."""
+        if self._mcap is not None:
+            self._mcap.markers(markers)
 
     def record_observation(self, obs: Observation) -> None:
         """An observation the agent took: its camera frames go into episode.mcap (state-only ones add nothing), and a
@@ -99,6 +152,8 @@ class EpisodeRecorder:
             rec.write_json(self.folder, rec.META_FILE, self._meta)
         if self._mcap is not None:
             self._mcap.observation(obs)
+        for watcher in self.watchers:
+            watcher.observation(obs)
 
     def record_turn(self, record: TurnRecord, state: Observation) -> None:
         """One answered call: request, response, turn line (with ``state``, the agent-side state after acting) and
@@ -115,6 +170,8 @@ class EpisodeRecorder:
             rec.append_line(self._robo_calls, rec.robo_call_line(record.turn, index, call))
         if self._mcap is not None:
             self._mcap.turn(record, state)
+        for watcher in self.watchers:
+            watcher.turn(record, state)
 
     def record_failed_call(self, turn: int, error: LlmError) -> None:
         """A call that got no usable answer: what was sent and every attempt, in requests.jsonl."""
@@ -126,6 +183,8 @@ class EpisodeRecorder:
         rec.append_line(self._turns, rec.TurnLine.failed(turn, text).to_json())
         if self._mcap is not None:
             self._mcap.error(turn, text)
+        for watcher in self.watchers:
+            watcher.error(turn, text)
 
     def write_metrics(self, outcome: EpisodeOutcome, env_step_limit: int) -> None:
         """metrics.json: the outcome so far (end reason ``running`` until the episode ends)."""
@@ -134,7 +193,7 @@ class EpisodeRecorder:
 
     def close(self) -> None:
         """Close every file; episode.mcap gets the latest metrics and its index (the files close even if that
-        fails)."""
+        fails); then the watchers get the end (each waits at most its own bound)."""
         try:
             if self._mcap is not None:
                 self._mcap.close(self._metrics)
@@ -142,3 +201,5 @@ class EpisodeRecorder:
             for stream in (self._requests, self._responses, self._turns, self._robo_calls):
                 if stream is not None:
                     stream.close()
+            for watcher in self.watchers:
+                watcher.close(self._metrics)

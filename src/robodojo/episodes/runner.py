@@ -15,6 +15,7 @@ frames in episode.mcap are the ones the agent got, and none is rendered for the 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
@@ -26,9 +27,10 @@ from numpy.typing import ArrayLike
 
 from robodojo.agents.base import Agent, LlmCaller
 from robodojo.agents.llm.types import LlmError, Usage
+from robodojo.episodes.clock import PAUSED_CLOCK, ClockSetting, EpisodeClock
 from robodojo.episodes.record import RecordMeta
 from robodojo.episodes.record_settings import RecordSettings, shipped_record_settings
-from robodojo.episodes.recorder import EpisodeRecorder
+from robodojo.episodes.recorder import EpisodeRecorder, RecordWatcher, StepSeen
 from robodojo.episodes.spec import EndReason, EpisodeOutcome, EpisodeResult, EpisodeSpec
 from robodojo.errors import BackendLostError, EpisodeInterrupted
 from robodojo.motion.backend import RobotBackend
@@ -82,15 +84,27 @@ class _ObservedBackend:
         self.__backend.hold()
 
 
-def _follow_steps(
-    host: EpisodeHost, seen: Callable[[Observation], None], camera_every_steps: int
-) -> Callable[[], None]:
+def _follow_steps(host: EpisodeHost, seen: StepSeen, camera_every_steps: int) -> Callable[[], None]:
     """Hand ``seen`` the state after every control step of ``host``'s robot (every camera's frame too each
     ``camera_every_steps`` steps; 0: never), where the host can (the embedded world's
-    :meth:`~robodojo.episodes.hosts.WorldHost.follow_steps`); the function that stops it. Other hosts are recorded
-    after each turn only."""
+    :meth:`~robodojo.episodes.hosts.WorldHost.follow_steps`, the ROS agent node's
+    ``robodojo.nodes.agent_graph.GraphEpisodeHost.follow_steps``); the function that stops it. Other hosts are
+    recorded after each turn only."""
     follow = getattr(host, "follow_steps", None)
     return follow(seen, camera_every_steps) if callable(follow) else lambda: None
+
+
+def _live_views(folder: Path, robot: RobotConfig) -> tuple[RecordWatcher, ...]:
+    """The live view ``$ROBODOJO_VIEW`` asks for (``--view``; robodojo.episodes.viewing.live), as the record's
+    watcher: () without one, and then Rerun is not even imported."""
+    from robodojo.episodes.viewing import VIEW_ENV
+
+    if not os.environ.get(VIEW_ENV, "").strip():
+        return ()
+    from robodojo.episodes.viewing.live import open_live_view
+
+    view = open_live_view(folder, robot)
+    return () if view is None else (view,)
 
 
 def run_episode(
@@ -103,14 +117,17 @@ def run_episode(
     model: str = "",
     mcap: bool = True,
     record_settings: RecordSettings | None = None,
+    clock: ClockSetting = PAUSED_CLOCK,
 ) -> EpisodeResult:
     """Run one episode of ``spec.task`` with ``agent`` talking to ``llm``; record it under ``out_root``.
 
     ``host`` is where it runs (:class:`~robodojo.episodes.hosts.WorldHost` for the embedded world); ``mcap=False``
-    leaves episode.mcap out of the record; ``record_settings`` say what else it holds (default: config/record.yaml).
+    leaves episode.mcap out of the record; ``record_settings`` say what else it holds (default: config/record.yaml);
+    ``clock`` how much world time a model call costs (robodojo.episodes.clock; default paused: none).
     """
     start = time.perf_counter()
     context = host.start(spec)
+    timed = EpisodeClock(clock, host)  # every model call goes through timed.caller(llm); the agent reports the rest
     folder = episode_folder(out_root, spec, agent.name)
     recorder = EpisodeRecorder(
         folder,
@@ -128,9 +145,11 @@ def run_episode(
             agent_settings=describe() if callable(describe := getattr(agent, "describe", None)) else {},
             llm_call_budget=spec.llm_call_budget,
             env_step_limit=host.step_limit,
+            clock=clock.text,
         ),
         host.robot,
         mcap=mcap,
+        watchers=_live_views(folder, host.robot),
     )
     calls, usage, reason, error = 0, Usage(), EndReason.CRASHED, ""
 
@@ -143,16 +162,26 @@ def run_episode(
             llm_calls=calls,
             steps_used=host.steps_used,
             wall_time_s=time.perf_counter() - start,
+            latency_applied_s=round(timed.total_s, 6),
             error=error,
         )
 
     unfollow: Callable[[], None] = lambda: None  # noqa: E731 - replaced once the record has started
+    unfollow_paths: Callable[[], None] = lambda: None  # noqa: E731 - replaced on the graph
     try:
         recorder.record_start(host.state(), context.instruction)
-        if mcap:  # only episode.mcap takes the state of every step: without it, nothing is observed per step
+        if mcap or recorder.watchers:  # episode.mcap and a live view take every step's state; nothing else does
             every = (record_settings or shipped_record_settings()).camera_every_steps(host.robot.control_dt_s)
             unfollow = _follow_steps(host, recorder.record_tick, every)
-        context = dataclasses.replace(context, backend=_ObservedBackend(context.backend, recorder.record_observation))
+            plan_observers = getattr(context.motion, "plan_observers", None)  # in process: the MotionServer's
+            if isinstance(plan_observers, list):
+                plan_observers.append(recorder.record_plan)
+            elif callable(follow_paths := getattr(host, "follow_planned_paths", None)):  # the graph's motion server
+                unfollow_paths = follow_paths(recorder.record_markers)
+        context = dataclasses.replace(
+            context, backend=_ObservedBackend(context.backend, recorder.record_observation), agent_time=timed
+        )
+        clocked_llm = timed.caller(llm)
         agent.begin(context)
         turn = 0
         while True:
@@ -168,7 +197,7 @@ def run_episode(
                 break
             turn += 1
             try:
-                record = agent.turn(llm, turn)
+                record = agent.turn(clocked_llm, turn)
             except LlmError as exc:
                 recorder.record_failed_call(turn, exc)
                 recorder.record_error(turn, exc)
@@ -178,6 +207,7 @@ def run_episode(
                 calls += 1 if exc.attempts else 0
                 break
             calls += 1
+            record = timed.stamp(record)
             usage = usage + record.reply.usage
             recorder.record_turn(record, host.state())
             reason = EndReason.RUNNING
@@ -210,6 +240,7 @@ def run_episode(
         raise
     finally:
         unfollow()
+        unfollow_paths()
         final = outcome()
         recorder.write_metrics(final, host.step_limit)
         recorder.close()

@@ -67,6 +67,8 @@ class EpisodeOutcome:
     reasoning_tokens: int = 0  #: of the output tokens, those the model spent reasoning (not shown)
     steps_used: int = 0
     wall_time_s: float = 0.0
+    #: world time [s] the episode's clock let pass for model calls and computing (robodojo.episodes.clock)
+    latency_applied_s: float = 0.0
     error: str = ""
 
     def __post_init__(self) -> None:

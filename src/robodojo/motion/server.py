@@ -96,6 +96,8 @@ class MotionServer:
         self.settings = settings or load_motion_settings()
         self.planner: Planner = planner or NativePlanner(self.robot, backend.control_dt_s, self.settings)
         self._stop_requested = threading.Event()
+        #: called with each plan and the points of it about to be played (the episode record draws its paths)
+        self.plan_observers: list[Callable[[Plan, int], None]] = []
         self.reset()
 
     def reset(self) -> None:
@@ -208,6 +210,8 @@ class MotionServer:
         if to_play == 0:  # already there, or no step left: nothing to send (an empty trajectory means "stop")
             outcome = PlayOutcome(0, StopReason.COMPLETED)
         else:
+            for observer in self.plan_observers:
+                observer(plan, to_play)
             outcome = self.executor.play(plan, to_play, self._stop_requested, is_success, on_progress)
         played, reason = outcome.played, outcome.reason
         if outcome.refusal and not played:  # nothing played: a refusal, not an accepted motion

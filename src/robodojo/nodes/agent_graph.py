@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Protocol
 
+import numpy as np
 from agent_bringup.action import MoveEef
 from agent_bringup.msg import EpisodeStatus
 from geometry_msgs.msg import PoseStamped
@@ -18,10 +19,14 @@ from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.task import Future
 from sensor_msgs.msg import CameraInfo, Image, JointState
+from visualization_msgs.msg import MarkerArray
 
 from robodojo.agents.base import EpisodeContext
+from robodojo.episodes.feed import DroppingFeed
+from robodojo.episodes.recorder import StepSeen
 from robodojo.episodes.spec import EpisodeSpec
 from robodojo.errors import BackendLostError, EpisodeInterrupted, InvalidCommandError
+from robodojo.motion.path_markers import PathMarker
 from robodojo.motion.rejection import Refused, TargetsNotAMapping
 from robodojo.motion.report import MoveReport, StopReason
 from robodojo.motion.targets import TargetError, arm_pose_target, slowed
@@ -39,6 +44,13 @@ WAIT_POLL_S = 0.05  # how often a wait for a future looks at the interruption
 # Ctrl-C every node of the graph gets the signal at once, and a loaded 2-core machine can run another node's shutdown
 # before this process is scheduled to take its own signal.
 SHUTDOWN_NOTICE_S = 1.0
+#: The record's per-step feed (GraphEpisodeHost.follow_steps): states waiting for the writer before the oldest are
+#: dropped (2 s of 100 Hz joint states), how long the episode's end waits for the writer to catch up, and the joint
+#: motion below which a state within a step repeats the last one (a holding arm's servo noise is far below it).
+STEP_FEED_CAPACITY = 200
+STEP_FEED_CLOSE_S = 2.0
+STATUS_LAG_STEPS = 5  #: how far ahead of the latest /episode/status a joint state's step is reckoned at most
+HELD_JOINT_TOLERANCE = 1e-5
 
 
 class ShutdownNotice:
@@ -92,6 +104,10 @@ class GraphView:
         self.joint_stamp_s = -math.inf
         self.joint_received_s = -math.inf
         self.frames: dict[str, dict[float, dict[str, object]]] = {}  # camera -> stamp -> part -> message
+        #: called with the lock held after each joint state taken (the record's control-rate feed): must not wait
+        self.joint_listeners: list[Callable[[], None]] = []
+        #: called with each planned path the motion server draws (its stamp [s] and markers): must not wait
+        self.path_listeners: list[Callable[[float, tuple[PathMarker, ...]], None]] = []
 
     def on_status(self, msg: EpisodeStatus) -> None:
         with self.changed:
@@ -103,7 +119,16 @@ class GraphView:
             if self.joints is not None and not self.joints.update(msg.name, msg.position, time.monotonic()).error:
                 self.joint_stamp_s = convert.seconds(msg.header.stamp)  # latest: a restarted robot starts over
                 self.joint_received_s = time.monotonic()
+                for listener in self.joint_listeners:
+                    listener()
                 self.changed.notify_all()
+
+    def on_planned_path(self, msg: MarkerArray) -> None:
+        stamp_s = convert.seconds(msg.markers[0].header.stamp) if msg.markers else -math.inf
+        markers = convert.path_markers_from(msg)
+        with self.lock:
+            for listener in self.path_listeners:
+                listener(stamp_s, markers)
 
     def on_camera(self, camera: str, part: str) -> Callable:
         def callback(msg: Image | CameraInfo | PoseStamped) -> None:
@@ -375,6 +400,127 @@ class GraphEpisodeHost:
 
     def state(self) -> Observation:
         return self.backend.observe(cameras=())
+
+    #: The simulator (or the robot) runs on its own clock: a model call's time has passed in it already, and the
+    #: episode's clock only adds what its setting asks beyond that (robodojo.episodes.clock).
+    time_passes_by_itself = True
+
+    @property
+    def world_time_s(self) -> float:
+        """The robot's time [s]: the stamp of the latest joint state (simulated time when the simulator runs)."""
+        return self.view.joint_stamp_s
+
+    def let_time_pass(self, seconds: float) -> float:
+        """Wait until ``seconds`` of the robot's time have passed (by its joint states' stamps), the arms held by
+        their controllers as between trajectories; the time that passed [s]. A robot side that stops answering
+        raises BackendLostError, a node shutting down EpisodeInterrupted."""
+        view = self.view
+        start_s = view.joint_stamp_s
+        while view.joint_stamp_s < start_s + seconds:
+            self.node.check_interrupted()
+            self.backend.check_alive()  # outside the view's lock: a loss waits for the node's stop signal
+            with view.changed:
+                if view.joint_stamp_s < start_s + seconds:
+                    view.changed.wait(timeout=WAIT_POLL_S)
+        return view.joint_stamp_s - start_s
+
+    def follow_steps(self, seen: StepSeen, camera_every_steps: int = 0) -> Callable[[], None]:
+        """``seen`` gets the robot's state from every joint state of this episode that moved a joint (the simulator
+        publishes them at the physics rate: several per control step), with the step it belongs to and how far into
+        that step it came, and the newest frame of every camera each ``camera_every_steps`` steps (0: never). The
+        states reach ``seen`` on a thread of their own, so the record never holds up this node's callbacks: should it
+        fall behind by STEP_FEED_CAPACITY states, the oldest are dropped. Call the result to stop.
+
+        The step is reckoned from the joint state's stamp against the latest /episode/status (its steps and the
+        simulation time of its last step), not taken from it: the two topics' callbacks run in no set order, and a
+        status taken late would label a step's states with the step before. Reckoned ahead only while the statuses
+        show a step counted each control period (a motion playing), at most STATUS_LAG_STEPS: a motion's first states
+        after the arms held still for a while (no step counted) belong to the status's step."""
+        view, robot, kinematics = self.view, self.robot, self.backend.kinematics
+        dt = robot.control_dt_s
+        last: list[dict[str, tuple[np.ndarray, float]]] = []
+        statuses: list[tuple[int, float]] = []  # the latest two statuses taken: (steps used, stamp [s])
+
+        def taken() -> None:  # GraphView.on_joint_state, under its lock: copy and hand over, nothing more
+            status, joints = view.status, view.joints
+            if status is None or joints is None or status.episode_id != self.episode_id:
+                return
+            positions = {}
+            for arm in robot.arms:
+                q, grip = joints.arm_q(arm.name), joints.position(arm.gripper_joint)
+                if q is None or grip is None:
+                    return
+                positions[arm.name] = (np.array(q, dtype=float), float(grip))
+            if last and not _moved(last[0], positions):
+                return  # the arms hold still: the record already has this state
+            last[:] = [positions]
+            steps, status_s = int(status.steps_used), convert.seconds(status.header.stamp)
+            if not statuses or statuses[-1] != (steps, status_s):
+                statuses[:] = [*statuses[-1:], (steps, status_s)]
+            since_status_s = view.joint_stamp_s - status_s
+            ahead = min(math.floor(since_status_s / dt + 1e-9), STATUS_LAG_STEPS)
+            (before_steps, before_s), _ = statuses if len(statuses) == 2 else ((-1, -math.inf), None)
+            if not (steps == before_steps + 1 and abs(status_s - before_s - dt) < dt / 2):
+                ahead = min(ahead, 0)  # the steps were not being counted one a period: none reckoned ahead
+            step = max(0, steps + ahead)
+            within_s = min(max(0.0, since_status_s - ahead * dt), dt)
+            feed.put((step, int(status.steps_left), view.joint_stamp_s, within_s, positions))
+
+        def write(item: tuple[int, int, float, float, dict[str, tuple[np.ndarray, float]]]) -> None:
+            step, steps_left, stamp_s, within_s, positions = item
+            arms = {name: arm_state_from_joints(kinematics, name, q, grip) for name, (q, grip) in positions.items()}
+            cameras: dict[str, CameraFrame] = {}
+            if camera_every_steps > 0 and step % camera_every_steps == 0:
+                with view.lock:
+                    for name in robot.camera_names:
+                        if (frame := view.frame(name, -math.inf)) is not None:
+                            cameras[name] = frame
+            seen(Observation(step, steps_left, stamp_s, arms, cameras), within_s)
+
+        feed: DroppingFeed[tuple[int, int, float, float, dict[str, tuple[np.ndarray, float]]]] = DroppingFeed(
+            write, capacity=STEP_FEED_CAPACITY, name="record-steps"
+        )
+        with view.lock:
+            view.joint_listeners.append(taken)
+
+        def stop() -> None:
+            with view.lock:
+                if taken in view.joint_listeners:
+                    view.joint_listeners.remove(taken)
+            feed.close(STEP_FEED_CLOSE_S)
+
+        return stop
+
+    def follow_planned_paths(self, seen: Callable[[tuple[PathMarker, ...]], None]) -> Callable[[], None]:
+        """``seen`` gets the markers of each motion the motion server plans from now on (its /motion/planned_path,
+        latched: the last one drawn before this episode is not this episode's), on the thread of the node's
+        callbacks; call the result to stop."""
+        view = self.view
+        with view.lock:
+            since_s = view.joint_stamp_s
+
+        def drawn(stamp_s: float, markers: tuple[PathMarker, ...]) -> None:
+            if stamp_s >= since_s:
+                seen(markers)
+
+        with view.lock:
+            view.path_listeners.append(drawn)
+
+        def stop() -> None:
+            with view.lock:
+                if drawn in view.path_listeners:
+                    view.path_listeners.remove(drawn)
+
+        return stop
+
+
+def _moved(before: Mapping[str, tuple[np.ndarray, float]], after: Mapping[str, tuple[np.ndarray, float]]) -> bool:
+    """Whether any joint moved more than HELD_JOINT_TOLERANCE (rad, or m for a gripper) between two states."""
+    return any(
+        float(np.max(np.abs(before[arm][0] - q))) > HELD_JOINT_TOLERANCE
+        or abs(before[arm][1] - grip) > HELD_JOINT_TOLERANCE
+        for arm, (q, grip) in after.items()
+    )
 
 
 def _number_or_nan(value: object) -> float:

@@ -25,11 +25,13 @@ from agent_bringup.srv import ResetEpisode
 from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from sensor_msgs.msg import CameraInfo, Image, JointState
+from visualization_msgs.msg import MarkerArray
 
 from robodojo.agents.context_budget import check_images
 from robodojo.agents.llm.client import open_llm
 from robodojo.agents.llm.settings import TOOL_CHOICES, run_llm_settings
 from robodojo.episodes import EndReason, EpisodeResult, EpisodeSpec, run_episode
+from robodojo.episodes.clock import ClockSetting
 from robodojo.episodes.factory import make_agent
 from robodojo.episodes.mcp_episode import McpPlan, serve_episode
 from robodojo.errors import BackendLostError, ConfigError, EpisodeInterrupted, RobodojoError
@@ -58,6 +60,7 @@ class AgentNode(GraphNode):
             check_images(p.images, "parameter 'images'")
         if p.context_tokens < 0:
             raise ConfigError(f"parameter 'context_tokens' must be >= 0 (0: unknown), got {p.context_tokens}")
+        self.clock = ClockSetting.parse(p.clock)  # a bad clock fails here, before anything runs
         if p.agent == MCP_AGENT:
             McpPlan(self.spec, p.mcp_tools, "http", Path(p.out), port=p.mcp_port)  # bad tools or port fail here
         else:
@@ -78,6 +81,9 @@ class AgentNode(GraphNode):
             EpisodeStatus, topics.EPISODE_STATUS, self.view.on_status, LATCHED_QOS, callback_group=inputs
         )
         self.create_subscription(JointState, topics.JOINT_STATES, self.view.on_joint_state, 50, callback_group=inputs)
+        self.create_subscription(
+            MarkerArray, topics.PLANNED_PATH, self.view.on_planned_path, LATCHED_QOS, callback_group=inputs
+        )
         self._camera_subscriptions: set[str] = set()
         self.reset_client = self.create_client(ResetEpisode, topics.EPISODE_RESET)
         self.result: EndReason | None = None
@@ -171,7 +177,7 @@ class AgentNode(GraphNode):
         """Serve the graph's episode to one MCP client over streamable HTTP (robodojo mcp's server, this graph's
         host); the exit code."""
         p = self.params
-        plan = McpPlan(spec, p.mcp_tools, "http", Path(p.out), port=p.mcp_port)
+        plan = McpPlan(spec, p.mcp_tools, "http", Path(p.out), port=p.mcp_port, clock=self.clock)
         self.get_logger().info(f"serving {spec.task} seed {spec.seed} to one MCP client ({p.mcp_tools} tools)")
         result = serve_episode(plan, open_host=lambda robot: nullcontext(host), interrupted=self.interrupted)
         if result is None:
@@ -219,7 +225,7 @@ class AgentNode(GraphNode):
         ) as llm:
             agent = make_agent(self.params.agent, **self.agent_options, reply_reserve_tokens=llm.max_output_tokens)
             try:
-                result = run_episode(host, agent, llm, spec, Path(self.params.out), model=llm.model)
+                result = run_episode(host, agent, llm, spec, Path(self.params.out), model=llm.model, clock=self.clock)
             finally:
                 getattr(agent, "close", lambda: None)()
         return self._ended(spec, result, f"{result.llm_calls} LLM calls")

@@ -9,20 +9,16 @@ from collections.abc import Iterable
 
 import numpy as np
 from agent_bringup.msg import TrajectoryLease
-from geometry_msgs.msg import Point
 from rclpy.node import Node
-from std_msgs.msg import ColorRGBA
 from trajectory_msgs.msg import JointTrajectory
-from visualization_msgs.msg import Marker, MarkerArray
+from visualization_msgs.msg import MarkerArray
 
+from robodojo.motion.path_markers import planned_path_markers
 from robodojo.motion.plan import Plan
 from robodojo.nodes import convert, topics
 from robodojo.nodes.runtime import LATCHED_QOS
 from robodojo.robots.config import RobotConfig
 from robodojo.robots.ik import ArmKinematics
-
-PATH_COLORS = (ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.9), ColorRGBA(r=1.0, g=0.5, b=0.1, a=0.9))
-PATH_LINE_WIDTH_M = 0.005
 
 
 class ControllerCommands:
@@ -79,15 +75,5 @@ class ControllerCommands:
             )
 
     def _path_markers(self, plan: Plan, points: int, start_s: float) -> MarkerArray:
-        markers = []
-        for i, (arm, traj) in enumerate(plan.trajectories.items()):
-            line = Marker(header=convert.header(start_s, topics.WORLD_FRAME), ns="planned_path", id=i)
-            line.type, line.action = Marker.LINE_STRIP, Marker.ADD
-            line.pose.orientation.w = 1.0
-            line.scale.x = PATH_LINE_WIDTH_M
-            line.color = PATH_COLORS[i % len(PATH_COLORS)]
-            for q in traj.positions_rad[: points + 1]:
-                pos, _ = self._kinematics.tcp_pose(arm, q)
-                line.points.append(Point(x=float(pos[0]), y=float(pos[1]), z=float(pos[2])))
-            markers.append(line)
-        return MarkerArray(markers=markers)
+        markers = planned_path_markers(plan, self._kinematics, points)
+        return convert.marker_array_msg(markers, start_s, topics.WORLD_FRAME)

@@ -12,12 +12,14 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 from numpy.typing import ArrayLike, NDArray
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
-from std_msgs.msg import Header
+from std_msgs.msg import ColorRGBA, Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from visualization_msgs.msg import Marker, MarkerArray
 
 from robodojo.control.trajectory_controller import TrajectoryReport
 from robodojo.control.trajectory_player import TrajectoryCommand
 from robodojo.geometry import matrix_from_quat, quat_from_matrix, transform, wxyz_tuple, xyz_tuple
+from robodojo.motion.path_markers import MarkerKind, PathMarker
 from robodojo.motion.rejection import Refused, rejection_from_json, rejection_to_json
 from robodojo.motion.report import ArmReport, MoveReport, StopReason
 from robodojo.observation import CameraCalibration, EpisodeState
@@ -45,6 +47,39 @@ def duration_msg(t_s: float) -> Duration:
 
 def header(t_s: float, frame_id: str) -> Header:
     return Header(stamp=time_msg(t_s), frame_id=frame_id)
+
+
+def path_markers_from(msg: MarkerArray) -> tuple[PathMarker, ...]:
+    """The markers of a planned path (:func:`marker_array_msg`'s message) as plain data; markers of other types are
+    left out."""
+    out = []
+    for m in msg.markers:
+        if m.type not in iter(MarkerKind):
+            continue
+        p, c = m.pose.position, m.color
+        out.append(
+            PathMarker(
+                m.ns, int(m.id), MarkerKind(m.type), float(m.scale.x), (float(c.r), float(c.g), float(c.b), float(c.a)),
+                points_m=tuple((float(q.x), float(q.y), float(q.z)) for q in m.points),
+                position_m=(float(p.x), float(p.y), float(p.z)),
+            )
+        )  # fmt: skip
+    return tuple(out)
+
+
+def marker_array_msg(markers: Sequence[PathMarker], t_s: float, frame_id: str) -> MarkerArray:
+    """visualization_msgs/MarkerArray of ``markers`` (robodojo.motion.path_markers), stamped ``t_s``, in
+    ``frame_id``."""
+    out = []
+    for m in markers:
+        msg = Marker(header=header(t_s, frame_id), ns=m.namespace, id=m.id, type=int(m.kind), action=Marker.ADD)
+        msg.pose.orientation.w = 1.0
+        msg.pose.position = Point(x=m.position_m[0], y=m.position_m[1], z=m.position_m[2])
+        msg.scale.x = msg.scale.y = msg.scale.z = m.scale_m
+        msg.color = ColorRGBA(r=m.color_rgba[0], g=m.color_rgba[1], b=m.color_rgba[2], a=m.color_rgba[3])
+        msg.points = [Point(x=x, y=y, z=z) for x, y, z in m.points_m]
+        out.append(msg)
+    return MarkerArray(markers=out)
 
 
 # -- controllers and diagnostics ------------------------------------------------------------------------------------

@@ -68,8 +68,9 @@ class MotionServerParams:
     )
     arrival_wait_s: float = parameter("past the planned end, wait up to this long (robot time) for the arms [s]")
     report_timeout_s: float = parameter(
-        "every controller reports a trajectory within this long (wall clock) of its sending, or it is sent again "
-        "once and then the controllers count as gone [s]",
+        "every controller reports a trajectory within this long (wall clock) of its sending; if none did and the "
+        "joint states show nothing of it played, it is sent again once and then the controllers count as gone; one "
+        "that plays unreported is followed on the joint states [s]",
         positive=True,
     )
     planned_path_markers: bool = parameter("publish the planned grasp-point paths for RViz")
@@ -128,6 +129,10 @@ class AgentNodeParams:
     )
     mcp_tools: str = parameter("agent mcp: the tool set served to the MCP client, robo or move_eef")
     mcp_port: int = parameter("agent mcp: the port of http://127.0.0.1:<port>/mcp; 0: a free one, logged")
+    clock: str = parameter(
+        "world time a model call costs beyond the time that passes anyway: real (nothing more), fixed:S, scaled:K "
+        "(robodojo.episodes.clock)"
+    )
 
 
 @dataclass(frozen=True)

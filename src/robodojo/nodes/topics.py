@@ -13,6 +13,7 @@ from robodojo.robots.topic_names import CLOCK as CLOCK
 from robodojo.robots.topic_names import ISAAC_JOINT_COMMAND as ISAAC_JOINT_COMMAND
 from robodojo.robots.topic_names import ISAAC_JOINT_STATES as ISAAC_JOINT_STATES
 from robodojo.robots.topic_names import JOINT_STATES as JOINT_STATES
+from robodojo.robots.topic_names import PLANNED_PATH as PLANNED_PATH
 from robodojo.robots.topic_names import WORLD_FRAME as WORLD_FRAME
 from robodojo.robots.topic_names import camera_image as camera_image
 from robodojo.robots.topic_names import camera_image_compressed as camera_image_compressed
@@ -27,7 +28,6 @@ EPISODE_RESET = "/episode/reset"
 MOVE_EEF = "/move_eef"
 HOME = "/motion/home"
 STOP = "/motion/stop"
-PLANNED_PATH = "/motion/planned_path"  # visualization_msgs/MarkerArray: the planned grasp-point paths
 MOTION_LEASE = "/motion/lease"  # agent_bringup/TrajectoryLease: the motion server's heartbeat for its trajectories
 DIAGNOSTICS = "/diagnostics"  # diagnostic_msgs/DiagnosticArray: e.g. the simulator's real-time factor
 

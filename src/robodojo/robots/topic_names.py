@@ -11,6 +11,8 @@ WORLD_FRAME = "world"
 
 JOINT_STATES = "/joint_states"
 CLOCK = "/clock"
+#: visualization_msgs/MarkerArray: each arm's planned grasp-point path (a line strip) and its target (a sphere)
+PLANNED_PATH = "/motion/planned_path"
 # Isaac Sim's side of its ROS 2 bridge (scripts/isaac_sim_robodojo.py), under /isaac/: what the simulator itself
 # publishes and follows. isaac_bridge_node turns it into the robot's topics above, as a real arm's driver does, and one
 # camera_node per camera republishes its images under /cameras/<camera>/; so nothing on /isaac/ is the graph's API.

@@ -7,10 +7,15 @@ images queued with robo.show() follow as a user message (``images``: all cameras
 then robo.show is not part of the API and no text promises pictures; robo.image() still serves code). finish(status,
 summary) ends the episode. Every robo call a
 cell makes is logged (:mod:`robodojo.agents.robo.call_log`) and handed to the record with its turn.
+
+The time a cell computes between its robo calls (and after the last) is reported to the episode's clock
+(``EpisodeContext.agent_time``), so that under a clock that does not wait for the agent the world moves on meanwhile;
+the time inside a robo call is the robot's own and is not reported.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from robodojo.agents.base import EpisodeContext, LlmCaller, TurnRecord
@@ -103,6 +108,7 @@ class CodeCellAgent:
         self.jpeg_quality = jpeg_quality
         self.kernel_limits = kernel_limits
         self.kernel: Kernel | None = None
+        self._computing_since: float | None = None  # time.monotonic() when the running cell last got control back
 
     def describe(self) -> dict[str, Any]:
         """What this agent sends the model, for the episode record (meta.json)."""
@@ -146,6 +152,7 @@ class CodeCellAgent:
 
     def _dispatch(self, method: str, args: tuple, kwargs: dict) -> Any:
         """Runs a robo call from the kernel, logged. Motion calls end the cell once the env step budget is used up."""
+        self._report_computing()  # the cell computed since it started or since its last robo call returned
 
         def call() -> Any:
             if self.episode.backend.steps_left <= 0 and method in MOTION_METHODS:
@@ -161,7 +168,16 @@ class CodeCellAgent:
                     )
             return call_robo(self.robo, method, args, kwargs)
 
-        return self.call_log.run(method, args, kwargs, call)
+        try:
+            return self.call_log.run(method, args, kwargs, call)
+        finally:
+            self._computing_since = time.monotonic()
+
+    def _report_computing(self) -> None:
+        """Tell the episode's clock how long the cell computed since it last got control back."""
+        if self._computing_since is not None:
+            self.episode.agent_time.computed(time.monotonic() - self._computing_since)
+            self._computing_since = None
 
     def turn(self, llm: LlmCaller, turn: int) -> TurnRecord:
         # Older exchanges are left out to fit the context, more if the server says it does not; refused if it cannot.
@@ -185,7 +201,9 @@ class CodeCellAgent:
             return TurnRecord(turn, request, reply, [text], FINISH, finished=True, details=details)
 
         assert self.kernel is not None
+        self._computing_since = time.monotonic()
         result = self.kernel.run_cell(valid.arguments["code"])
+        self._report_computing()  # after its last robo call, until it ended
         text = self.conversation.add_tool_result(call.id, cell_result_text(result))
         shown = self.robo.take_shown()
         if self.images == "none":  # never queued through the cell's robo; dropped in case

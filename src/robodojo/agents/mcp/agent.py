@@ -93,10 +93,17 @@ class McpAgent:
         self.tools.begin(episode)
 
     def turn(self, llm: object, turn: int) -> TurnRecord:
-        """Serve requests until a tool call was run; EpisodeInterrupted when the client is gone or silent."""
+        """Serve requests until a tool call was run; EpisodeInterrupted when the client is gone or silent.
+
+        The client's time to its tool call is its model's decision: the episode's clock lets it pass before the call
+        runs (``EpisodeContext.agent_time``), as the runner does after the other agents' model calls."""
         started = time.monotonic()
+        decided = False
         while True:
             request = self.channel.next()
+            if request.kind is not RequestKind.RESOURCE and not decided:
+                self.episode.agent_time.model_called(time.monotonic() - started)
+                decided = True
             outcome = self.handle(request)
             if outcome is not None:
                 return self._record(turn, request, outcome, time.monotonic() - started)

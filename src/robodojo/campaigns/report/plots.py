@@ -1,5 +1,8 @@
-"""The report's figures as PNG files, drawn with matplotlib's Agg canvas on :class:`matplotlib.figure.Figure`
-objects (no pyplot: nothing global is touched, and no display is needed).
+"""The report's figures as SVG and PNG files, drawn with matplotlib's Agg canvas on
+:class:`matplotlib.figure.Figure` objects (no pyplot: nothing global is touched, and no display is needed).
+
+The HTML report shows the SVG: a vector image with a viewBox, sharp at any width the page gives it (text drawn as
+paths, so no font is needed to read it); the PNG is for slides and markdown viewers.
 
 - ``sr_per_task.png``: SR per task with the 95 % Wilson interval as error bars, one series per group.
 - ``success_vs_input_tokens.png``: per group, the share of episodes solved using at most B input tokens, over B on
@@ -21,6 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
+from robodojo.campaigns.report.clock import CLOCK_PNG, clock_cells, clock_figure
 from robodojo.campaigns.report.stats import (
     PERCENT,
     BudgetCurve,
@@ -35,6 +39,7 @@ from robodojo.campaigns.results import EpisodeRow
 SR_PER_TASK_PNG = "sr_per_task.png"
 BUDGET_PNG = "success_vs_input_tokens.png"
 PROBE_DELTAS_PNG = "probe_deltas.png"
+PLOT_FORMATS = ("svg", "png")  #: every figure is written in each, in this order
 
 DPI = 100
 HEIGHT_IN = 5.0  #: figure height [in]
@@ -168,26 +173,31 @@ def probe_deltas_figure(table: Sequence[MatchedPairs]) -> Figure | None:
     return fig
 
 
-def write_plots(rows: Iterable[EpisodeRow], out_dir: Path) -> list[Path]:
-    """Write the figures that have something to show into ``out_dir`` (created if needed); the paths written."""
+def write_plots(rows: Iterable[EpisodeRow], out_dir: Path, formats: Sequence[str] = PLOT_FORMATS) -> list[Path]:
+    """Write the figures that have something to show into ``out_dir`` (created if needed), each in every one of
+    ``formats`` (file suffixes matplotlib knows: svg, png, pdf); the paths written, figure by figure."""
     rows = list(rows)
     figures = {
         SR_PER_TASK_PNG: sr_per_task_figure(leaderboard(rows)),
         BUDGET_PNG: budget_figure(budget_curves(rows)),
         PROBE_DELTAS_PNG: probe_deltas_figure(matched_pairs(rows)),
+        CLOCK_PNG: clock_figure(clock_cells(rows)),  # a campaign that swept the clock
     }
     written = []
     for name, fig in figures.items():
         if fig is None:
             continue
         out_dir.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out_dir / name, format="png")
-        written.append(out_dir / name)
+        for fmt in formats:
+            path = (out_dir / name).with_suffix(f".{fmt}")
+            fig.savefig(path, format=fmt)
+            written.append(path)
     return written
 
 
 __all__ = [
     "BUDGET_PNG",
+    "PLOT_FORMATS",
     "PROBE_DELTAS_PNG",
     "SR_PER_TASK_PNG",
     "budget_figure",

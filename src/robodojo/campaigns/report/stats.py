@@ -10,6 +10,10 @@
 - :func:`matched_pairs` (seed 002's probe and demonstration sections): each episode of a condition paired with the
   zero-shot episode of the same agent, LLM and layout; the split by tasks with and without a matched zero-shot success.
 - :func:`budget_curves` (seed 000's budget figure): the share of episodes solved within an input-token budget.
+- :func:`axis_leaderboards`: per capability axis, the groups ranked by SR on the layouts all of them ran, each
+  neighbour difference tested paired per layout (:func:`mcnemar_exact`), Holm-corrected (:func:`holm`) across the
+  axis's comparisons; an axis with too few shared layouts is not ranked.
+- :func:`failure_reasons`: the failed episodes by end reason and by the last refusal in their records.
 
 Every episode of a group counts, whatever its end reason: a crashed episode did not succeed.
 """
@@ -20,7 +24,8 @@ import math
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+from itertools import pairwise
 from statistics import fmean
 
 from robodojo.campaigns.results import ZERO_SHOT, EpisodeRow
@@ -263,31 +268,54 @@ def leaderboard(rows: Iterable[EpisodeRow]) -> tuple[LeaderboardEntry, ...]:
 
 
 @dataclass(frozen=True)
+class EarlierUsage:
+    """What an episode's earlier tries spent, summed: the tries killed or crashed before the one its row holds
+    (their LLM calls were made and paid for, though the row counts only its own try's)."""
+
+    tries: int = 0
+    llm_calls: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: EarlierUsage) -> EarlierUsage:
+        return EarlierUsage(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(EarlierUsage)))
+
+
+@dataclass(frozen=True)
 class GroupEndings:
     """One group's episodes by end reason, and everything they spent (failures included) per success.
 
-    ``per_success`` holds the totals of LLM calls, input and output tokens and cost over every episode of the group
-    divided by its successes (None without a success): what one success costs when the failures are paid for too."""
+    ``per_success`` holds the totals of LLM calls, input and output tokens and cost over every episode of the group,
+    its episodes' earlier tries included (``earlier``: killed or crashed and retried), divided by its successes (None
+    without a success): what one success costs when the failures and the lost tries are paid for too."""
 
     group: Group
     episodes: int
     successes: int
     ended_by: Mapping[str, int]  #: end reason -> episodes
     per_success: Mapping[str, float | None]
+    earlier: EarlierUsage = EarlierUsage()
 
 
 PER_SUCCESS_METRICS = ("llm_calls", "input_tokens", "output_tokens", "cost_usd")
 
 
-def endings(rows: Iterable[EpisodeRow]) -> tuple[GroupEndings, ...]:
-    """Per group, in report order: how its episodes ended and what a success cost."""
+def endings(rows: Iterable[EpisodeRow], earlier: Mapping[str, EarlierUsage] | None = None) -> tuple[GroupEndings, ...]:
+    """Per group, in report order: how its episodes ended and what a success cost; ``earlier`` is, by episode id,
+    what the episode's earlier tries spent (counted in the costs, not in the episodes)."""
+    earlier = earlier or {}
     out = []
     for group, mine in groups(rows).items():
         successes = sum(r.success for r in mine)
+        lost = sum((earlier.get(r.episode_id, EarlierUsage()) for r in mine), EarlierUsage())
         per_success = {
-            m: (sum(float(getattr(r, m)) for r in mine) / successes if successes else None) for m in PER_SUCCESS_METRICS
+            m: ((sum(float(getattr(r, m)) for r in mine) + getattr(lost, m)) / successes if successes else None)
+            for m in PER_SUCCESS_METRICS
         }
-        out.append(GroupEndings(group, len(mine), successes, Counter(str(r.end_reason) for r in mine), per_success))
+        ended_by = Counter(str(r.end_reason) for r in mine)
+        out.append(GroupEndings(group, len(mine), successes, ended_by, per_success, lost))
     return tuple(out)
 
 
@@ -498,26 +526,242 @@ def budget_curves(rows: Iterable[EpisodeRow]) -> tuple[BudgetCurve, ...]:
     return tuple(found)
 
 
+# -- paired tests ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """The exact McNemar test of two success series paired per layout: ``b`` pairs where only the first succeeded,
+    ``c`` where only the second (the pairs where both or neither succeeded say nothing about which is better).
+
+    ``p_value`` is two-sided: if both succeed equally often, each discordant pair goes either way with probability
+    1/2, and p is the probability of a split of the b + c discordant pairs at least as uneven (the exact binomial
+    test of min(b, c) in b + c at 1/2: 2 P(X <= min(b, c)), at most 1; 1 without a discordant pair)."""
+
+    b: int
+    c: int
+    p_value: float
+
+
+def mcnemar_exact(b: int, c: int) -> McNemar:
+    """The exact McNemar test of ``b`` pairs won only by the first series and ``c`` only by the second."""
+    if b < 0 or c < 0:
+        raise ValueError(f"expected discordant pair counts >= 0, got b={b} and c={c}")
+    if b + c == 0:
+        return McNemar(b, c, 1.0)
+    from scipy.stats import binomtest  # scipy is a dependency; imported here, where a test is made, for import time
+
+    return McNemar(b, c, min(1.0, float(binomtest(min(b, c), b + c, 0.5).pvalue)))
+
+
+def holm(p_values: Sequence[float]) -> tuple[float, ...]:
+    """Holm's step-down adjustment of ``p_values`` (one family of tests), in their order: the k-th smallest p
+    (from k = 0) times (m - k), made non-decreasing along the sorted order and capped at 1. A test is significant
+    at level alpha when its adjusted p is at most alpha; the family-wise error rate then stays within alpha."""
+    if any(not 0 <= p <= 1 for p in p_values):
+        raise ValueError(f"expected p-values in [0, 1], got {list(p_values)}")
+    m = len(p_values)
+    adjusted = [0.0] * m
+    running = 0.0
+    for k, i in enumerate(sorted(range(m), key=lambda j: p_values[j])):
+        running = max(running, min(1.0, (m - k) * p_values[i]))
+        adjusted[i] = running
+    return tuple(adjusted)
+
+
+# -- a leaderboard per capability axis ------------------------------------------------------------------------------
+
+
+Layout = tuple[str, str, int]  #: (task, variant, seed)
+
+
+@dataclass(frozen=True)
+class AxisEntry:
+    """A group on one capability axis: its ``rank`` (1 is best; groups with equal SR share one; None when the
+    axis is not ranked) and its ``rate``: on the axis's shared layouts when ranked, so that every group is measured
+    on the same ones, otherwise on every episode it ran on the axis."""
+
+    group: Group
+    rank: int | None
+    rate: Rate
+
+
+@dataclass(frozen=True)
+class NeighbourTest:
+    """A ranked group against the next one down: on the ``pairs`` shared layouts, ``only_upper`` succeeded only
+    for the upper group, ``only_lower`` only for the lower; ``p_value`` is the exact McNemar p, ``p_holm`` the
+    Holm-adjusted one over the axis's neighbour tests, ``significant`` whether ``p_holm`` is at most the level."""
+
+    upper: Group
+    lower: Group
+    pairs: int
+    only_upper: int
+    only_lower: int
+    p_value: float
+    p_holm: float
+    significant: bool
+
+
+@dataclass(frozen=True)
+class AxisLeaderboard:
+    """The groups on one capability axis, best first when ranked (see :func:`axis_leaderboards`).
+
+    ``shared_layouts`` counts the layouts (task, variant, seed) of the axis every group ran; ``pairs`` the paired
+    episodes on them (a layout run twice by every group pairs twice). The axis is ``ranked`` with at least
+    ``min_shared_layouts`` of them; otherwise its entries have no rank and ``neighbours`` is empty."""
+
+    axis: str
+    tasks: tuple[str, ...]
+    shared_layouts: int
+    pairs: int
+    min_shared_layouts: int
+    significance_level: float
+    entries: tuple[AxisEntry, ...]
+    neighbours: tuple[NeighbourTest, ...]
+
+    @property
+    def ranked(self) -> bool:
+        return self.shared_layouts >= self.min_shared_layouts
+
+
+def _by_layout(rows: Iterable[EpisodeRow]) -> dict[Layout, list[EpisodeRow]]:
+    found: dict[Layout, list[EpisodeRow]] = defaultdict(list)
+    for row in rows:
+        found[row.layout].append(row)
+    return found
+
+
+def _shared_runs(by_group: Mapping[Group, Sequence[EpisodeRow]]) -> tuple[int, dict[Group, list[EpisodeRow]]]:
+    """The number of layouts every group ran, and per group its episodes on them, aligned: the k-th episode of
+    every group is on the same layout (a layout run several times pairs its runs in row order, as many as the
+    group that ran it least)."""
+    layouts = {g: _by_layout(mine) for g, mine in by_group.items()}
+    shared = sorted(set.intersection(*(set(found) for found in layouts.values()))) if layouts else []
+    aligned: dict[Group, list[EpisodeRow]] = {g: [] for g in by_group}
+    for layout in shared:
+        runs = min(len(found[layout]) for found in layouts.values())
+        for g, found in layouts.items():
+            aligned[g] += found[layout][:runs]
+    return len(shared), aligned
+
+
+def axis_leaderboard(
+    axis: str, rows: Sequence[EpisodeRow], *, min_shared_layouts: int, significance_level: float
+) -> AxisLeaderboard:
+    """The leaderboard of one capability axis from its episodes (every group's), at least one.
+
+    Ranked (at least ``min_shared_layouts`` layouts every group ran): by SR on those layouts, best first; each
+    group is tested against the next one down by the exact McNemar test on the layouts both ran (the same shared
+    ones), and the p-values are Holm-adjusted over the axis's neighbour tests. Not ranked: the groups in report
+    order, each with its SR over every episode it ran on the axis.
+    """
+    by_group = groups(rows)
+    count, aligned = _shared_runs(by_group)
+    tasks = tuple(sorted({r.task for r in rows}))
+    pairs = len(next(iter(aligned.values()), []))
+    if count < min_shared_layouts:
+        entries = tuple(AxisEntry(g, None, pooled(mine)) for g, mine in by_group.items())
+        return AxisLeaderboard(axis, tasks, count, pairs, min_shared_layouts, significance_level, entries, ())
+    rates = {g: pooled(aligned[g]) for g in by_group}
+    outcomes = {g: [r.success for r in aligned[g]] for g in by_group}
+    order = sorted(by_group, key=lambda g: -rates[g].successes)  # stable: equal SRs stay in report order
+    ranks: dict[Group, int] = {}
+    for position, g in enumerate(order, 1):
+        tied = [h for h in ranks if rates[h].successes == rates[g].successes]
+        ranks[g] = ranks[tied[0]] if tied else position  # competition ranking: 1, 2, 2, 4
+    tests = []
+    for upper, lower in pairwise(order):
+        only_upper = sum(u and not w for u, w in zip(outcomes[upper], outcomes[lower], strict=True))
+        only_lower = sum(w and not u for u, w in zip(outcomes[upper], outcomes[lower], strict=True))
+        tests.append((upper, lower, mcnemar_exact(only_upper, only_lower)))
+    adjusted = holm([t.p_value for _, _, t in tests])
+    neighbours = tuple(
+        NeighbourTest(upper, lower, pairs, t.b, t.c, t.p_value, p, p <= significance_level)
+        for (upper, lower, t), p in zip(tests, adjusted, strict=True)
+    )
+    entries = tuple(AxisEntry(g, ranks[g], rates[g]) for g in order)
+    return AxisLeaderboard(axis, tasks, count, pairs, min_shared_layouts, significance_level, entries, neighbours)
+
+
+def axis_leaderboards(
+    rows: Iterable[EpisodeRow], *, min_shared_layouts: int, significance_level: float
+) -> tuple[AxisLeaderboard, ...]:
+    """:func:`axis_leaderboard` of every capability axis, by axis name."""
+    by_axis = _by(rows, lambda r: r.capability)
+    return tuple(
+        axis_leaderboard(
+            axis, by_axis[axis], min_shared_layouts=min_shared_layouts, significance_level=significance_level
+        )
+        for axis in sorted(by_axis)
+    )
+
+
+# -- why episodes failed --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FailureReason:
+    """The failed episodes that ended the same way after the same last refusal: ``last_refusal`` is the normalised
+    text of the last refused call or move in the record ("" when none was refused), ``episodes`` their ids in row
+    order, ``by_group`` how many of them each group ran."""
+
+    end_reason: str
+    last_refusal: str
+    episodes: tuple[str, ...]
+    by_group: tuple[tuple[Group, int], ...]
+
+
+def failure_reasons(rows: Iterable[EpisodeRow], last_refusals: Mapping[str, str]) -> tuple[FailureReason, ...]:
+    """The failed episodes of ``rows`` grouped by (end reason, last refusal), the largest groups first;
+    ``last_refusals`` holds, by episode id, the normalised text of the episode's last refusal (none: "")."""
+    found: dict[tuple[str, str], list[EpisodeRow]] = defaultdict(list)
+    for row in rows:
+        if not row.success:
+            found[(str(row.end_reason), last_refusals.get(row.episode_id, ""))].append(row)
+    keyed = sorted(found.items(), key=lambda item: (-len(item[1]), item[0]))
+    return tuple(
+        FailureReason(
+            end_reason=reason,
+            last_refusal=refusal,
+            episodes=tuple(r.episode_id for r in mine),
+            by_group=tuple((g, len(members)) for g, members in groups(mine).items()),
+        )
+        for (reason, refusal), mine in keyed
+    )
+
+
 __all__ = [
     "PERCENT",
     "Z_95",
     "AgentEfficiency",
     "AxisCell",
+    "AxisEntry",
+    "AxisLeaderboard",
     "BudgetCurve",
+    "EarlierUsage",
+    "FailureReason",
     "Group",
     "LeaderboardEntry",
     "MatchedPairs",
+    "McNemar",
+    "NeighbourTest",
     "PairSplit",
     "Rate",
     "TaskCell",
     "UsageMeans",
     "VariantCell",
+    "axis_leaderboard",
+    "axis_leaderboards",
     "budget_curves",
     "efficiency",
+    "endings",
+    "failure_reasons",
     "groups",
+    "holm",
     "leaderboard",
     "leaderboard_entry",
     "matched_pairs",
+    "mcnemar_exact",
     "pooled",
     "task_cell",
     "variant_order",
