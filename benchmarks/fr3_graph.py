@@ -88,6 +88,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -127,6 +128,9 @@ ESTOP_MOVE_RAD = 0.5
 ESTOP_MOVE_S = 1.2
 ESTOP_AFTER_S = 0.5  # into the move (wall time after its PLAYING report): near its fastest
 ESTOP_SETTLE_S = 2.0  # the brake ends and the log has it, on a robot clock at 0.5-0.9x wall time
+ESTOP_REST_WAIT_S = 10.0  # before each e-stop move: the arm at rest in this client's joint states, at most this long
+REST_STATES = 20  # ... judged over this many fresh joint states (0.2 s at 100 Hz) ...
+REST_TOLERANCE_RAD = 1e-3  # ... that agree to within this on every joint
 ESTOP_SETTLE_MAX_S = 6.0  # a loaded machine's franky-sim may take longer: the log is read again until then
 AT_REST_RAD = 1e-7  # a commanded joint that moves less than this in a 1 ms step stands still
 # The release's answer names the error it cleared; franky's planner refuses a brake now and then (about one in eight
@@ -637,6 +641,12 @@ def estop_figures(
     dt = robot.control_dt_s
     records: list[dict[str, Any]] = []
     for k in range(n):
+        # From where the arm rests now: read too soon after the last brake (a loaded machine delays both the brake on
+        # franky-sim's slower clock and this client's joint states), the first point was once 0.056 rad from where the
+        # driver measured the arm, and the move refused for it (0.05 at most).
+        since = joints.mark()
+        resting = partial(_at_rest, joints, since, joint_names)
+        wait_for(resting, ESTOP_REST_WAIT_S, "the arm at rest", graph.nodes)
         latest = joints.last()
         q0 = np.array([latest[1][name] for name in joint_names])
         times = np.arange(1, round(ESTOP_MOVE_S / dt) + 1) * dt
@@ -685,6 +695,16 @@ def estop_figures(
         time.sleep(0.3)
     node.destroy_publisher(pub)
     return {"records": records}
+
+
+def _at_rest(joints: Log, since: int, names: Sequence[str]) -> bool:
+    """Whether the last REST_STATES joint states, all received after index ``since``, agree to REST_TOLERANCE_RAD."""
+    with joints.cond:
+        recent = [record for _, record in joints.items[since:][-REST_STATES:]]
+    if len(recent) < REST_STATES:
+        return False
+    q = np.array([[positions[name] for name in names] for _, positions in recent])
+    return float(np.max(q.max(axis=0) - q.min(axis=0))) <= REST_TOLERANCE_RAD
 
 
 def brake_figures(log: Any, t_call: float, fci: Any) -> dict[str, Any]:

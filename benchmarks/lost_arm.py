@@ -55,6 +55,8 @@ RESULT_TIMEOUT_S = 30.0  # only to give up on a trial: the old server answered a
 PLAYED_BEFORE_LOSS = 3  # points the controllers report played before the robot is lost: the goal is moving
 STEP_M = 0.10  # the left grasp point's move per trial (down, then back up)
 MAX_VOID_TRIALS = 3  # trials whose goal ended before the loss, retried per counted trial before giving up
+ACCEPT_TIMEOUT_S = 20.0  # a goal not accepted by then: its response was lost, and the trial tests nothing
+SETTLE_S = 3.0  # after a void trial: its goal (a 0.1 m move) plays out before the next one is sent
 
 
 class Client(SpunNode):
@@ -109,6 +111,10 @@ def _wait(predicate: Callable[[], bool], timeout_s: float, what: str, nodes: lis
         raise RuntimeError(f"timed out after {timeout_s} s waiting for {what}\n{logs}")
 
 
+class VoidTrial(Exception):
+    """A trial that tested nothing (the robot was not lost): why, in words; it is retried."""
+
+
 def trial(client: Client, sim: NodeProcess, mode: str, z_m: float, nodes: list[NodeProcess]) -> dict:
     """One goal, the robot lost mid-goal, the result timed; the robot (sim_node) is left frozen or dead."""
     from agent_bringup.action import MoveEef
@@ -120,7 +126,11 @@ def trial(client: Client, sim: NodeProcess, mode: str, z_m: float, nodes: list[N
     sent = client.call(
         lambda: client.action.send_goal_async(goal, lambda f: played.__setitem__(0, f.feedback.waypoints_played))
     )
-    _wait(sent.done, 20, "the goal's acceptance", nodes)
+    if not wait_until(sent.done, ACCEPT_TIMEOUT_S, interval_s=0.01):
+        # Seen on a loaded machine for a run's first goal: the motion server accepted and played it, but rmw could
+        # not send the acceptance ("failed to send response (timeout)": discovery had not matched this client's
+        # response reader yet).
+        raise VoidTrial(f"the goal's acceptance never reached this client within {ACCEPT_TIMEOUT_S:.0f} s")
     handle = sent.result()
     result_future = client.call(handle.get_result_async)
     arrived = [0.0]
@@ -175,7 +185,15 @@ def run(trials: int, log_dir: Path) -> dict:
             while (i := sum(r["mode"] == mode for r in records)) < trials:
                 assert client.left_z is not None
                 z = home_z - STEP_M if client.left_z > home_z - STEP_M / 2 else home_z  # down from home, or back
-                record = trial(client, sim, mode, z, nodes)
+                try:
+                    record = trial(client, sim, mode, z, nodes)
+                except VoidTrial as exc:  # the robot was not lost: nothing to restart or resume
+                    void.append({"mode": mode, "void": str(exc)})
+                    print(f"{mode} {i + 1}/{trials}: void, {exc}", flush=True)
+                    if len(void) > MAX_VOID_TRIALS * trials * len(MODES):
+                        raise RuntimeError(f"{len(void)} trials void: {exc}") from None
+                    time.sleep(SETTLE_S)
+                    continue
                 if record["ended_before_loss"]:  # retried: the robot ended the goal itself, before it was lost
                     void.append(record)
                     print(f"{mode} {i + 1}/{trials}: void, the goal ended before the loss: "
@@ -240,8 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         rows,
         "<>>>>>>><>",
     )
-    if figures["void"]:
-        print(f"{len(figures['void'])} trial(s) void and retried: the robot ended the goal before it was lost")
+    for record in figures["void"]:
+        why = record.get("void") or f"the robot ended the goal before it was lost: {record['ended_before_loss']}"
+        print(f"void and retried ({record['mode']}): {why}")
     if args.json:
         write_figures(args.json, figures)
     return 0

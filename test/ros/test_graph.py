@@ -16,14 +16,21 @@ import graph_client as gc
 import mujoco
 import numpy as np
 import pytest
+import yaml
+from rerun.chunk import RrdReader
 
 from robodojo import PACKAGE_ROOT
+from robodojo.episodes.viewing import VIEW_ENV
+from robodojo.episodes.viewing.settings import CONFIG_ENV as VIEW_CONFIG_ENV
+from robodojo.episodes.viewing.settings import CONFIG_PATH as VIEW_CONFIG_PATH
+from robodojo.episodes.viewing.sinks import RRD_FILE
 from robodojo.nodes import topics
 
 pytestmark = pytest.mark.ros
 
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 DT_S = 0.04
+ROOMY_VIEW = {"queue_size": 100000, "close_timeout_s": 30.0}  # config/view.yaml's, with nothing to drop
 EDGE_MARGIN_S = 0.4  # ten frames: delivery order between topics at a window's edges, not a stalled camera
 
 
@@ -256,6 +263,11 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
     from robodojo.sim.world import EmbeddedWorld
 
     gc.start_sim_and_motion(graph)
+    # `robodojo graph --view rrd`, as the agent node inherits it: the live view written beside the record, with a
+    # queue that cannot fill (config/view.yaml's, roomier), so that every state the record got must reach it
+    view_config = tmp_path / "view.yaml"
+    view_config.write_text(yaml.safe_dump(yaml.safe_load(VIEW_CONFIG_PATH.read_text()) | ROOMY_VIEW))
+    graph.env.update({VIEW_ENV: "rrd", VIEW_CONFIG_ENV: str(view_config), "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
     agent = graph.start(
         "agent_node",
         agent="move_eef",
@@ -318,6 +330,10 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
     # best-effort joint states may lose one now and then, never most of a step's several
     assert len(covered & set(range(steps + 1))) >= 0.95 * (steps + 1), (steps, sorted(covered))
     assert len(stamps) > 2 * steps  # between the steps too: the physics rate, not the step rate
+    # the live view got every state the record got, on the graph's feed: each /tf of the record in episode.rrd
+    rrd_tf = sum(1 for chunk in RrdReader(graph_folder / RRD_FILE).stream() if chunk.entity_path == "/tf" for _ in
+                 range(chunk.to_record_batch().num_rows))  # fmt: skip
+    assert rrd_tf == _mcap_tf_transforms(graph_folder), rrd_tf
     # the motion server's planned paths, one per motion played (a trajectory sent again is drawn again)
     played = [t for t in on_graph["turns"] if t.get("move") and t["move"]["accepted"] and t["move"]["steps_used"]]
     assert local_mcap[topics.PLANNED_PATH] == len(played) <= on_graph_mcap[topics.PLANNED_PATH] <= 2 * len(played)
@@ -328,6 +344,16 @@ def _mcap_topic_counts(folder: Path) -> dict[str, int]:
 
     with AnyReader([folder / "episode.mcap"]) as reader:
         return {c.topic: c.msgcount for c in reader.connections}
+
+
+def _mcap_tf_transforms(folder: Path) -> int:
+    from rosbags.highlevel import AnyReader
+
+    with AnyReader([folder / "episode.mcap"]) as reader:
+        connections = [c for c in reader.connections if c.topic == "/tf"]
+        return sum(
+            len(reader.deserialize(raw, c.msgtype).transforms) for c, _, raw in reader.messages(connections=connections)
+        )
 
 
 def _joint_state_stamps_ns(folder: Path) -> list[int]:

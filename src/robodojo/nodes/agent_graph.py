@@ -433,9 +433,9 @@ class GraphEpisodeHost:
 
         The step is reckoned from the joint state's stamp against the latest /episode/status (its steps and the
         simulation time of its last step), not taken from it: the two topics' callbacks run in no set order, and a
-        status taken late would label a step's states with the step before. Reckoned ahead only while the statuses
-        show a step counted each control period (a motion playing), at most STATUS_LAG_STEPS: a motion's first states
-        after the arms held still for a while (no step counted) belong to the status's step."""
+        status taken late would label a step's states with the step before. Reckoned ahead by up to STATUS_LAG_STEPS
+        while the statuses show a step counted each control period (a motion playing); otherwise (the arms held
+        still for a while, no step counted) by one step at most: a motion's first states."""
         view, robot, kinematics = self.view, self.robot, self.backend.kinematics
         dt = robot.control_dt_s
         last: list[dict[str, tuple[np.ndarray, float]]] = []
@@ -461,7 +461,7 @@ class GraphEpisodeHost:
             ahead = min(math.floor(since_status_s / dt + 1e-9), STATUS_LAG_STEPS)
             (before_steps, before_s), _ = statuses if len(statuses) == 2 else ((-1, -math.inf), None)
             if not (steps == before_steps + 1 and abs(status_s - before_s - dt) < dt / 2):
-                ahead = min(ahead, 0)  # the steps were not being counted one a period: none reckoned ahead
+                ahead = min(ahead, 1)  # steps were not counted one a period (the arms held): the next one at most
             step = max(0, steps + ahead)
             within_s = min(max(0.0, since_status_s - ahead * dt), dt)
             feed.put((step, int(status.steps_left), view.joint_stamp_s, within_s, positions))

@@ -159,7 +159,7 @@ class _LiveLogger:
         self.log: EpisodeLog | None = None
         self.frames: LinkFrames | None = None
         self.latest_ns = 0
-        self.state_ns = -1  # the stamp of the latest state shown
+        self.state_step = -1  # the env step of the latest state shown
         self.tcp_now: dict[str, tuple[float, float, float]] = {}
         # where the current turn began: the state after the previous turn (ticks move on during its motion)
         self.turn_start_ns = 0
@@ -190,7 +190,7 @@ class _LiveLogger:
             self._turn_starts(stamp)
         elif kind == "tick":
             _, state, within_step_s = item
-            self._state(state, self._stamp(state, within_step_s), agent_frames=False)
+            self._state(state, self._stamp(state, within_step_s), agent_frames=False, tick=True)
         elif kind == "observation":
             _, obs = item
             self._frames(obs, self._stamp(obs), agent_frames=True)
@@ -223,12 +223,14 @@ class _LiveLogger:
         self.latest_ns = max(self.latest_ns, stamp)
         return stamp
 
-    def _state(self, state: Observation, stamp: int, *, agent_frames: bool) -> None:
+    def _state(self, state: Observation, stamp: int, *, agent_frames: bool, tick: bool = False) -> None:
+        """A state: every tick's (the graph's come several a step), a turn's unless a state of its step was shown
+        already, as in the record."""
         assert self.log is not None and self.frames is not None
         self._frames(state, stamp, agent_frames=agent_frames)
-        if stamp == self.state_ns:  # a turn's state at the step a control step's tick showed already, as in the record
+        if state.step == self.state_step and not tick:
             return
-        self.state_ns = stamp
+        self.state_step = state.step
         q: dict[str, float] = {}
         for arm_name, arm in state.arms.items():
             q.update(zip(arm.joint_names, (float(v) for v in arm.joint_positions_rad), strict=True))
