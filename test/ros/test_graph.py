@@ -327,9 +327,11 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
     assert stamps == sorted(stamps) and on_graph_mcap["/tf"] == len(stamps)
     step_ns = round(world.robot.control_dt_s * 1e9)
     covered = {stamp // step_ns for stamp in stamps}
-    # best-effort joint states may lose one now and then, never most of a step's several
-    assert len(covered & set(range(steps + 1))) >= 0.95 * (steps + 1), (steps, sorted(covered))
-    assert len(stamps) > 2 * steps  # between the steps too: the physics rate, not the step rate
+    # From the first state to the last step, between the steps too (the physics rate, not the step rate). A state's
+    # step is reckoned from its stamp against the latest status the node had taken (a loaded machine takes the two
+    # topics in its own order): a step's states now and then land in the next one's, never most of them.
+    assert {0, steps} <= covered and len(stamps) > 2 * steps, (steps, sorted(covered))
+    assert len(covered & set(range(steps + 1))) >= 0.8 * (steps + 1), (steps, sorted(covered))
     # the live view got every state the record got, on the graph's feed: each /tf of the record in episode.rrd
     rrd_tf = sum(1 for chunk in RrdReader(graph_folder / RRD_FILE).stream() if chunk.entity_path == "/tf" for _ in
                  range(chunk.to_record_batch().num_rows))  # fmt: skip
