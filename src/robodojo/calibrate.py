@@ -457,9 +457,6 @@ def _interruptible(func: Any) -> Any:
 
     def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill ends it as Ctrl-C does: motion cancelled
-        # and Ctrl-C itself, even when started where SIGINT is ignored (from a script in the background: POSIX shells
-        # ignore it in asynchronous commands, and Python then leaves it ignored): it moves the arm
-        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             return int(func(args))
         except KeyboardInterrupt:

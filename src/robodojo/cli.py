@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -938,6 +939,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Ctrl-C reaches every command, even one started where SIGINT is ignored (a script's background job: POSIX shells
+    # ignore it there, and Python then leaves it ignored): several of them move an arm.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
