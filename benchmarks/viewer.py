@@ -9,15 +9,18 @@ move_eef agent, ``examples/replay/general_pickup_seed0.yaml``) in the embedded w
    between two consecutive steps of one motion (physics, the recorder's tick with its 5 Hz renders, and whatever the
    live view costs the control thread: a queue put, and the GIL its thread takes to log) is the control step's cost.
    Variants, interleaved over ``--repeats`` (3) rounds: no live view (the baseline), ``--view`` to a file
-   (episode.rrd in the episode folder: every update logged), and ``--view`` to a FIFO nobody reads (a stalled
-   viewer: the view's thread blocks, the queue drops). Printed: step interval p50 / p95 / max [ms] per variant, the
-   ratio of each p50 to the baseline's, and each episode's wall time.
+   (episode.rrd in the episode folder) at config/view.yaml's state_rate_hz and at every state (state_rate_hz 0), and
+   ``--view`` to a FIFO nobody reads (a stalled viewer: the view's thread blocks, the queue drops). Unpaced, the
+   interval is the step's whole cost; paced to the 40 ms control period (a :class:`~robodojo.control.pacing.Pacer`
+   per motion, as the simulator node and the arm drivers hold their loops), it is the period as it was kept: the
+   stretch past 40 ms is what the issue bounds. Printed: step interval p50 / p95 / max [ms] per variant, each p50
+   against its baseline's, and each episode's wall time.
 2. Converting: ``robodojo view`` (``view_episode``, to a .rrd) of the baseline's episodes: seconds p50 and max, and the
    .rrd's size against its episode.mcap's.
 3. A stalled viewer: the live view's own count (LiveStats) of updates handed over and dropped per episode.
 
 Run: ``make bench`` or ``.venv/bin/python benchmarks/viewer.py [--repeats 3] [--smoke] [--json out.json]``. On a
-2-core CPU the default takes about a minute; ``--smoke`` (1 round; the test suite runs it) about 20 s.
+2-core CPU the default takes about two minutes; ``--smoke`` (1 round; the test suite runs it) about 40 s.
 """
 
 from __future__ import annotations
@@ -26,27 +29,31 @@ import argparse
 import itertools
 import json
 import logging
+import math
 import os
 import platform
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import yaml
 from _common import cpu_model, nproc, table, version, write_figures
 
 from robodojo import PACKAGE_ROOT
 from robodojo.agents.llm.client import open_llm
 from robodojo.agents.move_eef.agent import MoveEefAgent
+from robodojo.control.pacing import Pacer
 from robodojo.episodes import EpisodeSpec, WorldHost, run_episode
 from robodojo.episodes.mcap_record import MCAP_FILE
 from robodojo.episodes.record_settings import RecordSettings
 from robodojo.episodes.viewing import VIEW_ENV
 from robodojo.episodes.viewing.commands import view_episode
 from robodojo.episodes.viewing.live import STATS_LOG_KEY, LiveStats
-from robodojo.episodes.viewing.settings import shipped_view_settings
+from robodojo.episodes.viewing.settings import CONFIG_ENV, CONFIG_PATH, shipped_view_settings
 from robodojo.sim.render import select_gl_backend
 from robodojo.sim.world import EmbeddedWorld
 
@@ -58,7 +65,31 @@ DEFAULT_REPEATS = 3
 SMOKE_REPEATS = 1
 #: an interval longer than this is a turn boundary (the agent, the record's chunk), not a control step
 TURN_GAP_S = 0.25
-BASELINE, TO_FILE, STALLED = "no live view", "--view to a file", "--view, stalled viewer (FIFO)"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of running the episode: its live target, the view's state rate (None: config/view.yaml's), paced."""
+
+    name: str
+    target: str = ""  #: "" no live view, "rrd" a file, "fifo" a FIFO nobody reads
+    state_rate_hz: float | None = None
+    paced: bool = False
+
+    def baseline(self) -> Variant:
+        return next(v for v in VARIANTS if v.paced == self.paced and not v.target)
+
+
+VARIANTS = (
+    Variant("no live view"),
+    Variant("--view to a file", "rrd"),
+    Variant("--view to a file, every state", "rrd", state_rate_hz=0.0),
+    Variant("--view, stalled viewer (FIFO)", "fifo"),
+    Variant("paced: no live view", paced=True),
+    Variant("paced: --view to a file", "rrd", paced=True),
+    Variant("paced: --view, every state", "rrd", state_rate_hz=0.0, paced=True),
+)
+STALLED = VARIANTS[3]
 
 
 class _Stats(logging.Handler):
@@ -79,15 +110,26 @@ def percentiles_ms(values: list[float]) -> dict[str, float]:
     return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "max": float(a.max())}
 
 
-def episode(world: EmbeddedWorld, out: Path, target: str) -> tuple[list[float], float, Path]:
-    """One replayed episode with the live target ``target`` ("" for none): the step intervals [s] within motions,
-    its wall time [s] and its folder."""
+def episode(world: EmbeddedWorld, out: Path, target: str, *, paced: bool) -> tuple[list[float], float, Path]:
+    """One replayed episode with the live target ``target`` ("" for none), its control steps held to the control
+    period when ``paced``: the step intervals [s] within motions, its wall time [s] and its folder."""
     stamps: list[float] = []
+    period_s = world.robot.control_dt_s
+    pacer: list[Pacer] = []
+    last_step_s = [-math.inf]
 
     def timer(_world: EmbeddedWorld) -> None:
         stamps.append(time.perf_counter())
 
+    def pace(_world: EmbeddedWorld) -> None:
+        if time.monotonic() - last_step_s[0] > TURN_GAP_S:  # a motion begins (after a turn): a schedule of its own
+            pacer[:] = [Pacer(period_s)]
+        pacer[0].wait()
+        last_step_s[0] = time.monotonic()
+
     world.step_observers.insert(0, timer)  # first: the interval holds everything after the physics
+    if paced:
+        world.step_observers.insert(0, pace)  # before the timer: the interval is the period as kept
     os.environ[VIEW_ENV] = target
     try:
         started = time.perf_counter()
@@ -96,9 +138,22 @@ def episode(world: EmbeddedWorld, out: Path, target: str) -> tuple[list[float], 
         wall = time.perf_counter() - started
     finally:
         world.step_observers.remove(timer)
+        if paced:
+            world.step_observers.remove(pace)
         os.environ.pop(VIEW_ENV, None)
     intervals = [b - a for a, b in itertools.pairwise(stamps) if b - a < TURN_GAP_S]
     return intervals, wall, result.folder
+
+
+def _use_view_settings(root: Path, state_rate_hz: float | None) -> None:
+    """config/view.yaml, with ``state_rate_hz`` when given, for the next episode (ROBODOJO_VIEW_CONFIG)."""
+    settings = yaml.safe_load(CONFIG_PATH.read_text())
+    if state_rate_hz is not None:
+        settings["state_rate_hz"] = state_rate_hz
+    path = root / f"view_{state_rate_hz}.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    os.environ[CONFIG_ENV] = str(path)
+    shipped_view_settings.cache_clear()
 
 
 def _drain(fifo: Path) -> None:
@@ -127,35 +182,42 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{cpu_model()}, {nproc()} CPUs, Python {platform.python_version()}, GL {backend}")
     print(f"rerun-sdk {version('rerun-sdk')}, mcap {version('mcap')}; {repeats} rounds per variant")
     settings = shipped_view_settings()
-    print(f"live view: queue_size {settings.queue_size}, camera_rate_hz {settings.camera_rate_hz}\n")
+    print(
+        f"live view: queue_size {settings.queue_size}, state_rate_hz {settings.state_rate_hz}, "
+        f"camera_rate_hz {settings.camera_rate_hz}\n"
+    )
 
     world = EmbeddedWorld(ROBOT)
-    intervals: dict[str, list[float]] = {name: [] for name in (BASELINE, TO_FILE, STALLED)}
-    walls: dict[str, list[float]] = {name: [] for name in intervals}
+    intervals: dict[Variant, list[float]] = {v: [] for v in VARIANTS}
+    walls: dict[Variant, list[float]] = {v: [] for v in VARIANTS}
     stalled_stats: list[LiveStats] = []
+    thinned: dict[Variant, list[LiveStats]] = {v: [] for v in VARIANTS if v.target == "rrd"}
     folders: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="bench_viewer_") as tmp:
         root = Path(tmp)
         with tempfile.TemporaryDirectory(prefix="bench_viewer_rerun_") as config:
             os.environ["XDG_CONFIG_HOME"] = config  # Rerun's analytics config of the benchmark's own
             for r in range(repeats):
-                for name in intervals:
-                    target = ""
-                    if name == TO_FILE:
-                        target = "rrd"
-                    elif name == STALLED:
+                for i, variant in enumerate(VARIANTS):
+                    target = variant.target
+                    if target == "fifo":
                         fifo = root / f"stalled{r}.rrd"
                         os.mkfifo(fifo)
                         target = str(fifo)
+                    _use_view_settings(root, variant.state_rate_hz)
                     before = len(collector.stats)
-                    steps, wall, folder = episode(world, root / f"{r}_{name[:6]}", target)
-                    intervals[name] += steps
-                    walls[name].append(wall)
-                    if name == BASELINE:
+                    steps, wall, folder = episode(world, root / f"{r}_{i}", target, paced=variant.paced)
+                    intervals[variant] += steps
+                    walls[variant].append(wall)
+                    if variant == VARIANTS[0]:
                         folders.append(folder)
-                    if name == STALLED:
+                    if variant == STALLED:
                         stalled_stats += collector.stats[before:]
                         _drain(fifo)
+                    if variant in thinned:
+                        thinned[variant] += collector.stats[before:]
+            os.environ.pop(CONFIG_ENV, None)
+            shipped_view_settings.cache_clear()
 
             # 2. converting the baseline's episodes
             convert_s, ratios, rrd_mb, mcap_mb = [], [], [], []
@@ -169,23 +231,27 @@ def main(argv: list[str] | None = None) -> int:
                 mcap_mb.append(mcap / 1e6)
     world.close()
 
-    figures: dict = {"step_interval_ms": {}, "episode_wall_s": {}}
-    base = percentiles_ms(intervals[BASELINE])
+    figures: dict = {"step_interval_ms": {}, "episode_wall_s": {}, "states_shown": {}}
     rows = []
-    for name, values in intervals.items():
-        p = percentiles_ms(values)
-        figures["step_interval_ms"][name] = p
-        figures["episode_wall_s"][name] = float(np.median(walls[name]))
+    for variant, values in intervals.items():
+        p, base = percentiles_ms(values), percentiles_ms(intervals[variant.baseline()])
+        figures["step_interval_ms"][variant.name] = p
+        figures["episode_wall_s"][variant.name] = float(np.median(walls[variant]))
         rows.append((
-            name, str(len(values)), f"{p['p50']:.2f}", f"{p['p95']:.2f}", f"{p['max']:.2f}",
-            f"{p['p50'] / base['p50']:.2f}x", f"{np.median(walls[name]):.2f}",
+            variant.name, str(len(values)), f"{p['p50']:.2f}", f"{p['p95']:.2f}", f"{p['max']:.2f}",
+            f"{p['p50'] / base['p50']:.2f}x", f"{p['p50'] - base['p50']:+.2f}", f"{np.median(walls[variant]):.2f}",
         ))  # fmt: skip
     print("1. per control step: interval between two steps of a motion [ms]")
-    table(("", "steps", "p50", "p95", "max", "p50 / no view", "episode wall [s]"), rows, "<>>>>>>")
+    table(("", "steps", "p50", "p95", "max", "p50 / no view", "p50 - no view", "episode wall [s]"), rows, "<>>>>>>>")
     print(
-        f"(p95: the steps with the record's 5 Hz renders; a stalled viewer's episode also waits close_timeout_s "
+        f"(p95: the steps with the record's 5 Hz renders; paced: the {world.robot.control_dt_s * 1e3:.0f} ms period "
+        f"as kept, its stretch the p50 - no view; a stalled viewer's episode also waits close_timeout_s "
         f"= {settings.close_timeout_s:.1f} s for it at its end)"
     )
+    for variant, stats in thinned.items():
+        queued, left_out = sum(s.queued for s in stats), sum(s.thinned for s in stats)
+        figures["states_shown"][variant.name] = {"updates_queued": queued, "states_thinned": left_out}
+        print(f"{variant.name}: {queued} updates queued, {left_out} states left out by state_rate_hz")
 
     print("\n2. robodojo view: episode.mcap to .rrd")
     conv = {"p50": float(np.median(convert_s)), "max": float(np.max(convert_s))}

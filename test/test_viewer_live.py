@@ -5,7 +5,9 @@ CLI's --view on robodojo run."""
 
 from __future__ import annotations
 
+import itertools
 import logging
+import math
 import os
 import socket
 import threading
@@ -36,7 +38,8 @@ from robodojo.robots import topic_names
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 SPEC = EpisodeSpec("general_pickup", 0)
 FRAMES_5HZ = RecordSettings(camera_rate_hz=5.0)
-ROOMY = {"queue_size": 100000, "trail_period_s": 0.0, "close_timeout_s": 30.0}  # nothing can be dropped
+# nothing can be dropped, every state is shown
+ROOMY = {"queue_size": 100000, "state_rate_hz": 0.0, "trail_period_s": 0.0, "close_timeout_s": 30.0}
 TIGHT = {"queue_size": 8, "close_timeout_s": 0.5, "send_timeout_s": 1.0}  # config/view.yaml's, smaller and quicker
 
 
@@ -112,6 +115,36 @@ def test_a_live_view_to_a_file_gets_every_step_of_the_episode(dual_world, tmp_pa
     assert rows["/log/outcome"][-1]["TextLog:text"][0].startswith("end_reason success")
     geometry = [e for e in rows if e.startswith("/robot/dual_arx_x5/visual_geometries/")]
     assert geometry
+
+
+def test_the_state_rate_thins_states_on_the_control_thread_and_keeps_each_motion_s_end(
+    dual_world, tmp_path, monkeypatch, caplog
+):
+    """config/view.yaml's state_rate_hz: states without frames come no closer than its period (each a control step
+    of the record), never further apart than the step past it; every turn's last state is shown; what was left out is
+    counted apart from drops."""
+    rate_hz = 12.5
+    _settings(monkeypatch, tmp_path, ROOMY | {"state_rate_hz": rate_hz})
+    monkeypatch.setenv(VIEW_ENV, "rrd")
+    caplog.set_level(logging.INFO, logger="robodojo.episodes.viewing.live")
+    result = _run(dual_world, tmp_path / "episodes", record_settings=None)  # no frames: states alone
+    assert result.end_reason is EndReason.SUCCESS
+    (stats,) = _stats(caplog)
+    assert stats.dropped == 0 and stats.closed and stats.thinned > 0
+    live = sorted({row[TIMELINE] for row in _rrd_rows(result.folder / RRD_FILE)["/tf"]})
+    recorded = _mcap_stamps(result.folder / MCAP_FILE)
+    step_ns = round(dual_world.robot.control_dt_s * 1e9)
+    assert set(live) <= set(recorded) and len(live) < len(recorded)
+    assert recorded[0] == live[0] and recorded[-1] == live[-1]  # the first state, and where the last motion ended
+    gaps = {b - a for a, b in itertools.pairwise(live)}
+    assert max(gaps) <= math.ceil(1e9 / rate_hz / step_ns) * step_ns, sorted(gaps)
+
+
+def _mcap_stamps(path: Path) -> list[int]:
+    """The record's /tf stamps [ns], one per state."""
+    with path.open("rb") as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        return sorted({m.log_time for _s, _c, m in reader.iter_messages(topics=[TF_TOPIC])})
 
 
 def test_a_stalled_sink_never_holds_up_the_episode_and_drops_are_counted(dual_world, tmp_path, monkeypatch, caplog):

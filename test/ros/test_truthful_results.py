@@ -33,6 +33,7 @@ ROBOT = load_robot_config("dual_arx_x5")
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 EXIT_DEADLINE_S = 15.0  # only to fail the test: every node's way out is bounded below ros2 launch's 5 s
 RESULT_TIMEOUT_S = 30.0
+BUDGET_CUT_STEPS = 12  # a step budget that ends the episode within _long_goal's motion
 MAX_LAPSED_LEASES = 5  # goals the step-budget drill lets end on a lapsed lease (load) before the budget runs out
 MAX_START_DELAY_S = 10.0  # config/control.yaml: the controllers refuse a trajectory stamped further ahead
 
@@ -158,6 +159,22 @@ def test_a_trajectory_whose_reports_are_lost_plays_once_and_is_answered_by_the_j
     _reported_pose_is_the_last_joint_states(result, rec)
     motion_log = next(n for n in graph.nodes if n.node == "motion_server_node").output()
     assert "sending it again" not in motion_log, motion_log[-2000:]
+
+
+def test_a_goal_the_budget_cuts_while_its_reports_are_lost_answers_the_points_the_joints_show(graph):
+    """The episode's end (here the step budget) can overtake the controllers' reports of the points played (on a
+    loaded machine they lag; here they never come): the result's steps are those the measured joints show, not 0."""
+    from action_msgs.msg import GoalStatus
+
+    lost = {topics.trajectory_status(c): f"/lost{topics.trajectory_status(c)}" for c in _controllers()}
+    rec, client = _start(graph, {"step_limit": BUDGET_CUT_STEPS}, sim_remaps=lost)
+    response = gc.wait_future(graph, _send_async(graph, client, _long_goal(rec)), RESULT_TIMEOUT_S, "the result")
+    result = response.result
+    assert response.status == GoalStatus.STATUS_ABORTED, (result.stop_reason, result.stop_detail)
+    assert result.stop_reason == "budget_exhausted", (result.stop_reason, result.stop_detail, result.steps_used)
+    assert rec.last(topics.EPISODE_STATUS).steps_left == 0
+    assert BUDGET_CUT_STEPS // 2 <= result.steps_used < result.waypoints, (result.steps_used, result.waypoints)
+    assert "measured joints" in result.stop_detail, result.stop_detail
 
 
 def _controllers() -> list[str]:

@@ -63,7 +63,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 from mcap.exceptions import McapError
 from mcap.records import Channel, Footer, Message, Metadata, Schema
@@ -73,6 +72,7 @@ from mcap.writer import Writer as McapWriter
 from mcap_ros2.writer import Writer as Ros2Writer
 
 from robodojo.agents.base import TurnRecord
+from robodojo.episodes.frame_jpeg import JPEG_QUALITY, frame_jpeg
 from robodojo.geometry import quat_from_matrix
 from robodojo.motion.path_markers import PathMarker, planned_path_markers
 from robodojo.motion.plan import Plan
@@ -91,8 +91,6 @@ ROBOT_DESCRIPTION_TOPIC = "/robot_description"
 OBSERVED_TOPIC = "/agent/observed"
 TF_TOPIC = "/tf"
 TF_STATIC_TOPIC = "/tf_static"
-#: the agents' own default (config/agents/move_eef.yaml): the record's pictures look like what the model was sent
-JPEG_QUALITY = 85
 #: JPEG does not compress further; zstd on each chunk would cost time for the few kilobytes of state and text
 COMPRESSION = CompressionType.NONE
 NS_PER_S = 1_000_000_000
@@ -186,14 +184,6 @@ def _pose(position: Any, quat_wxyz: Any) -> dict[str, Any]:
     w, x, y, z = (float(v) for v in quat_wxyz)
     px, py, pz = (float(v) for v in position)
     return {"position": {"x": px, "y": py, "z": pz}, "orientation": {"x": x, "y": y, "z": z, "w": w}}
-
-
-def _jpeg(rgb: np.ndarray, quality: int) -> bytes:
-    bgr = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGR)
-    ok, data = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, quality])
-    if not ok:
-        raise ValueError(f"cv2.imencode could not encode a {rgb.shape} image as JPEG")
-    return data.tobytes()
 
 
 def _metadata(values: Mapping[str, Any]) -> dict[str, str]:
@@ -407,7 +397,7 @@ class McapRecord:
         K = np.asarray(calibration.K, dtype=float)
         P = np.zeros((3, 4))
         P[:, :3] = K
-        image = {"format": "jpeg", "data": _jpeg(frame.rgb, self.jpeg_quality)}
+        image = {"format": "jpeg", "data": frame_jpeg(frame.rgb, self.jpeg_quality)}
         info = {
             "height": calibration.height,
             "width": calibration.width,

@@ -33,6 +33,8 @@ SILENT_GRACE_S = 0.3
 SHUTDOWN_CONFIRM_S = 1.5
 UNREPORTED_DETAIL = "the controllers' reports of this trajectory never came; followed on the joint states"
 ARRIVAL_TOLERANCE_RAD = 0.01  # servo lag at the end of a well-timed trajectory is far below this
+#: motions ended so that the controllers' reports may not have caught up with the arms
+_BOOKS_MAY_LAG = frozenset({StopReason.BACKEND_LOST, StopReason.TASK_SUCCESS, StopReason.BUDGET_EXHAUSTED})
 #: An arm at rest past a trajectory's end this close to its last point has played it, when no report says so (the
 #: simulator's servo settles up to 0.016 rad short); one cut short stands further back but in its last few points,
 #: and the result's per-arm errors say how far the grasp point is from the target either way.
@@ -93,7 +95,9 @@ class ControllerExecutor:
             outcome = PlayOutcome(0, StopReason.BACKEND_LOST, "the controllers never reported the trajectory")
         if outcome.reason is not StopReason.COMPLETED:
             outcome = self._hold(outcome, self._answering(controllers, start), list(plan.trajectories))
-        books_unsure = outcome.reason is StopReason.BACKEND_LOST or attempt > 1  # lost reports, a resend
+        # Lost reports, a resend, or an end the episode called (success, the budget): its signal may overtake the
+        # controllers' reports of the points played up to it
+        books_unsure = outcome.reason in _BOOKS_MAY_LAG or attempt > 1
         if books_unsure and not outcome.refusal:  # the books may have stopped short of the robot
             outcome = self._measured_progress(plan, points, outcome)
         return outcome
@@ -111,9 +115,10 @@ class ControllerExecutor:
             raise BackendLostError(f"no controller subscribes to {', '.join(silent)}: is the robot running?")
 
     def _measured_progress(self, plan: Plan, points: int, outcome: PlayOutcome) -> PlayOutcome:
-        """A lost motion's books may be behind the robot (its reports stopped with the joint states, or came late):
-        the points played are then those the measured joints show, and the detail says so. Not for a motion that
-        something else cut (a third party's trajectory moves the arm along another path)."""
+        """A motion's books may be behind the robot (its reports stopped with the joint states, came late, or were
+        overtaken by the episode's end): the points played are then those the measured joints show, and the detail
+        says so. Not for a motion that something else cut (a third party's trajectory moves the arm along another
+        path)."""
         state = self.node.state
         measured = plan.points_reached({arm: state.arm_q(arm) for arm in plan.trajectories}, points)
         if measured is None or measured <= outcome.played:

@@ -7,8 +7,9 @@ each turn, an error, the end). A :class:`LiveView` only queues each of these
 Rerun logs (:class:`~robodojo.episodes.viewing.episode_log.EpisodeLog`, the layout ``robodojo view`` gives a record)
 and sends them to the target. When that thread falls behind (a slow or stalled viewer, a file nobody reads) the
 oldest queued updates are dropped and counted (:class:`LiveStats`), and the control loop never waits for the
-viewer. Nothing here renders: camera frames are those the episode rendered anyway, at most ``camera_rate_hz`` per
-camera besides the agent's own.
+viewer. States come at most ``state_rate_hz`` (besides those with frames and each turn's); the rest are left out in
+the hook, on the control thread, before they cost a queue entry. Nothing here renders: camera frames are those the
+episode rendered anyway, at most ``camera_rate_hz`` per camera besides the agent's own.
 
 Episodes pick their live view up from the environment (:data:`VIEW_ENV`), so the ``--view`` of ``robodojo run``,
 ``eval``, ``compare`` and ``graph`` reaches episodes in worker processes and in the graph's agent node alike.
@@ -24,12 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 
 from robodojo.agents.base import TurnRecord
 from robodojo.episodes.feed import DroppingFeed
-from robodojo.episodes.mcap_record import JPEG_QUALITY  # as episode.mcap stores frames: the live view looks the same
+from robodojo.episodes.frame_jpeg import frame_jpeg  # the pictures episode.mcap encoded, not encoded again
 from robodojo.episodes.viewing import VIEW_ENV
 from robodojo.episodes.viewing.episode_log import EpisodeLog, LinkFrames, move_targets, stamp_of, target_point
 from robodojo.episodes.viewing.settings import ViewSettings, shipped_view_settings
@@ -52,6 +52,7 @@ class LiveStats:
     """What a live view did with the updates its episode handed it."""
 
     queued: int  #: updates handed over by the episode
+    thinned: int  #: states the episode offered that state_rate_hz left out (by design: not counted as dropped)
     logged: int  #: updates that reached Rerun
     dropped: int  #: updates dropped: the queue was full, or still waiting when the episode's end stopped waiting
     closed: bool  #: the view's thread ended within close_timeout_s (False: a stalled sink, left behind)
@@ -84,6 +85,9 @@ class LiveView:
         self.folder = folder
         self.settings = settings
         self._queued = 0
+        self._thinned = 0
+        self._state_period_ns = round(settings.state_period_s() * 1e9)
+        self._last_state_ns: int | None = None  # stamp of the latest state queued (ticks come from one thread)
         self._lock = threading.Lock()  # _queued: hooks come from the control thread and the agent's
         self._stats: LiveStats | None = None
         self._consumer = _LiveLogger(self)
@@ -99,10 +103,20 @@ class LiveView:
 
     def start(self, state: Observation, instruction: str) -> None:
         """The episode's first state and its instruction."""
+        self._last_state_ns = stamp_of(state.step, 0.0, self.robot.control_dt_s)
         self._put(("start", state, instruction))
 
     def tick(self, state: Observation, within_step_s: float = 0.0) -> None:
-        """The state after a control step (``within_step_s`` past it), with the frames rendered for the record."""
+        """The state after a control step (``within_step_s`` past it), with the frames rendered for the record. A
+        state without frames sooner than state_rate_hz allows after the last one is left out here, on the control
+        thread, before it costs a queue entry or the view thread's time."""
+        stamp = stamp_of(state.step, within_step_s, self.robot.control_dt_s)
+        last = self._last_state_ns
+        if not state.cameras and last is not None and 0 <= stamp - last < self._state_period_ns:
+            with self._lock:
+                self._thinned += 1
+            return
+        self._last_state_ns = stamp
         self._put(("tick", state, within_step_s))
 
     def observation(self, obs: Observation) -> None:
@@ -126,11 +140,11 @@ class LiveView:
         self._put(("end", metrics or {}))
         closed = self._feed.close(self.settings.close_timeout_s)
         with self._lock:
-            queued = self._queued
+            queued, thinned = self._queued, self._thinned
         logged = self._feed.consumed
         failure = self._feed.failure or self._consumer.failure
         self._stats = stats = LiveStats(
-            queued=queued, logged=logged, dropped=queued - logged, closed=closed,
+            queued=queued, thinned=thinned, logged=logged, dropped=queued - logged, closed=closed,
             failure="" if failure is None else f"{type(failure).__name__}: {failure}",
         )  # fmt: skip
         # A warning when the view lost something: the episode went on, its record is whole, the viewer is not.
@@ -274,13 +288,9 @@ class _LiveLogger:
 
     def _camera(self, frame: CameraFrame, stamp: int) -> None:
         assert self.log is not None
-        bgr = cv2.cvtColor(np.ascontiguousarray(frame.rgb), cv2.COLOR_RGB2BGR)
-        ok, data = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
-        if not ok:
-            return
         calibration = frame.calibration
         self.log.camera(
-            stamp, frame.name, data.tobytes(), np.asarray(calibration.K, dtype=float),
+            stamp, frame.name, frame_jpeg(frame.rgb), np.asarray(calibration.K, dtype=float),
             (calibration.width, calibration.height), np.asarray(calibration.T_world_cam, dtype=float),
         )  # fmt: skip
 

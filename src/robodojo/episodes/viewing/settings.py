@@ -12,7 +12,7 @@ from robodojo.errors import ConfigError
 
 CONFIG_PATH = CONFIG_DIR / "view.yaml"
 CONFIG_ENV = "ROBODOJO_VIEW_CONFIG"  #: names another file of the same shape for every episode of the process
-_KEYS = ("queue_size", "camera_rate_hz", "trail_period_s", "close_timeout_s", "send_timeout_s", "port")
+_KEYS = ("queue_size", "state_rate_hz", "camera_rate_hz", "trail_period_s", "close_timeout_s", "send_timeout_s", "port")
 _MAX_PORT = 65535
 
 
@@ -21,6 +21,7 @@ class ViewSettings:
     """How the Rerun view of an episode is fed (see config/view.yaml)."""
 
     queue_size: int  #: live view: updates waiting for the viewer thread before new ones are dropped
+    state_rate_hz: float  #: live view: the robot's states at most this often in simulation time; 0: every one
     camera_rate_hz: float  #: live view: each camera's frames at most this often in simulation time; 0: the agent's
     trail_period_s: float  #: a TCP trail is logged again at most this often in simulation time [s]
     close_timeout_s: float  #: live view: how long the end of an episode waits for queued updates [s]
@@ -30,6 +31,8 @@ class ViewSettings:
     def __post_init__(self) -> None:
         if self.queue_size < 1:
             raise ConfigError(f"queue_size must be >= 1, got {self.queue_size}")
+        if self.state_rate_hz < 0:
+            raise ConfigError(f"state_rate_hz must be >= 0 (0: every state the record gets), got {self.state_rate_hz}")
         if self.camera_rate_hz < 0:
             raise ConfigError(f"camera_rate_hz must be >= 0 (0: only the agent's frames), got {self.camera_rate_hz}")
         if self.trail_period_s < 0:
@@ -40,6 +43,10 @@ class ViewSettings:
             raise ConfigError(f"send_timeout_s must be > 0, got {self.send_timeout_s}")
         if not 0 < self.port <= _MAX_PORT:
             raise ConfigError(f"port must be in [1, {_MAX_PORT}], got {self.port}")
+
+    def state_period_s(self) -> float:
+        """Least simulation time between two live states that carry no camera frame [s] (0: no limit)."""
+        return 1.0 / self.state_rate_hz if self.state_rate_hz > 0 else 0.0
 
     def camera_period_s(self) -> float:
         """Least simulation time between two live frames of one camera [s] (0: no limit; inf: the agent's only)."""
@@ -53,10 +60,13 @@ def load_view_settings(path: str | Path = CONFIG_PATH) -> ViewSettings:
     reject_unknown_keys(data, _KEYS, where)
     section = Section(data, where)  # its errors name the file and key already
     queue_size, port = section.integer("queue_size", positive=True), section.integer("port", positive=True)
-    camera_rate_hz, trail_period_s = section.number("camera_rate_hz"), section.number("trail_period_s")
+    state_rate_hz, camera_rate_hz = section.number("state_rate_hz"), section.number("camera_rate_hz")
+    trail_period_s = section.number("trail_period_s")
     close_timeout_s, send_timeout_s = section.number("close_timeout_s"), section.number("send_timeout_s")
     try:
-        return ViewSettings(queue_size, camera_rate_hz, trail_period_s, close_timeout_s, send_timeout_s, port)
+        return ViewSettings(
+            queue_size, state_rate_hz, camera_rate_hz, trail_period_s, close_timeout_s, send_timeout_s, port
+        )
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 
