@@ -3,7 +3,15 @@ a try), and `eval --ray SPEC` takes SPEC as the spec: the mistakes a user types,
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -12,6 +20,9 @@ from robodojo import PACKAGE_ROOT
 from robodojo.campaigns import engines
 from robodojo.campaigns.engines import check_ray_address
 from robodojo.cli import main
+from robodojo.episodes.viewing import VIEW_ENV
+from robodojo.episodes.viewing.settings import CONFIG_ENV as VIEW_CONFIG_ENV
+from robodojo.episodes.viewing.sinks import RRD_FILE
 from robodojo.errors import ConfigError
 
 pytest.importorskip("ray", reason="Ray is the cluster extra: pip install '.[cluster]' (setup_env.sh installs it)")
@@ -95,3 +106,60 @@ def test_an_address_that_answers_passes_the_check():
         listening.bind(("127.0.0.1", 0))
         listening.listen()
         check_ray_address(f"127.0.0.1:{listening.getsockname()[1]}")
+
+
+def test_the_episodes_environment_goes_to_ray_workers_and_a_loopback_view_is_refused_on_a_cluster(monkeypatch):
+    for name in engines.EPISODE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert engines.episode_env(on_cluster=True) == {}
+    monkeypatch.setenv(VIEW_ENV, "rrd")
+    monkeypatch.setenv(VIEW_CONFIG_ENV, "/shared/view.yaml")
+    assert engines.episode_env(on_cluster=True) == {VIEW_ENV: "rrd", VIEW_CONFIG_ENV: "/shared/view.yaml"}
+    for url in ("rerun+http://127.0.0.1:9876/proxy", "rerun+http://localhost:9876/proxy"):
+        monkeypatch.setenv(VIEW_ENV, url)
+        assert engines.episode_env(on_cluster=False)[VIEW_ENV] == url  # a Ray started here: the same machine
+        with pytest.raises(ConfigError, match="loopback"):
+            engines.episode_env(on_cluster=True)
+    monkeypatch.setenv(VIEW_ENV, "rerun+http://10.0.0.5:9876/proxy")
+    assert engines.episode_env(on_cluster=True)[VIEW_ENV].endswith("10.0.0.5:9876/proxy")
+
+
+@pytest.mark.long
+def test_a_cluster_started_without_the_view_still_shows_the_campaign_s_episodes(spec_file, tmp_path):
+    """`ray start --head` in an environment without ROBODOJO_VIEW (as on another machine): `eval --ray ADDRESS
+    --view rrd` still writes each episode's live view beside its record, the actors given the environment."""
+    # no token: a token file another Ray left in ~/.ray makes `ray start` ask for one that ray.init does not send
+    quiet_ray = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    env = {k: v for k, v in os.environ.items() if k not in engines.EPISODE_ENV} | quiet_ray
+    port = _closed_port()
+    temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must fit in 107 characters
+    start = [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", f"--port={port}",
+             "--num-cpus=2", "--object-store-memory=100000000", "--include-dashboard=false", f"--temp-dir={temp}",
+             "--disable-usage-stats"]  # fmt: skip
+    # a group of its own, ended as a whole (`ray stop` would end every Ray of this user, other tests' too)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.STDOUT}
+    head = subprocess.Popen(start, env=env, start_new_session=True, **quiet)
+    try:
+        out = tmp_path / "campaign"
+        command = [sys.executable, "-m", "robodojo.cli", "eval", str(spec_file), "--out", str(out),
+                   "--ray", f"127.0.0.1:{port}", "--workers", "1", "--view", "rrd"]  # fmt: skip
+        for _ in range(60):  # the head answers within seconds
+            try:
+                check_ray_address(f"127.0.0.1:{port}")
+                break
+            except ConfigError:
+                time.sleep(1)
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        records = sorted(out.glob("episodes/**/episode.mcap"))
+        assert records, sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))[:40]
+        for mcap in records:
+            assert (mcap.parent / RRD_FILE).is_file(), sorted(p.name for p in mcap.parent.iterdir())
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)
+        try:
+            head.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait()
+        shutil.rmtree(temp, ignore_errors=True)

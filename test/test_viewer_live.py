@@ -77,7 +77,12 @@ def _mcap_counts(path: Path) -> dict[str, int]:
     with path.open("rb") as stream:
         reader = make_reader(stream, decoder_factories=[DecoderFactory()])
         for _schema, channel, _message, decoded in reader.iter_decoded_messages(log_time_order=False):
-            counts[channel.topic] += len(decoded.transforms) if channel.topic == TF_TOPIC else 1
+            if channel.topic == TF_TOPIC:
+                counts[channel.topic] += len(decoded.transforms)
+            elif channel.topic == topic_names.PLANNED_PATH:
+                counts[channel.topic] += len(decoded.markers)
+            else:
+                counts[channel.topic] += 1
     return counts
 
 
@@ -112,6 +117,9 @@ def test_a_live_view_to_a_file_gets_every_step_of_the_episode(dual_world, tmp_pa
     right = rows["/world/tcp/right"]
     assert len(right[-1]["LineStrips3D:strips"][0]) > 4  # a point per control step of the moves
     assert len(rows["/world/targets/right"]) == 3  # the moves that name a position (one only closes the gripper)
+    # each motion's planned grasp-point paths and targets, as the record drew them
+    planned = [e for e in rows if e.startswith("/world/planned/")]
+    assert counts[topic_names.PLANNED_PATH] == sum(len(rows[e]) for e in planned) >= 4, planned
     assert rows["/log/outcome"][-1]["TextLog:text"][0].startswith("end_reason success")
     geometry = [e for e in rows if e.startswith("/robot/dual_arx_x5/visual_geometries/")]
     assert geometry

@@ -22,9 +22,13 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from robodojo.campaigns.results import EpisodeRow
 from robodojo.campaigns.spec import EpisodeJob
+from robodojo.episodes.record_settings import CONFIG_ENV as RECORD_CONFIG_ENV
+from robodojo.episodes.viewing import VIEW_ENV
+from robodojo.episodes.viewing.settings import CONFIG_ENV as VIEW_CONFIG_ENV
 from robodojo.errors import ConfigError
 
 STOP = None  #: a worker's job queue item asking its threads to end
@@ -36,6 +40,10 @@ RAY_PROBE_TIMEOUT_S = 5.0
 RAY_GCS_PORT = 6379  #: Ray's default ports when an address names none: the GCS (ray start --head) ...
 RAY_CLIENT_PORT = 10001  #: ... and the Ray Client server (ray://)
 #: where `ray start` notes the cluster this machine is in (what address "auto" reads when RAY_ADDRESS is not set)
+#: what episodes read from their process's environment (the live view's target, the view's and the record's settings):
+#: a cluster's Ray workers do not inherit the campaign's, so each actor is given it
+EPISODE_ENV = (VIEW_ENV, VIEW_CONFIG_ENV, RECORD_CONFIG_ENV)
+_LOOPBACK_HOSTS = ("127.", "localhost", "[::1]", "0.0.0.0")
 RAY_CURRENT_CLUSTER = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
 
 
@@ -212,6 +220,20 @@ def check_ray_address(address: str) -> None:
         ) from None
 
 
+def episode_env(*, on_cluster: bool) -> dict[str, str]:
+    """The variables of :data:`EPISODE_ENV` set in this process, for workers that do not inherit it. On a cluster
+    (``on_cluster``) a live view streamed to this machine's loopback would reach each node's own: refused (ConfigError)
+    with what to give instead. Files they name must be at the same path on every node, as the campaign folder is."""
+    env = {name: os.environ[name] for name in EPISODE_ENV if os.environ.get(name)}
+    target = urlsplit(env.get(VIEW_ENV, "")).netloc
+    if on_cluster and target.startswith(_LOOPBACK_HOSTS):
+        raise ConfigError(
+            f"--view {env[VIEW_ENV]} with --ray on a cluster: its nodes cannot reach this machine's loopback; give "
+            "--view rrd (episode.rrd beside each record) or a rerun+http://HOST:PORT/proxy the nodes can reach"
+        )
+    return env
+
+
 class RayEngine:
     """``workers`` Ray actors (one CPU each, ``per_worker`` episodes at a time in threads) on the cluster at
     ``address`` ("auto": the running cluster this machine belongs to; None: a Ray started here for the campaign).
@@ -235,12 +257,14 @@ class RayEngine:
         self.campaign_dir = campaign_dir
         self.per_worker = per_worker
         self.capacity = workers * per_worker
+        self._episode_env = episode_env(on_cluster=address is not None)
         self._actor_class = ray.remote(_RayWorker)
         self._actors = [self._new_actor() for _ in range(workers)]
         self._held: dict[Any, tuple[int, EpisodeJob, int]] = {}  # object ref -> (actor index, job, try)
 
     def _new_actor(self) -> Any:
-        return self._actor_class.options(num_cpus=1, max_concurrency=self.per_worker).remote()
+        runtime_env = {"env_vars": self._episode_env} if self._episode_env else None
+        return self._actor_class.options(num_cpus=1, max_concurrency=self.per_worker, runtime_env=runtime_env).remote()
 
     def submit(self, job: EpisodeJob, try_index: int) -> None:
         load = [0] * len(self._actors)

@@ -74,12 +74,10 @@ from mcap_ros2.writer import Writer as Ros2Writer
 from robodojo.agents.base import TurnRecord
 from robodojo.episodes.frame_jpeg import JPEG_QUALITY, frame_jpeg
 from robodojo.geometry import quat_from_matrix
-from robodojo.motion.path_markers import PathMarker, planned_path_markers
-from robodojo.motion.plan import Plan
+from robodojo.motion.path_markers import PathMarker
 from robodojo.observation import CameraFrame, Observation
 from robodojo.robots import topic_names
 from robodojo.robots.config import RobotConfig
-from robodojo.robots.ik import ArmKinematics
 from robodojo.robots.urdf import Joint, parse_urdf
 
 MCAP_FILE = "episode.mcap"
@@ -224,7 +222,6 @@ class McapRecord:
         self._description = robot.scene_urdf.read_text()  # read once: /robot_description, and the frames of /tf
         self._urdf = parse_urdf(self._description, str(robot.scene_urdf))
         self._closed = False
-        self._kinematics: ArmKinematics | None = None
         # The host's control steps may come on a thread of their own (the graph's joint states): one writer at a time
         self._lock = threading.RLock()
 
@@ -288,14 +285,6 @@ class McapRecord:
             self._write(TOOL_RESULT_TOPIC, "std_msgs/msg/String", {"data": json.dumps(result)}, stamp)
             self._state(state, stamp)
             self.flush()
-
-    def plan(self, plan: Plan, points: int) -> None:
-        """A motion about to play its first ``points`` points: each arm's planned grasp-point path and target (see
-        :meth:`markers`)."""
-        with self._lock:
-            if self._kinematics is None:  # built on the first motion: an episode that never moves needs none
-                self._kinematics = ArmKinematics(self.robot)
-            self.markers(planned_path_markers(plan, self._kinematics, points))
 
     def markers(self, markers: Iterable[PathMarker]) -> None:
         """A planned motion's markers (robodojo.motion.path_markers: paths and targets), stamped with the latest

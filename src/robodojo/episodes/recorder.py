@@ -20,10 +20,11 @@ from robodojo.agents.llm.types import AttemptRecord, LlmError, Message
 from robodojo.episodes import record as rec
 from robodojo.episodes.mcap_record import MCAP_FILE, McapRecord
 from robodojo.episodes.spec import EpisodeOutcome
-from robodojo.motion.path_markers import PathMarker
+from robodojo.motion.path_markers import PathMarker, planned_path_markers
 from robodojo.motion.plan import Plan
 from robodojo.observation import Observation
 from robodojo.robots.config import RobotConfig
+from robodojo.robots.ik import ArmKinematics
 
 DATA_URL_PREFIX = "data:image/jpeg;base64,"
 
@@ -51,6 +52,8 @@ class RecordWatcher(Protocol):
 
     def error(self, turn: int, text: str) -> None: ...
 
+    def markers(self, markers: Sequence[PathMarker]) -> None: ...
+
     def close(self, metrics: dict[str, Any] | None = None) -> object: ...
 
 
@@ -73,6 +76,8 @@ class EpisodeRecorder:
     ) -> None:
         self.folder = folder
         self.watchers = tuple(watchers)
+        self._robot = robot
+        self._kinematics: ArmKinematics | None = None
         (folder / rec.IMAGES_DIR).mkdir(parents=True, exist_ok=True)
         self._meta = dataclasses.replace(meta, started_unix_s=time.time(), cameras=())
         rec.write_json(folder, rec.META_FILE, self._meta)
@@ -133,14 +138,22 @@ class EpisodeRecorder:
             watcher.tick(state, within_step_s)
 
     def record_plan(self, plan: Plan, points: int) -> None:
-        """A motion about to play (the motion server's plan observers): its planned paths into episode.mcap."""
-        if self._mcap is not None:
-            self._mcap.plan(plan, points)
+        """A motion about to play its first ``points`` points (the motion server's plan observers): each arm's planned
+        grasp-point path and target, as markers."""
+        if self._mcap is None and not self.watchers:
+            return
+        if self._kinematics is None:  # built on the first motion: an episode that never moves needs none
+            self._kinematics = ArmKinematics(self._robot)
+        self.record_markers(planned_path_markers(plan, self._kinematics, points))
 
     def record_markers(self, markers: Iterable[PathMarker]) -> None:
-        """A planned motion's markers as the graph's motion server drew them: into episode.mcap."""
+        """A planned motion's markers (as :meth:`record_plan` drew them, or the graph's motion server): into
+        episode.mcap and to the watchers."""
+        markers = tuple(markers)
         if self._mcap is not None:
             self._mcap.markers(markers)
+        for watcher in self.watchers:
+            watcher.markers(markers)
 
     def record_observation(self, obs: Observation) -> None:
         """An observation the agent took: its camera frames go into episode.mcap (state-only ones add nothing), and a

@@ -2,7 +2,7 @@
 
 The recorder hands a watcher what it records, on the episode's own threads (robodojo.episodes.recorder: the first
 state, the state after each control step with the frames rendered for the record, each observation the agent took,
-each turn, an error, the end). A :class:`LiveView` only queues each of these
+each turn, each motion's planned paths and targets, an error, the end). A :class:`LiveView` only queues each of these
 (:class:`~robodojo.episodes.feed.DroppingFeed`, config/view.yaml's ``queue_size``): a thread of its own turns them into
 Rerun logs (:class:`~robodojo.episodes.viewing.episode_log.EpisodeLog`, the layout ``robodojo view`` gives a record)
 and sends them to the target. When that thread falls behind (a slow or stalled viewer, a file nobody reads) the
@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from robodojo.episodes.viewing import VIEW_ENV
 from robodojo.episodes.viewing.episode_log import EpisodeLog, LinkFrames, move_targets, stamp_of, target_point
 from robodojo.episodes.viewing.settings import ViewSettings, shipped_view_settings
 from robodojo.episodes.viewing.sinks import RRD_FILE, LiveTarget, new_recording, parse_live_target, save_to, stream_to
+from robodojo.motion.path_markers import MarkerKind, PathMarker
 from robodojo.observation import CameraFrame, Observation
 from robodojo.robots.config import RobotConfig
 from robodojo.robots.urdf import parse_urdf
@@ -132,6 +134,10 @@ class LiveView:
         """What ended the episode early."""
         self._put(("error", turn, text))
 
+    def markers(self, markers: Sequence[PathMarker]) -> None:
+        """A motion about to play: each arm's planned grasp-point path and target."""
+        self._put(("markers", tuple(markers)))
+
     def close(self, metrics: dict[str, Any] | None = None) -> LiveStats:
         """The end (``metrics``: metrics.json's last state, shown as the outcome): wait up to close_timeout_s for the
         queue and the sink, then give up on them (a stalled sink keeps its thread; nothing waits for it)."""
@@ -213,6 +219,8 @@ class _LiveLogger:
         elif kind == "error":
             _, turn, text = item
             self.log.text(self.latest_ns, "error", f"turn {turn}: {text}")
+        elif kind == "markers":
+            self._markers(item[1])
         elif kind == "end":
             self._end(item[1])
 
@@ -321,6 +329,15 @@ class _LiveLogger:
             self.log.text(stamp, "tool_result", f"turn {record.turn}: {result}")
         self._state(state, stamp, agent_frames=False)
         self._turn_starts(stamp)
+
+    def _markers(self, markers: tuple[PathMarker, ...]) -> None:
+        """Stamped where the motion starts (the latest state, as episode.mcap stamps them)."""
+        assert self.log is not None
+        for m in markers:
+            line = m.kind is MarkerKind.LINE_STRIP
+            points = m.points_m if line else (m.position_m,)
+            self.log.planned(self.latest_ns, f"{m.namespace}/{m.id}", points, line=line, width_m=m.scale_m,
+                             color_rgba=m.color_rgba)  # fmt: skip
 
     def _turn_starts(self, stamp: int) -> None:
         """The next turn begins from the state just shown."""
