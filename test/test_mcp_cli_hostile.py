@@ -37,7 +37,7 @@ for _ in range(40):  # connections that never send a byte
 def post(path, body, headers):
     req = urllib.request.Request(f"http://127.0.0.1:{mcp_port}{path}", data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=60) as r:
+        with urllib.request.urlopen(req, timeout=240) as r:  # a loaded machine runs this suite at nice 19
             return r.status, r.read(2000).decode(errors="replace")
     except urllib.error.HTTPError as e:
         return e.code, e.read(2000).decode(errors="replace")
@@ -45,7 +45,7 @@ def post(path, body, headers):
         return f"{type(exc).__name__}: {exc}"[:200], ""
 mcp = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
        "MCP-Protocol-Version": "2025-06-18"}
-report["huge_body"] = post("/mcp", b"[" + b"1," * 12_000_000 + b"1]", mcp)[0]
+report["huge_body"] = post("/mcp", b"[" + b"1," * 3_000_000 + b"1]", mcp)[0]
 call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "move_eef", "arguments": {"targets": {"right_z": 0.9}, "note": "x" * 5_000_000}}}
 report["huge_arguments"] = post("/mcp", json.dumps(call).encode(), mcp)[0]
@@ -102,10 +102,11 @@ def test_a_hostile_mcp_client_reaches_nothing_outside_and_moves_nothing(dual_wor
     # inside, what it could not do was refused by the sandbox; what it could do stayed in its own folder
     assert report["write_sockets"] != "done" and report["write_etc"] != "done" and report["rename_socket"] != "done"
     assert report["hardlink_task"] != "done"  # another mount: no hard link to the harness's files
-    # a body over the server's limit (4 MiB: 24 MB, and a call with 5 MB of arguments) is refused before it is read:
-    # 413, which the sender sees, or the connection closed while it still writes; then the server answers as before
+    # a body over the server's limit (4 MiB: 6 MB, and a call with 5 MB of arguments) is refused before it is read:
+    # 413, which the sender sees, or the connection closed while it still writes (the server closes it rather than
+    # read the rest); then the server answers as before
     for flood in ("huge_body", "huge_arguments"):
-        assert report[flood] == 413 or "Broken pipe" in str(report[flood]), report
+        assert report[flood] == 413 or any(w in str(report[flood]) for w in ("Broken pipe", "reset by peer")), report
     assert report["initialize_after"] == 200, report
     # outside: untouched, and the episode's folders gone (links and FIFO removed without being followed)
     assert canary.read_text() == "untouched"

@@ -13,8 +13,10 @@ import json
 import math
 import os
 import re
+import socket
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -41,6 +43,7 @@ TASK = "general_pickup"
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"  # move_eef targets that solve seed 0
 CLIENT = "robodojo-test-client"
 SERVER_START_S = 120  # the world is built before the first call is answered; generous for a loaded 2-core machine
+OVERSIZE_WAIT_S = 60  # a 413 comes at once; only to fail the test instead of waiting for ever
 SRC = str(PACKAGE_ROOT / "src")
 JOINTS = re.compile(r"^Arm joint angles.*$", re.MULTILINE)
 
@@ -259,6 +262,7 @@ async def _robo_episode(out: Path) -> None:
                 assert line, f"robodojo mcp exited ({server.poll()}) before serving"
                 url = line.split("serving ", 1)[1].strip() if "serving http" in line else ""
         assert url.startswith("http://127.0.0.1:")
+        await anyio.to_thread.run_sync(_oversize_body_is_refused_unread, url)
         async with streamable_http_client(url) as (read, write), _client(read, write) as session:
             await _robo_hostile_then_solve(session)
         # Closing the session ends the server: the record is complete once it exited.
@@ -267,6 +271,24 @@ async def _robo_episode(out: Path) -> None:
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def _oversize_body_is_refused_unread(url: str) -> None:
+    """A request declaring 64 MB (the SDK's limit is 4 MiB), its body never sent: 413 at once, and the connection
+    closed, not held open to read the body (a client sending it would otherwise be read to its end)."""
+    parts = urllib.parse.urlsplit(url)
+    head = (
+        f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\nContent-Length: 64000000\r\n\r\n["
+    )
+    with socket.create_connection((parts.hostname, parts.port), timeout=OVERSIZE_WAIT_S) as s:
+        s.sendall(head.encode())
+        answer = b""
+        while chunk := s.recv(65536):  # to the server's end of the connection (a timeout fails the test)
+            answer += chunk
+    status, _, rest = answer.partition(b"\r\n")
+    assert status.split()[1] == b"413", answer[:300]
+    assert b"connection: close" in rest.lower(), answer[:300]
 
 
 def test_robo_tools_over_http(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 EXIT_DEADLINE_S = 15.0  # only to fail the test: every node's way out is bounded below ros2 launch's 5 s
 RESULT_TIMEOUT_S = 30.0
 BUDGET_CUT_STEPS = 12  # a step budget that ends the episode within _long_goal's motion
+REPORT_WAIT_S = 20.0
 MAX_LAPSED_LEASES = 5  # goals the step-budget drill lets end on a lapsed lease (load) before the budget runs out
 MAX_START_DELAY_S = 10.0  # config/control.yaml: the controllers refuse a trajectory stamped further ahead
 
@@ -167,7 +168,9 @@ def test_a_goal_the_budget_cuts_while_its_reports_are_lost_answers_the_points_th
     from action_msgs.msg import GoalStatus
 
     lost = {topics.trajectory_status(c): f"/lost{topics.trajectory_status(c)}" for c in _controllers()}
-    rec, client = _start(graph, {"step_limit": BUDGET_CUT_STEPS}, sim_remaps=lost)
+    # reports are awaited longer than the budget lasts: on a loaded machine the arm may not have moved within the
+    # shipped 1 s, and the trajectory would be sent again (another test's subject)
+    rec, client = _start(graph, {"step_limit": BUDGET_CUT_STEPS}, sim_remaps=lost, report_timeout_s=REPORT_WAIT_S)
     response = gc.wait_future(graph, _send_async(graph, client, _long_goal(rec)), RESULT_TIMEOUT_S, "the result")
     result = response.result
     assert response.status == GoalStatus.STATUS_ABORTED, (result.stop_reason, result.stop_detail)

@@ -20,6 +20,7 @@ import logging
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,26 @@ def _watch_deletes(app: Callable[[Scope, Receive, Send], Awaitable[None]], chann
     return wrapped
 
 
+def _close_after_refusals(app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> Any:
+    """``app``, closing the connection after it refuses a body as too large (413): uvicorn would otherwise read the
+    refused body to its end before the connection served anything else (24 MB from a sandbox at its pace took over
+    60 s on a loaded machine), which is the reading the refusal was for sparing."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def closing(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == HTTPStatus.REQUEST_ENTITY_TOO_LARGE:
+                message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+            await send(message)
+
+        await app(scope, receive, closing)
+
+    return wrapped
+
+
 async def serve_http(
     server: Server[Any],
     channel: CallChannel,
@@ -204,7 +225,8 @@ async def serve_http(
         streamable_http_path=HTTP_PATH, host=host, max_sessions=1, session_idle_timeout=idle_timeout_s
     )
     where: dict[str, Any] = {"host": host, "port": port} if unix_socket is None else {"uds": str(unix_socket)}
-    config = uvicorn.Config(_watch_deletes(app, channel), **where, log_level="warning", lifespan="on")
+    served = _close_after_refusals(_watch_deletes(app, channel))
+    config = uvicorn.Config(served, **where, log_level="warning", lifespan="on")
     web = uvicorn.Server(config)
 
     def stop_web() -> None:
