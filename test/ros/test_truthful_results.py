@@ -33,6 +33,7 @@ ROBOT = load_robot_config("dual_arx_x5")
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 EXIT_DEADLINE_S = 15.0  # only to fail the test: every node's way out is bounded below ros2 launch's 5 s
 RESULT_TIMEOUT_S = 30.0
+BUDGET_STEPS = 60  # the step-budget drill's: a few goals back and forth, the last one cut
 BUDGET_CUT_STEPS = 12  # a step budget that ends the episode within _long_goal's motion
 REPORT_WAIT_S = 20.0
 MAX_LAPSED_LEASES = 5  # goals the step-budget drill lets end on a lapsed lease (load) before the budget runs out
@@ -168,9 +169,11 @@ def test_a_goal_the_budget_cuts_while_its_reports_are_lost_answers_the_points_th
     from action_msgs.msg import GoalStatus
 
     lost = {topics.trajectory_status(c): f"/lost{topics.trajectory_status(c)}" for c in _controllers()}
-    # reports are awaited longer than the budget lasts: on a loaded machine the arm may not have moved within the
-    # shipped 1 s, and the trajectory would be sent again (another test's subject)
-    rec, client = _start(graph, {"step_limit": BUDGET_CUT_STEPS}, sim_remaps=lost, report_timeout_s=REPORT_WAIT_S)
+    # Reports are awaited longer than the budget lasts: on a loaded machine the arm may not have moved within the
+    # shipped 1 s, and the trajectory would be sent again (another test's subject). The stop's confirmation, which
+    # the lost reports never bring, is not waited for as long as shipped.
+    params = {"report_timeout_s": REPORT_WAIT_S, "stop_confirm_timeout_s": 1.0}
+    rec, client = _start(graph, {"step_limit": BUDGET_CUT_STEPS}, sim_remaps=lost, **params)
     response = gc.wait_future(graph, _send_async(graph, client, _long_goal(rec)), RESULT_TIMEOUT_S, "the result")
     result = response.result
     assert response.status == GoalStatus.STATUS_ABORTED, (result.stop_reason, result.stop_detail)
@@ -189,7 +192,7 @@ def _controllers() -> list[str]:
 def test_a_goal_cut_by_the_step_budget_is_aborted_not_succeeded(graph):
     from action_msgs.msg import GoalStatus
 
-    rec, client = _start(graph, {"real_time_factor": 3.0})  # the budget (600 steps) runs out sooner
+    rec, client = _start(graph, {"real_time_factor": 3.0, "step_limit": BUDGET_STEPS})  # runs out within a few goals
     z = rec.last(topics.tcp_pose("left")).pose.position.z
     targets = [[z - 0.08, 0.05], [z, -0.25]]  # back and forth until the episode's budget runs out mid-goal
     lapsed = []  # goals whose lease lapsed first: the motion server starved for half a second on a loaded machine
