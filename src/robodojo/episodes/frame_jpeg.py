@@ -18,8 +18,9 @@ from numpy.typing import NDArray
 
 #: the agents' own default (config/agents/move_eef.yaml): the record's pictures look like what the model was sent
 JPEG_QUALITY = 85
-#: pictures remembered: a few control steps' frames of every camera (the live view's thread trails the record's)
-_REMEMBERED = 32
+#: pictures remembered, each held with its array: four renders of three cameras (at the record's 5 Hz, 0.8 s of
+#: simulation time for the live view's thread to trail the record's; about 11 MB at 640x480)
+_REMEMBERED = 12
 
 _lock = threading.Lock()
 # (id of the array, quality) -> (the array, held so that its id is not reused while remembered; its JPEG bytes)
