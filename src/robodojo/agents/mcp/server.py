@@ -186,9 +186,9 @@ def _watch_deletes(app: Callable[[Scope, Receive, Send], Awaitable[None]], chann
 
 
 def _close_after_refusals(app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> Any:
-    """``app``, closing the connection after it refuses a body as too large (413): uvicorn would otherwise read the
-    refused body to its end before the connection served anything else (24 MB from a sandbox at its pace took over
-    60 s on a loaded machine), which is the reading the refusal was for sparing."""
+    """``app``, closing the connection after it refuses a body as too large (413): uvicorn would otherwise go on
+    reading a sender's refused body to its end (keeping the connection alive), the reading the refusal is for
+    sparing."""
 
     async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
