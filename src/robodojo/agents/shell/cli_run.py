@@ -28,6 +28,7 @@ MODEL_NAME = "robodojo"  #: what the CLI is told its model is called; the episod
 INSTALL_HINT = "make setup installs mini-swe-agent, make agents the coding-agent CLIs from npm"
 FORWARDER = "python3 -m robo_shell.forward"
 FORWARDER_START_S = 0.2  # the forwarders listen before the CLI's first request
+OUTPUT_DRAIN_S = 2.0  # an ended CLI's output still in its pipe is read for at most this long before it is quoted
 
 
 class CodingAgentError(RobodojoError):
@@ -108,7 +109,11 @@ class CliRun:
         return None if self.proxy.pending.empty() else self.proxy.pending.get_nowait()
 
     def log_tail(self) -> str:
-        """The head and tail of what the CLI printed so far."""
+        """The head and tail of what the CLI printed so far (all it printed, once it has ended)."""
+        if not self.running:
+            # Its last words may still be in the pipe, behind the exit the caller saw: read to the pipe's end (the
+            # sandbox's other processes end with it) before quoting them.
+            self._log.finish(OUTPUT_DRAIN_S)
         return self._log.output.text(LOG_TAIL_CHARS)
 
     def unasked_text(self, name: str) -> str:
