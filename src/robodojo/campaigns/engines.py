@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from robodojo.addresses import is_loopback
 from robodojo.campaigns.results import EpisodeRow
 from robodojo.campaigns.spec import EpisodeJob
 from robodojo.episodes.record_settings import CONFIG_ENV as RECORD_CONFIG_ENV
@@ -43,7 +44,6 @@ RAY_CLIENT_PORT = 10001  #: ... and the Ray Client server (ray://)
 #: what episodes read from their process's environment (the live view's target, the view's and the record's settings):
 #: a cluster's Ray workers do not inherit the campaign's, so each actor is given it
 EPISODE_ENV = (VIEW_ENV, VIEW_CONFIG_ENV, RECORD_CONFIG_ENV)
-_LOOPBACK_HOSTS = ("127.", "localhost", "[::1]", "0.0.0.0")
 RAY_CURRENT_CLUSTER = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
 
 
@@ -225,8 +225,8 @@ def episode_env(*, on_cluster: bool) -> dict[str, str]:
     (``on_cluster``) a live view streamed to this machine's loopback would reach each node's own: refused (ConfigError)
     with what to give instead. Files they name must be at the same path on every node, as the campaign folder is."""
     env = {name: os.environ[name] for name in EPISODE_ENV if os.environ.get(name)}
-    target = urlsplit(env.get(VIEW_ENV, "")).netloc
-    if on_cluster and target.startswith(_LOOPBACK_HOSTS):
+    host = urlsplit(env.get(VIEW_ENV, "")).hostname
+    if on_cluster and host is not None and is_loopback(host):
         raise ConfigError(
             f"--view {env[VIEW_ENV]} with --ray on a cluster: its nodes cannot reach this machine's loopback; give "
             "--view rrd (episode.rrd beside each record) or a rerun+http://HOST:PORT/proxy the nodes can reach"

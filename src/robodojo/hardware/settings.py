@@ -9,11 +9,11 @@ Every arm family shares :class:`ArmHardwareSettings` (what the trajectory guard 
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import astuple, dataclass, replace
 from functools import cache
 from pathlib import Path
 
+from robodojo.addresses import is_loopback
 from robodojo.config import CONFIG_DIR, Section, load_yaml
 from robodojo.errors import ConfigError
 from robodojo.robots.config import RobotConfig, load_robot_config
@@ -92,7 +92,7 @@ class Fr3Settings(ArmHardwareSettings):
     def for_address(self, ip: str) -> Fr3Settings:
         """These settings for the FR3 at ``ip``: as they are for a loopback address (franky-sim), with ``real_arm``'s
         real-time mode and dynamics factor otherwise; ConfigError in one line when the file has no ``real_arm``."""
-        if _is_loopback(ip):
+        if is_loopback(ip):
             return self
         if self.real_arm is None:
             raise ConfigError(
@@ -195,14 +195,6 @@ def _fr3_dynamics(section: Section) -> tuple[str, float]:
     if factor > 1.0:
         raise ConfigError(f"{section.where}.relative_dynamics_factor: must be in (0, 1], got {factor}")
     return realtime, factor
-
-
-def _is_loopback(ip: str) -> bool:
-    """Whether ``ip`` is this machine (a simulator serves there); a host name counts as remote."""
-    try:
-        return ipaddress.ip_address(ip.strip()).is_loopback
-    except ValueError:
-        return ip.strip() == "localhost"
 
 
 @cache
