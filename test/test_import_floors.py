@@ -35,6 +35,7 @@ FLOORS: dict[str, int] = {
     "config": 1,
     "errors": 1,
     "text": 1,
+    "addresses": 1,
     "log_limits": 1,
     "": 1,  # the robodojo package itself (PACKAGE_ROOT, version)
 }
