@@ -251,6 +251,17 @@ def _record(folder: Path) -> dict:
     }
 
 
+def _moves_text(record: dict) -> str:
+    """Each turn's move of an episode record, one line each: how it ended and why."""
+    lines = []
+    for turn in record["turns"]:
+        move = turn.get("move") or {}
+        lines.append(
+            f"{move.get('stop_reason')} {move.get('steps_used')}/{move.get('waypoints')} {move.get('stop_detail', '')}"
+        )
+    return "\n".join(lines)
+
+
 def _only_folder(root: Path) -> Path:
     folders = [p for p in root.iterdir() if p.is_dir()]
     assert len(folders) == 1, folders
@@ -298,8 +309,9 @@ def test_agent_node_episode_succeeds_with_the_in_process_record(graph, tmp_path)
 
     for key in ("task", "seed", "variant", "robot", "instruction", "agent", "llm_call_budget", "env_step_limit"):
         assert on_graph["meta"][key] == local["meta"][key], key
+    moves = _moves_text(on_graph)  # on a mismatch, how each of the graph's moves ended
     for key in ("success", "score", "end_reason", "llm_calls"):
-        assert on_graph["metrics"][key] == local["metrics"][key], key
+        assert on_graph["metrics"][key] == local["metrics"][key], f"{key}; the graph's moves:\n{moves}"
     assert on_graph["metrics"]["end_reason"] == "success"
     assert len(on_graph["requests"]) == len(local["requests"])
     calls = [[(c["name"], c["arguments"]) for c in r["tool_calls"]] for r in on_graph["responses"]]

@@ -184,6 +184,11 @@ class ControlledWorld:
                 controller.stop(state, reason)
 
     # -- the control step ----------------------------------------------------------------------------------------
+    @property
+    def playing(self) -> bool:
+        """Whether any controller is playing a trajectory."""
+        return any(c.playing for arm in self.controllers.values() for c in arm.both())
+
     def step(self, on_slice: Callable[[], None]) -> StepProblem | None:
         """One control period: each controller's sample for this tick to the world, ``on_slice`` after each of the
         configured physics slices. A step the world refuses, or one past the episode's budget, stops every
@@ -191,8 +196,7 @@ class ControlledWorld:
         w, dt = self.world, self.control_dt_s
         tick = self.now_s
         problem = None
-        playing = any(c.playing for arm in self.controllers.values() for c in arm.both())
-        if playing and w.steps_left <= 0:  # before sampling, so that no report counts a point that never played
+        if self.playing and w.steps_left <= 0:  # before sampling, so that no report counts a point that never played
             problem = StepProblem("the episode's env steps are used up", error=False)
             self.stop_all(TrajectoryState.STOPPED, problem.text)
         joints, grippers = {}, {}

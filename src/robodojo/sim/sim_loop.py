@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -28,6 +29,13 @@ T = TypeVar("T")
 RTF_WINDOW_S = 1.0  # wall time over which the real-time factor is measured
 RTF_WARN_RATIO = 0.9  # below this fraction of the target real-time factor, the loop counts as slow
 JOIN_TIMEOUT_S = 2.0  # one control tick, normally; a node's way out stays below ros2 launch's 5 s
+#: A pass that began this much later than the loop's own period allows was frozen (a stop signal, a swapping machine),
+#: not merely slow: the loop settles before its next step (below).
+FROZEN_AFTER_S = 0.2
+#: How long a loop that was frozen runs what was posted to it before it steps again. The leases and stops its commanders
+#: sent meanwhile are still unread; a step first would judge a lease on that backlog and blame a live commander for the
+#: simulator's own freeze. The world's time stood still with the loop, so the wait costs nothing simulated.
+SETTLE_AFTER_FREEZE_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,8 @@ class SimLoop:
         self._calls: queue.Queue[tuple[Callable[[], object], Future | None]] = queue.Queue()
         self._running = True
         self._lock = threading.Lock()  # a call is queued only while the loop runs; close fails those left
+        #: How many times the loop found itself frozen and settled before stepping on.
+        self.freezes = 0
         self.sim: ControlledWorld
         built: Future = Future()
         self._thread = threading.Thread(target=self._loop, args=(build, built), name="sim_loop", daemon=True)
@@ -126,15 +136,29 @@ class SimLoop:
 
     def _run_calls(self) -> None:
         while not self._calls.empty():
-            fn, future = self._calls.get_nowait()
+            self._run(*self._calls.get_nowait())
+
+    def _settle(self) -> None:
+        """Run what is posted for SETTLE_AFTER_FREEZE_S without stepping: the loop was frozen, and what was sent to
+        it meanwhile reaches it now."""
+        self.freezes += 1
+        end = time.monotonic() + SETTLE_AFTER_FREEZE_S
+        while self._running and (left := end - time.monotonic()) > 0:
             try:
-                result = fn()
-                if future is not None:
-                    future.set_result(result)
-            except BaseException as exc:
-                if future is None:
-                    raise
-                future.set_exception(exc)
+                self._run(*self._calls.get(timeout=left))
+            except queue.Empty:
+                break
+
+    @staticmethod
+    def _run(fn: Callable[[], object], future: Future | None) -> None:
+        try:
+            result = fn()
+            if future is not None:
+                future.set_result(result)
+        except BaseException as exc:
+            if future is None:
+                raise
+            future.set_exception(exc)
 
     def _loop(self, build: Callable[[], ControlledWorld], built: Future) -> None:
         try:
@@ -149,8 +173,13 @@ class SimLoop:
         pacer = Pacer(sim.control_dt_s, start_s=now, time_scale=rates.real_time_factor)
         rtf = RateMeter(RTF_WINDOW_S, now)
         next_camera, next_status = now + sim.control_dt_s, now  # cameras from the first step on, a period apart
+        frozen_after_s = sim.control_dt_s / rates.real_time_factor + FROZEN_AFTER_S
+        pass_began = time.monotonic()
         while self._running:
             try:
+                began, pass_began = pass_began, time.monotonic()
+                if pass_began - began > frozen_after_s and sim.playing:  # only a playing arm could be wronged
+                    self._settle()
                 self._run_calls()
                 problem = sim.step(outputs.joint_state)
                 if problem is not None:
