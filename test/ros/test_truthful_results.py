@@ -3,7 +3,8 @@
 - a robot killed mid-goal: answered backend_lost with holding unknown, without waiting out the stop's confirmation;
 - a frozen motion server (SIGSTOP): the lost commander is named (its lease), not "no joint states";
 - a trajectory the controllers refuse: a refusal (not accepted), not an accepted goal with the reason in stop_detail;
-- a goal cut by the step budget: ABORTED, not SUCCEEDED;
+- a goal cut by the step budget: ABORTED, not SUCCEEDED, also when it began before the episode status had reached
+  the motion server (discovery);
 - SIGINT to each node process alone mid-goal (as ros2 launch sends it): every one exits by itself with code 0.
 
 The reported pose is checked against the joint states the simulator published. No wall-time assertions: how fast a
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 
 import graph_client as gc
@@ -40,14 +42,20 @@ MAX_LAPSED_LEASES = 5  # goals the step-budget drill lets end on a lapsed lease 
 MAX_START_DELAY_S = 10.0  # config/control.yaml: the controllers refuse a trajectory stamped further ahead
 
 
-def _start(graph, sim_params: dict | None = None, sim_remaps: dict[str, str] | None = None, **motion_params):
-    """sim_node (its topics remapped by ``sim_remaps``) and motion_server_node (``motion_params`` over the graph
-    tests' defaults), a recorder, a client."""
+def _start(
+    graph,
+    sim_params: dict | None = None,
+    sim_remaps: dict[str, str] | None = None,
+    motion_remaps: dict[str, str] | None = None,
+    **motion_params,
+):
+    """sim_node and motion_server_node (their topics remapped by ``sim_remaps`` and ``motion_remaps``; the motion
+    server's ``motion_params`` over the graph tests' defaults), a recorder, a client."""
     rec = gc.Recorder()
     gc.subscribe(graph, rec, cameras=False)
     graph.start("sim_node", remaps=sim_remaps, **(sim_params or {}))
     params = {"use_sim_time": True, "joint_state_timeout_s": gc.JOINT_STATE_TIMEOUT_S, **motion_params}
-    graph.start("motion_server_node", **params)
+    graph.start("motion_server_node", remaps=motion_remaps, **params)
     client = gc.move_eef_client(graph)
     needed = (topics.JOINT_STATES, topics.EPISODE_STATUS, topics.tcp_pose("left"))
     graph.wait(lambda: all(rec.count(t) for t in needed), 30, "joint states, TCP poses and the episode status")
@@ -181,6 +189,31 @@ def test_a_goal_the_budget_cuts_while_its_reports_are_lost_answers_the_points_th
     assert rec.last(topics.EPISODE_STATUS).steps_left == 0
     assert BUDGET_CUT_STEPS // 2 <= result.steps_used < result.waypoints, (result.steps_used, result.waypoints)
     assert "measured joints" in result.stop_detail, result.stop_detail
+
+
+def test_a_goal_that_began_before_the_episode_status_came_still_ends_with_the_episodes_budget(graph):
+    """The latched episode status can reach a (re)started motion server a discovery round after the joint states: a
+    goal that begins in between belongs to the first episode whose status comes, and ends with its budget (it ran
+    unbound: `aborted` by the controllers' stop, and with reports lost it waited out the report timeout)."""
+    from action_msgs.msg import GoalStatus
+    from agent_bringup.msg import EpisodeStatus
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+
+    late = "/late" + topics.EPISODE_STATUS
+    rec, client = _start(graph, {"step_limit": BUDGET_CUT_STEPS}, motion_remaps={topics.EPISODE_STATUS: late})
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    relay = graph.client.create_publisher(EpisodeStatus, late, latched)
+    relaying = threading.Event()
+    graph.client.create_subscription(
+        EpisodeStatus, topics.EPISODE_STATUS, lambda msg: relay.publish(msg) if relaying.is_set() else None, latched
+    )
+    result_future = _send_async(graph, client, _long_goal(rec))
+    _moving(graph, rec, steps=3)
+    relaying.set()  # from now on the motion server hears the status: the running goal's episode
+    result = gc.wait_future(graph, result_future, RESULT_TIMEOUT_S, "the result")
+    assert result.status == GoalStatus.STATUS_ABORTED
+    assert result.result.stop_reason == "budget_exhausted", (result.result.stop_reason, result.result.stop_detail)
+    assert rec.last(topics.EPISODE_STATUS).steps_left == 0
 
 
 def _controllers() -> list[str]:

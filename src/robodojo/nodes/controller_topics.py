@@ -142,13 +142,22 @@ class RobotState:
                 "node or driver) running, and every arm answering?"
             )
 
-    def success_check(self) -> SuccessCheck | None:
-        """Whether the episode running now has succeeded (None: no episode status, no success signal)."""
-        status = self.status
-        if status is None:
-            return None
-        episode = status.episode_id
-        return lambda: bool(self.status and self.status.episode_id == episode and self.status.success)
+    def success_check(self) -> SuccessCheck:
+        """Whether the episode running now has succeeded; where no status has reached this server yet (the latched
+        status can follow the joint states by a discovery round), the first episode whose status comes. Never, for a
+        robot that publishes none."""
+        episode = self.status.episode_id if self.status is not None else None
+
+        def succeeded() -> bool:
+            nonlocal episode
+            status = self.status
+            if status is None:
+                return False
+            if episode is None:
+                episode = status.episode_id
+            return status.episode_id == episode and bool(status.success)
+
+        return succeeded
 
     def stale_text(self, timeout_s: float) -> str:
         """What is older than ``timeout_s``, for a message: ``1.30 s (the left arm's)``; a one-arm robot's without
