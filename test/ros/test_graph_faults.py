@@ -33,6 +33,15 @@ def _left_q(rec: gc.Recorder) -> np.ndarray:
     return np.array([joints[j] for j in robot.arm("left").joints])
 
 
+def _freezes_settled(rec: gc.Recorder) -> int:
+    """How many freezes the simulator's latest diagnostics count (its loop settled before stepping on)."""
+    for status in rec.last(topics.DIAGNOSTICS).status if rec.count(topics.DIAGNOSTICS) else ():
+        for kv in status.values:
+            if kv.key == "freezes_settled":
+                return int(kv.value)
+    return 0
+
+
 def _send_async(graph, client, goal):
     sent = graph.call(lambda: client.send_goal_async(goal))
     handle = gc.wait_future(graph, sent, 20, "goal acceptance")
@@ -59,8 +68,10 @@ def _reported_pose_matches_the_joint_states(result, rec: gc.Recorder, arm: str =
 
 def test_a_simulator_frozen_briefly_goes_on_and_one_frozen_long_aborts_the_goal(graph):
     from action_msgs.msg import GoalStatus
+    from diagnostic_msgs.msg import DiagnosticArray
 
     rec, client = gc.start_sim_and_motion(graph, motion_params={"lease_timeout_s": BRIEF_FREEZE_S / 2})
+    graph.client.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, rec.callback(topics.DIAGNOSTICS), 20)
     sim = graph.nodes[0]
     z = rec.last(topics.tcp_pose("left")).pose.position.z
 
@@ -76,6 +87,7 @@ def test_a_simulator_frozen_briefly_goes_on_and_one_frozen_long_aborts_the_goal(
     brief = gc.wait_future(graph, result_future, 30, "the result after a brief freeze").result
     assert brief.stop_reason == "completed", brief.stop_detail
     assert brief.steps_used == brief.waypoints
+    graph.wait(lambda: _freezes_settled(rec) >= 1, 10, "the simulator's diagnostics to count its freeze")
 
     # Frozen for longer than the joint states' timeout: the goal is aborted.
     steps = rec.last(topics.EPISODE_STATUS).steps_used

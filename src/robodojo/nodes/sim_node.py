@@ -215,6 +215,7 @@ class SimNode(GraphNode):
         stats, before = self.render_worker.stats, self._render_stats0
         self._render_stats0 = stats
         values = {"real_time_factor": f"{rtf.measured:.3f}", "target": f"{rtf.target:g}", **stats.since(before)}
+        values["freezes_settled"] = str(rtf.freezes)
         level = DiagnosticStatus.WARN if rtf.slow else DiagnosticStatus.OK
         status = convert.diagnostic_status(level, f"{NODE_NAME}: real-time factor", rtf.text, self.robot.name, values)
         self.diagnostics_pub.publish(convert.diagnostic_array(self.sim.now_s, [status]))

@@ -53,6 +53,7 @@ class RealTimeFactor:
 
     measured: float
     target: float
+    freezes: int = 0  # times the loop has found itself frozen mid-motion since it started (SimLoop.freezes)
 
     @property
     def slow(self) -> bool:
@@ -191,7 +192,7 @@ class SimLoop:
                     next_status = now + status_period
                 measured = rtf.update(now)
                 if measured is not None:
-                    outputs.real_time_factor(RealTimeFactor(measured, rates.real_time_factor))
+                    outputs.real_time_factor(RealTimeFactor(measured, rates.real_time_factor, self.freezes))
                 if now + 1e-9 >= next_camera:
                     outputs.cameras(now)
                     next_camera += camera_period
