@@ -48,7 +48,7 @@ def _assert_clean_exit(proc: NodeProcess, times: int) -> str:
 
 def _start_sim_and_motion(graph) -> tuple[NodeProcess, NodeProcess]:
     sim = graph.start("sim_node")
-    motion = graph.start("motion_server_node", use_sim_time=True)
+    motion = graph.start("motion_server_node", use_sim_time=True, joint_state_timeout_s=gc.JOINT_STATE_TIMEOUT_S)
     for proc in (sim, motion):
         graph.wait(lambda p=proc: READY[p.node] in p.output(), 60, f"{proc.node} to start")
     return sim, motion
@@ -67,17 +67,7 @@ def test_sim_and_motion_server_exit_0_on_one_or_two_sigints_or_sigterm(graph, si
         _assert_clean_exit(proc, times)
 
 
-@pytest.mark.parametrize(
-    "times",
-    [
-        1,
-        pytest.param(2, marks=pytest.mark.skipif(
-            not os.environ.get("ROBODOJO_TWO_SIGINT_DRILL"),
-            reason="in full test/ros runs two SIGINTs 50 ms apart have ended the episode backend_lost instead of "
-            "interrupted (2 of 4 full runs; 9 of 9 alone); cause not found yet: ROBODOJO_TWO_SIGINT_DRILL=1 runs it"
-        )),
-    ],
-)  # fmt: skip
+@pytest.mark.parametrize("times", [1, 2])
 def test_agent_node_interrupted_mid_episode_exits_0_with_a_complete_interrupted_record(graph, tmp_path, times):
     sim, motion = _start_sim_and_motion(graph)
     out = tmp_path / "episodes"

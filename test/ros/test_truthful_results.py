@@ -35,6 +35,9 @@ ROBOT = load_robot_config("dual_arx_x5")
 REPLAY = PACKAGE_ROOT / "examples" / "replay" / "general_pickup_seed0.yaml"
 EXIT_DEADLINE_S = 15.0  # only to fail the test: every node's way out is bounded below ros2 launch's 5 s
 RESULT_TIMEOUT_S = 30.0
+#: The simulator at half speed (its 2 Hz episode status kept in wall time): a goal's last 10 points last 0.8 s, the
+#: time a loaded machine may take to see one playing and send the signals.
+SLOW_SIM = {"real_time_factor": 0.5, "status_rate_hz": 4.0}
 BUDGET_STEPS = 60  # the step-budget drill's: a few goals back and forth, the last one cut
 BUDGET_CUT_STEPS = 12  # a step budget that ends the episode within _long_goal's motion
 REPORT_WAIT_S = 20.0
@@ -251,9 +254,9 @@ def test_sigint_to_each_node_alone_mid_goal_ends_every_one_by_itself_with_code_0
     out = tmp_path / "episodes"
     starts = graph_nodes(
         robot="dual_arx_x5", task="general_pickup", seed=0, variant="standard", agent="move_eef",
-        agent_params={"llm": f"replay:{REPLAY}", "out": str(out)},
+        agent_params={"llm": f"replay:{REPLAY}", "out": str(out)}, sim_params=SLOW_SIM,
     )  # fmt: skip
-    playing = []  # arm trajectories (their start stamps) reported playing with a good part still to play (0.4 s)
+    playing = []  # arm trajectories (their start stamps) reported playing with a good part still to play (0.8 s)
     ended = []  # ... and those reported ended
 
     def on_status(m) -> None:
@@ -287,7 +290,10 @@ def test_sigint_to_each_node_alone_mid_goal_ends_every_one_by_itself_with_code_0
         assert code == 0 and "Traceback" not in log, f"{proc.node} exited {code}:\n{log[-3000:]}"
         assert "did not return within" not in log and "did not end within" not in log, log[-3000:]
     motion_log = procs[[node for node, _, _ in starts].index("motion_server_node")].output()
-    assert "the motion server is shutting down" in motion_log, motion_log[-3000:]  # the goal was running
+    # The goal was running at the signal and was answered: as shutting down, or, should the lift's success have come
+    # first, as what it was
+    _, _, after_signal = motion_log.partition("stop signal received")
+    assert "MoveEef accepted:" in after_signal, motion_log[-3000:]
 
 
 def test_the_lost_arm_benchmark_runs_in_smoke_mode(ros_install, tmp_path):
