@@ -11,6 +11,7 @@ from robodojo.agents.base import EpisodeContext, TurnRecord
 from robodojo.agents.llm.types import ChatReply, ToolCall, Usage
 from robodojo.episodes import EndReason, EpisodeSpec, WorldHost, run_episode
 from robodojo.errors import BackendLostError
+from robodojo.motion.plan import ArmTrajectory, Plan
 from robodojo.motion.report import MoveReport, PlayOutcome, StopReason
 from robodojo.motion.server import MotionServer, StepExecutor
 from robodojo.motion.targets import arm_pose_target
@@ -335,3 +336,23 @@ def test_points_reached_come_from_the_measured_joints(dual_world):
     assert plan.points_reached(joints, plan.waypoints) == 7
     assert plan.points_reached({"left": traj.positions_rad[-1], "right": right_q}, 5) == 5  # only the points sent
     assert plan.points_reached({"left": None}, plan.waypoints) is None
+
+
+def test_points_reached_judge_a_gripper_motion_by_the_gripper_and_leave_out_what_holds_still():
+    joints = ("j1", "j2")
+    still = np.zeros((13, 2))
+    closing = np.linspace(1.0, 0.0, 13)
+    moving = np.linspace([0.0, 0.0], [0.6, -0.6], 13)
+    gripper_only = Plan(ok=True, trajectories={"right": ArmTrajectory("right", joints, still, closing)}, dt_s=0.04)
+    assert gripper_only.points_reached({"right": still[0]}, 12, {"right": closing[5] + 0.01}) == 5
+    assert gripper_only.points_reached({"right": still[0]}, 12, {"right": closing[-1]}) == 12
+    assert gripper_only.points_reached({"right": still[0]}, 12) == 0  # no opening measured: nothing tells
+    both = Plan(
+        ok=True,
+        trajectories={
+            "left": ArmTrajectory("left", joints, moving, np.full(13, 0.5)),  # its gripper holds: the joints tell
+            "right": ArmTrajectory("right", joints, still, np.full(13, 1.0)),  # holds still: leaves the count alone
+        },
+        dt_s=0.04,
+    )
+    assert both.points_reached({"left": moving[8], "right": still[0]}, 12, {"left": 0.0, "right": 0.0}) == 8

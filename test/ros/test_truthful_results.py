@@ -41,6 +41,7 @@ SLOW_SIM = {"real_time_factor": 0.5, "status_rate_hz": 4.0}
 BUDGET_STEPS = 60  # the step-budget drill's: a few goals back and forth, the last one cut
 BUDGET_CUT_STEPS = 12  # a step budget that ends the episode within _long_goal's motion
 REPORT_WAIT_S = 20.0
+GRIPPER_REPORT_WAIT_S = 5.0
 MAX_LAPSED_LEASES = 5  # goals the step-budget drill lets end on a lapsed lease (load) before the budget runs out
 MAX_START_DELAY_S = 10.0  # config/control.yaml: the controllers refuse a trajectory stamped further ahead
 
@@ -172,6 +173,32 @@ def test_a_trajectory_whose_reports_are_lost_plays_once_and_is_answered_by_the_j
     _reported_pose_is_the_last_joint_states(result, rec)
     motion_log = next(n for n in graph.nodes if n.node == "motion_server_node").output()
     assert "sending it again" not in motion_log, motion_log[-2000:]
+
+
+def test_a_gripper_motion_whose_reports_are_lost_is_judged_by_the_gripper_and_not_sent_again(graph):
+    """A motion of the gripper alone, its reports lost: the arm's joints hold still along it, and it was judged
+    "nothing played" and sent again from its first point, which the controller refused (the fingers had moved on):
+    CI's closing of the gripper under load. Its progress is judged by the measured gripper."""
+    from action_msgs.msg import GoalStatus
+
+    lost = {topics.trajectory_status(c): f"/lost{topics.trajectory_status(c)}" for c in _controllers()}
+    # Reports are awaited long enough for the motion to have begun however loaded the machine (nothing measured
+    # would rightly be sent again)
+    rec, client = _start(graph, sim_remaps=lost, report_timeout_s=GRIPPER_REPORT_WAIT_S)
+    left = ROBOT.arm("left")
+    opening = gc.joints(rec.last(topics.JOINT_STATES))[left.gripper_joint] / left.gripper_max_m
+    target = 0.0 if opening > 0.5 else 1.0
+    response = gc.wait_future(
+        graph, _send_async(graph, client, gc.goal(["left_gripper"], [target])), RESULT_TIMEOUT_S, "the result"
+    )
+    result = response.result
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, (result.stop_reason, result.stop_detail)
+    assert result.stop_reason == "completed" and "reports" in result.stop_detail, result.stop_detail
+    motion_log = next(n for n in graph.nodes if n.node == "motion_server_node").output()
+    assert "sending it again" not in motion_log, motion_log[-2000:]
+    time.sleep(0.5)  # the gripper where the motion sent it
+    now = gc.joints(rec.last(topics.JOINT_STATES))[left.gripper_joint] / left.gripper_max_m
+    assert abs(now - target) < 0.1, (opening, now, target)
 
 
 def test_a_goal_the_budget_cuts_while_its_reports_are_lost_answers_the_points_the_joints_show(graph):

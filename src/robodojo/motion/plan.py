@@ -11,6 +11,9 @@ from numpy.typing import NDArray
 from robodojo.motion.rejection import Rejection, render_rejection
 from robodojo.motion.targets import MoveTarget
 
+#: Below this span [rad, or gripper opening] a trajectory's joint or gripper holds still: it says nothing of progress.
+_STILL = 1e-6
+
 
 @dataclass(frozen=True)
 class ArmTrajectory:
@@ -56,17 +59,32 @@ class Plan:
         """The rejection's text (world frame), or "" for a valid plan."""
         return render_rejection(self.rejection) if self.rejection is not None else ""
 
-    def points_reached(self, joints_rad: Mapping[str, NDArray[np.float64] | None], points: int) -> int | None:
-        """How many of the first ``points`` points the arms have played, judged from their measured joints: per arm
-        the point nearest to its joints (the start state counts as 0), the least of the arms. None when an arm's
-        joints are unknown. For results whose books are unsure (a controller whose reports were lost or late)."""
+    def points_reached(
+        self,
+        joints_rad: Mapping[str, NDArray[np.float64] | None],
+        points: int,
+        gripper_openings: Mapping[str, float | None] | None = None,
+    ) -> int | None:
+        """How many of the first ``points`` points the arms have played, judged from their measured joints and, where
+        given, gripper openings: per arm the point nearest to what moves along its trajectory (the start state counts
+        as 0; a gripper-only motion is judged by its gripper), the least of the arms whose trajectory moves anything
+        (0 if none does). None when an arm's joints are unknown. For results whose books are unsure (a controller
+        whose reports were lost or late)."""
         reached = []
         for arm, traj in self.trajectories.items():
             q = joints_rad.get(arm)
             if q is None:
                 return None
-            distance = np.max(np.abs(traj.positions_rad[: points + 1] - np.asarray(q)), axis=1)
-            reached.append(int(np.argmin(distance)))
+            nearest = []
+            positions = traj.positions_rad[: points + 1]
+            if np.ptp(positions, axis=0).max(initial=0.0) > _STILL:
+                nearest.append(int(np.argmin(np.max(np.abs(positions - np.asarray(q)), axis=1))))
+            opening = (gripper_openings or {}).get(arm)
+            gripper = traj.gripper[: points + 1]
+            if opening is not None and np.ptp(gripper) > _STILL:
+                nearest.append(int(np.argmin(np.abs(gripper - opening))))
+            if nearest:
+                reached.append(min(nearest))
         return min(reached, default=0)
 
     @classmethod

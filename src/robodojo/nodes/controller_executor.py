@@ -117,13 +117,21 @@ class ControllerExecutor:
         if silent := node.commands.unmatched(arms):
             raise BackendLostError(f"no controller subscribes to {', '.join(silent)}: is the robot running?")
 
+    def _points_measured(self, plan: Plan, points: int) -> int | None:
+        """The points of ``plan`` the measured joints and grippers show played (Plan.points_reached)."""
+        state = self.node.state
+        return plan.points_reached(
+            {arm: state.arm_q(arm) for arm in plan.trajectories},
+            points,
+            {arm: state.gripper_opening(arm) for arm in plan.trajectories},
+        )
+
     def _measured_progress(self, plan: Plan, points: int, outcome: PlayOutcome) -> PlayOutcome:
         """A motion's books may be behind the robot (its reports stopped with the joint states, came late, or were
         overtaken by the episode's end): the points played are then those the measured joints show, and the detail
         says so. Not for a motion that something else cut (a third party's trajectory moves the arm along another
         path)."""
-        state = self.node.state
-        measured = plan.points_reached({arm: state.arm_q(arm) for arm in plan.trajectories}, points)
+        measured = self._points_measured(plan, points)
         if measured is None or measured <= outcome.played:
             return outcome
         note = (
@@ -252,7 +260,7 @@ class ControllerExecutor:
                 # Sent again only if nothing of it played: a trajectory that plays with its reports lost (or late)
                 # must not be sent twice (the second, from a moving arm, is refused or replaces it); it is followed
                 # on the joint states instead, to its end.
-                measured = plan.points_reached({arm: state.arm_q(arm) for arm in plan.trajectories}, points)
+                measured = self._points_measured(plan, points)
                 if not measured:
                     return None
                 if on_progress is not None:

@@ -24,7 +24,7 @@ from robodojo.nodes import convert, topics
 from robodojo.nodes.controller_commands import ControllerCommands
 from robodojo.nodes.parameters import MotionServerParams
 from robodojo.observation import Observation
-from robodojo.robots.arm_state import arm_state_from_joints
+from robodojo.robots.arm_state import arm_state_from_joints, gripper_opening
 from robodojo.robots.config import RobotConfig
 from robodojo.robots.ik import ArmKinematics
 from robodojo.robots.joint_speed import JointSpeedWindow
@@ -103,6 +103,13 @@ class RobotState:
         """``arm``'s latest joint angles (None before the first)."""
         with self.lock:
             return self.joints.arm_q(arm)
+
+    def gripper_opening(self, arm: str) -> float | None:
+        """``arm``'s latest measured gripper opening, 0..1 (None before the first)."""
+        config = self.robot.arm(arm)
+        with self.lock:
+            position_m = self.joints.position(config.gripper_joint)
+        return None if position_m is None else gripper_opening(config, position_m)
 
     def on_status(self, msg: EpisodeStatus) -> None:
         self.status, self.status_received_s = msg, time.monotonic()

@@ -11,7 +11,13 @@ from numpy.typing import ArrayLike
 
 from robodojo.geometry import quat_from_matrix, wxyz_tuple, xyz_tuple
 from robodojo.observation import ArmState
+from robodojo.robots.config import ArmConfig
 from robodojo.robots.ik import ArmKinematics
+
+
+def gripper_opening(config: ArmConfig, gripper_position_m: float) -> float:
+    """The opening, 0 (closed) to 1 (open), of a gripper whose driven finger joint is at ``gripper_position_m``."""
+    return float(np.clip(gripper_position_m / config.gripper_max_m, 0.0, 1.0))
 
 
 def arm_state_from_joints(kinematics: ArmKinematics, arm: str, q: ArrayLike, gripper_position_m: float) -> ArmState:
@@ -24,5 +30,5 @@ def arm_state_from_joints(kinematics: ArmKinematics, arm: str, q: ArrayLike, gri
         joint_positions_rad=tuple(float(v) for v in np.asarray(q, dtype=float)),
         tcp_pos_m=xyz_tuple(pos),
         tcp_quat_wxyz=wxyz_tuple(quat_from_matrix(R)),
-        gripper_opening=float(np.clip(gripper_position_m / config.gripper_max_m, 0.0, 1.0)),
+        gripper_opening=gripper_opening(config, gripper_position_m),
     )

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 from robodojo.errors import ConfigError, InvalidCommandError, RobodojoError, UnknownNameError
 from robodojo.geometry import quat_from_matrix, transform, wxyz_tuple, xyz_tuple
 from robodojo.observation import ArmState, CameraCalibration, CameraFrame, Observation
+from robodojo.robots.arm_state import gripper_opening
 from robodojo.robots.config import RobotConfig, load_robot_config
 from robodojo.robots.urdf import load_urdf
 from robodojo.sim.describe import describe_layout
@@ -309,7 +310,7 @@ class EmbeddedWorld:
             joint_positions_rad=tuple(float(v) for v in d.qpos[self.arm_qpos_adr[arm_name]]),
             tcp_pos_m=xyz_tuple(d.site_xpos[site]),
             tcp_quat_wxyz=wxyz_tuple(quat_from_matrix(d.site_xmat[site].reshape(3, 3))),
-            gripper_opening=float(np.clip(d.qpos[self.gripper_qpos_adr[arm_name]] / arm.gripper_max_m, 0.0, 1.0)),
+            gripper_opening=gripper_opening(arm, float(d.qpos[self.gripper_qpos_adr[arm_name]])),
         )
 
     def calibration(self, camera: str) -> CameraCalibration:
