@@ -265,7 +265,9 @@ class ControllerExecutor:
                     return None
                 if on_progress is not None:
                     on_progress(measured, points)
-                if self._arrived(plan, points):
+                # At its end by what moves (a gripper-only motion's arm is "there" from the start: its gripper
+                # tells), or else judged by the clock below (a gripper closed on an object stops short of its end)
+                if measured == points and self._arrived(plan, points):
                     return PlayOutcome(points, StopReason.COMPLETED, UNREPORTED_DETAIL)
                 # Past its end (it may have started late: the send is not seen played), judged once the arms are
                 # still, or at twice its length whatever they do.
