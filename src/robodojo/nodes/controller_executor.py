@@ -71,8 +71,7 @@ class ControllerExecutor:
     ) -> PlayOutcome:
         node, state, dt = self.node, self.node.state, plan.dt_s
         status = state.status
-        bound = node.motion_episode_bound
-        episode = status.episode_id if status and bound else None
+        episode = status.episode_id if status and node.motion_episode_bound else None
         controllers = _controllers_of(plan.trajectories)
         self._wait_for_controllers(list(plan.trajectories))
         outcome: PlayOutcome | None = None
@@ -82,9 +81,7 @@ class ControllerExecutor:
             node.commands.send_lease(start)  # before the trajectories: a controller knows it is leased before it plays
             node.commands.send_plan(plan, points, start)
             sent_s = time.monotonic()
-            outcome = self._follow(
-                plan, points, start, sent_s, controllers, (episode, bound), stop, is_success, on_progress
-            )
+            outcome = self._follow(plan, points, start, sent_s, controllers, episode, stop, is_success, on_progress)
             if outcome is not None and outcome.refusal and attempt > 1:
                 # The unreported first send may have played (its reports lost): not "nothing moved", a cut motion
                 outcome = PlayOutcome(0, StopReason.ABORTED, f"sent again unreported, {outcome.detail}", holding=False)
@@ -159,16 +156,16 @@ class ControllerExecutor:
         start: float,
         sent_s: float,
         controllers: list[str],
-        binding: tuple[str | None, bool],
+        episode: str | None,
         stop: threading.Event,
         is_success: SuccessCheck | None,
         on_progress: ProgressCallback | None,
     ) -> PlayOutcome | None:
         """Follow one sent trajectory (sent at ``sent_s``, monotonic) to its end, renewing its lease; None: no
-        controller reported it within report_timeout_s. ``binding``: the episode the motion belongs to (None: none
-        known yet) and whether it ends with its episode at all; a motion that ends with its episode but began before
-        any episode status reached this server (the latched status can follow the joint states by a discovery round)
-        belongs to the first one that comes.
+        controller reported it within report_timeout_s. ``episode``: the one the motion belongs to (None: none known
+        yet, or a motion that ignores its episode); a motion bound to its episode that began before any episode status
+        reached this server (the latched status can follow the joint states by a discovery round) belongs to the
+        first one that comes.
 
         That window is wall clock from the send, not robot time from the start: on a loaded machine this server's
         joint states lag the robot by tenths of a second, so the start lies in the robot's past when it arrives
@@ -183,10 +180,9 @@ class ControllerExecutor:
         leased_at = time.monotonic()
         looked_at = time.monotonic()
         frozen_s, judge_after = 0.0, -math.inf
-        episode, bound = binding
         while True:
             mark = state.news_mark()
-            if episode is None and bound and (first := state.status) is not None:
+            if episode is None and node.motion_episode_bound and (first := state.status) is not None:
                 episode = first.episode_id
             # This loop is the lease's heartbeat: a gap in it longer than the lease's timeout means this process was
             # frozen (SIGSTOP, a swapped-out machine), and the controllers dropped the trajectory for that. The joint
